@@ -1,0 +1,104 @@
+"""The common shape every reader returns: typed values plus where each one is written."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+KeyPath = tuple[str | int, ...]
+
+DocumentKind = Literal[
+    "training_args",  # HF TrainingArguments and the dialects built on it (TRL, LLaMA-Factory)
+    "axolotl",
+    "accelerate",
+    "deepspeed",
+    "launch",
+    "hardware",
+    "script",
+    "settings",
+    "unknown",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A 1-based line and column in a file."""
+
+    line: int
+    col: int
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    file: Path
+    line: int
+    col: int
+    key: str | None = None  # JSON-pointer-like key path, e.g. /zero_optimization/stage
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceProblem:
+    """Something a reader found while reading: a parse error, a duplicate key, a YAML 1.1 surprise."""
+
+    code: str  # the rule code it becomes (GA001, GA003, ...)
+    message: str
+    span: Span
+    key: KeyPath = ()
+    severity: Literal["error", "warning", "info"] | None = None  # None: the rule's default
+
+
+def pointer(path: KeyPath) -> str:
+    """Render a key path as a JSON pointer (/a/0/b)."""
+    return "/" + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in path) if path else ""
+
+
+@dataclass(slots=True)
+class Document:
+    """One file, read the way its consumer reads it, with the position of every key and value."""
+
+    path: Path
+    kind: DocumentKind
+    data: Any = None
+    key_spans: dict[KeyPath, Span] = field(default_factory=dict)
+    value_spans: dict[KeyPath, Span] = field(default_factory=dict)
+    problems: list[SourceProblem] = field(default_factory=list)
+    text: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not any(p.code == "GA001" and p.severity != "warning" for p in self.problems)
+
+    def span(self, path: KeyPath, *, value: bool = False) -> Span:
+        """The position of a key (or its value); falls back to the nearest written ancestor."""
+        spans = self.value_spans if value else self.key_spans
+        probe = path
+        while probe:
+            if probe in spans:
+                return spans[probe]
+            if not value and probe in self.value_spans:
+                return self.value_spans[probe]
+            probe = probe[:-1]
+        return Span(1, 1)
+
+    def location(self, path: KeyPath = (), *, value: bool = False) -> Location:
+        s = self.span(path, value=value)
+        return Location(self.path, s.line, s.col, pointer(path) or None)
+
+    def get(self, path: KeyPath, default: Any = None) -> Any:
+        node = self.data
+        for part in path:
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+                node = node[part]
+            else:
+                return default
+        return node
+
+    def has(self, path: KeyPath) -> bool:
+        sentinel = object()
+        return self.get(path, sentinel) is not sentinel

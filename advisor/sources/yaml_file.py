@@ -1,0 +1,163 @@
+"""YAML with positions, typed the way HF and accelerate type it (PyYAML, YAML 1.1).
+
+The composer gives every node its mark, and the YAML 1.1 resolver has already tagged each plain
+scalar, so values come out exactly as `yaml.safe_load` would produce them. We build the values
+ourselves (not `construct_document`) to bound alias expansion and nesting depth, and to see
+duplicate keys, which PyYAML silently resolves to the last one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from advisor.sources.document import KeyPath, SourceProblem, Span
+
+try:  # the C composer is several times faster
+    _Loader: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - libyaml missing
+    _Loader = yaml.SafeLoader
+
+MAX_NODES = 200_000
+MAX_DEPTH = 64
+
+# What a YAML 1.2 reader (ruamel, most editors, most people) takes for a number or a boolean.
+_YAML12_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)$")
+_YAML12_BOOL = {"true", "false", "True", "False", "TRUE", "FALSE"}
+
+
+class YamlTooLarge(Exception):
+    pass
+
+
+@dataclass(slots=True)
+class YamlResult:
+    data: Any
+    key_spans: dict[KeyPath, Span]
+    value_spans: dict[KeyPath, Span]
+    problems: list[SourceProblem]
+
+
+def _span(node: yaml.Node) -> Span:
+    return Span(node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+class _Builder:
+    def __init__(self, loader: Any) -> None:
+        self.loader = loader
+        self.key_spans: dict[KeyPath, Span] = {}
+        self.value_spans: dict[KeyPath, Span] = {}
+        self.problems: list[SourceProblem] = []
+        self.visited = 0
+
+    def build(self, node: yaml.Node, path: KeyPath, depth: int) -> Any:
+        self.visited += 1
+        if self.visited > MAX_NODES:
+            raise YamlTooLarge(f"more than {MAX_NODES} nodes (an alias bomb?)")
+        if depth > MAX_DEPTH:
+            raise YamlTooLarge(f"nested deeper than {MAX_DEPTH} levels")
+        self.value_spans.setdefault(path, _span(node))
+        if isinstance(node, yaml.MappingNode):
+            self.loader.flatten_mapping(node)
+            out: dict[Any, Any] = {}
+            for key_node, value_node in node.value:
+                key = self.build_scalar_key(key_node)
+                child = (*path, key)
+                if key in out:
+                    self.problems.append(
+                        SourceProblem(
+                            "GA001",
+                            f"duplicate key '{key}': YAML loaders keep only the last value",
+                            _span(key_node),
+                            child,
+                            severity="warning",
+                        )
+                    )
+                self.key_spans[child] = _span(key_node)
+                out[key] = self.build(value_node, child, depth + 1)
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            items = []
+            for i, item in enumerate(node.value):
+                self.key_spans[(*path, i)] = _span(item)
+                items.append(self.build(item, (*path, i), depth + 1))
+            return items
+        value = self.loader.construct_object(node)
+        self._check_yaml11(node, value, path)
+        return value
+
+    def build_scalar_key(self, node: yaml.Node) -> Any:
+        if not isinstance(node, yaml.ScalarNode):
+            return str(self.loader.construct_object(node, deep=True))
+        key = self.loader.construct_object(node)
+        return key if isinstance(key, (str, int, float, bool)) or key is None else str(key)
+
+    def _check_yaml11(self, node: yaml.ScalarNode, value: Any, path: KeyPath) -> None:
+        if node.style is not None:  # quoted: no surprise
+            return
+        text = node.value
+        if isinstance(value, str) and _YAML12_FLOAT.match(text):
+            self.problems.append(
+                SourceProblem(
+                    "GA003",
+                    f"'{text}' is read as the string '{text}' by PyYAML (YAML 1.1), not as a number; "
+                    f"write it with a decimal point, e.g. {_with_decimal_point(text)}",
+                    _span(node),
+                    path,
+                )
+            )
+        elif isinstance(value, bool) and text not in _YAML12_BOOL:
+            self.problems.append(
+                SourceProblem(
+                    "GA003",
+                    f"'{text}' is read as the boolean {value} by PyYAML (YAML 1.1); "
+                    f"write {str(value).lower()} or quote it if you meant the string",
+                    _span(node),
+                    path,
+                )
+            )
+        elif isinstance(value, int) and not isinstance(value, bool) and (":" in text or re.match(r"^[-+]?0[0-7]+$", text)):
+            self.problems.append(
+                SourceProblem(
+                    "GA003",
+                    f"'{text}' is read as the integer {value} by PyYAML (YAML 1.1 sexagesimal or octal)",
+                    _span(node),
+                    path,
+                )
+            )
+
+
+def _with_decimal_point(text: str) -> str:
+    mantissa, _, exponent = text.lower().partition("e")
+    if "." not in mantissa:
+        mantissa += ".0"
+    return f"{mantissa}e{exponent}"
+
+
+def parse_yaml(text: str) -> YamlResult:
+    """Parse one YAML document. Raises yaml.YAMLError (with a mark) or YamlTooLarge."""
+    loader = _Loader(text)
+    try:
+        root = loader.get_single_node()
+        builder = _Builder(loader)
+        data = None if root is None else builder.build(root, (), 0)
+    finally:
+        loader.dispose()
+    return YamlResult(data, builder.key_spans, builder.value_spans, builder.problems)
+
+
+def yaml_error_span(exc: yaml.YAMLError) -> Span:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    if mark is None:
+        return Span(1, 1)
+    return Span(mark.line + 1, mark.column + 1)
+
+
+def yaml_error_message(exc: yaml.YAMLError) -> str:
+    problem = getattr(exc, "problem", None)
+    context = getattr(exc, "context", None)
+    parts = [p for p in (context, problem) if p]
+    return "invalid YAML: " + (", ".join(parts) if parts else str(exc).splitlines()[0])
