@@ -67,6 +67,7 @@ class Document:
     value_spans: dict[KeyPath, Span] = field(default_factory=dict)
     problems: list[SourceProblem] = field(default_factory=list)
     text: str | None = None
+    dialect: str | None = None  # for training_args: "hf", "trl", "llamafactory"; for axolotl: "axolotl"
 
     @property
     def ok(self) -> bool:

@@ -1,0 +1,190 @@
+"""The check pipeline: paths -> runs -> plans -> facts -> rules -> findings. No I/O but reading."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from advisor.discover import DocumentCache, discover
+from advisor.engine import Context, Engine, RuleError, load_catalog, select_rules
+from advisor.facts import document_fallback, document_names, run_names
+from advisor.findings import Finding
+from advisor.plan import RunPlan, build_plan
+from advisor.settings import Settings, find_settings
+
+
+class CheckError(Exception):
+    """The tool cannot do its job (exit code 2): a missing path, an unknown hardware name."""
+
+
+@dataclass(slots=True)
+class CheckOptions:
+    hardware: str | None = None
+    select: list[str] | None = None
+    ignore: list[str] = field(default_factory=list)
+    extend_select: list[str] = field(default_factory=list)
+    rules_dirs: list[Path] = field(default_factory=list)
+    online: bool = False
+    settings: Settings | None = None
+
+
+@dataclass(slots=True)
+class RunSummary:
+    name: str
+    launcher: str | None
+    world_size: int | None
+    effective_batch: int | None
+    effective_batch_formula: str | None
+    hardware: str | None
+    strategy: str | None
+    peak_vram_gib: float | None = None
+    gpu_memory_gib: float | None = None
+    est_hours_single_gpu: float | None = None
+    est_hours: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "launcher": self.launcher,
+            "world_size": self.world_size,
+            "effective_batch": self.effective_batch,
+            "effective_batch_formula": self.effective_batch_formula,
+            "hardware": self.hardware,
+            "strategy": self.strategy,
+            "peak_vram_gib": self.peak_vram_gib,
+            "gpu_memory_gib": self.gpu_memory_gib,
+            "est_hours_single_gpu": self.est_hours_single_gpu,
+            "est_hours": self.est_hours,
+            "notes": self.notes,
+        }
+
+
+@dataclass(slots=True)
+class CheckResult:
+    findings: list[Finding]
+    runs: list[RunSummary]
+    plans: list[RunPlan]
+    errors: list[str]
+    settings: Settings
+
+
+def _load_hardware(name: str, base: Path | None = None) -> Any:
+    from advisor.sources.hardware import HardwareError, load_hardware
+
+    candidate = (base / name) if base is not None and not Path(name).is_absolute() else Path(name)
+    try:
+        return load_hardware(str(candidate) if candidate.is_file() else name)
+    except HardwareError as exc:
+        raise CheckError(str(exc)) from None
+
+
+def resolve_settings(paths: list[Path], options: CheckOptions) -> Settings:
+    if options.settings is not None:
+        return options.settings
+    start = paths[0] if paths else Path.cwd()
+    return find_settings(start)
+
+
+def build_plans(paths: list[Path], options: CheckOptions, settings: Settings) -> tuple[list[RunPlan], list[Any]]:
+    for p in paths:
+        if not p.exists():
+            raise CheckError(f"{p}: no such file or folder")
+    seeds = list(paths)
+    for declared in settings.runs:
+        candidate = settings.root / declared.path
+        if not candidate.exists():
+            raise CheckError(f"{settings.source}: run path '{declared.path}' does not exist")
+    cache = DocumentCache()
+    specs, documents = discover(seeds, cache)
+
+    default_hw = None
+    if options.hardware:
+        default_hw = _load_hardware(options.hardware)
+    elif settings.hardware:
+        default_hw = _load_hardware(settings.hardware, settings.root)
+    else:
+        descriptors = [d for d in documents if d.kind == "hardware" and d.ok]
+        if len(descriptors) == 1:
+            default_hw = _load_hardware(str(descriptors[0].path))
+
+    plans = []
+    for spec in specs:
+        run_settings = settings.run_for(spec.root.path)
+        hw = default_hw
+        if run_settings is not None and run_settings.hardware and not options.hardware:
+            hw = _load_hardware(run_settings.hardware, settings.root)
+        plan = build_plan(spec, hardware=hw, settings=run_settings)
+        if run_settings is not None and run_settings.name:
+            plan.name = run_settings.name
+        plans.append(plan)
+    return plans, documents
+
+
+def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
+    settings = resolve_settings(paths, options)
+    plans, documents = build_plans(paths, options, settings)
+
+    try:
+        extra = [settings.root / d for d in settings.extend_rules] + list(options.rules_dirs)
+        catalog = load_catalog(extra)
+    except RuleError as exc:
+        raise CheckError(str(exc)) from None
+    select = options.select if options.select is not None else settings.select
+    if select is not None:
+        select = select + options.extend_select + settings.extend_select
+    rules = select_rules(catalog, select, options.ignore + settings.ignore)
+    engine = Engine(rules, settings.severity)
+
+    run_contexts = []
+    for plan in plans:
+        names = run_names(plan)
+        names["thresholds"] = settings.thresholds
+        docs = {"training": plan.spec.training, "accelerate": plan.spec.accelerate, "deepspeed": plan.spec.deepspeed}
+        run_contexts.append((plan, names, Context(names, plan.root_location, plan.name, docs)))
+    doc_contexts = [
+        Context(document_names(d), document_fallback(d), None) for d in documents if d.kind != "script"
+    ]
+
+    findings: list[Finding] = []
+    seen: set[tuple[str, str, int, int, str]] = set()
+    for finding in [
+        *engine.evaluate("document", doc_contexts),
+        *engine.evaluate("run", [c for _, _, c in run_contexts]),
+    ]:
+        if finding.identity in seen:
+            continue
+        seen.add(finding.identity)
+        findings.append(finding)
+    findings.sort(key=lambda f: f.sort_key)
+
+    summaries = [summarize(plan, names) for plan, names, _ in run_contexts]
+    return CheckResult(findings, summaries, plans, engine.errors, settings)
+
+
+def summarize(plan: RunPlan, names: dict[str, Any]) -> RunSummary:
+    batch = names["batch"]
+    eff = batch.entry("effective_batch")
+    run = names["run"]
+    estimates = names.get("estimates")
+    summary = RunSummary(
+        name=plan.name,
+        launcher=plan.launch.launcher,
+        world_size=batch.world_size,
+        effective_batch=batch.effective_batch,
+        effective_batch_formula=getattr(eff, "note", None),
+        hardware=plan.hardware.name if plan.hardware is not None else None,
+        strategy=run.strategy,
+    )
+    if estimates:
+        summary.peak_vram_gib = estimates.peak_vram_gib
+        summary.gpu_memory_gib = estimates.gpu_memory_gib
+        summary.est_hours_single_gpu = estimates.hours_single_gpu
+        summary.est_hours = estimates.hours
+    world = batch.entry("world_size")
+    if world is not None and world.unknown:
+        summary.notes.append(f"world size unknown: {world.unknown}")
+    elif world is not None and world.note:
+        summary.notes.append(world.note)
+    return summary

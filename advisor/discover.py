@@ -1,0 +1,239 @@
+"""Seed paths -> runs.
+
+A launch command is the root of a run and pulls in every file it names; an accelerate config pulls in
+its DeepSpeed file; a TrainingArguments file pulls in its DeepSpeed file. A config that no launch
+command reaches is a run of its own. Folders are searched by content, not by file name.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from advisor.paths import relative
+from advisor.sources.document import Document, Location, Span
+from advisor.sources.read import CONFIG_SUFFIXES, read_document
+
+SKIP_DIRS = {
+    ".git",
+    ".hg",
+    ".svn",
+    "node_modules",
+    "__pycache__",
+    ".venv",
+    "venv",
+    "env",
+    ".tox",
+    ".nox",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    "site-packages",
+    "dist",
+    "build",
+    ".eggs",
+}
+RUN_KINDS = {"training_args", "axolotl", "accelerate", "deepspeed"}
+
+
+@dataclass(slots=True)
+class Reference:
+    """A file named by another file: where it is named, and what it resolved to."""
+
+    named_at: Location
+    raw: str
+    path: Path | None  # None: does not exist
+    role: str  # "accelerate", "training_args", "deepspeed", "script", "fsdp_config"
+
+
+@dataclass(slots=True)
+class RunSpec:
+    """The files of one run, before merging."""
+
+    name: str
+    root: Document
+    command: Any = None  # LaunchCommand when the run starts from a launch script
+    command_index: int = 0
+    training: Document | None = None
+    accelerate: Document | None = None
+    deepspeed: Document | None = None
+    script: Document | None = None
+    references: list[Reference] = field(default_factory=list)
+
+    @property
+    def documents(self) -> list[Document]:
+        docs = [self.root, self.training, self.accelerate, self.deepspeed]
+        seen: list[Document] = []
+        for d in docs:
+            if d is not None and all(d is not s for s in seen):
+                seen.append(d)
+        return seen
+
+
+class DocumentCache:
+    """Each file is read once per invocation, however many runs name it."""
+
+    def __init__(self) -> None:
+        self._docs: dict[Path, Document] = {}
+
+    def get(self, path: Path, hint: Any = None) -> Document:
+        key = path.resolve()
+        doc = self._docs.get(key)
+        if doc is None:
+            doc = read_document(path, hint)
+            self._docs[key] = doc
+        return doc
+
+    def all(self) -> list[Document]:
+        return list(self._docs.values())
+
+
+def iter_files(seeds: list[Path]) -> list[Path]:
+    out: list[Path] = []
+    seen: set[Path] = set()
+    for seed in seeds:
+        if seed.is_dir():
+            for dirpath, dirnames, filenames in os.walk(seed):
+                dirnames[:] = sorted(
+                    d
+                    for d in dirnames
+                    if d not in SKIP_DIRS and not d.endswith(".egg-info") and not _is_venv(Path(dirpath, d))
+                )
+                for name in sorted(filenames):
+                    p = Path(dirpath, name)
+                    if p.suffix.lower() in CONFIG_SUFFIXES and p not in seen:
+                        seen.add(p)
+                        out.append(p)
+        elif seed not in seen:
+            seen.add(seed)
+            out.append(seed)
+    return out
+
+
+def _is_venv(path: Path) -> bool:
+    return (path / "pyvenv.cfg").exists()
+
+
+def _resolve(raw: str, bases: list[Path]) -> Path | None:
+    candidate = Path(os.path.expanduser(raw))
+    if candidate.is_absolute():
+        return candidate if candidate.is_file() else None
+    for base in bases:
+        p = base / candidate
+        if p.is_file():
+            return p
+    return None
+
+
+def _bases(doc_path: Path) -> list[Path]:
+    """Where a relative path written in a file may point: the current folder, the file's folder and
+    its parents up to the project root (scripts are usually started from the repo root)."""
+    bases = [Path.cwd()]
+    here = doc_path.parent
+    for _ in range(6):
+        bases.append(here)
+        if (here / ".git").exists() or (here / "pyproject.toml").exists() or here.parent == here:
+            break
+        here = here.parent
+    return bases
+
+
+def _ref(doc: Document, raw: str, span: Span, role: str, key: str | None = None) -> Reference:
+    return Reference(
+        Location(doc.path, span.line, span.col, key), raw, _resolve(raw, _bases(doc.path)), role
+    )
+
+
+def discover(seeds: list[Path], cache: DocumentCache | None = None) -> tuple[list[RunSpec], list[Document]]:
+    """Build the runs reachable from the seeds. Returns the runs and every document read."""
+    cache = cache or DocumentCache()
+    docs = [cache.get(p) for p in iter_files(seeds)]
+    runs: list[RunSpec] = []
+    reached: set[Path] = set()
+
+    for doc in docs:
+        if doc.kind != "launch" or doc.data is None:
+            continue
+        commands = doc.data.commands
+        for i, command in enumerate(commands):
+            shown = relative(doc.path)
+            name = shown if len(commands) == 1 else f"{shown}:{command.span.line}"
+            run = RunSpec(name=name, root=doc, command=command, command_index=i)
+            _attach_from_command(run, doc, command, cache)
+            runs.append(run)
+            reached.update(d.path.resolve() for d in run.documents)
+
+    for doc in docs:
+        if doc.kind not in RUN_KINDS or doc.path.resolve() in reached:
+            continue
+        run = RunSpec(name=relative(doc.path), root=doc)
+        if doc.kind == "accelerate":
+            run.accelerate = doc
+        elif doc.kind == "deepspeed":
+            run.deepspeed = doc
+        else:
+            run.training = doc
+        _attach_nested(run, cache)
+        runs.append(run)
+        reached.update(d.path.resolve() for d in run.documents)
+
+    # A DeepSpeed or accelerate file that a later run pulled in should not also stand alone.
+    pulled = {d.path.resolve() for r in runs for d in r.documents if d is not r.root}
+    runs = [r for r in runs if r.command is not None or r.root.path.resolve() not in pulled]
+    return runs, cache.all()
+
+
+def _attach_from_command(run: RunSpec, doc: Document, command: Any, cache: DocumentCache) -> None:
+    args = command.launcher_args
+    config = args.get("config_file") or (args.get("accelerate_config") if command.launcher == "trl" else None)
+    if config is not None and config.text:
+        ref = _ref(doc, config.text, config.span, "accelerate")
+        run.references.append(ref)
+        if ref.path:
+            run.accelerate = cache.get(ref.path, "accelerate")
+
+    training_word = command.script_args.get("config")
+    if training_word is None:
+        for word in command.positional:
+            if word.text and Path(word.text).suffix.lower() in {".yaml", ".yml", ".json"}:
+                training_word = word
+                break
+    if training_word is not None and training_word.text:
+        ref = _ref(doc, training_word.text, training_word.span, "training_args")
+        run.references.append(ref)
+        if ref.path:
+            training = cache.get(ref.path)
+            if training.kind in {"training_args", "axolotl", "unknown"}:
+                run.training = training
+
+    ds_word = command.script_args.get("deepspeed") or args.get("deepspeed_config_file")
+    if ds_word is None and command.launcher == "deepspeed":
+        ds_word = command.script_args.get("deepspeed_config")
+    if ds_word is not None and ds_word.text and ds_word.text.lower() != "true":
+        ref = _ref(doc, ds_word.text, ds_word.span, "deepspeed")
+        run.references.append(ref)
+        if ref.path:
+            run.deepspeed = cache.get(ref.path, "deepspeed")
+
+    if command.script is not None and command.script.text and not command.module:
+        ref = _ref(doc, command.script.text, command.script.span, "script")
+        run.references.append(ref)
+        if ref.path and ref.path.suffix == ".py":
+            run.script = cache.get(ref.path, "script")
+    _attach_nested(run, cache)
+
+
+def _attach_nested(run: RunSpec, cache: DocumentCache) -> None:
+    """accelerate -> its DeepSpeed file; TrainingArguments -> its DeepSpeed file."""
+    for holder, path in ((run.training, ("deepspeed",)), (run.accelerate, ("deepspeed_config", "deepspeed_config_file"))):
+        if holder is None or not holder.ok or run.deepspeed is not None and holder is run.accelerate:
+            continue
+        raw = holder.get(path)
+        if not isinstance(raw, str) or not raw.strip():
+            continue
+        ref = _ref(holder, raw, holder.span(path, value=True), "deepspeed", "/" + "/".join(path))
+        run.references.append(ref)
+        if ref.path and run.deepspeed is None:
+            run.deepspeed = cache.get(ref.path, "deepspeed")

@@ -1,0 +1,62 @@
+"""Facts: what follows from a plan, computed in Python. Rules read them by namespace name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from advisor.provenance import Namespace
+from advisor.sources.document import Document, Location
+
+FactBuilder = Callable[[Any, dict[str, Any]], Namespace]
+
+
+def _builders() -> list[tuple[str, FactBuilder]]:
+    from advisor.facts.batch import batch_facts
+    from advisor.facts.data import data_facts
+    from advisor.facts.hardware import hardware_facts
+    from advisor.facts.run import run_facts
+
+    return [
+        ("batch", lambda plan, _: batch_facts(plan)),
+        ("hardware", lambda plan, _: hardware_facts(plan)),
+        ("data", data_facts),
+        ("run", run_facts),
+    ] + _optional_builders()
+
+
+def _optional_builders() -> list[tuple[str, FactBuilder]]:
+    """Fact families that live in their own modules and may grow independently."""
+    out: list[tuple[str, FactBuilder]] = []
+    import importlib
+
+    for name in ("placement", "precision", "script", "estimates"):
+        try:
+            module = importlib.import_module(f"advisor.facts.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"advisor.facts.{name}":
+                raise
+            continue
+        builder = getattr(module, "FACTS", None)
+        if builder is not None:
+            out.extend(builder)
+    return out
+
+
+def run_names(plan: Any) -> dict[str, Any]:
+    """Every namespace a run-scoped rule can read."""
+    names: dict[str, Any] = dict(plan.namespaces())
+    for key, builder in _builders():
+        names[key] = builder(plan, names)
+    names["settings"] = plan.settings
+    return names
+
+
+def document_names(doc: Document) -> dict[str, Any]:
+    from advisor.facts.document import document_facts
+
+    return {"document": document_facts(doc)}
+
+
+def document_fallback(doc: Document) -> Location:
+    return Location(doc.path, 1, 1)

@@ -1,0 +1,43 @@
+"""The machine a run lands on, as plain facts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from advisor.provenance import Namespace, Value
+
+
+def _cc(text: Any) -> float | None:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def hardware_facts(plan: Any) -> Namespace:
+    ns = Namespace("hardware")
+    machine = plan.hardware
+    if machine is None:
+        return ns
+    gpu = machine.gpu
+    cc = _cc(gpu.compute_capability)
+    facts = {
+        "name": machine.name,
+        "gpu_model": gpu.id,
+        "gpu_name": gpu.display_name,
+        "count": machine.gpus.count,
+        "nodes": machine.nodes,
+        "total_gpus": machine.gpus.count * machine.nodes,
+        "memory_gib": machine.memory_gib,
+        "cpu_cores": machine.cpu_cores,
+        "ram_gib": machine.ram_gib,
+        "compute_capability": cc,
+        "bf16": cc is not None and cc >= 8.0,
+        "tf32": cc is not None and cc >= 8.0,
+        "fp8": cc is not None and cc >= 8.9,
+        "network": machine.network,
+        "nvlink_all": machine.nvlink == "all",
+    }
+    for key, value in facts.items():
+        ns.set(key, Value(value, None, "hardware", note=f"hardware {machine.name}"))
+    return ns

@@ -1,0 +1,59 @@
+"""What the engine reports."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from advisor.sources.document import Location
+
+Severity = Literal["error", "warning", "info"]
+SEVERITY_RANK: dict[str, int] = {"info": 0, "warning": 1, "error": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """Set (or with value DELETE, remove) one key of one file."""
+
+    file: Path
+    key: str  # JSON pointer of the key, e.g. /gradient_accumulation_steps
+    value: Any
+
+
+DELETE = object()
+
+
+@dataclass(frozen=True, slots=True)
+class Fix:
+    description: str
+    safety: Literal["safe", "unsafe", "display"]
+    edits: tuple[Edit, ...] = ()
+
+
+@dataclass(slots=True)
+class Finding:
+    rule: str
+    name: str
+    severity: Severity
+    message: str
+    location: Location
+    run: str | None = None
+    related: list[Location] = field(default_factory=list)
+    fix: Fix | None = None
+    evidence: str | None = None  # "measured" when a probe backs it
+
+    @property
+    def sort_key(self) -> tuple[str, int, int, str]:
+        return (str(self.location.file), self.location.line, self.location.col, self.rule)
+
+    @property
+    def identity(self) -> tuple[str, str, int, int, str]:
+        return (self.rule, str(self.location.file), self.location.line, self.location.col, self.message)
+
+    def fingerprint(self, relative_file: str) -> str:
+        """Stable across line moves: rule, file and key path, never line numbers."""
+        key = self.location.key or f"@{self.message}"
+        raw = "\0".join((self.rule, relative_file, key))
+        return hashlib.sha256(raw.encode()).hexdigest()[:16]

@@ -1,0 +1,101 @@
+"""Values that remember where they came from, and the namespaces rules read them through."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from advisor.sources.document import Location
+
+
+@dataclass(slots=True)
+class Value:
+    """One setting of a run: its value, where it was written, and what it overrode."""
+
+    value: Any
+    origin: Location | None = None  # None: a default or a derived value with no single home
+    source: str = "default"  # "launch", "training_args", "accelerate", "deepspeed", "default", "derived", ...
+    related: list[Location] = field(default_factory=list)  # losing values of a conflict, other inputs
+    unknown: str | None = None  # why the value cannot be known statically
+    note: str | None = None  # how a default or derived value was reached
+
+    @property
+    def known(self) -> bool:
+        return self.unknown is None
+
+    def describe(self) -> str:
+        where = str(self.origin) if self.origin else self.source
+        if self.unknown:
+            return f"unknown ({self.unknown}) at {where}"
+        return f"{self.value!r} from {where}" + (f" ({self.note})" if self.note else "")
+
+
+class Namespace:
+    """Attribute access over Values: `training.bf16` gives the plain value, None when unset or unknown."""
+
+    __slots__ = ("_name", "_values")
+
+    def __init__(self, name: str, values: dict[str, Value | Namespace] | None = None) -> None:
+        self._name = name
+        self._values: dict[str, Value | Namespace] = values if values is not None else {}
+
+    def __getattr__(self, key: str) -> Any:
+        if key.startswith("__"):
+            raise AttributeError(key)
+        item = self._values.get(key)
+        if item is None:
+            return None
+        if isinstance(item, Namespace):
+            return item
+        return item.value if item.unknown is None else None
+
+    def __getitem__(self, key: str) -> Any:
+        return self.__getattr__(key)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._values
+
+    def __bool__(self) -> bool:
+        return bool(self._values)
+
+    def __repr__(self) -> str:
+        return f"<{self._name}: {', '.join(self._values)}>"
+
+    def set(self, key: str, value: Value | Namespace) -> None:
+        self._values[key] = value
+
+    def entry(self, key: str) -> Value | Namespace | None:
+        return self._values.get(key)
+
+    def child(self, key: str) -> Namespace:
+        item = self._values.get(key)
+        if not isinstance(item, Namespace):
+            item = Namespace(f"{self._name}.{key}")
+            self._values[key] = item
+        return item
+
+    def items(self) -> Iterator[tuple[str, Value | Namespace]]:
+        return iter(self._values.items())
+
+    def lookup(self, dotted: str) -> Value | Namespace | None:
+        node: Value | Namespace | None = self
+        for part in dotted.split("."):
+            if not isinstance(node, Namespace):
+                return None
+            node = node._values.get(part)
+        return node
+
+    def flat(self, prefix: str = "") -> Iterator[tuple[str, Value]]:
+        for key, item in self._values.items():
+            name = f"{prefix}{key}"
+            if isinstance(item, Namespace):
+                yield from item.flat(name + ".")
+            else:
+                yield name, item
+
+    def plain(self) -> dict[str, Any]:
+        return {
+            k: v.plain() if isinstance(v, Namespace) else (v.value if v.unknown is None else None)
+            for k, v in self._values.items()
+        }

@@ -1,0 +1,48 @@
+"""`--format json`: the contract in DESIGN.md, version 1."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from advisor.check import CheckResult
+from advisor.findings import DELETE, Finding
+from advisor.report import location_json, relative
+
+
+def finding_json(f: Finding) -> dict[str, Any]:
+    fix = None
+    if f.fix is not None:
+        fix = {
+            "description": f.fix.description,
+            "safety": f.fix.safety,
+            "edits": [
+                {"file": relative(e.file), "key": e.key, "delete": e.value is DELETE}
+                | ({} if e.value is DELETE else {"value": e.value})
+                for e in f.fix.edits
+            ],
+        }
+    return {
+        "rule": f.rule,
+        "name": f.name,
+        "severity": f.severity,
+        "message": f.message,
+        "file": relative(f.location.file),
+        "line": f.location.line,
+        "column": f.location.col,
+        "key": f.location.key,
+        "run": f.run,
+        "related": [location_json(r) for r in f.related],
+        "fix": fix,
+        "evidence": f.evidence,
+        "fingerprint": f.fingerprint(relative(f.location.file)),
+    }
+
+
+def render_json(result: CheckResult) -> str:
+    payload = {
+        "version": 1,
+        "findings": [finding_json(f) for f in result.findings],
+        "runs": [r.as_json() for r in result.runs],
+    }
+    return json.dumps(payload, indent=2, default=str) + "\n"

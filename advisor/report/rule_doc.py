@@ -1,0 +1,32 @@
+"""A rule's documentation page, from its rule file (the same text SARIF and docs use)."""
+
+from __future__ import annotations
+
+import yaml
+
+from advisor.engine import CompiledRule
+
+
+def render_rule(rule: CompiledRule) -> str:
+    s = rule.spec
+    lines = [
+        f"# {s.code} {s.name}",
+        "",
+        f"Default severity: {s.severity}. Fix: {s.fix.safety if s.fix else 'none'}.",
+        "",
+        s.summary,
+        "",
+        s.docs.strip(),
+        "",
+    ]
+    for ex in s.examples:
+        lines.append(f"## Example ({'flagged' if ex.expect == 'fail' else 'not flagged'})")
+        if ex.hardware:
+            lines.append(f"Hardware: {ex.hardware}")
+        for name, content in ex.files.items():
+            lines += ["", f"`{name}`:", "", "```" + ("json" if name.endswith(".json") else "yaml" if name.endswith((".yaml", ".yml")) else "bash"),
+                      content.rstrip(), "```"]
+        lines.append("")
+    if s.fix:
+        lines += ["## Fix", "", yaml.safe_dump(s.fix.model_dump(exclude_defaults=True), sort_keys=False).strip(), ""]
+    return "\n".join(lines) + "\n"
