@@ -1,0 +1,633 @@
+"""Hardware: the GPU catalog, the built-in machines and hardware descriptor files.
+
+A hardware descriptor (YAML) says what the run will execute on::
+
+    name: 4xH100-NVL
+    gpus: {model: H100-NVL, count: 4}     # model: a GPU catalog key; memory_gib may override
+    nvlink: [[0, 1], [2, 3]]              # groups joined by NVLink; `all` = NVSwitch; [] = none
+    cpu_cores: 64
+    ram_gib: 512
+    nodes: 1                               # >1: the same box repeated, joined by `network`
+    network: ib-400g                       # <ib|eth|efa|roce>-<Gb/s per NIC>g[x<NICs per node>]
+
+Everything here is read lazily and cached: importing this module reads no file. Errors in a
+descriptor raise `HardwareError` whose message names the file and the 1-based line and column.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterator, Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    computed_field,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+try:  # the C loader is several times faster
+    _Loader: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - libyaml missing
+    _Loader = yaml.SafeLoader
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+GPUS_FILE = DATA_DIR / "gpus.yaml"
+MACHINES_DIR = DATA_DIR / "machines"
+
+__all__ = [
+    "GpuGroup",
+    "GpuSpec",
+    "HardwareError",
+    "Machine",
+    "NvlinkSpec",
+    "PcieSpec",
+    "builtin_machines",
+    "gpu_catalog",
+    "hardware_schema",
+    "load_hardware",
+    "machine_yaml",
+    "normalize_gpu_name",
+    "parse_network",
+    "resolve_gpu",
+    "suggest_gpu",
+]
+
+
+class HardwareError(Exception):
+    """A hardware name, descriptor or detection problem, with a message fit for the user.
+
+    `file`, `line` and `col` (1-based) are set when the problem is in a descriptor file.
+    """
+
+    def __init__(
+        self, message: str, *, file: str | None = None, line: int | None = None, col: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.file = file
+        self.line = line
+        self.col = col
+
+    def __str__(self) -> str:
+        return self.message
+
+
+# --------------------------------------------------------------------------------------------
+# GPU catalog
+
+
+class NvlinkSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    generation: int
+    links: int | None = None
+    per_gpu_unidir_gbs: float
+    typical_topology: Literal[
+        "nvswitch_all_to_all", "bridged_pairs", "optional_2way_bridge_pairs", "hybrid_cube_mesh"
+    ]
+    busbw_gbs: float = Field(description="realistic all-reduce busbw inside the NVLink domain, GB/s")
+    busbw_measured: bool
+    busbw_source: str
+
+
+class PcieSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    generation: int
+    lanes: int = 16
+    unidir_gbs: float
+    busbw_gbs: float = Field(description="realistic all-reduce busbw when the ring crosses PCIe, GB/s")
+    busbw_measured: bool
+    busbw_source: str
+
+
+class GpuSpec(BaseModel):
+    """One GPU model of the catalog (advisor/data/gpus.yaml)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    id: str
+    display_name: str
+    vendor: str = "nvidia"
+    architecture: str
+    compute_capability: str
+    form_factor: str | None = None
+    nvidia_smi_name: list[str] = Field(default_factory=list)
+    aliases: list[str] = Field(default_factory=list)
+    memory_gb_marketed: float | None = None
+    nvidia_smi_memory_total_mib: int | None = None
+    usable_gib: float = Field(gt=0)
+    memory_bandwidth_gbs: float
+    bf16_dense_tflops: float | None = None
+    fp16_dense_tflops: float | None = None
+    fp8_dense_tflops: float | None = None
+    tf32_dense_tflops: float | None = None
+    mamf_bf16_tflops: float | None = None
+    tf32_supported: bool
+    bf16_native: bool
+    nvlink: NvlinkSpec | None = None
+    pcie: PcieSpec
+    p2p_supported: bool = True
+    tdp_w: float | None = None
+    confidence: Literal["high", "medium", "low"] = "medium"
+    notes: str | None = None
+    source: list[str] = Field(default_factory=list)
+
+    @field_validator("compute_capability")
+    @classmethod
+    def _cc_format(cls, v: str) -> str:
+        if not re.fullmatch(r"\d+\.\d+", v):
+            raise ValueError(f"compute_capability must look like '8.0', got {v!r}")
+        return v
+
+    @property
+    def cc(self) -> tuple[int, int]:
+        """Compute capability as a comparable tuple, e.g. (8, 0)."""
+        major, minor = self.compute_capability.split(".")
+        return int(major), int(minor)
+
+    @property
+    def has_nvlink(self) -> bool:
+        return self.nvlink is not None
+
+    def dense_tflops(self, precision: str) -> float | None:
+        """Dense tensor peak for 'bf16' | 'fp16' | 'fp8' | 'tf32' (None: no such hardware path)."""
+        return {
+            "bf16": self.bf16_dense_tflops,
+            "fp16": self.fp16_dense_tflops,
+            "fp8": self.fp8_dense_tflops,
+            "tf32": self.tf32_dense_tflops,
+        }.get(precision.lower())
+
+
+_VENDOR_PREFIX = re.compile(r"^(?:(?:nvidia|tesla|geforce|quadro)\b[\s\-_]*)+", re.IGNORECASE)
+_SEPARATORS = re.compile(r"[\s\-_]+")
+
+
+def normalize_gpu_name(name: str) -> str:
+    """Lower case, without a leading NVIDIA/Tesla/GeForce/Quadro and without spaces, '-' and '_'."""
+    text = _VENDOR_PREFIX.sub("", name.strip())
+    return _SEPARATORS.sub("", text).lower()
+
+
+@cache
+def _catalog_and_index() -> tuple[dict[str, GpuSpec], dict[str, str]]:
+    raw = yaml.load(GPUS_FILE.read_text(encoding="utf-8"), Loader=_Loader)
+    catalog: dict[str, GpuSpec] = {}
+    index: dict[str, str] = {}
+    for entry in raw["gpus"]:
+        spec = GpuSpec.model_validate(entry)
+        if spec.id in catalog:
+            raise RuntimeError(f"{GPUS_FILE}: duplicate GPU id {spec.id!r}")
+        catalog[spec.id] = spec
+        for name in (spec.id, *spec.aliases, *spec.nvidia_smi_name):
+            key = normalize_gpu_name(name)
+            if index.get(key, spec.id) != spec.id:
+                raise RuntimeError(f"{GPUS_FILE}: {name!r} names both {index[key]} and {spec.id}")
+            index[key] = spec.id
+    return catalog, index
+
+
+def gpu_catalog() -> dict[str, GpuSpec]:
+    """Every GPU of the catalog, keyed by id (e.g. 'H100-NVL'). Cached; do not mutate."""
+    return _catalog_and_index()[0]
+
+
+# Driver-dependent nvidia-smi spellings that no exact name covers: first match wins. Only used
+# for names that carry the vendor prefix, i.e. what nvidia-smi or torch printed, never for names
+# a user typed (a typo there gets a did-you-mean, not a guess).
+_SMI_HEURISTICS: tuple[tuple[tuple[str, ...], tuple[str, ...], str], ...] = (
+    # (must contain, must not contain, id)
+    (("h100", "nvl"), (), "H100-NVL"),
+    (("h100", "pcie"), (), "H100-PCIe"),
+    (("h100",), (), "H100-SXM"),
+    (("h200",), ("nvl",), "H200"),
+    (("b200",), (), "B200"),
+    (("a100", "pcie", "40"), (), "A100-PCIe-40GB"),
+    (("a100", "pcie"), (), "A100-PCIe-80GB"),
+    (("a100", "40"), (), "A100-SXM-40GB"),
+    (("a100",), (), "A100-SXM-80GB"),
+    (("v100", "pcie", "32"), (), "V100-PCIe-32GB"),
+    (("v100", "pcie"), (), "V100-PCIe-16GB"),
+    (("v100", "32"), (), "V100-SXM2-32GB"),
+    (("v100",), (), "V100-SXM2-16GB"),
+    (("rtx6000", "ada"), (), "RTX-6000-Ada"),
+)
+
+
+def resolve_gpu(name: str) -> GpuSpec | None:
+    """The catalog GPU a name means, or None.
+
+    Accepts catalog ids, aliases (short names such as 'H100', 'A100-80GB', '4090') and
+    nvidia-smi names with or without the 'NVIDIA ' / 'Tesla ' prefix; case, spaces, dashes and
+    underscores do not matter.
+    """
+    if not isinstance(name, str) or not name.strip():
+        return None
+    catalog, index = _catalog_and_index()
+    key = normalize_gpu_name(name)
+    if key in index:
+        return catalog[index[key]]
+    if _VENDOR_PREFIX.match(name.strip()):
+        for need, avoid, gpu_id in _SMI_HEURISTICS:
+            if all(n in key for n in need) and not any(a in key for a in avoid):
+                return catalog[gpu_id]
+    return None
+
+
+def suggest_gpu(name: str, n: int = 3) -> list[str]:
+    """Catalog ids close to a name that did not resolve (for a did-you-mean)."""
+    _, index = _catalog_and_index()
+    key = normalize_gpu_name(name)
+    close = difflib.get_close_matches(key, list(index), n=n * 3, cutoff=0.6)
+    out: list[str] = []
+    for match in close:
+        gpu_id = index[match]
+        if gpu_id not in out:
+            out.append(gpu_id)
+    return out[:n]
+
+
+def _unknown_gpu_message(name: str) -> str:
+    hint = suggest_gpu(name)
+    msg = f"unknown GPU model {name!r}"
+    if hint:
+        msg += f"; did you mean {' or '.join(repr(h) for h in hint)}?"
+    else:
+        msg += f"; known models: {', '.join(gpu_catalog())}"
+    return msg
+
+
+# --------------------------------------------------------------------------------------------
+# Machine descriptor
+
+_NETWORK = re.compile(r"^(ib|eth|efa|roce)-(\d+(?:\.\d+)?)g(?:x(\d+))?$", re.IGNORECASE)
+
+
+def parse_network(network: str) -> tuple[str, float, int | None]:
+    """'ib-400gx8' -> ('ib', 400.0, 8): kind, Gb/s per NIC, NICs per node (None: not given)."""
+    m = _NETWORK.match(network.strip())
+    if not m:
+        raise ValueError(
+            f"network {network!r} is not understood: write <ib|eth|efa|roce>-<Gb/s per NIC>g"
+            "[x<NICs per node>], e.g. ib-400g, ib-400gx8, eth-100g, or none"
+        )
+    kind, gbps, nics = m.groups()
+    return kind.lower(), float(gbps), int(nics) if nics else None
+
+
+def _err(message: str, path: tuple[str | int, ...] = ()) -> PydanticCustomError:
+    return PydanticCustomError("hardware", "{message}", {"message": message, "path": path})
+
+
+class GpuGroup(BaseModel):
+    """The GPUs of one node: all of one model."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
+
+    model: str = Field(description="GPU catalog key or alias, e.g. H100-NVL, A100-80GB, RTX-4090")
+    count: int = Field(ge=1, le=1024, description="GPUs per node")
+    memory_gib: float | None = Field(
+        default=None, gt=0, description="override of the catalog's usable memory per GPU, GiB"
+    )
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _number_as_name(cls, v: Any) -> Any:
+        # `model: 4090` is an int to YAML
+        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, v: str) -> str:
+        if resolve_gpu(v) is None:
+            raise _err(_unknown_gpu_message(v))
+        return v
+
+
+NvlinkValue = list[list[int]] | Literal["all"]
+
+
+class Machine(BaseModel):
+    """A hardware descriptor: what a run executes on."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
+
+    name: str = Field(default="", description="machine name; a file descriptor defaults to its file stem")
+    gpus: GpuGroup
+    nvlink: NvlinkValue = Field(
+        default_factory=list,
+        description="groups of GPU indices joined by NVLink; `all` = every pair (NVSwitch); [] = none",
+    )
+    cpu_cores: int | None = Field(
+        default=None, ge=1, description="logical CPUs (vCPUs) per node the job may use; None = unknown"
+    )
+    ram_gib: float | None = Field(default=None, gt=0, description="host RAM per node, GiB; None = unknown")
+    nodes: int = Field(default=1, ge=1, description="number of identical nodes")
+    network: str | None = Field(
+        default=None,
+        description="inter-node fabric: <ib|eth|efa|roce>-<Gb/s per NIC>g[x<NICs per node>] or none; "
+        "without xN, ib/efa/roce mean one NIC per GPU and eth one NIC per node",
+    )
+    notes: str | None = Field(default=None, description="free text shown by `hardware show`")
+
+    @field_validator("nvlink", mode="before")
+    @classmethod
+    def _nvlink_shape(cls, v: Any) -> Any:
+        if v is None or v is False:
+            return []
+        if isinstance(v, str):
+            low = v.strip().lower()
+            if low == "all":
+                return "all"
+            if low in ("none", ""):
+                return []
+            raise _err(f"nvlink must be `all`, `none` or a list of GPU index groups, got {v!r}")
+        if not isinstance(v, list):
+            raise _err(f"nvlink must be `all`, `none` or a list of GPU index groups, got {v!r}")
+        out: list[list[int]] = []
+        for i, group in enumerate(v):
+            if not isinstance(group, list):
+                raise _err(
+                    f"nvlink[{i}] must be a list of GPU indices such as [0, 1], got {group!r}", ("nvlink", i)
+                )
+            for j, idx in enumerate(group):
+                if not isinstance(idx, int) or isinstance(idx, bool):
+                    raise _err(f"nvlink[{i}][{j}] must be a GPU index, got {idx!r}", ("nvlink", i, j))
+            out.append(list(group))
+        return out
+
+    @field_validator("network", mode="before")
+    @classmethod
+    def _network_format(cls, v: Any) -> Any:
+        if v is None or v is False:
+            return None
+        if not isinstance(v, str):
+            raise _err(f"network must be a string such as ib-400g, eth-100g or none, got {v!r}")
+        if v.strip().lower() in ("none", ""):
+            return None
+        try:
+            parse_network(v)
+        except ValueError as exc:
+            raise _err(str(exc)) from None
+        return v.strip().lower()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Machine:
+        count = self.gpus.count
+        gpu = resolve_gpu(self.gpus.model)
+        if isinstance(self.nvlink, list):
+            seen: dict[int, int] = {}
+            for i, group in enumerate(self.nvlink):
+                if len(group) < 2:
+                    raise _err(f"nvlink[{i}] joins fewer than two GPUs: {group}", ("nvlink", i))
+                for j, idx in enumerate(group):
+                    if not 0 <= idx < count:
+                        raise _err(
+                            f"nvlink[{i}][{j}]: GPU index {idx} is out of range: this machine has "
+                            f"{count} GPU{'s' if count != 1 else ''} per node (0..{count - 1})",
+                            ("nvlink", i, j),
+                        )
+                    if idx in seen:
+                        where = "twice in this group" if seen[idx] == i else f"also in nvlink[{seen[idx]}]"
+                        raise _err(
+                            f"nvlink[{i}][{j}]: GPU {idx} is {where}; NVLink groups must not overlap "
+                            "(merge groups that share a GPU)",
+                            ("nvlink", i, j),
+                        )
+                    seen[idx] = i
+        has_links = self.nvlink == "all" or bool(self.nvlink)
+        if has_links and gpu is not None and gpu.nvlink is None and count > 1:
+            raise _err(f"{gpu.display_name} has no NVLink, so nvlink must be [] (or none)", ("nvlink",))
+        if self.nodes > 1 and self.network is None:
+            raise _err(
+                f"nodes: {self.nodes} needs `network` (e.g. ib-400g, eth-100g) to say how the nodes "
+                "are joined",
+                ("nodes",),
+            )
+        return self
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def gpu(self) -> GpuSpec:
+        """The catalog GPU, with `gpus.memory_gib` applied when given."""
+        spec = resolve_gpu(self.gpus.model)
+        assert spec is not None  # validated
+        if self.gpus.memory_gib is not None and self.gpus.memory_gib != spec.usable_gib:
+            spec = spec.model_copy(update={"usable_gib": self.gpus.memory_gib})
+        return spec
+
+    @property
+    def memory_gib(self) -> float:
+        """Usable memory per GPU, GiB (the override when given, else the catalog's)."""
+        return self.gpu.usable_gib
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.gpus.count
+
+    @property
+    def total_gpus(self) -> int:
+        return self.gpus.count * self.nodes
+
+    def to_descriptor(self) -> dict[str, Any]:
+        """The descriptor as plain data (what a YAML file would hold), without computed fields."""
+        return self.model_dump(exclude={"gpu"}, exclude_none=True, exclude_defaults=False)
+
+
+def machine_yaml(machine: Machine) -> str:
+    """The machine as descriptor YAML (loads back with load_hardware to an equal Machine)."""
+    data = machine.to_descriptor()
+    head = f"# {machine.gpus.count} x {machine.gpu.display_name}"
+    if machine.nodes > 1:
+        head += f", {machine.nodes} nodes"
+    lines = [head, f"name: {_yaml_scalar(data['name'])}"]
+    gpus = ", ".join(f"{k}: {_yaml_scalar(v)}" for k, v in data["gpus"].items())
+    lines.append(f"gpus: {{{gpus}}}")
+    nvlink = data["nvlink"]
+    lines.append(f"nvlink: {nvlink if nvlink == 'all' else '[' + ', '.join(str(g) for g in nvlink) + ']'}")
+    for key in ("cpu_cores", "ram_gib", "nodes", "network", "notes"):
+        if key in data and not (key == "nodes" and data[key] == 1):
+            lines.append(f"{key}: {_yaml_scalar(data[key])}")
+    return "\n".join(lines) + "\n"
+
+
+def _yaml_scalar(value: Any) -> str:
+    if isinstance(value, str):
+        # quote anything YAML 1.1 would read as another type, or that has YAML syntax in it
+        plain = yaml.safe_load(value) == value if re.fullmatch(r"[\w.+-]+", value) else False
+        return value if plain else yaml.safe_dump(value, default_style='"', width=1_000_000).strip()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def hardware_schema() -> dict[str, Any]:
+    """JSON schema of the hardware descriptor."""
+    schema = Machine.model_json_schema(mode="validation")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "gpu-advise hardware descriptor"
+    return schema
+
+
+# --------------------------------------------------------------------------------------------
+# Reading descriptors
+
+
+def _mark_of(root: yaml.Node, loc: tuple[str | int, ...], *, key: bool) -> yaml.Mark:
+    """The mark of the node at `loc` (the key node when `key`), or of the deepest one found."""
+    node = root
+    mark = root.start_mark
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if isinstance(k, yaml.ScalarNode) and k.value == str(part):
+                    mark = k.start_mark if key and part == loc[-1] else v.start_mark
+                    node = v
+                    break
+            else:
+                return mark
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+            node = node.value[part]
+            mark = node.start_mark
+        else:
+            return mark
+    return mark
+
+
+def _duplicate_keys(node: yaml.Node) -> Iterator[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode):
+                if k.value in seen:
+                    yield k
+                seen.add(k.value)
+            yield from _duplicate_keys(v)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            yield from _duplicate_keys(item)
+
+
+_FIELD_NAMES = {"": set(Machine.model_fields), "gpus": set(GpuGroup.model_fields)}
+
+
+def _describe(error: Any) -> tuple[tuple[str | int, ...], bool, str]:
+    """(location, points-at-the-key, message) of one pydantic error."""
+    loc = tuple(error["loc"])
+    ctx = error.get("ctx") or {}
+    if error["type"] == "hardware":
+        path = tuple(ctx.get("path") or ()) or loc
+        return path, False, ctx["message"]
+    # drop union-branch labels such as "list[list[int]]" or "literal['all']"
+    clean = tuple(p for p in loc if isinstance(p, int) or p in _FIELD_NAMES[""] | _FIELD_NAMES["gpus"])
+    dotted = ".".join(str(p) for p in clean) or "descriptor"
+    if error["type"] == "extra_forbidden":
+        parent = ".".join(str(p) for p in loc[:-1])
+        allowed = sorted(_FIELD_NAMES.get(parent, set()))
+        msg = f"unknown key {loc[-1]!r}" + (f" in {parent}" if parent else "")
+        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        msg += f"; did you mean {close[0]!r}?" if close else f"; allowed keys: {', '.join(allowed)}"
+        return loc, True, msg
+    if error["type"] == "missing":
+        return loc[:-1], False, f"missing required key {dotted!r}"
+    return clean, False, f"{dotted}: {error['msg']} (got {error.get('input')!r})"
+
+
+def _parse_descriptor(text: str, source: str, *, default_name: str | None = None) -> Machine:
+    def fail(message: str, mark: yaml.Mark | None) -> HardwareError:
+        line = mark.line + 1 if mark is not None else 1
+        col = mark.column + 1 if mark is not None else 1
+        return HardwareError(f"{source}:{line}:{col}: {message}", file=source, line=line, col=col)
+
+    try:
+        root = yaml.compose(text, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise fail(f"invalid YAML: {problem}", mark) from None
+    if root is None:
+        raise fail("the hardware descriptor is empty", None)
+    if not isinstance(root, yaml.MappingNode):
+        raise fail("a hardware descriptor must be a mapping (name:, gpus:, nvlink:, ...)", root.start_mark)
+    for dup in _duplicate_keys(root):
+        raise fail(f"duplicate key {dup.value!r}", dup.start_mark)
+    data = yaml.load(text, Loader=_Loader)
+    if default_name and isinstance(data, dict) and not data.get("name"):
+        data["name"] = default_name
+    try:
+        return Machine.model_validate(data)
+    except ValidationError as exc:
+        problems = [_describe(e) for e in exc.errors()]
+        lines = []
+        first: HardwareError | None = None
+        for loc, at_key, msg in problems:
+            err = fail(msg, _mark_of(root, loc, key=at_key))
+            first = first or err
+            lines.append(err.message)
+        assert first is not None
+        raise HardwareError("\n".join(lines), file=first.file, line=first.line, col=first.col) from None
+
+
+class _CaseInsensitive(dict[str, Machine]):
+    """A dict of machines whose lookups ignore case; iteration keeps the canonical names."""
+
+    def __init__(self, items: Mapping[str, Machine]) -> None:
+        super().__init__(items)
+        self._folded = {k.casefold(): k for k in items}
+
+    def _key(self, key: object) -> object:
+        return self._folded.get(key.casefold(), key) if isinstance(key, str) else key
+
+    def __getitem__(self, key: str) -> Machine:
+        return super().__getitem__(self._key(key))  # type: ignore[arg-type]
+
+    def __contains__(self, key: object) -> bool:
+        return super().__contains__(self._key(key))
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        return super().get(self._key(key), default)  # type: ignore[arg-type]
+
+
+@cache
+def builtin_machines() -> dict[str, Machine]:
+    """The shipped machines (advisor/data/machines/*.yaml) by name; lookups ignore case."""
+    machines: dict[str, Machine] = {}
+    for path in sorted(MACHINES_DIR.glob("*.yaml")):
+        machine = _parse_descriptor(path.read_text(encoding="utf-8"), str(path), default_name=path.stem)
+        machines[machine.name] = machine
+    return _CaseInsensitive(machines)
+
+
+def load_hardware(name_or_path: str | Path) -> Machine:
+    """A built-in machine by name (case-insensitive) or a descriptor YAML file."""
+    text = str(name_or_path)
+    path = Path(text).expanduser()
+    if path.is_file():
+        try:
+            content = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise HardwareError(f"{text}: cannot read hardware descriptor: {exc}", file=text) from None
+        return _parse_descriptor(content, text, default_name=path.stem)
+    machines = builtin_machines()
+    if text in machines:
+        return machines[text]
+    if path.suffix.lower() in (".yaml", ".yml", ".json") or "/" in text or "\\" in text:
+        raise HardwareError(f"{text}: hardware descriptor file not found", file=text)
+    close = difflib.get_close_matches(text.casefold(), [m.casefold() for m in machines], n=3, cutoff=0.5)
+    canon = {m.casefold(): m for m in machines}
+    msg = f"unknown hardware {text!r}: not a built-in machine and not a file"
+    if close:
+        msg += f"; did you mean {' or '.join(repr(canon[c]) for c in close)}?"
+    msg += f" (built-in: {', '.join(machines)})"
+    raise HardwareError(msg)
