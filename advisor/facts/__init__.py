@@ -15,32 +15,20 @@ def _builders() -> list[tuple[str, FactBuilder]]:
     from advisor.facts.batch import batch_facts
     from advisor.facts.data import data_facts
     from advisor.facts.hardware import hardware_facts
+    from advisor.facts.placement import placement_facts
+    from advisor.facts.precision import precision_facts
     from advisor.facts.run import run_facts
+    from advisor.facts.training_script import script_facts
 
     return [
         ("batch", lambda plan, _: batch_facts(plan)),
         ("hardware", lambda plan, _: hardware_facts(plan)),
         ("data", data_facts),
         ("run", run_facts),
-    ] + _optional_builders()
-
-
-def _optional_builders() -> list[tuple[str, FactBuilder]]:
-    """Fact families that live in their own modules and may grow independently."""
-    out: list[tuple[str, FactBuilder]] = []
-    import importlib
-
-    for name in ("placement", "precision", "script", "estimates"):
-        try:
-            module = importlib.import_module(f"advisor.facts.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"advisor.facts.{name}":
-                raise
-            continue
-        builder = getattr(module, "FACTS", None)
-        if builder is not None:
-            out.extend(builder)
-    return out
+        ("placement", placement_facts),
+        ("precision", precision_facts),
+        ("script", script_facts),
+    ]
 
 
 def run_names(plan: Any) -> dict[str, Any]:

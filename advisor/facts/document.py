@@ -27,10 +27,8 @@ def document_facts(doc: Document) -> Namespace:
     ns.set("path", Value(str(doc.path), None, "derived"))
     for code in ("GA001", "GA003"):
         ns.set(f"problems_{code}", Value(problem_items(doc, code), None, "derived"))
-    try:
-        from advisor.facts.keys import key_items
-    except ModuleNotFoundError:
-        return ns
+    from advisor.facts.keys import key_items
+
     for name, items in key_items(doc).items():
         ns.set(name, Value(items, None, "derived"))
     return ns

@@ -68,7 +68,16 @@ def classify_mapping(data: dict[str, Any], syntax: str) -> DocumentKind:
         return "axolotl"
     if keys & _TRAINING_KEYS or keys & _LLAMAFACTORY_KEYS or keys & _TRL_KEYS:
         return "training_args"
+    if keys and _share_of_training_keys(keys) >= 0.5:
+        return "training_args"
     return "unknown"
+
+
+def _share_of_training_keys(keys: set[str]) -> float:
+    from advisor.sources.known_keys import known_keys
+
+    known = known_keys("training_args")
+    return sum(1 for k in keys if k in known) / len(keys)
 
 
 def training_dialect(data: dict[str, Any]) -> str:

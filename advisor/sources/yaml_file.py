@@ -52,11 +52,28 @@ class _Builder:
         self.value_spans: dict[KeyPath, Span] = {}
         self.problems: list[SourceProblem] = []
         self.visited = 0
+        # An alias is built once and shared, as PyYAML does; its expanded size still counts, so a
+        # billion-laughs document is refused in time linear in its text.
+        self.built: dict[int, tuple[Any, int]] = {}
 
     def build(self, node: yaml.Node, path: KeyPath, depth: int) -> Any:
-        self.visited += 1
+        if id(node) in self.built:
+            value, size = self.built[id(node)]
+            self._count(size)
+            return value
+        before = self.visited
+        value = self._build(node, path, depth)
+        if isinstance(node, yaml.MappingNode | yaml.SequenceNode):
+            self.built[id(node)] = (value, self.visited - before)
+        return value
+
+    def _count(self, n: int) -> None:
+        self.visited += n
         if self.visited > MAX_NODES:
-            raise YamlTooLarge(f"more than {MAX_NODES} nodes (an alias bomb?)")
+            raise YamlTooLarge(f"more than {MAX_NODES} nodes once aliases are expanded (an alias bomb?)")
+
+    def _build(self, node: yaml.Node, path: KeyPath, depth: int) -> Any:
+        self._count(1)
         if depth > MAX_DEPTH:
             raise YamlTooLarge(f"nested deeper than {MAX_DEPTH} levels")
         self.value_spans.setdefault(path, _span(node))
@@ -96,7 +113,7 @@ class _Builder:
         return key if isinstance(key, (str, int, float, bool)) or key is None else str(key)
 
     def _check_yaml11(self, node: yaml.ScalarNode, value: Any, path: KeyPath) -> None:
-        if node.style is not None:  # quoted: no surprise
+        if node.style:  # quoted or block scalar: no surprise (libyaml says "" for plain, PyYAML None)
             return
         text = node.value
         if isinstance(value, str) and _YAML12_FLOAT.match(text):

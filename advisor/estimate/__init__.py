@@ -1,0 +1,25 @@
+"""VRAM and run-time estimator: parameter counts, model config lookup, memory model, time model.
+
+Cheap to import: nothing here imports torch, transformers or huggingface_hub at module level.
+"""
+
+from advisor.estimate.memory import MemoryEstimate, MemoryItem, TrainingSetup, estimate_memory, lora_params, what_if
+from advisor.estimate.models import ModelInfo, catalog_ids, read_safetensors_params, resolve_model
+from advisor.estimate.params import LinearShape, ParamCount, UnknownModelTypeError, count_params
+
+__all__ = [
+    "LinearShape",
+    "MemoryEstimate",
+    "MemoryItem",
+    "ModelInfo",
+    "ParamCount",
+    "TrainingSetup",
+    "UnknownModelTypeError",
+    "catalog_ids",
+    "count_params",
+    "estimate_memory",
+    "lora_params",
+    "read_safetensors_params",
+    "resolve_model",
+    "what_if",
+]

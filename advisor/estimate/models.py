@@ -1,0 +1,226 @@
+"""Find a model's config.json offline (and its exact parameter count when local weights exist).
+
+Sources, in order:
+1. a local path: a folder holding config.json, or the config file itself;
+2. the local Hugging Face cache (``huggingface_hub.try_to_load_from_cache``; the package is imported only
+   when the cache folder for that repo exists);
+3. the built-in catalog ``advisor/data/models/catalog.json`` (hub ids, lower-case ids, names without the
+   org, and listed aliases such as ``-Instruct`` variants with the same architecture);
+4. with ``online=True`` only: ``hf_hub_download(repo_id, "config.json")`` (config only, never weights).
+
+When ``model.safetensors`` or a complete ``model.safetensors.index.json`` set of shards sits next to the
+config, the 8-byte-length-prefixed JSON headers are read (no tensor data) and give the exact count.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import struct
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from advisor.estimate.params import ParamCount, count_params
+
+__all__ = ["ModelInfo", "catalog_ids", "read_safetensors_params", "resolve_model"]
+
+CATALOG_PATH = Path(__file__).resolve().parent.parent / "data" / "models" / "catalog.json"
+
+_DTYPE_BYTES = {"F64": 8, "I64": 8, "U64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2, "BF16": 2, "I16": 2,
+                "U16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "I8": 1, "U8": 1, "BOOL": 1}
+
+
+class ModelInfo(BaseModel):
+    name: str  # what was asked for
+    hub_id: str | None = None
+    source: Literal["path", "hf-cache", "catalog", "hub"]
+    config: dict[str, Any]
+    config_path: str | None = None
+    weights_params: int | None = None  # exact count from local safetensors headers
+    weights_bytes: int | None = None
+    weights_dtypes: dict[str, int] = Field(default_factory=dict)  # params per stored dtype
+    notes: list[str] = Field(default_factory=list)
+
+    def count(self) -> ParamCount:
+        """count_params(config), with the exact total from local safetensors when those exist."""
+        pc = count_params(self.config)
+        if self.weights_params is None:
+            return pc
+        if self.config.get("quantization_config"):
+            pc.notes.append("local weights are a quantized checkpoint; their stored element count is not "
+                            "the parameter count, kept the config formula")
+            return pc
+        if self.weights_params != pc.total:
+            pc.notes.append(f"safetensors headers hold {self.weights_params:,} params, the config formula gives "
+                            f"{pc.total:,}; using the weights' count")
+            return pc.model_copy(update={"total": self.weights_params, "source": "safetensors"})
+        return pc.model_copy(update={"source": "safetensors"})
+
+
+# ---- catalog ---------------------------------------------------------------------------------------------
+@lru_cache(maxsize=1)
+def _catalog() -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    data = json.loads(CATALOG_PATH.read_text(encoding="utf-8"))
+    models: dict[str, dict[str, Any]] = data["models"]
+    index: dict[str, str] = {}
+
+    def add(key: str, target: str) -> None:
+        for k in (key, key.lower(), key.split("/")[-1], key.split("/")[-1].lower()):
+            index.setdefault(k, target)
+
+    for hub_id in models:
+        index[hub_id] = hub_id
+    for hub_id in models:
+        add(hub_id, hub_id)
+    for alias, target in data.get("aliases", {}).items():
+        add(alias, target)
+    return models, index
+
+
+def catalog_ids() -> list[str]:
+    """Hub ids of the built-in model configs."""
+    return sorted(_catalog()[0])
+
+
+def _catalog_lookup(name: str) -> str | None:
+    _, index = _catalog()
+    key = name.strip().rstrip("/")
+    for k in (key, key.lower(), key.split("/")[-1], key.split("/")[-1].lower()):
+        if k in index:
+            return index[k]
+    return None
+
+
+# ---- safetensors headers ---------------------------------------------------------------------------------
+def _header(path: Path) -> dict[str, Any]:
+    with path.open("rb") as fh:
+        (n,) = struct.unpack("<Q", fh.read(8))
+        if n <= 0 or n > 200_000_000:
+            raise ValueError(f"{path}: implausible safetensors header length {n}")
+        return json.loads(fh.read(n))
+
+
+def read_safetensors_params(folder: str | os.PathLike[str]) -> tuple[int, int, dict[str, int]] | None:
+    """(params, bytes, params per dtype) from the safetensors headers in folder; None if incomplete/absent."""
+    folder = Path(folder)
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
+        except (OSError, ValueError, KeyError):
+            return None
+        files = [folder / f for f in sorted(set(weight_map.values()))]
+    elif (folder / "model.safetensors").is_file():
+        files = [folder / "model.safetensors"]
+    else:
+        return None
+    if not files or not all(f.is_file() for f in files):
+        return None
+    params = nbytes = 0
+    by_dtype: dict[str, int] = {}
+    try:
+        for f in files:
+            for name, meta in _header(f).items():
+                if name == "__metadata__":
+                    continue
+                n = math.prod(meta["shape"])
+                params += n
+                nbytes += n * _DTYPE_BYTES.get(meta["dtype"], 2)
+                by_dtype[meta["dtype"]] = by_dtype.get(meta["dtype"], 0) + n
+    except (OSError, ValueError, KeyError, struct.error):
+        return None
+    return params, nbytes, by_dtype
+
+
+# ---- HF cache ----------------------------------------------------------------------------------------------
+def _hub_cache_dir() -> Path:
+    for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        if os.environ.get(var):
+            return Path(os.environ[var]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "huggingface" / "hub"
+
+
+def _looks_like_repo_id(name: str) -> bool:
+    parts = name.split("/")
+    return 1 <= len(parts) <= 2 and all(parts) and not name.startswith((".", "~")) and " " not in name
+
+
+def _from_hf_cache(repo_id: str) -> Path | None:
+    if not _looks_like_repo_id(repo_id):
+        return None
+    if not (_hub_cache_dir() / f"models--{repo_id.replace('/', '--')}").is_dir():
+        return None  # cheap check first: no huggingface_hub import when the repo was never cached
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+    found = try_to_load_from_cache(repo_id, "config.json", cache_dir=str(_hub_cache_dir()))
+    return Path(found) if isinstance(found, str) and Path(found).is_file() else None
+
+
+def _from_hub(repo_id: str) -> Path | None:
+    try:
+        from huggingface_hub import hf_hub_download
+    except ImportError:
+        return None
+    try:
+        return Path(hf_hub_download(repo_id, "config.json"))
+    except Exception:  # network errors, gated repos, missing repo: the caller reports "unknown model"
+        return None
+
+
+def _load_config(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _info_from_file(name: str, cfg_path: Path, source: Literal["path", "hf-cache", "hub"],
+                    hub_id: str | None) -> ModelInfo | None:
+    cfg = _load_config(cfg_path)
+    if cfg is None:
+        return None
+    info = ModelInfo(name=name, hub_id=hub_id or cfg.get("_name_or_path") or None, source=source, config=cfg,
+                     config_path=str(cfg_path))
+    st = read_safetensors_params(cfg_path.parent)
+    if st is not None:
+        info.weights_params, info.weights_bytes, info.weights_dtypes = st
+    return info
+
+
+def resolve_model(name_or_path: str, online: bool = False) -> ModelInfo | None:
+    """Find the config.json for a local path or hub id; None when no source has it."""
+    name = str(name_or_path).strip()
+    if not name:
+        return None
+    p = Path(name).expanduser()
+    if p.is_dir() and (p / "config.json").is_file():
+        return _info_from_file(name, p / "config.json", "path", None)
+    if p.is_file():
+        return _info_from_file(name, p, "path", None)
+
+    canonical = _catalog_lookup(name)
+    for repo in dict.fromkeys([name, *( [canonical] if canonical else [])]):
+        cached = _from_hf_cache(repo)
+        if cached is not None:
+            info = _info_from_file(name, cached, "hf-cache", repo)
+            if info is not None:
+                return info
+    if canonical is not None:
+        models, _ = _catalog()
+        return ModelInfo(name=name, hub_id=canonical, source="catalog", config=dict(models[canonical]))
+    if online and _looks_like_repo_id(name):
+        downloaded = _from_hub(name)
+        if downloaded is not None:
+            return _info_from_file(name, downloaded, "hub", name)
+    return None

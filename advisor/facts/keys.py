@@ -1,0 +1,146 @@
+"""Keys of a config file against what its consumer accepts: unknown, removed, wrongly typed.
+
+The known keys ship as data (advisor/data/keys, generated from the real classes by
+tools/gen_known_keys.py), so transformers is never imported here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from advisor.sources import known_keys as kk
+from advisor.sources.document import Document, KeyPath, Location, pointer
+
+# Below this share of known keys, the file is some other project's dialect that merely shares
+# TrainingArguments names (open-instruct's own dataclass, say): judging its keys would be noise.
+MIN_KNOWN_SHARE = 0.6
+
+# Keys here are keyword arguments of whichever optimizer or scheduler `type` names (DeepSpeed's
+# FusedAdam takes adam_w_mode, OneBitAdam takes freeze_step...): one table cannot judge them.
+OPEN_SECTIONS = {("optimizer", "params"), ("scheduler", "params")}
+
+# Projects that parse TrainingArguments-like YAML with their own dataclasses; two of these keys
+# identify one. We ship no table for them, so their files are not judged key by key.
+FOREIGN_DIALECTS = {
+    "open-instruct": {"with_tracking", "checkpointing_steps", "use_slow_tokenizer", "dataset_mixer_list",
+                      "dataset_mix_dir", "exp_name"},
+    "mcore-adapter (LLaMA-Factory USE_MCA)": {"tensor_model_parallel_size", "pipeline_model_parallel_size",
+                                              "use_distributed_optimizer", "overlap_param_gather"},
+}
+
+
+def dialect_of(doc: Document) -> str | None:
+    if doc.kind == "accelerate":
+        return "accelerate"
+    if doc.kind == "deepspeed":
+        return "deepspeed"
+    if doc.kind == "axolotl":
+        return "axolotl"
+    if doc.kind == "training_args":
+        data = doc.data if isinstance(doc.data, dict) else {}
+        if any(len(keys & set(data)) >= 2 for keys in FOREIGN_DIALECTS.values()):
+            return None
+        if doc.dialect == "llamafactory":
+            return "llamafactory_v1" if "dist_config" in data or "model_class" in data else "llamafactory"
+        return "trl" if doc.dialect == "trl" else "training_args"
+    return None
+
+
+def _loc(doc: Document, path: KeyPath, *, value: bool = False) -> Location:
+    s = doc.span(path, value=value)
+    return Location(doc.path, s.line, s.col, pointer(path))
+
+
+def key_items(doc: Document) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {"unknown_keys": [], "removed_keys": [], "type_errors": []}
+    dialect = dialect_of(doc)
+    if dialect is None or not isinstance(doc.data, dict):
+        return out
+    top = [k for k in doc.data if isinstance(k, str)]
+    if top and dialect in {"training_args", "trl"}:
+        known = kk.known_keys(dialect)
+        share = sum(1 for k in top if k in known or kk.removed_key(dialect, k)) / len(top)
+        if share < MIN_KNOWN_SHARE:
+            return out
+    described = kk.sections(dialect)
+    for section in sorted(described, key=len):
+        if section in OPEN_SECTIONS:
+            continue
+        node = doc.get(section) if section else doc.data
+        if not isinstance(node, dict):
+            continue
+        _check_section(doc, dialect, section, node, out)
+    return out
+
+
+def _check_section(
+    doc: Document, dialect: str, section: tuple[str, ...], node: dict[str, Any], out: dict[str, list[dict[str, Any]]]
+) -> None:
+    known = kk.known_keys(dialect, section)
+    strict = kk.is_strict(dialect, section)
+    coerces = kk.coerces(dialect, section)
+    name = _DIALECT_NAMES.get(dialect, dialect)
+    where = f"a key of `{'.'.join(section)}` in {_article(name)}" if section else f"{_article(name)} key"
+    for key, value in node.items():
+        if not isinstance(key, str):
+            continue
+        path = (*section, key)
+        removal = kk.removed_key(dialect, key, section)
+        if removal is not None:
+            replacement = f"; use {removal.replacement}" if removal.replacement else ""
+            verb = "is deprecated since" if removal.status == "deprecated" else "was removed in"
+            out["removed_keys"].append({
+                "location": _loc(doc, path),
+                "key": key,
+                "message": f"'{key}' {verb} {removal.package} {removal.version}{replacement}"
+                + (f" ({removal.note})" if removal.note else ""),
+                "severity": "info" if removal.status == "deprecated" else None,
+            })
+            continue
+        if key not in known:
+            if key.startswith("_") and not strict:
+                continue  # "_comment": the JSON convention for a comment, ignored by design
+            guess = kk.suggest(dialect, key, section)
+            hint = f" (did you mean '{guess}'?)" if guess else ""
+            consequence = "it refuses unknown keys" if strict else "the key is silently ignored"
+            out["unknown_keys"].append({
+                "location": _loc(doc, path),
+                "key": key,
+                "suggestion": guess,
+                "message": f"'{key}' is not {where}{hint}: {consequence}",
+                "severity": "error" if strict else None,
+            })
+            continue
+        ft = kk.field_type(dialect, key, section)
+        if ft is None:
+            continue
+        problem = kk.check_type(ft, value, coerces=coerces)
+        if problem is None:
+            choice = kk.removed_choice(dialect, key, value)
+            if choice:
+                out["removed_keys"].append({"location": _loc(doc, path, value=True), "key": key,
+                                            "message": choice, "severity": None})
+            continue
+        if any(p.code == "GA003" and p.key == path for p in doc.problems):
+            continue  # GA003 already says why this scalar is not what it looks like
+        out["type_errors"].append({
+            "location": _loc(doc, path, value=True),
+            "key": key,
+            "message": f"{key}: {problem}",
+            "severity": "error",
+        })
+
+
+_DIALECT_NAMES = {
+    "training_args": "TrainingArguments",
+    "trl": "TRL config",
+    "llamafactory": "LLaMA-Factory",
+    "llamafactory_v1": "LLaMA-Factory v1",
+    "axolotl": "axolotl config",
+    "accelerate": "accelerate config",
+    "deepspeed": "DeepSpeed config",
+}
+
+
+def _article(name: str) -> str:
+    return ("an " if name[0].lower() in "aeiou" else "a ") + name

@@ -1,0 +1,90 @@
+"""The YAML and JSON readers: values typed as their consumers type them, exact positions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from advisor.sources.document import Span
+from advisor.sources.json_file import JsonSyntaxError, parse_json
+from advisor.sources.read import read_document
+from advisor.sources.yaml_file import parse_yaml
+
+
+def test_yaml_values_follow_pyyaml_yaml11() -> None:
+    r = parse_yaml("learning_rate: 1e-5\nlr2: 1.0e-5\nbf16: yes\nmode: 'no'\ndistributed_type: NO\nsteps: 500_000\n")
+    assert r.data == {
+        "learning_rate": "1e-5",  # a string under YAML 1.1
+        "lr2": 1.0e-5,
+        "bf16": True,
+        "mode": "no",
+        "distributed_type": False,
+        "steps": 500000,
+    }
+    codes = [(p.code, p.key) for p in r.problems]
+    assert ("GA003", ("learning_rate",)) in codes
+    assert ("GA003", ("bf16",)) in codes
+    assert ("GA003", ("distributed_type",)) in codes
+    assert ("GA003", ("mode",)) not in codes  # quoted: no surprise
+
+
+def test_yaml_positions_are_one_based_for_keys_and_values() -> None:
+    r = parse_yaml("a: 1\nfsdp_config:\n  fsdp_offload_params: true\nlist:\n  - x\n  - y\n")
+    assert r.key_spans[("fsdp_config", "fsdp_offload_params")] == Span(3, 3)
+    assert r.value_spans[("fsdp_config", "fsdp_offload_params")] == Span(3, 24)
+    assert r.key_spans[("list", 1)] == Span(6, 5)
+
+
+def test_yaml_duplicate_key_is_reported_and_last_wins() -> None:
+    r = parse_yaml("a: 1\nb: 2\na: 3\n")
+    assert r.data["a"] == 3
+    dup = [p for p in r.problems if "duplicate" in p.message]
+    assert dup and dup[0].span == Span(3, 1)
+
+
+def test_json_positions_auto_and_numbers() -> None:
+    text = '{\n  "train_micro_batch_size_per_gpu": "auto",\n  "zero_optimization": {"stage": 3, "x": 1e-5}\n}\n'
+    r = parse_json(text)
+    assert r.data["train_micro_batch_size_per_gpu"] == "auto"
+    assert r.data["zero_optimization"] == {"stage": 3, "x": 1e-5}
+    assert r.key_spans[("zero_optimization", "stage")] == Span(3, 25)
+    assert r.value_spans[("train_micro_batch_size_per_gpu",)] == Span(2, 37)
+
+
+def test_json_comments_trailing_commas_duplicates_are_reported() -> None:
+    r = parse_json('{\n  // hjson comment\n  "a": 1,\n  "a": 2,\n}\n')
+    assert r.data == {"a": 2}
+    messages = [(p.span.line, p.message.split(":")[0]) for p in r.problems]
+    assert (2, "comment in JSON") in messages
+    assert (4, "duplicate key 'a'") in messages
+    assert any("trailing comma" in p.message for p in r.problems)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "col"),
+    [
+        ('{"a": 1 "b": 2}', 1, 9),
+        ('{\n  "a": [1, 2\n}', 3, 1),
+        ('{"a": tru}', 1, 7),
+        ('{"a": "unterminated\n}', 1, 7),
+    ],
+)
+def test_json_errors_carry_line_and_column(text: str, line: int, col: int) -> None:
+    with pytest.raises(JsonSyntaxError) as exc:
+        parse_json(text)
+    assert (exc.value.span.line, exc.value.span.col) == (line, col)
+
+
+def test_read_document_classifies_by_content_not_name(tmp_path: Path) -> None:
+    (tmp_path / "whatever.yaml").write_text("compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\n")
+    (tmp_path / "ds.yaml").write_text("per_device_train_batch_size: 2\nlearning_rate: 2.0e-5\n")
+    (tmp_path / "config.json").write_text('{"zero_optimization": {"stage": 2}}')
+    (tmp_path / "open_instruct.conf").write_text('{"train_micro_batch_size_per_gpu": "auto"}')
+    kinds = {p.name: read_document(p).kind for p in tmp_path.iterdir()}
+    assert kinds == {
+        "whatever.yaml": "accelerate",
+        "ds.yaml": "training_args",
+        "config.json": "deepspeed",
+        "open_instruct.conf": "deepspeed",
+    }

@@ -1,0 +1,42 @@
+"""Every example in every rule file is executed: the docs cannot drift from the behaviour."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from advisor.check import CheckOptions, run_check
+from advisor.engine import load_catalog
+from tests.conftest import write_files
+
+CATALOG = load_catalog()
+CASES = [
+    pytest.param(rule, i, ex, id=f"{rule.code}-{i}-{ex.expect}")
+    for rule in CATALOG
+    for i, ex in enumerate(rule.spec.examples)
+]
+
+
+def test_every_rule_has_a_failing_and_a_passing_example() -> None:
+    for rule in CATALOG:
+        kinds = {ex.expect for ex in rule.spec.examples}
+        assert kinds == {"fail", "pass"}, f"{rule.code} needs a failing and a passing example"
+
+
+@pytest.mark.parametrize(("rule", "index", "example"), CASES)
+def test_rule_example(rule, index, example, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_files(tmp_path, example.files)
+    if example.settings:
+        (tmp_path / ".gpu-advise.toml").write_text(example.settings, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = run_check([Path(".")], CheckOptions(hardware=example.hardware))
+    assert not result.errors, result.errors
+    hits = [f for f in result.findings if f.rule == rule.code]
+    if example.expect == "pass":
+        assert not hits, [f"{f.location}: {f.message}" for f in hits]
+        return
+    assert hits, f"{rule.code} example {index} should be flagged; got {[f.rule for f in result.findings]}"
+    if example.at:
+        got = [f"{f.location.file.as_posix()}:{f.location.line}:{f.location.col}" for f in hits]
+        assert example.at in got, got
