@@ -27,6 +27,15 @@ class CheckOptions:
     rules_dirs: list[Path] = field(default_factory=list)
     online: bool = False
     settings: Settings | None = None
+    base: str | None = None  # git revision whose runs are the baseline (the CI gate)
+
+
+@dataclass(slots=True)
+class BaselineRun:
+    """The numbers of the same run at the base revision."""
+
+    source: str
+    values: dict[str, Any]
 
 
 @dataclass(slots=True)
@@ -122,9 +131,60 @@ def build_plans(paths: list[Path], options: CheckOptions, settings: Settings) ->
     return plans, documents
 
 
+def attach_baselines(plans: list[RunPlan], paths: list[Path], options: CheckOptions, settings: Settings) -> None:
+    """Build the same runs at options.base and attach each one's numbers to its twin (matched by name)."""
+    import contextlib
+
+    from advisor.facts.batch import batch_facts
+    from advisor.revision import RevisionError, materialise
+
+    assert options.base is not None
+    cwd = Path.cwd().resolve()
+    try:
+        root, base_root, tmp = materialise(options.base, cwd)
+    except RevisionError as exc:
+        raise CheckError(str(exc)) from None
+    with tmp:
+        try:
+            rel_cwd = cwd.relative_to(root)
+        except ValueError:
+            raise CheckError(f"--base: {cwd} is not inside the git repository {root}") from None
+        base_cwd = base_root / rel_cwd
+        if not base_cwd.is_dir():
+            return
+        base_seeds = []
+        for p in paths:
+            rel = (cwd / p).resolve().relative_to(root) if (cwd / p).resolve().is_relative_to(root) else None
+            if rel is not None and (base_root / rel).exists():
+                base_seeds.append(base_root / rel)
+        if not base_seeds:
+            return
+        with contextlib.chdir(base_cwd):
+            base_plans, _ = build_plans(base_seeds, options, settings)
+            by_name = {}
+            for bp in base_plans:
+                batch = batch_facts(bp)
+                by_name[bp.name] = BaselineRun(
+                    source=f"git {options.base}",
+                    values={
+                        "effective_batch": batch.effective_batch,
+                        "formula": getattr(batch.entry("effective_batch"), "note", None),
+                        "per_device": batch.per_device,
+                        "accumulation": batch.accumulation,
+                        "dp_size": batch.dp_size,
+                        "world_size": batch.world_size,
+                        "learning_rate": bp.training.learning_rate,
+                    },
+                )
+    for plan in plans:
+        plan.baseline = by_name.get(plan.name)
+
+
 def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     settings = resolve_settings(paths, options)
     plans, documents = build_plans(paths, options, settings)
+    if options.base:
+        attach_baselines(plans, paths, options, settings)
 
     try:
         extra = [settings.root / d for d in settings.extend_rules] + list(options.rules_dirs)

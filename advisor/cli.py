@@ -65,6 +65,7 @@ def check(
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even with findings.")] = False,
     rules: Annotated[list[Path] | None, typer.Option("--rules", help="Extra folder of rule files.")] = None,
     online: Annotated[bool, typer.Option("--online", help="Allow network access (model configs from the Hub).")] = False,
+    base: Annotated[str | None, typer.Option("--base", help="Compare every run with the same run at this git revision.")] = None,
     color: Annotated[bool | None, typer.Option("--color/--no-color", help="Force colour on or off.")] = None,
 ) -> None:
     """Check training runs and report findings at exact file:line:col positions."""
@@ -79,6 +80,7 @@ def check(
         extend_select=_csv(extend_select) or [],
         rules_dirs=list(rules or []),
         online=online,
+        base=base,
     )
     try:
         result = run_check(list(paths or [Path(".")]), options)

@@ -27,6 +27,7 @@ class RuleError(Exception):
 
 class FixSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    when: str = "True"  # the fix is offered only where this holds
     set: dict[str, Any] = Field(default_factory=dict)
     delete: list[str] = Field(default_factory=list)
     safety: Literal["safe", "unsafe", "display"] = "safe"
@@ -124,7 +125,7 @@ class CompiledRule:
     for_each: Any
     message: list[tuple[str, Any]]  # literal text, parsed expression (or None)
     fix_values: dict[str, Any]
-    _evaluator: Any = None
+    fix_when: Any = None
 
     @property
     def code(self) -> str:
@@ -173,6 +174,7 @@ def compile_rule(spec: RuleSpec, path: Path) -> CompiledRule:
         for_each=_parse(spec.for_each, where) if spec.for_each else None,
         message=_compile_template(spec.message.strip(), where),
         fix_values=fix_values,
+        fix_when=_parse(spec.fix.when, where) if spec.fix else None,
     )
 
 
@@ -330,7 +332,7 @@ class Engine:
 
     def _fix(self, rule: CompiledRule, ev: Any, ctx: Context) -> Fix | None:
         spec = rule.spec.fix
-        if spec is None:
+        if spec is None or not ev.eval("", previously_parsed=rule.fix_when):
             return None
         edits: list[Edit] = []
         for target, (kind, payload) in rule.fix_values.items():
@@ -391,8 +393,12 @@ def _edit_for(ctx: Context, target: str, value: Any) -> Edit | None:
     head, _, rest = target.partition(".")
     ns = ctx.names.get(head)
     entry = ns.lookup(rest) if isinstance(ns, Namespace) else None
-    if isinstance(entry, Value) and entry.origin is not None and entry.origin.key:
-        return Edit(entry.origin.file, entry.origin.key, value)
+    if isinstance(entry, Value) and entry.origin is not None:
+        if entry.origin.key:
+            return Edit(entry.origin.file, entry.origin.key, value)
+        if entry.source == "launch" and value is not DELETE:  # a flag in a launch script: edit the word
+            return Edit(entry.origin.file, None, value, entry.origin.line, entry.origin.col)
+        return None
     doc = ctx.documents.get(head)
     if doc is not None and value is not DELETE:
         key = rest.split(".")[-1] if "." not in rest else rest.replace(".", "/")

@@ -15,11 +15,13 @@ SEVERITY_RANK: dict[str, int] = {"info": 0, "warning": 1, "error": 2}
 
 @dataclass(frozen=True, slots=True)
 class Edit:
-    """Set (or with value DELETE, remove) one key of one file."""
+    """Set (or with value DELETE, remove) one key of one file, or replace one word of a launch script."""
 
     file: Path
-    key: str  # JSON pointer of the key, e.g. /gradient_accumulation_steps
+    key: str | None  # JSON pointer of the key, e.g. /gradient_accumulation_steps; None for a shell word
     value: Any
+    line: int | None = None  # for a shell word: where the value is written
+    col: int | None = None
 
 
 DELETE = object()

@@ -112,6 +112,7 @@ class RunPlan:
     model: Namespace = field(default_factory=lambda: Namespace("model"))
     hardware: Any = None  # advisor.sources.hardware.Machine
     settings: Any = None  # advisor.settings.RunSettings
+    baseline: Any = None  # advisor.check.BaselineRun: the same run at --base REV
 
     @property
     def root_location(self) -> Location:
@@ -267,7 +268,6 @@ def _build_model(plan: RunPlan) -> None:
     seq = t.entry("max_seq_length")
     if isinstance(seq, Value):
         plan.model.set("seq_len", seq)
-    dialect = t.dialect
     method, origin = "full", None
     for key, test, result in (
         ("adapter", lambda v: v in {"lora", "qlora"}, None),
@@ -286,4 +286,3 @@ def _build_model(plan: RunPlan) -> None:
     if quant is not None and method in {"lora", "qlora"}:
         method, origin = "qlora", quant.origin
     plan.model.set("method", Value(method, origin, "derived" if origin is None else "training_args"))
-    del dialect

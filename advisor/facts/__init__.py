@@ -12,6 +12,7 @@ FactBuilder = Callable[[Any, dict[str, Any]], Namespace]
 
 
 def _builders() -> list[tuple[str, FactBuilder]]:
+    from advisor.facts.baseline import baseline_facts
     from advisor.facts.batch import batch_facts
     from advisor.facts.data import data_facts
     from advisor.facts.hardware import hardware_facts
@@ -28,6 +29,7 @@ def _builders() -> list[tuple[str, FactBuilder]]:
         ("placement", placement_facts),
         ("precision", precision_facts),
         ("script", script_facts),
+        ("baseline", baseline_facts),
     ]
 
 

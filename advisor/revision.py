@@ -1,0 +1,69 @@
+"""The project as it was at a git revision: its config files written to a temporary folder.
+
+`check --base REV` builds the same runs from these files and compares each run with its twin.
+Only files a run can name are materialised (configs, launch scripts, training scripts), read with
+one `git cat-file --batch` process, so this stays fast on large repositories.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from pathlib import Path
+
+from advisor.sources.read import CONFIG_SUFFIXES, PY_SUFFIXES
+
+MATERIALISED = CONFIG_SUFFIXES | PY_SUFFIXES | {".toml"}
+
+
+class RevisionError(Exception):
+    pass
+
+
+def _git(args: list[str], cwd: Path, data: bytes | None = None) -> bytes:
+    try:
+        proc = subprocess.run(
+            ["git", *args], cwd=cwd, input=data, capture_output=True, timeout=120, check=False
+        )
+    except FileNotFoundError:
+        raise RevisionError("--base needs git, and git is not installed") from None
+    except subprocess.TimeoutExpired:
+        raise RevisionError(f"git {' '.join(args)} timed out") from None
+    if proc.returncode != 0:
+        message = proc.stderr.decode(errors="replace").strip().splitlines()
+        raise RevisionError(f"git {' '.join(args[:2])}: {message[-1] if message else 'failed'}")
+    return proc.stdout
+
+
+def repo_root(start: Path) -> Path:
+    out = _git(["rev-parse", "--show-toplevel"], start)
+    return Path(out.decode().strip())
+
+
+def materialise(rev: str, start: Path) -> tuple[Path, Path, tempfile.TemporaryDirectory[str]]:
+    """Write the revision's config-like files to a temporary folder.
+
+    Returns (repo root, the folder standing for the root at REV, the TemporaryDirectory to clean up).
+    """
+    root = repo_root(start)
+    _git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], root)
+    listing = _git(["ls-tree", "-r", "-z", "--name-only", rev], root).decode(errors="surrogateescape")
+    names = [n for n in listing.split("\0") if n and Path(n).suffix.lower() in MATERIALISED]
+    tmp = tempfile.TemporaryDirectory(prefix="gpu-advise-base-")
+    base = Path(tmp.name)
+    if names:
+        request = "".join(f"{rev}:{n}\n" for n in names).encode(errors="surrogateescape")
+        blob = _git(["cat-file", "--batch"], root, request)
+        pos = 0
+        for name in names:
+            header_end = blob.index(b"\n", pos)
+            header = blob[pos:header_end].split()
+            pos = header_end + 1
+            if len(header) < 3 or header[1] != b"blob":
+                continue
+            size = int(header[2])
+            target = base / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(blob[pos : pos + size])
+            pos += size + 1
+    return root, base, tmp
