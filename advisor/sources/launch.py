@@ -665,6 +665,7 @@ class _Field:
             raw = None
             if self.raw is not None and "=" in self.raw:
                 raw = self.raw[self.raw.index("=") + 1:]
+                value_off = p.off_at(k) + 1  # where the value is written, quotes included
             return acc + p.text[:k], _Field(rest, raw, value_off)
         return None
 

@@ -8,6 +8,7 @@ from advisor.sources.classify import classify_mapping, looks_like_launch_script,
 from advisor.sources.document import Document, DocumentKind, SourceProblem, Span
 
 MAX_BYTES = 10 * 1024 * 1024
+MAX_SCRIPT_CHARS = 1024 * 1024  # launch scripts are read by a shell lexer; keep it well under a second
 
 YAML_SUFFIXES = {".yaml", ".yml"}
 JSON_SUFFIXES = {".json", ".conf", ".jsonc", ".hjson"}
@@ -56,6 +57,9 @@ def read_document(path: Path, hint: DocumentKind | None = None) -> Document:
         return Document(path, "script", data=None, text=text)
     if suffix in SHELL_SUFFIXES or hint == "launch" or (not suffix and looks_like_launch_script(text)):
         from advisor.sources.launch import read_launch
+
+        if len(text) > MAX_SCRIPT_CHARS:
+            return _fail(path, "launch", f"launch script is {len(text) / 1e6:.1f} MB; over 1 MB it is not read")
 
         return read_launch(path, text)
     if suffix in JSON_SUFFIXES or (suffix not in YAML_SUFFIXES and text.lstrip().startswith("{")):

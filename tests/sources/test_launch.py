@@ -402,7 +402,7 @@ def test_quoting() -> None:
     assert a["a"] == "single $NOT" and a["c"] == "tab\tsep" and a["d"] == ""
     assert a["e"] == "x y" and a["f"] == "q r"
     assert cmd.script_args["b"].unknown == "$HOME_DIR is not set in the script"
-    assert cmd.script_args["f"].raw == '"q r"'
+    assert cmd.script_args["f"].raw == '"q r"' and at(cmd.script_args["f"]) == (2, 23)
 
 
 # --- sbatch -----------------------------------------------------------------------------------
@@ -475,7 +475,7 @@ def test_binary_junk_is_reported_per_line() -> None:
 
 def test_garbage_never_raises() -> None:
     rng = random.Random(1234)
-    alphabet = [*"ab_=-$(){}[]'\"`\\\n \t;|&<>#*@!0123456789:+%/.,~", "$((", "${", "<<EOF\n", "$(", "bash -c "]
+    alphabet = [*"ab_=-$(){}[]'\"`\\\n \t;|&<>#*@!0123456789:+%/.,~", "$((", "${", "<<EOF\n", "$("]
     seeds = ["torchrun --nproc_per_node 4 t.py\n", "accelerate launch --multi_gpu x.py --a 1\n"]
     for _ in range(1500):
         base = rng.choice(seeds)
@@ -484,8 +484,8 @@ def test_garbage_never_raises() -> None:
         doc = read_launch(Path("f.sh"), text)
         assert not any("could not be read" in p.message for p in doc.problems), text
         for cmd in doc.data.commands:
-            words = [*cmd.launcher_args.values(), *cmd.script_args.values(), *cmd.env.values(), *cmd.positional]
-            for w in words:
+            args = [*cmd.launcher_args.values(), *cmd.script_args.values()]
+            for w in [*args, *cmd.env.values(), *cmd.positional]:
                 assert w.span.line >= 1 and w.span.col >= 1
                 assert (w.text is None) == (w.unknown is not None)
 
