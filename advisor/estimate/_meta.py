@@ -14,7 +14,9 @@ from advisor.estimate.params import LinearShape, ParamCount
 
 
 def available() -> bool:
-    return importlib.util.find_spec("torch") is not None and importlib.util.find_spec("transformers") is not None
+    return (
+        importlib.util.find_spec("torch") is not None and importlib.util.find_spec("transformers") is not None
+    )
 
 
 def _first(obj: Any, *names: str, default: Any = None) -> Any:
@@ -73,8 +75,13 @@ def count_on_meta(config: dict[str, Any]) -> ParamCount:
                 elif any(k in low for k in ("mlp", "ffn", "feed_forward", "gate", "up", "fc1", "w1", "w3")):
                     feeds = "mlp_in"
                 linears.append(
-                    LinearShape(name=name.split(".")[-1], d_in=sub.in_features, d_out=sub.out_features,
-                                bias=sub.bias is not None, feeds_from=feeds)
+                    LinearShape(
+                        name=name.split(".")[-1],
+                        d_in=sub.in_features,
+                        d_out=sub.out_features,
+                        bias=sub.bias is not None,
+                        feeds_from=feeds,
+                    )
                 )
         for name, p in first.named_parameters():
             low = name.lower()
@@ -94,12 +101,32 @@ def count_on_meta(config: dict[str, Any]) -> ParamCount:
     lin_total = n_layers * sum(lin.d_in * lin.d_out for lin in linears)
     other = total - embedding - lm_head - n_layers * per_layer
     return ParamCount(
-        model_type=str(model_type), source="meta-device", total=total, embedding=embedding, lm_head=lm_head,
-        other=max(other, 0), layers=n_layers, per_layer=per_layer, attn_per_layer=attn, mlp_per_layer=mlp,
-        norm_per_layer=norm, hidden=h, heads=nh, kv_heads=nkv, head_dim=hd, q_dim=nh * hd, kv_dim=nkv * hd,
-        intermediate=inter, vocab=vocab, tied=tied, block="gated" if gated else "gelu",
-        norm="rms" if "rms" in type(model).__name__.lower() or gated else "layer", linears=linears,
+        model_type=str(model_type),
+        source="meta-device",
+        total=total,
+        embedding=embedding,
+        lm_head=lm_head,
+        other=max(other, 0),
+        layers=n_layers,
+        per_layer=per_layer,
+        attn_per_layer=attn,
+        mlp_per_layer=mlp,
+        norm_per_layer=norm,
+        hidden=h,
+        heads=nh,
+        kv_heads=nkv,
+        head_dim=hd,
+        q_dim=nh * hd,
+        kv_dim=nkv * hd,
+        intermediate=inter,
+        vocab=vocab,
+        tied=tied,
+        block="gated" if gated else "gelu",
+        norm="rms" if "rms" in type(model).__name__.lower() or gated else "layer",
+        linears=linears,
         layer_linear_weights=lin_total,
-        notes=[f"counted by instantiating {type(model).__name__} on the meta device (transformers "
-               f"{transformers.__version__}); shape facts for the memory model are best-effort"],
+        notes=[
+            f"counted by instantiating {type(model).__name__} on the meta device (transformers "
+            f"{transformers.__version__}); shape facts for the memory model are best-effort"
+        ],
     )

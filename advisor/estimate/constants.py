@@ -8,7 +8,7 @@ from __future__ import annotations
 
 GIB = float(2**30)
 
-# ---- memory ------------------------------------------------------------------------------------------------
+# ---- memory --------------------------------------------------------------------------------------
 # CUDA context + cuBLAS/cuDNN workspaces outside the PyTorch allocator (nvidia-smi only). memory-model.md 6.2:
 # 0.3-0.6 GiB on current CUDA/torch with lazy module loading, ~1.3 GiB on older stacks (HF docs, V100).
 CUDA_CONTEXT_GIB = 0.5
@@ -42,7 +42,8 @@ LOGITS_SOFTCAP_EXTRA = 2.0
 # Activation offloading keeps this many layers' checkpoints on the GPU in flight.
 OFFLOAD_INFLIGHT_LAYERS = 2
 
-# DeepSpeed defaults (elements) when the config leaves them unset; HF "auto" replaces some with h-based values.
+# DeepSpeed defaults (elements) when the config leaves them unset; HF "auto" replaces some with h-based
+# values.
 DS_BUCKET_DEFAULT = 5e8  # reduce_bucket_size / allgather_bucket_size
 DS_PREFETCH_DEFAULT = 5e7  # stage3_prefetch_bucket_size
 DS_MAX_LIVE_DEFAULT = 1e9  # stage3_max_live_parameters
@@ -53,9 +54,10 @@ FSDP_LIVE_UNITS = 2
 BAND_BASE = 0.10
 BAND_SHARDED_OR_QUANT = 0.20
 
-# ---- time ----------------------------------------------------------------------------------------------------
+# ---- time ----------------------------------------------------------------------------------------
 # Model FLOPs utilisation of HF-Trainer-class stacks against the dense BF16/FP16 peak (FP32 accumulate on
-# GeForce), hardware.md 3.2 "Recommended defaults (judgement)". Keys are matched as substrings of the GPU class.
+# GeForce), hardware.md 3.2 "Recommended defaults (judgement)". Keys are matched as substrings of the GPU
+# class.
 MFU_DEFAULTS: dict[str, float] = {
     "a100": 0.40,
     "h100": 0.32,

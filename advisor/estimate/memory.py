@@ -62,7 +62,9 @@ class TrainingSetup(BaseModel):
     prepare_kbit_training: bool | None = None  # PEFT prepare_model_for_kbit_training (HF QLoRA)
     zero_grad_set_to_none: bool = True  # torch >= 2.0 default
     gradient_as_bucket_view: bool = False  # DDP
-    ds_reduce_bucket_size: float | None = None  # elements; None = DeepSpeed default / HF "auto"
+    # DeepSpeed bucket sizes in elements (resolve HF "auto" before passing: reduce h^2, prefetch 0.9 h^2);
+    # None = DeepSpeed's defaults (5e8, 5e8, 5e7, 1e9), stated as an assumption
+    ds_reduce_bucket_size: float | None = None
     ds_allgather_bucket_size: float | None = None
     ds_prefetch_bucket_size: float | None = None
     ds_max_live_parameters: float | None = None
@@ -97,12 +99,14 @@ class MemoryEstimate(BaseModel):
 
     def table(self) -> str:
         rows = [f"{it.name:<34} {it.gib:8.2f} GiB  {it.note}" for it in self.items]
-        rows.append(f"{'peak (' + self.metric + ')':<34} {self.peak_gib:8.2f} GiB  "
-                    f"[{self.low_gib:.1f} .. {self.high_gib:.1f}], phase: {self.phase}")
+        rows.append(
+            f"{'peak (' + self.metric + ')':<34} {self.peak_gib:8.2f} GiB  "
+            f"[{self.low_gib:.1f} .. {self.high_gib:.1f}], phase: {self.phase}"
+        )
         return "\n".join(rows)
 
 
-# ---- optimizer profiles ----------------------------------------------------------------------------------
+# ---- optimizer profiles -------------------------------------------------------------------------
 @dataclass(frozen=True)
 class _Opt:
     label: str
@@ -129,7 +133,9 @@ _OPTS: dict[str, _Opt] = {
     "lion_8bit": _Opt("bitsandbytes Lion 8-bit", 1.0),
     "paged_lion_32bit": _Opt("bitsandbytes paged Lion 32-bit", 4.0, paged=True),
     "paged_lion_8bit": _Opt("bitsandbytes paged Lion 8-bit", 1.0, paged=True),
-    "adafactor": _Opt("Adafactor (factored second moment, no momentum)", 0.0, temp="adafactor", factored=True),
+    "adafactor": _Opt(
+        "Adafactor (factored second moment, no momentum)", 0.0, temp="adafactor", factored=True
+    ),
     "sgd": _Opt("SGD (HF default: no momentum)", 0.0),
     "rmsprop": _Opt("RMSprop", None, 1, "foreach"),
     "rmsprop_bnb_8bit": _Opt("bitsandbytes RMSprop 8-bit", 1.0),
@@ -144,18 +150,35 @@ _OPTS: dict[str, _Opt] = {
     "adalomo": _Opt("AdaLomo (factored, fused into backward)", 0.0, factored=True),
 }
 _OPT_ALIASES = {
-    "adamw": "adamw_torch", "adam": "adamw_torch", "torch.optim.adamw": "adamw_torch",
-    "torch.optim.adam": "adamw_torch", "adamw_bnb_8bit": "adamw_8bit", "adamw8bit": "adamw_8bit",
-    "adam8bit": "adamw_8bit", "bnb_adam8bit": "adamw_8bit", "bitsandbytes.optim.adamw8bit": "adamw_8bit",
-    "bitsandbytes.optim.adam8bit": "adamw_8bit", "pagedadamw8bit": "paged_adamw_8bit",
-    "bitsandbytes.optim.pagedadamw8bit": "paged_adamw_8bit", "paged_adamw": "paged_adamw_32bit",
-    "pagedadamw": "paged_adamw_32bit", "bitsandbytes.optim.pagedadamw": "paged_adamw_32bit",
-    "pagedadamw32bit": "paged_adamw_32bit", "torchao.optim.adamw8bit": "adamw_torch_8bit",
-    "adamw8bit_torchao": "adamw_torch_8bit", "fusedadam": "adamw_torch_fused",
-    "deepspeedcpuadam": "adamw_torch_fused", "cpuadam": "adamw_torch_fused", "lion": "lion_32bit",
-    "paged_lion": "paged_lion_32bit", "sgd_momentum": "sgd", "rmsprop_bnb": "rmsprop_bnb_32bit",
-    "rmsprop_8bit": "rmsprop_bnb_8bit", "rmsprop_32bit": "rmsprop_bnb_32bit",
-    "adamw_torch_npu_fused": "adamw_torch_fused", "adamw_torch_adamw8bit": "adamw_torch_8bit",
+    "adamw": "adamw_torch",
+    "adam": "adamw_torch",
+    "torch.optim.adamw": "adamw_torch",
+    "torch.optim.adam": "adamw_torch",
+    "adamw_bnb_8bit": "adamw_8bit",
+    "adamw8bit": "adamw_8bit",
+    "adam8bit": "adamw_8bit",
+    "bnb_adam8bit": "adamw_8bit",
+    "bitsandbytes.optim.adamw8bit": "adamw_8bit",
+    "bitsandbytes.optim.adam8bit": "adamw_8bit",
+    "pagedadamw8bit": "paged_adamw_8bit",
+    "bitsandbytes.optim.pagedadamw8bit": "paged_adamw_8bit",
+    "paged_adamw": "paged_adamw_32bit",
+    "pagedadamw": "paged_adamw_32bit",
+    "bitsandbytes.optim.pagedadamw": "paged_adamw_32bit",
+    "pagedadamw32bit": "paged_adamw_32bit",
+    "torchao.optim.adamw8bit": "adamw_torch_8bit",
+    "adamw8bit_torchao": "adamw_torch_8bit",
+    "fusedadam": "adamw_torch_fused",
+    "deepspeedcpuadam": "adamw_torch_fused",
+    "cpuadam": "adamw_torch_fused",
+    "lion": "lion_32bit",
+    "paged_lion": "paged_lion_32bit",
+    "sgd_momentum": "sgd",
+    "rmsprop_bnb": "rmsprop_bnb_32bit",
+    "rmsprop_8bit": "rmsprop_bnb_8bit",
+    "rmsprop_32bit": "rmsprop_bnb_32bit",
+    "adamw_torch_npu_fused": "adamw_torch_fused",
+    "adamw_torch_adamw8bit": "adamw_torch_8bit",
 }
 
 
@@ -166,20 +189,26 @@ def _optimizer(name: str) -> _Opt | None:
         return _OPTS[key]
     tail = key.rsplit(".", 1)[-1]
     tail = _OPT_ALIASES.get(tail, tail)
-    if tail in _OPTS:
-        return _OPTS[tail]
-    if key.startswith("galore") or key.startswith("apollo"):
-        return None
-    return None
+    return _OPTS.get(tail)  # None: no profile (GaLore, APOLLO, custom classes) -> counted as AdamW, stated
 
 
-# ---- LoRA ------------------------------------------------------------------------------------------------
+# ---- LoRA ---------------------------------------------------------------------------------------
 _PEFT_DEFAULT_TARGETS = {
-    "llama": ["q_proj", "v_proj"], "mistral": ["q_proj", "v_proj"], "mixtral": ["q_proj", "v_proj"],
-    "qwen2": ["q_proj", "v_proj"], "qwen3": ["q_proj", "v_proj"], "gemma": ["q_proj", "v_proj"],
-    "gemma2": ["q_proj", "v_proj"], "phi3": ["qkv_proj"], "phi": ["q_proj", "v_proj"], "gpt2": ["c_attn"],
-    "bert": ["query", "value"], "opt": ["q_proj", "v_proj"], "gpt_neox": ["query_key_value"],
-    "falcon": ["query_key_value"], "bloom": ["query_key_value"],
+    "llama": ["q_proj", "v_proj"],
+    "mistral": ["q_proj", "v_proj"],
+    "mixtral": ["q_proj", "v_proj"],
+    "qwen2": ["q_proj", "v_proj"],
+    "qwen3": ["q_proj", "v_proj"],
+    "gemma": ["q_proj", "v_proj"],
+    "gemma2": ["q_proj", "v_proj"],
+    "phi3": ["qkv_proj"],
+    "phi": ["q_proj", "v_proj"],
+    "gpt2": ["c_attn"],
+    "bert": ["query", "value"],
+    "opt": ["q_proj", "v_proj"],
+    "gpt_neox": ["query_key_value"],
+    "falcon": ["query_key_value"],
+    "bloom": ["query_key_value"],
 }
 
 
@@ -200,13 +229,16 @@ def lora_params(model: ParamCount, r: int, targets: list[str]) -> int:
     names = _targeted(model, targets)
     per_layer = sum(r * (lin.d_in + lin.d_out) * lin.count for lin in model.linears if lin.name in names)
     if model.moe_layers and model.moe_layers != model.layers:
-        dense = sum(r * (lin.d_in + lin.d_out) for lin in model.linears
-                    if lin.name in names and lin.count == 1 and not lin.name.startswith("shared_expert"))
+        dense = sum(
+            r * (lin.d_in + lin.d_out)
+            for lin in model.linears
+            if lin.name in names and lin.count == 1 and not lin.name.startswith("shared_expert")
+        )
         return per_layer * model.moe_layers + dense * (model.layers - model.moe_layers)
     return per_layer * model.layers
 
 
-# ---- resolved setup --------------------------------------------------------------------------------------
+# ---- resolved setup -----------------------------------------------------------------------------
 @dataclass
 class _R:
     s: TrainingSetup
@@ -235,7 +267,7 @@ class _R:
 
     @property
     def autocast(self) -> bool:
-        # HF Trainer / accelerate wrap forward in autocast whenever bf16/fp16 is on, whatever the weights' dtype
+        # HF Trainer / accelerate wrap forward in autocast whenever bf16/fp16 is on, whatever the weight dtype
         return self.hf and self.precision in ("bf16", "fp16")
 
     @property
@@ -284,6 +316,11 @@ class _R:
 def _resolve(s: TrainingSetup) -> _R:
     a: list[str] = []
     pc = s.model
+    if pc.source == "meta-device":
+        a.append(
+            f"'{pc.model_type}' has no built-in activation layout: approximated as a generic "
+            f"{'gated' if pc.block == 'gated' else 'GELU'} decoder"
+        )
     if s.micro_batch is None:
         b = 1
         a.append("micro-batch unknown: assumed 1 sequence per GPU")
@@ -303,16 +340,20 @@ def _resolve(s: TrainingSetup) -> _R:
         amp = False
     elif s.amp is None:
         amp = False
-        a.append("weight dtype unknown: assumed the model is loaded in 16-bit (torch_dtype bf16/'auto'); "
-                 "an fp32 load with bf16/fp16 autocast needs ~2x the weight/optimizer memory")
+        a.append(
+            "weight dtype unknown: assumed the model is loaded in 16-bit (torch_dtype bf16/'auto'); "
+            "an fp32 load with bf16/fp16 autocast needs ~2x the weight/optimizer memory"
+        )
     else:
         amp = s.amp
     prepare = False
     if s.method == "qlora" and s.framework == "hf":
         if s.prepare_kbit_training is None:
             prepare = True
-            a.append("QLoRA: assumed PEFT prepare_model_for_kbit_training (TRL does it): non-quantized weights "
-                     "upcast to fp32, gradient checkpointing on")
+            a.append(
+                "QLoRA: assumed PEFT prepare_model_for_kbit_training (TRL does it): non-quantized weights "
+                "upcast to fp32, gradient checkpointing on"
+            )
         else:
             prepare = s.prepare_kbit_training
     if s.gradient_checkpointing is None:
@@ -323,8 +364,10 @@ def _resolve(s: TrainingSetup) -> _R:
         gc = s.gradient_checkpointing
     if s.optimizer is None:
         opt_name = "adamw_torch_fused"
-        a.append("optimizer unknown: assumed adamw_torch_fused (HF default on torch >= 2.8; older: adamw_torch "
-                 "with a foreach step temporary)")
+        a.append(
+            "optimizer unknown: assumed adamw_torch_fused (HF default on torch >= 2.8; older: adamw_torch "
+            "with a foreach step temporary)"
+        )
     else:
         opt_name = s.optimizer
     opt = _optimizer(opt_name)
@@ -334,7 +377,9 @@ def _resolve(s: TrainingSetup) -> _R:
     if s.attn_implementation is None:
         attn = "sdpa"
         if pc.block == "bert" or pc.model_type in ("gpt2",):
-            a.append("attention implementation unknown: assumed SDPA (flash/mem-efficient kernel, O(s) memory)")
+            a.append(
+                "attention implementation unknown: assumed SDPA (flash/mem-efficient kernel, O(s) memory)"
+            )
         else:
             a.append("attention implementation unknown: assumed SDPA/flash (O(s) memory)")
     else:
@@ -350,7 +395,9 @@ def _resolve(s: TrainingSetup) -> _R:
             r = s.lora_r
         if s.lora_targets is None:
             tl = _PEFT_DEFAULT_TARGETS.get(pc.model_type, ["q_proj", "v_proj"])
-            a.append(f"LoRA target modules unknown: assumed PEFT's default for {pc.model_type} ({', '.join(tl)})")
+            a.append(
+                f"LoRA target modules unknown: assumed PEFT's default for {pc.model_type} ({', '.join(tl)})"
+            )
         else:
             tl = s.lora_targets
         targets = _targeted(pc, tl)
@@ -363,12 +410,26 @@ def _resolve(s: TrainingSetup) -> _R:
             dropout = s.lora_dropout
     if s.strategy != "none" and s.world_size <= 1:
         a.append(f"strategy {s.strategy} with world_size {s.world_size}: nothing is sharded")
-    return _R(s=s, pc=pc, assumptions=a, b=b, seq=seq, gc=gc, precision=precision, amp=amp, opt=opt,
-              opt_name=opt_name, attn=attn, lora_r=r, targets=targets, lora_dropout=dropout,
-              prepare_kbit=prepare)
+    return _R(
+        s=s,
+        pc=pc,
+        assumptions=a,
+        b=b,
+        seq=seq,
+        gc=gc,
+        precision=precision,
+        amp=amp,
+        opt=opt,
+        opt_name=opt_name,
+        attn=attn,
+        lora_r=r,
+        targets=targets,
+        lora_dropout=dropout,
+        prepare_kbit=prepare,
+    )
 
 
-# ---- activations (bytes per token) -----------------------------------------------------------------------
+# ---- activations (bytes per token) --------------------------------------------------------------
 def _lin_input(r: _R, d: int, src: int, consumers: list[LinearShape]) -> float:
     """Bytes saved for one tensor of width d (dtype bytes src) that feeds the given Linear layers."""
     if not consumers:
@@ -425,7 +486,8 @@ def _attn_core(r: _R) -> float:
         mm_in = 2 if r.autocast else cb
         separate = drop or mm_in != sm
         per_score = sm + (mm_in if separate else 0) + (1 if drop else 0)
-        return cb * (q + kv_saved) + cb * q + per_score * nh * r.seq
+        # eager: the P @ V matmul saves P and V, not its output; o_proj's input copy is counted by the caller
+        return cb * (q + kv_saved) + per_score * nh * r.seq
     qk_norm = (4 + (r.br if r.full else 0)) * (q + kv) if pc.qk_norm else 0
     return cb * (q + 2 * kv) + cb * q + 4 * nh + qk_norm
 
@@ -510,13 +572,15 @@ def _logits_bytes(r: _R) -> tuple[float, float, str]:
         return x, x, "fused linear+CE: never materialises tokens x vocab"
     if r.s.loss == "chunked":
         per = K.LOGITS_CHUNKED_COMPILED if r.s.torch_compile else K.LOGITS_CHUNKED
-        label = f"chunked CE ({K.CE_CHUNKS} chunks{', compiled' if r.s.torch_compile else ''}): {per:.2f} B/logit"
+        label = (
+            f"chunked CE ({K.CE_CHUNKS} chunks{', compiled' if r.s.torch_compile else ''}): {per:.2f} B/logit"
+        )
         return per * T * V, 2.0 * T * V * (K.CE_CHUNKS - 1) / K.CE_CHUNKS, label
     per = K.LOGITS_STANDARD + (K.LOGITS_SOFTCAP_EXTRA if pc.final_logit_softcapping else 0.0)
     return per * T * V, 2.0 * T * V, f"fp32-upcast cross-entropy: {per:.0f} B per token x vocab"
 
 
-# ---- main ------------------------------------------------------------------------------------------------
+# ---- main ---------------------------------------------------------------------------------------
 def _opt_state_bytes(r: _R, n_train: int, sd: int) -> float:
     o = r.opt
     if o.factored:
@@ -540,13 +604,13 @@ def estimate_memory(setup: TrainingSetup) -> MemoryEstimate:
     T = r.tokens
     full = r.full
 
-    # -- trainable parameters and their byte sizes --------------------------------------------------------
+    # -- trainable parameters and their byte sizes -------------------------------------------------
     p_lora = lora_params(pc, r.lora_r, sorted(r.targets)) if not full else 0
     p_t = pc.total if full else p_lora
     sd = r.wb if full else r.ab  # state dtype of trainable params (torch optimizers keep the param dtype)
     gb = sd
 
-    # -- weights --------------------------------------------------------------------------------------------
+    # -- weights -----------------------------------------------------------------------------------
     notes_w = ""
     quant, qb, nonq_b = 0, 0.0, 2
     if s.method == "qlora":
@@ -557,8 +621,10 @@ def estimate_memory(setup: TrainingSetup) -> MemoryEstimate:
         qb = K.NF4_DQ_BYTES if s.qlora_double_quant else K.NF4_BYTES
         nonq_b = 4 if r.prepare_kbit else 2
         w_base = quant * qb + (pc.total - quant) * nonq_b
-        notes_w = (f"NF4 {quant / 1e9:.2f}B params x {qb:.3f} B + {(pc.total - quant) / 1e9:.2f}B unquantized x "
-                   f"{nonq_b} B")
+        notes_w = (
+            f"NF4 {quant / 1e9:.2f}B params x {qb:.3f} B + {(pc.total - quant) / 1e9:.2f}B unquantized x "
+            f"{nonq_b} B"
+        )
     else:
         base_b = r.wb
         if r.deepspeed:
@@ -580,7 +646,7 @@ def estimate_memory(setup: TrainingSetup) -> MemoryEstimate:
     if shard_w:
         notes_w += f", sharded /{n}"
 
-    # -- gradients ------------------------------------------------------------------------------------------
+    # -- gradients ---------------------------------------------------------------------------------
     if r.deepspeed and r.precision != "fp32":
         gb = 2
     if r.fsdp and not r.amp and full:
@@ -598,7 +664,7 @@ def estimate_memory(setup: TrainingSetup) -> MemoryEstimate:
     if shard_g:
         head_grad /= n
 
-    # -- optimizer states -----------------------------------------------------------------------------------
+    # -- optimizer states --------------------------------------------------------------------------
     ds_mixed = r.deepspeed and r.precision != "fp32"
     if ds_mixed:
         o_full = 4.0 * p_t + _opt_state_bytes(r, p_t, 4)  # fp32 master + states on fp32 params
@@ -619,13 +685,15 @@ def estimate_memory(setup: TrainingSetup) -> MemoryEstimate:
             host += o + soft + (4.0 * p_t / n if ds_mixed else 0.0)
             o, soft = 0.0, 0.0
             opt_note += f"; offloaded to {s.offload_optimizer}"
-            if s.strategy == "fsdp":
+            if s.strategy == "fsdp":  # FSDP CPUOffload moves the gradient shards too
                 host += g
+                g = 0.0
+            else:  # DeepSpeed reduces gradients straight into the fp32 CPU partition (buckets stay on GPU)
                 g = 0.0
         else:
             A.append(f"offload_optimizer needs DeepSpeed ZeRO or FSDP: ignored for strategy {s.strategy}")
 
-    # -- optimizer-step temporaries ---------------------------------------------------------------------------
+    # -- optimizer-step temporaries ----------------------------------------------------------------
     largest = max(pc.largest_tensor, 1)
     if s.offload_optimizer != "none" or s.optimizer_in_backward or r.deepspeed:
         t_step = 0.0
@@ -640,7 +708,7 @@ def estimate_memory(setup: TrainingSetup) -> MemoryEstimate:
     if ds_mixed:
         t_step += 4.0 * p_t / n if s.offload_optimizer == "none" else 0.0  # fp32 grad partition at step
 
-    # -- activations -----------------------------------------------------------------------------------------
+    # -- activations -------------------------------------------------------------------------------
     a_layer, work = _layer_bytes(r)
     L = pc.layers
     outside = _outside_bytes(r) * T
@@ -649,7 +717,9 @@ def estimate_memory(setup: TrainingSetup) -> MemoryEstimate:
         if s.activation_offloading:
             ckpt = min(L, K.OFFLOAD_INFLIGHT_LAYERS) * r.br * pc.hidden * T
         act = ckpt + a_layer * T + outside
-        act_note = f"checkpointed: {L} layer inputs{' (offloaded)' if s.activation_offloading else ''} + 1 layer"
+        act_note = (
+            f"checkpointed: {L} layer inputs{' (offloaded)' if s.activation_offloading else ''} + 1 layer"
+        )
     else:
         if s.activation_offloading:
             act = min(L, K.OFFLOAD_INFLIGHT_LAYERS) * a_layer * T + outside
@@ -671,7 +741,7 @@ def estimate_memory(setup: TrainingSetup) -> MemoryEstimate:
     if s.method == "qlora":
         dequant = 2.0 * max((lin.d_in * lin.d_out for lin in pc.linears), default=0)
 
-    # -- distributed buffers ------------------------------------------------------------------------------------
+    # -- distributed buffers -----------------------------------------------------------------------
     static_buf = 0.0
     live_buf = 0.0
     buf_note = ""
@@ -683,15 +753,20 @@ def estimate_memory(setup: TrainingSetup) -> MemoryEstimate:
         rb = s.ds_reduce_bucket_size if s.ds_reduce_bucket_size is not None else K.DS_BUCKET_DEFAULT
         agb = s.ds_allgather_bucket_size if s.ds_allgather_bucket_size is not None else K.DS_BUCKET_DEFAULT
         if s.ds_reduce_bucket_size is None or s.ds_allgather_bucket_size is None:
-            A.append("DeepSpeed bucket sizes unset: assumed the 5e8-element defaults (~0.93 GiB each in 16-bit)")
+            A.append(
+                "DeepSpeed bucket sizes unset: assumed the 5e8-element defaults (~0.93 GiB each in 16-bit)"
+            )
         live_buf = 2.0 * (min(rb, p_t) + min(agb, p_t))
         buf_note = "ZeRO reduce + all-gather buckets"
     elif s.strategy == "zero3" and n > 1:
-        rb = s.ds_reduce_bucket_size if s.ds_reduce_bucket_size is not None else h2
-        pf = s.ds_prefetch_bucket_size if s.ds_prefetch_bucket_size is not None else 0.9 * h2
+        rb = s.ds_reduce_bucket_size if s.ds_reduce_bucket_size is not None else K.DS_BUCKET_DEFAULT
+        pf = s.ds_prefetch_bucket_size if s.ds_prefetch_bucket_size is not None else K.DS_PREFETCH_DEFAULT
         ml = s.ds_max_live_parameters if s.ds_max_live_parameters is not None else K.DS_MAX_LIVE_DEFAULT
-        if s.ds_prefetch_bucket_size is None:
-            A.append("ZeRO-3 bucket sizes unset: assumed HF 'auto' (reduce h^2, prefetch 0.9 h^2 elements)")
+        if s.ds_reduce_bucket_size is None or s.ds_prefetch_bucket_size is None:
+            A.append(
+                "ZeRO-3 bucket sizes unset: assumed DeepSpeed defaults (reduce 5e8, prefetch 5e7 elements; "
+                f"HF 'auto' would use h^2 = {h2:.2g} and 0.9 h^2)"
+            )
         gathered = min(ml, max(pc.per_layer, largest) + pf)
         live_buf = 2.0 * (gathered + min(rb, p_t))
         buf_note = "ZeRO-3 gathered params (current + prefetch) + reduce bucket"
@@ -714,26 +789,33 @@ def estimate_memory(setup: TrainingSetup) -> MemoryEstimate:
         else:
             root = max(pc.embedding, pc.lm_head) * head_b
         if s.strategy == "fsdp_grad_op":
-            live_buf = pc.total * gather_b + unit_grad
+            live_buf = unit * pc.layers + (pc.embedding + pc.lm_head) * head_b + unit_grad
             buf_note = "SHARD_GRAD_OP: params stay unsharded from forward to backward"
         else:
             live_buf = root + K.FSDP_LIVE_UNITS * unit + unit_grad
-            buf_note = (f"FSDP working set: {'embeddings + lm_head' if r.hf else 'embedding or lm_head'} + "
-                        f"{K.FSDP_LIVE_UNITS} unsharded layers + one unsharded layer gradient")
+            buf_note = (
+                f"FSDP working set: {'embeddings + lm_head' if r.hf else 'embedding or lm_head'} + "
+                f"{K.FSDP_LIVE_UNITS} unsharded layers + one unsharded layer gradient"
+            )
         if s.grad_accum > 1 and full:
             live_buf += pc.total * 2.0 * (1 - 1 / n)
-            A.append("FSDP with gradient accumulation: assumed accelerate's no_sync, which keeps unsharded "
-                     "gradients between micro-batches (accelerate issue #2035)")
+            A.append(
+                "FSDP with gradient accumulation: assumed accelerate's no_sync, which keeps unsharded "
+                "gradients between micro-batches (accelerate issue #2035)"
+            )
 
-    # -- phases ----------------------------------------------------------------------------------------------------
+    # -- phases ------------------------------------------------------------------------------------
     grads_persist = (s.grad_accum > 1 or not s.zero_grad_set_to_none) and not s.optimizer_in_backward
     resident_g = g if grads_persist else 0.0
     logits_phase = max(logits_peak, logits_after + (0.0 if grads_persist else head_grad))
     phi_act = act + logits_phase + work_b + resident_g + cast_copies + dequant
     phi_bwd_end = g + work_b + (a_layer * T if r.gc else 0.0)
     phi_step = g + t_step
-    phases = {"backward start (activations + logits)": phi_act, "end of backward (all gradients)": phi_bwd_end,
-              "optimizer step": phi_step}
+    phases = {
+        "backward start (activations + logits)": phi_act,
+        "end of backward (all gradients)": phi_bwd_end,
+        "optimizer step": phi_step,
+    }
     phase = max(phases, key=lambda k: phases[k])
     dyn = phases[phase]
     static = w_gpu + o + static_buf
@@ -744,9 +826,11 @@ def estimate_memory(setup: TrainingSetup) -> MemoryEstimate:
     nccl = K.NCCL_GIB * K.GIB if (s.world_size > 1 and s.strategy != "none") else 0.0
     smi = reserved + ctx + nccl + soft
     if s.cuda_context_gib is None and s.metric == "nvidia-smi":
-        A.append(f"CUDA context assumed {K.CUDA_CONTEXT_GIB} GiB (lazy-loading CUDA >= 11.7; older stacks ~1.3)")
+        A.append(
+            f"CUDA context assumed {K.CUDA_CONTEXT_GIB} GiB (lazy-loading CUDA >= 11.7; older stacks ~1.3)"
+        )
 
-    # -- items at the peak ----------------------------------------------------------------------------------------
+    # -- items at the peak -------------------------------------------------------------------------
     gi = K.GIB
     items = [MemoryItem(name="weights", gib=w_gpu / gi, note=notes_w)]
     if o or soft:
@@ -756,33 +840,61 @@ def estimate_memory(setup: TrainingSetup) -> MemoryEstimate:
     if phase.startswith("backward"):
         items.append(MemoryItem(name="activations", gib=act / gi, note=act_note))
         items.append(MemoryItem(name="logits + loss", gib=logits_phase / gi, note=logits_note))
-        items.append(MemoryItem(name="backward working set", gib=work_b / gi, note="one layer's gradient temporaries"))
+        items.append(
+            MemoryItem(name="backward working set", gib=work_b / gi, note="one layer's gradient temporaries")
+        )
         if resident_g:
-            items.append(MemoryItem(name="gradients", gib=resident_g / gi,
-                                    note=grad_note + "; kept across micro-batches"))
+            items.append(
+                MemoryItem(
+                    name="gradients", gib=resident_g / gi, note=grad_note + "; kept across micro-batches"
+                )
+            )
         if cast_copies:
-            items.append(MemoryItem(name="autocast weight copies", gib=cast_copies / gi,
-                                    note="16-bit casts of fp32 weights saved for backward"))
+            items.append(
+                MemoryItem(
+                    name="autocast weight copies",
+                    gib=cast_copies / gi,
+                    note="16-bit casts of fp32 weights saved for backward",
+                )
+            )
         if dequant:
-            items.append(MemoryItem(name="4-bit dequant buffer", gib=dequant / gi, note="largest Linear in bf16"))
+            items.append(
+                MemoryItem(name="4-bit dequant buffer", gib=dequant / gi, note="largest Linear in bf16")
+            )
     elif phase.startswith("end"):
         items.append(MemoryItem(name="gradients", gib=g / gi, note=grad_note))
-        items.append(MemoryItem(name="last layer recompute + backward working set",
-                                gib=(phi_bwd_end - g) / gi))
+        items.append(
+            MemoryItem(name="last layer recompute + backward working set", gib=(phi_bwd_end - g) / gi)
+        )
     else:
         items.append(MemoryItem(name="gradients", gib=g / gi, note=grad_note))
-        items.append(MemoryItem(name="optimizer-step temporaries", gib=t_step / gi,
-                                note=f"{r.opt.label}" + ("; + fp32 grad partition" if ds_mixed else "")))
+        items.append(
+            MemoryItem(
+                name="optimizer-step temporaries",
+                gib=t_step / gi,
+                note=f"{r.opt.label}" + ("; + fp32 grad partition" if ds_mixed else ""),
+            )
+        )
     if live_buf:
         items.append(MemoryItem(name="distributed buffers", gib=live_buf / gi, note=buf_note))
     if s.metric in ("reserved", "nvidia-smi"):
-        items.append(MemoryItem(name="allocator overhead", gib=frag / gi,
-                                note=f"reserved - allocated ~ {K.ALLOCATOR_FRAG:.0%} of the churning memory"))
+        items.append(
+            MemoryItem(
+                name="allocator overhead",
+                gib=frag / gi,
+                note=f"reserved - allocated ~ {K.ALLOCATOR_FRAG:.0%} of the churning memory",
+            )
+        )
     if s.metric == "nvidia-smi":
         items.append(MemoryItem(name="CUDA context" + (" + NCCL" if nccl else ""), gib=(ctx + nccl) / gi))
         if soft:
-            items.append(MemoryItem(name="paged optimizer states", gib=soft / gi,
-                                    note="unified memory, resident while it fits"))
+            items.append(
+                MemoryItem(
+                    name="paged optimizer states",
+                    gib=soft / gi,
+                    note="unified memory, resident while it fits",
+                )
+            )
 
     peak = {"allocated": alloc, "reserved": reserved, "nvidia-smi": smi}[s.metric] / gi
     band = K.BAND_BASE
@@ -799,10 +911,22 @@ def estimate_memory(setup: TrainingSetup) -> MemoryEstimate:
         else:
             verdict = "borderline"
     return MemoryEstimate(
-        items=items, peak_gib=peak, low_gib=peak * (1 - band), high_gib=peak * (1 + band), metric=s.metric,
-        peak_allocated_gib=alloc / gi, peak_reserved_gib=reserved / gi, peak_smi_gib=smi / gi, phase=phase,
-        phases_gib={k: v / gi for k, v in phases.items()}, host_gib=host / gi, soft_gib=soft / gi,
-        trainable_params=p_t, fits=fits, verdict=verdict, assumptions=A,
+        items=items,
+        peak_gib=peak,
+        low_gib=peak * (1 - band),
+        high_gib=peak * (1 + band),
+        metric=s.metric,
+        peak_allocated_gib=alloc / gi,
+        peak_reserved_gib=reserved / gi,
+        peak_smi_gib=smi / gi,
+        phase=phase,
+        phases_gib={k: v / gi for k, v in phases.items()},
+        host_gib=host / gi,
+        soft_gib=soft / gi,
+        trainable_params=p_t,
+        fits=fits,
+        verdict=verdict,
+        assumptions=A,
     )
 
 
@@ -812,22 +936,47 @@ def what_if(setup: TrainingSetup) -> list[tuple[str, float]]:
     trials: list[tuple[str, TrainingSetup]] = []
     s = setup
     if not s.gradient_checkpointing:
-        trials.append(("enable gradient checkpointing", s.model_copy(update={"gradient_checkpointing": True})))
+        trials.append(
+            ("enable gradient checkpointing", s.model_copy(update={"gradient_checkpointing": True}))
+        )
     if (s.micro_batch or 1) > 1:
-        trials.append((f"micro-batch 1 (x{s.micro_batch} gradient accumulation keeps the effective batch)",
-                       s.model_copy(update={"micro_batch": 1, "grad_accum": s.grad_accum * (s.micro_batch or 1)})))
+        trials.append(
+            (
+                f"micro-batch 1 (x{s.micro_batch} gradient accumulation keeps the effective batch)",
+                s.model_copy(update={"micro_batch": 1, "grad_accum": s.grad_accum * (s.micro_batch or 1)}),
+            )
+        )
     opt = _optimizer(s.optimizer or "adamw_torch_fused")
     if opt is not None and opt.states is None and opt.mult >= 2:
-        trials.append(("8-bit AdamW (optim=adamw_bnb_8bit)", s.model_copy(update={"optimizer": "adamw_8bit"})))
+        trials.append(
+            ("8-bit AdamW (optim=adamw_bnb_8bit)", s.model_copy(update={"optimizer": "adamw_8bit"}))
+        )
     if s.task == "causal_lm" and s.loss == "standard" and not s.liger_kernel:
-        trials.append(("fused linear cross-entropy (use_liger_kernel=True)",
-                       s.model_copy(update={"liger_kernel": True})))
+        trials.append(
+            (
+                "fused linear cross-entropy (use_liger_kernel=True)",
+                s.model_copy(update={"liger_kernel": True}),
+            )
+        )
     if s.method == "full" and s.strategy not in ("zero3", "fsdp"):
         n = s.world_size if s.world_size > 1 else 8
-        trials.append((f"ZeRO-3 across {n} GPUs", s.model_copy(update={"strategy": "zero3", "world_size": n})))
+        trials.append(
+            (f"ZeRO-3 across {n} GPUs", s.model_copy(update={"strategy": "zero3", "world_size": n}))
+        )
     if s.method == "full":
-        trials.append(("LoRA r=16 on all linear layers", s.model_copy(
-            update={"method": "lora", "lora_r": 16, "lora_targets": ["all-linear"], "lora_dropout": 0.05})))
+        trials.append(
+            (
+                "LoRA r=16 on all linear layers",
+                s.model_copy(
+                    update={
+                        "method": "lora",
+                        "lora_r": 16,
+                        "lora_targets": ["all-linear"],
+                        "lora_dropout": 0.05,
+                    }
+                ),
+            )
+        )
     if s.method == "lora":
         trials.append(("QLoRA (4-bit NF4 base)", s.model_copy(update={"method": "qlora"})))
     out = []

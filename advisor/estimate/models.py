@@ -30,8 +30,23 @@ __all__ = ["ModelInfo", "catalog_ids", "read_safetensors_params", "resolve_model
 
 CATALOG_PATH = Path(__file__).resolve().parent.parent / "data" / "models" / "catalog.json"
 
-_DTYPE_BYTES = {"F64": 8, "I64": 8, "U64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2, "BF16": 2, "I16": 2,
-                "U16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "I8": 1, "U8": 1, "BOOL": 1}
+_DTYPE_BYTES = {
+    "F64": 8,
+    "I64": 8,
+    "U64": 8,
+    "F32": 4,
+    "I32": 4,
+    "U32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "I16": 2,
+    "U16": 2,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+    "I8": 1,
+    "U8": 1,
+    "BOOL": 1,
+}
 
 
 class ModelInfo(BaseModel):
@@ -51,34 +66,36 @@ class ModelInfo(BaseModel):
         if self.weights_params is None:
             return pc
         if self.config.get("quantization_config"):
-            pc.notes.append("local weights are a quantized checkpoint; their stored element count is not "
-                            "the parameter count, kept the config formula")
+            pc.notes.append(
+                "local weights are a quantized checkpoint; their stored element count is not "
+                "the parameter count, kept the config formula"
+            )
             return pc
         if self.weights_params != pc.total:
-            pc.notes.append(f"safetensors headers hold {self.weights_params:,} params, the config formula gives "
-                            f"{pc.total:,}; using the weights' count")
+            pc.notes.append(
+                f"safetensors headers hold {self.weights_params:,} params, the config formula gives "
+                f"{pc.total:,}; using the weights' count"
+            )
             return pc.model_copy(update={"total": self.weights_params, "source": "safetensors"})
         return pc.model_copy(update={"source": "safetensors"})
 
 
-# ---- catalog ---------------------------------------------------------------------------------------------
+# ---- catalog ------------------------------------------------------------------------------------
 @lru_cache(maxsize=1)
-def _catalog() -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+def _catalog() -> tuple[dict[str, dict[str, Any]], dict[str, str], dict[str, str]]:
+    """(configs by hub id, index of ids/aliases incl. lower-case, index of bare names without the org)."""
     data = json.loads(CATALOG_PATH.read_text(encoding="utf-8"))
     models: dict[str, dict[str, Any]] = data["models"]
-    index: dict[str, str] = {}
-
-    def add(key: str, target: str) -> None:
-        for k in (key, key.lower(), key.split("/")[-1], key.split("/")[-1].lower()):
-            index.setdefault(k, target)
-
-    for hub_id in models:
-        index[hub_id] = hub_id
-    for hub_id in models:
-        add(hub_id, hub_id)
-    for alias, target in data.get("aliases", {}).items():
-        add(alias, target)
-    return models, index
+    full: dict[str, str] = {}
+    bare: dict[str, str] = {}
+    names = [(hub_id, hub_id) for hub_id in models] + list(data.get("aliases", {}).items())
+    for key, target in names:
+        for k in (key, key.lower()):
+            full.setdefault(k, target)
+        if "/" in key:
+            for k in (key.split("/")[-1], key.split("/")[-1].lower()):
+                bare.setdefault(k, target)
+    return models, full, bare
 
 
 def catalog_ids() -> list[str]:
@@ -87,15 +104,26 @@ def catalog_ids() -> list[str]:
 
 
 def _catalog_lookup(name: str) -> str | None:
-    _, index = _catalog()
-    key = name.strip().rstrip("/")
-    for k in (key, key.lower(), key.split("/")[-1], key.split("/")[-1].lower()):
-        if k in index:
-            return index[k]
+    """Hub id (any case) or alias; a bare name without org ("Meta-Llama-3-8B") matches the name part.
+
+    "org/name" must match an id or alias exactly (up to case): "someone/gpt2" is not gpt2, and a path's last
+    component is never looked up.
+    """
+    key = name.strip()
+    if not _looks_like_repo_id(key):
+        return None
+    _, full, bare = _catalog()
+    for k in (key, key.lower()):
+        if k in full:
+            return full[k]
+    if "/" not in key:
+        for k in (key, key.lower()):
+            if k in bare:
+                return bare[k]
     return None
 
 
-# ---- safetensors headers ---------------------------------------------------------------------------------
+# ---- safetensors headers ------------------------------------------------------------------------
 def _header(path: Path) -> dict[str, Any]:
     with path.open("rb") as fh:
         (n,) = struct.unpack("<Q", fh.read(8))
@@ -136,7 +164,7 @@ def read_safetensors_params(folder: str | os.PathLike[str]) -> tuple[int, int, d
     return params, nbytes, by_dtype
 
 
-# ---- HF cache ----------------------------------------------------------------------------------------------
+# ---- HF cache -----------------------------------------------------------------------------------
 def _hub_cache_dir() -> Path:
     for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
         if os.environ.get(var):
@@ -185,13 +213,19 @@ def _load_config(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def _info_from_file(name: str, cfg_path: Path, source: Literal["path", "hf-cache", "hub"],
-                    hub_id: str | None) -> ModelInfo | None:
+def _info_from_file(
+    name: str, cfg_path: Path, source: Literal["path", "hf-cache", "hub"], hub_id: str | None
+) -> ModelInfo | None:
     cfg = _load_config(cfg_path)
     if cfg is None:
         return None
-    info = ModelInfo(name=name, hub_id=hub_id or cfg.get("_name_or_path") or None, source=source, config=cfg,
-                     config_path=str(cfg_path))
+    info = ModelInfo(
+        name=name,
+        hub_id=hub_id or cfg.get("_name_or_path") or None,
+        source=source,
+        config=cfg,
+        config_path=str(cfg_path),
+    )
     st = read_safetensors_params(cfg_path.parent)
     if st is not None:
         info.weights_params, info.weights_bytes, info.weights_dtypes = st
@@ -210,14 +244,14 @@ def resolve_model(name_or_path: str, online: bool = False) -> ModelInfo | None:
         return _info_from_file(name, p, "path", None)
 
     canonical = _catalog_lookup(name)
-    for repo in dict.fromkeys([name, *( [canonical] if canonical else [])]):
+    for repo in dict.fromkeys([name, *([canonical] if canonical else [])]):
         cached = _from_hf_cache(repo)
         if cached is not None:
             info = _info_from_file(name, cached, "hf-cache", repo)
             if info is not None:
                 return info
     if canonical is not None:
-        models, _ = _catalog()
+        models = _catalog()[0]
         return ModelInfo(name=name, hub_id=canonical, source="catalog", config=dict(models[canonical]))
     if online and _looks_like_repo_id(name):
         downloaded = _from_hub(name)

@@ -100,7 +100,14 @@ class ParamCount(BaseModel):
     # ---- derived figures -------------------------------------------------------------------------
     @property
     def layers_total(self) -> int:
-        return self.total - self.embedding - self.lm_head - self.position_embedding - self.final_norm - self.other
+        return (
+            self.total
+            - self.embedding
+            - self.lm_head
+            - self.position_embedding
+            - self.final_norm
+            - self.other
+        )
 
     @property
     def expert_params(self) -> int:
@@ -147,13 +154,38 @@ def _get(cfg: dict[str, Any], *names: str, default: Any = None) -> Any:
 
 # tie_word_embeddings defaults of the config classes (only used when config.json omits the key)
 _TIE_DEFAULT = {
-    "llama": False, "mistral": False, "mixtral": False, "qwen2": False, "qwen2_moe": False, "qwen3": False,
-    "qwen3_moe": False, "gemma": True, "gemma2": True, "gemma3_text": True, "phi3": False, "phi": False,
-    "gpt2": True, "opt": True, "bloom": True, "falcon": True, "gpt_neox": False,
+    "llama": False,
+    "mistral": False,
+    "mixtral": False,
+    "qwen2": False,
+    "qwen2_moe": False,
+    "qwen3": False,
+    "qwen3_moe": False,
+    "gemma": True,
+    "gemma2": True,
+    "gemma3_text": True,
+    "phi3": False,
+    "phi": False,
+    "gpt2": True,
+    "opt": True,
+    "bloom": True,
+    "falcon": True,
+    "gpt_neox": False,
 }
 
-_GATED = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
-          "gemma3_text", "phi3"}
+_GATED = {
+    "llama",
+    "mistral",
+    "mixtral",
+    "qwen2",
+    "qwen2_moe",
+    "qwen3",
+    "qwen3_moe",
+    "gemma",
+    "gemma2",
+    "gemma3_text",
+    "phi3",
+}
 
 _ALIASES = {
     "q_proj": ["q", "wq", "query"],
@@ -185,8 +217,15 @@ def count_params(config: dict[str, Any]) -> ParamCount:
             return pc
     if mt in _GATED:
         return _gated(config, mt)
-    fn = {"gpt2": _gpt2, "bert": _bert, "phi": _phi, "opt": _opt, "gpt_neox": _gpt_neox, "falcon": _falcon,
-          "bloom": _bloom}.get(mt)
+    fn = {
+        "gpt2": _gpt2,
+        "bert": _bert,
+        "phi": _phi,
+        "opt": _opt,
+        "gpt_neox": _gpt_neox,
+        "falcon": _falcon,
+        "bloom": _bloom,
+    }.get(mt)
     if fn is not None:
         return fn(config)
     from advisor.estimate import _meta  # lazy: imports torch/transformers
@@ -199,7 +238,7 @@ def count_params(config: dict[str, Any]) -> ParamCount:
     )
 
 
-# ---- gated decoders: Llama, Mistral, Mixtral, Qwen2/2-MoE/3/3-MoE, Gemma 1/2/3, Phi-3 --------------------
+# ---- gated decoders: Llama, Mistral, Mixtral, Qwen2/2-MoE/3/3-MoE, Gemma 1/2/3, Phi-3 -----------
 def _gated(cfg: dict[str, Any], mt: str) -> ParamCount:
     h = int(cfg["hidden_size"])
     L = int(cfg["num_hidden_layers"])
@@ -213,7 +252,8 @@ def _gated(cfg: dict[str, Any], mt: str) -> ParamCount:
     notes: list[str] = []
 
     qkv_bias = mt in ("qwen2", "qwen2_moe") or (
-        mt in ("llama", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text") and bool(cfg.get("attention_bias"))
+        mt in ("llama", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text")
+        and bool(cfg.get("attention_bias"))
     )
     o_bias = mt != "qwen2" and mt != "qwen2_moe" and bool(cfg.get("attention_bias"))
     mlp_bias = mt == "llama" and bool(cfg.get("mlp_bias"))
@@ -230,7 +270,9 @@ def _gated(cfg: dict[str, Any], mt: str) -> ParamCount:
 
     if mt == "phi3":
         attn_lin = [
-            LinearShape(name="qkv_proj", d_in=h, d_out=q + 2 * kv, feeds_from="attn_in", aliases=["qkv", "wqkv"]),
+            LinearShape(
+                name="qkv_proj", d_in=h, d_out=q + 2 * kv, feeds_from="attn_in", aliases=["qkv", "wqkv"]
+            ),
             LinearShape(name="o_proj", d_in=q, d_out=h, feeds_from="attn_out", aliases=_ALIASES["o_proj"]),
         ]
     else:
@@ -238,25 +280,49 @@ def _gated(cfg: dict[str, Any], mt: str) -> ParamCount:
             LinearShape(name="q_proj", d_in=h, d_out=q, bias=qkv_bias, aliases=_ALIASES["q_proj"]),
             LinearShape(name="k_proj", d_in=h, d_out=kv, bias=qkv_bias, aliases=_ALIASES["k_proj"]),
             LinearShape(name="v_proj", d_in=h, d_out=kv, bias=qkv_bias, aliases=_ALIASES["v_proj"]),
-            LinearShape(name="o_proj", d_in=q, d_out=h, bias=o_bias, feeds_from="attn_out",
-                        aliases=_ALIASES["o_proj"]),
+            LinearShape(
+                name="o_proj", d_in=q, d_out=h, bias=o_bias, feeds_from="attn_out", aliases=_ALIASES["o_proj"]
+            ),
         ]
 
     def dense_mlp(inter: int, prefix: str = "", count: int = 1) -> list[LinearShape]:
         if mt == "phi3":
             return [
-                LinearShape(name="gate_up_proj", d_in=h, d_out=2 * inter, feeds_from="mlp_in",
-                            aliases=["gate_up"]),
-                LinearShape(name="down_proj", d_in=inter, d_out=h, feeds_from="mlp_act",
-                            aliases=_ALIASES["down_proj"]),
+                LinearShape(
+                    name="gate_up_proj", d_in=h, d_out=2 * inter, feeds_from="mlp_in", aliases=["gate_up"]
+                ),
+                LinearShape(
+                    name="down_proj", d_in=inter, d_out=h, feeds_from="mlp_act", aliases=_ALIASES["down_proj"]
+                ),
             ]
         return [
-            LinearShape(name=f"{prefix}gate_proj", d_in=h, d_out=inter, count=count, bias=mlp_bias,
-                        feeds_from="mlp_in", aliases=_ALIASES["gate_proj"]),
-            LinearShape(name=f"{prefix}up_proj", d_in=h, d_out=inter, count=count, bias=mlp_bias,
-                        feeds_from="mlp_in", aliases=_ALIASES["up_proj"]),
-            LinearShape(name=f"{prefix}down_proj", d_in=inter, d_out=h, count=count, bias=mlp_bias,
-                        feeds_from="mlp_act", aliases=_ALIASES["down_proj"]),
+            LinearShape(
+                name=f"{prefix}gate_proj",
+                d_in=h,
+                d_out=inter,
+                count=count,
+                bias=mlp_bias,
+                feeds_from="mlp_in",
+                aliases=_ALIASES["gate_proj"],
+            ),
+            LinearShape(
+                name=f"{prefix}up_proj",
+                d_in=h,
+                d_out=inter,
+                count=count,
+                bias=mlp_bias,
+                feeds_from="mlp_in",
+                aliases=_ALIASES["up_proj"],
+            ),
+            LinearShape(
+                name=f"{prefix}down_proj",
+                d_in=inter,
+                d_out=h,
+                count=count,
+                bias=mlp_bias,
+                feeds_from="mlp_act",
+                aliases=_ALIASES["down_proj"],
+            ),
         ]
 
     dense = 3 * h * i + ((2 * i + h) if mlp_bias else 0)
@@ -270,21 +336,25 @@ def _gated(cfg: dict[str, Any], mt: str) -> ParamCount:
         ei = int(_get(cfg, "moe_intermediate_size", default=i)) if mt != "mixtral" else i
         si = int(_get(cfg, "shared_expert_intermediate_size", default=0)) if mt == "qwen2_moe" else 0
         moe = E * 3 * h * ei + h * E
-        mlp_lin = [*dense_mlp(ei, "experts.", E),
-                   LinearShape(name="router", d_in=h, d_out=E, feeds_from="mlp_in", aliases=["gate"])]
+        mlp_lin = [
+            *dense_mlp(ei, "experts.", E),
+            LinearShape(name="router", d_in=h, d_out=E, feeds_from="mlp_in", aliases=["gate"]),
+        ]
         if si:
             moe += 3 * h * si + h  # shared expert + its sigmoid gate (h -> 1)
-            mlp_lin += [*dense_mlp(si, "shared_expert."),
-                        LinearShape(name="shared_expert_gate", d_in=h, d_out=1, feeds_from="mlp_in")]
+            mlp_lin += [
+                *dense_mlp(si, "shared_expert."),
+                LinearShape(name="shared_expert_gate", d_in=h, d_out=1, feeds_from="mlp_in"),
+            ]
         step = int(_get(cfg, "decoder_sparse_step", default=1))
         only_dense = set(_get(cfg, "mlp_only_layers", default=[]) or [])
-        moe_layer_ids = [
-            li for li in range(L) if li not in only_dense and (E > 0 and (li + 1) % step == 0)
-        ]
+        moe_layer_ids = [li for li in range(L) if li not in only_dense and (E > 0 and (li + 1) % step == 0)]
         moe_layers = len(moe_layer_ids)
         mlp = moe
         if moe_layers != L:
-            notes.append(f"{L - moe_layers} of {L} layers use a dense MLP (mlp_only_layers/decoder_sparse_step)")
+            notes.append(
+                f"{L - moe_layers} of {L} layers use a dense MLP (mlp_only_layers/decoder_sparse_step)"
+            )
 
     attn_w = h * q + 2 * h * kv + q * h
     if E:
@@ -300,23 +370,55 @@ def _gated(cfg: dict[str, Any], mt: str) -> ParamCount:
     lm_head = 0 if tied else V * h
     total = embedding + layers_total + h + lm_head
     return ParamCount(
-        model_type=mt, total=total, embedding=embedding, lm_head=lm_head, final_norm=h, layers=L,
-        per_layer=max(per_layer_moe, per_dense) if E else per_dense, attn_per_layer=attn,
-        mlp_per_layer=mlp if E else dense, norm_per_layer=norms, hidden=h, heads=nh, kv_heads=nkv, head_dim=hd,
-        q_dim=q, kv_dim=kv, intermediate=i, vocab=V, tied=tied, block="gated", norm="rms",
-        norms_per_layer=n_norms, qk_norm=qk_norm, moe_experts=E, moe_active=k, moe_layers=moe_layers,
-        expert_intermediate=ei, shared_expert_intermediate=si,
+        model_type=mt,
+        total=total,
+        embedding=embedding,
+        lm_head=lm_head,
+        final_norm=h,
+        layers=L,
+        per_layer=max(per_layer_moe, per_dense) if E else per_dense,
+        attn_per_layer=attn,
+        mlp_per_layer=mlp if E else dense,
+        norm_per_layer=norms,
+        hidden=h,
+        heads=nh,
+        kv_heads=nkv,
+        head_dim=hd,
+        q_dim=q,
+        kv_dim=kv,
+        intermediate=i,
+        vocab=V,
+        tied=tied,
+        block="gated",
+        norm="rms",
+        norms_per_layer=n_norms,
+        qk_norm=qk_norm,
+        moe_experts=E,
+        moe_active=k,
+        moe_layers=moe_layers,
+        expert_intermediate=ei,
+        shared_expert_intermediate=si,
         attn_dropout=float(_get(cfg, "attention_dropout", default=0.0)),
         hidden_dropout=float(_get(cfg, "resid_pdrop", default=0.0)) if mt == "phi3" else 0.0,
         embd_dropout=float(_get(cfg, "embd_pdrop", default=0.0)) if mt == "phi3" else 0.0,
         final_logit_softcapping=_get(cfg, "final_logit_softcapping"),
-        linears=attn_lin + mlp_lin, notes=notes, layer_linear_weights=lin_total,
+        linears=attn_lin + mlp_lin,
+        notes=notes,
+        layer_linear_weights=lin_total,
     )
 
 
-# ---- GELU-MLP families -----------------------------------------------------------------------------------
-def _gelu_layer_linears(h: int, i: int, qkv_out: int, fused_qkv: bool, bias: bool, names: dict[str, str],
-                        q: int | None = None, kv: int | None = None) -> list[LinearShape]:
+# ---- GELU-MLP families --------------------------------------------------------------------------
+def _gelu_layer_linears(
+    h: int,
+    i: int,
+    qkv_out: int,
+    fused_qkv: bool,
+    bias: bool,
+    names: dict[str, str],
+    q: int | None = None,
+    kv: int | None = None,
+) -> list[LinearShape]:
     if fused_qkv:
         lin = [LinearShape(name=names["qkv"], d_in=h, d_out=qkv_out, bias=bias, aliases=["qkv"])]
     else:
@@ -329,25 +431,85 @@ def _gelu_layer_linears(h: int, i: int, qkv_out: int, fused_qkv: bool, bias: boo
         ]
     return [
         *lin,
-        LinearShape(name=names["o"], d_in=q or h, d_out=h, bias=bias, feeds_from="attn_out",
-                    aliases=_ALIASES["o_proj"]),
-        LinearShape(name=names["fc1"], d_in=h, d_out=i, bias=bias, feeds_from="mlp_in", aliases=["fc1", "fc_in"]),
-        LinearShape(name=names["fc2"], d_in=i, d_out=h, bias=bias, feeds_from="mlp_act", aliases=["fc2", "fc_out"]),
+        LinearShape(
+            name=names["o"],
+            d_in=q or h,
+            d_out=h,
+            bias=bias,
+            feeds_from="attn_out",
+            aliases=_ALIASES["o_proj"],
+        ),
+        LinearShape(
+            name=names["fc1"], d_in=h, d_out=i, bias=bias, feeds_from="mlp_in", aliases=["fc1", "fc_in"]
+        ),
+        LinearShape(
+            name=names["fc2"], d_in=i, d_out=h, bias=bias, feeds_from="mlp_act", aliases=["fc2", "fc_out"]
+        ),
     ]
 
 
-def _gelu_pc(mt: str, *, total: int, embedding: int, lm_head: int, pos: int, final_norm: int, other: int,
-             L: int, attn: int, mlp: int, norms: int, h: int, nh: int, nkv: int, hd: int, i: int, V: int,
-             tied: bool, block: str, n_norms: int, parallel: bool, linears: list[LinearShape],
-             attn_dropout: float, hidden_dropout: float, embd_dropout: float, notes: list[str] | None = None,
-             qk_norm: bool = False) -> ParamCount:
+def _gelu_pc(
+    mt: str,
+    *,
+    total: int,
+    embedding: int,
+    lm_head: int,
+    pos: int,
+    final_norm: int,
+    other: int,
+    L: int,
+    attn: int,
+    mlp: int,
+    norms: int,
+    h: int,
+    nh: int,
+    nkv: int,
+    hd: int,
+    i: int,
+    V: int,
+    tied: bool,
+    block: str,
+    n_norms: int,
+    parallel: bool,
+    linears: list[LinearShape],
+    attn_dropout: float,
+    hidden_dropout: float,
+    embd_dropout: float,
+    notes: list[str] | None = None,
+    qk_norm: bool = False,
+) -> ParamCount:
     return ParamCount(
-        model_type=mt, total=total, embedding=embedding, lm_head=lm_head, position_embedding=pos,
-        final_norm=final_norm, other=other, layers=L, per_layer=attn + mlp + norms, attn_per_layer=attn,
-        mlp_per_layer=mlp, norm_per_layer=norms, hidden=h, heads=nh, kv_heads=nkv, head_dim=hd, q_dim=nh * hd,
-        kv_dim=nkv * hd, intermediate=i, vocab=V, tied=tied, block=block, norm="layer",
-        norms_per_layer=n_norms, parallel_block=parallel, linears=linears, attn_dropout=attn_dropout,
-        hidden_dropout=hidden_dropout, embd_dropout=embd_dropout, notes=notes or [], qk_norm=qk_norm,
+        model_type=mt,
+        total=total,
+        embedding=embedding,
+        lm_head=lm_head,
+        position_embedding=pos,
+        final_norm=final_norm,
+        other=other,
+        layers=L,
+        per_layer=attn + mlp + norms,
+        attn_per_layer=attn,
+        mlp_per_layer=mlp,
+        norm_per_layer=norms,
+        hidden=h,
+        heads=nh,
+        kv_heads=nkv,
+        head_dim=hd,
+        q_dim=nh * hd,
+        kv_dim=nkv * hd,
+        intermediate=i,
+        vocab=V,
+        tied=tied,
+        block=block,
+        norm="layer",
+        norms_per_layer=n_norms,
+        parallel_block=parallel,
+        linears=linears,
+        attn_dropout=attn_dropout,
+        hidden_dropout=hidden_dropout,
+        embd_dropout=embd_dropout,
+        notes=notes or [],
+        qk_norm=qk_norm,
         layer_linear_weights=L * sum(lin.weight_params for lin in linears),
     )
 
@@ -368,9 +530,28 @@ def _gpt2(cfg: dict[str, Any]) -> ParamCount:
     total = emb + pos + L * (attn + mlp + norms) + 2 * h + lm_head
     names = {"qkv": "c_attn", "o": "c_proj", "fc1": "c_fc", "fc2": "mlp.c_proj"}
     return _gelu_pc(
-        "gpt2", total=total, embedding=emb, lm_head=lm_head, pos=pos, final_norm=2 * h, other=0, L=L, attn=attn,
-        mlp=mlp, norms=norms, h=h, nh=nh, nkv=nh, hd=h // nh, i=i, V=V, tied=tied, block="gelu", n_norms=2,
-        parallel=False, linears=_gelu_layer_linears(h, i, 3 * h, True, True, names),
+        "gpt2",
+        total=total,
+        embedding=emb,
+        lm_head=lm_head,
+        pos=pos,
+        final_norm=2 * h,
+        other=0,
+        L=L,
+        attn=attn,
+        mlp=mlp,
+        norms=norms,
+        h=h,
+        nh=nh,
+        nkv=nh,
+        hd=h // nh,
+        i=i,
+        V=V,
+        tied=tied,
+        block="gelu",
+        n_norms=2,
+        parallel=False,
+        linears=_gelu_layer_linears(h, i, 3 * h, True, True, names),
         attn_dropout=float(_get(cfg, "attn_pdrop", default=0.1)),
         hidden_dropout=float(_get(cfg, "resid_pdrop", default=0.1)),
         embd_dropout=float(_get(cfg, "embd_pdrop", default=0.1)),
@@ -393,12 +574,37 @@ def _bert(cfg: dict[str, Any]) -> ParamCount:
     emb_ln = 2 * h
     pooler = h * h + h
     total = emb + pos + emb_ln + L * (attn + mlp + norms) + pooler
-    names = {"q": "query", "k": "key", "v": "value", "o": "attention.output.dense", "fc1": "intermediate.dense",
-             "fc2": "output.dense"}
+    names = {
+        "q": "query",
+        "k": "key",
+        "v": "value",
+        "o": "attention.output.dense",
+        "fc1": "intermediate.dense",
+        "fc2": "output.dense",
+    }
     return _gelu_pc(
-        "bert", total=total, embedding=emb, lm_head=0, pos=pos, final_norm=emb_ln, other=pooler, L=L, attn=attn,
-        mlp=mlp, norms=norms, h=h, nh=nh, nkv=nh, hd=h // nh, i=i, V=V, tied=True, block="bert", n_norms=2,
-        parallel=False, linears=_gelu_layer_linears(h, i, 3 * h, False, True, names),
+        "bert",
+        total=total,
+        embedding=emb,
+        lm_head=0,
+        pos=pos,
+        final_norm=emb_ln,
+        other=pooler,
+        L=L,
+        attn=attn,
+        mlp=mlp,
+        norms=norms,
+        h=h,
+        nh=nh,
+        nkv=nh,
+        hd=h // nh,
+        i=i,
+        V=V,
+        tied=True,
+        block="bert",
+        n_norms=2,
+        parallel=False,
+        linears=_gelu_layer_linears(h, i, 3 * h, False, True, names),
         attn_dropout=float(_get(cfg, "attention_probs_dropout_prob", default=0.1)),
         hidden_dropout=float(_get(cfg, "hidden_dropout_prob", default=0.1)),
         embd_dropout=float(_get(cfg, "hidden_dropout_prob", default=0.1)),
@@ -425,12 +631,32 @@ def _phi(cfg: dict[str, Any]) -> ParamCount:
     total = emb + L * (attn + mlp + norms) + 2 * h + lm_head
     names = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "dense", "fc1": "fc1", "fc2": "fc2"}
     return _gelu_pc(
-        "phi", total=total, embedding=emb, lm_head=lm_head, pos=0, final_norm=2 * h, other=0, L=L, attn=attn,
-        mlp=mlp, norms=norms, h=h, nh=nh, nkv=nkv, hd=hd, i=i, V=V, tied=tied, block="gelu", n_norms=1,
-        parallel=True, linears=_gelu_layer_linears(h, i, 0, False, True, names, q=q, kv=kv),
+        "phi",
+        total=total,
+        embedding=emb,
+        lm_head=lm_head,
+        pos=0,
+        final_norm=2 * h,
+        other=0,
+        L=L,
+        attn=attn,
+        mlp=mlp,
+        norms=norms,
+        h=h,
+        nh=nh,
+        nkv=nkv,
+        hd=hd,
+        i=i,
+        V=V,
+        tied=tied,
+        block="gelu",
+        n_norms=1,
+        parallel=True,
+        linears=_gelu_layer_linears(h, i, 0, False, True, names, q=q, kv=kv),
         attn_dropout=float(_get(cfg, "attention_dropout", default=0.0)),
         hidden_dropout=float(_get(cfg, "resid_pdrop", default=0.0)),
-        embd_dropout=float(_get(cfg, "embd_pdrop", default=0.0)), qk_norm=qk_ln,
+        embd_dropout=float(_get(cfg, "embd_pdrop", default=0.0)),
+        qk_norm=qk_ln,
     )
 
 
@@ -452,17 +678,41 @@ def _opt(cfg: dict[str, Any]) -> ParamCount:
     emb = V * wp
     pos = (P + 2) * h  # OPT's learned positions carry an offset of 2
     proj = 0 if wp == h else 2 * h * wp
-    final = ln if (cfg.get("do_layer_norm_before", True) and not cfg.get("_remove_final_layer_norm", False)) else 0
+    final = (
+        ln
+        if (cfg.get("do_layer_norm_before", True) and not cfg.get("_remove_final_layer_norm", False))
+        else 0
+    )
     tied = bool(_get(cfg, "tie_word_embeddings", default=True))
     lm_head = 0 if tied else V * wp
     total = emb + pos + proj + L * (attn + mlp + norms) + final + lm_head
     names = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "out_proj", "fc1": "fc1", "fc2": "fc2"}
     return _gelu_pc(
-        "opt", total=total, embedding=emb, lm_head=lm_head, pos=pos, final_norm=final, other=proj, L=L, attn=attn,
-        mlp=mlp, norms=norms, h=h, nh=nh, nkv=nh, hd=h // nh, i=i, V=V, tied=tied, block="gelu", n_norms=2,
-        parallel=False, linears=_gelu_layer_linears(h, i, 0, False, bias, names),
+        "opt",
+        total=total,
+        embedding=emb,
+        lm_head=lm_head,
+        pos=pos,
+        final_norm=final,
+        other=proj,
+        L=L,
+        attn=attn,
+        mlp=mlp,
+        norms=norms,
+        h=h,
+        nh=nh,
+        nkv=nh,
+        hd=h // nh,
+        i=i,
+        V=V,
+        tied=tied,
+        block="gelu",
+        n_norms=2,
+        parallel=False,
+        linears=_gelu_layer_linears(h, i, 0, False, bias, names),
         attn_dropout=float(_get(cfg, "attention_dropout", default=0.0)),
-        hidden_dropout=float(_get(cfg, "dropout", default=0.1)), embd_dropout=float(_get(cfg, "dropout", default=0.1)),
+        hidden_dropout=float(_get(cfg, "dropout", default=0.1)),
+        embd_dropout=float(_get(cfg, "dropout", default=0.1)),
     )
 
 
@@ -482,12 +732,31 @@ def _gpt_neox(cfg: dict[str, Any]) -> ParamCount:
     total = emb + L * (attn + mlp + norms) + 2 * h + lm_head
     names = {"qkv": "query_key_value", "o": "dense", "fc1": "dense_h_to_4h", "fc2": "dense_4h_to_h"}
     return _gelu_pc(
-        "gpt_neox", total=total, embedding=emb, lm_head=lm_head, pos=0, final_norm=2 * h, other=0, L=L, attn=attn,
-        mlp=mlp, norms=norms, h=h, nh=nh, nkv=nh, hd=h // nh, i=i, V=V, tied=tied, block="gelu", n_norms=2,
+        "gpt_neox",
+        total=total,
+        embedding=emb,
+        lm_head=lm_head,
+        pos=0,
+        final_norm=2 * h,
+        other=0,
+        L=L,
+        attn=attn,
+        mlp=mlp,
+        norms=norms,
+        h=h,
+        nh=nh,
+        nkv=nh,
+        hd=h // nh,
+        i=i,
+        V=V,
+        tied=tied,
+        block="gelu",
+        n_norms=2,
         parallel=bool(_get(cfg, "use_parallel_residual", default=True)),
         linears=_gelu_layer_linears(h, i, 3 * h, True, bias, names),
         attn_dropout=float(_get(cfg, "attention_dropout", default=0.0)),
-        hidden_dropout=float(_get(cfg, "hidden_dropout", default=0.0)), embd_dropout=0.0,
+        hidden_dropout=float(_get(cfg, "hidden_dropout", default=0.0)),
+        embd_dropout=0.0,
     )
 
 
@@ -509,10 +778,7 @@ def _falcon(cfg: dict[str, Any]) -> ParamCount:
     bias = bool(cfg.get("bias", False))
     b = 1 if bias else 0
     parallel = bool(_get(cfg, "parallel_attn", default=True))
-    if new_arch:
-        n_ln = int(_get(cfg, "num_ln_in_parallel_attn", default=2))
-    else:
-        n_ln = 1 if parallel else 2
+    n_ln = int(_get(cfg, "num_ln_in_parallel_attn", default=2)) if new_arch else 1 if parallel else 2
     attn = h * qkv_out + b * qkv_out + h * h + b * h
     mlp = h * i + b * i + i * h + b * h
     norms = n_ln * 2 * h
@@ -522,11 +788,31 @@ def _falcon(cfg: dict[str, Any]) -> ParamCount:
     total = emb + L * (attn + mlp + norms) + 2 * h + lm_head
     names = {"qkv": "query_key_value", "o": "dense", "fc1": "dense_h_to_4h", "fc2": "dense_4h_to_h"}
     return _gelu_pc(
-        "falcon", total=total, embedding=emb, lm_head=lm_head, pos=0, final_norm=2 * h, other=0, L=L, attn=attn,
-        mlp=mlp, norms=norms, h=h, nh=nh, nkv=nkv, hd=hd, i=i, V=V, tied=tied, block="gelu", n_norms=n_ln,
-        parallel=parallel, linears=_gelu_layer_linears(h, i, qkv_out, True, bias, names),
+        "falcon",
+        total=total,
+        embedding=emb,
+        lm_head=lm_head,
+        pos=0,
+        final_norm=2 * h,
+        other=0,
+        L=L,
+        attn=attn,
+        mlp=mlp,
+        norms=norms,
+        h=h,
+        nh=nh,
+        nkv=nkv,
+        hd=hd,
+        i=i,
+        V=V,
+        tied=tied,
+        block="gelu",
+        n_norms=n_ln,
+        parallel=parallel,
+        linears=_gelu_layer_linears(h, i, qkv_out, True, bias, names),
         attn_dropout=float(_get(cfg, "attention_dropout", default=0.0)),
-        hidden_dropout=float(_get(cfg, "hidden_dropout", default=0.0)), embd_dropout=0.0,
+        hidden_dropout=float(_get(cfg, "hidden_dropout", default=0.0)),
+        embd_dropout=0.0,
     )
 
 
@@ -546,9 +832,29 @@ def _bloom(cfg: dict[str, Any]) -> ParamCount:
     total = emb + emb_ln + L * (attn + mlp + norms) + 2 * h + lm_head
     names = {"qkv": "query_key_value", "o": "dense", "fc1": "dense_h_to_4h", "fc2": "dense_4h_to_h"}
     return _gelu_pc(
-        "bloom", total=total, embedding=emb, lm_head=lm_head, pos=0, final_norm=2 * h, other=emb_ln, L=L,
-        attn=attn, mlp=mlp, norms=norms, h=h, nh=nh, nkv=nh, hd=h // nh, i=i, V=V, tied=tied, block="gelu",
-        n_norms=2, parallel=False, linears=_gelu_layer_linears(h, i, 3 * h, True, True, names),
+        "bloom",
+        total=total,
+        embedding=emb,
+        lm_head=lm_head,
+        pos=0,
+        final_norm=2 * h,
+        other=emb_ln,
+        L=L,
+        attn=attn,
+        mlp=mlp,
+        norms=norms,
+        h=h,
+        nh=nh,
+        nkv=nh,
+        hd=h // nh,
+        i=i,
+        V=V,
+        tied=tied,
+        block="gelu",
+        n_norms=2,
+        parallel=False,
+        linears=_gelu_layer_linears(h, i, 3 * h, True, True, names),
         attn_dropout=float(_get(cfg, "attention_dropout", default=0.0)),
-        hidden_dropout=float(_get(cfg, "hidden_dropout", default=0.0)), embd_dropout=0.0,
+        hidden_dropout=float(_get(cfg, "hidden_dropout", default=0.0)),
+        embd_dropout=0.0,
     )
