@@ -96,7 +96,9 @@ def resolve_settings(paths: list[Path], options: CheckOptions) -> Settings:
     return find_settings(start)
 
 
-def build_plans(paths: list[Path], options: CheckOptions, settings: Settings) -> tuple[list[RunPlan], list[Any]]:
+def build_plans(
+    paths: list[Path], options: CheckOptions, settings: Settings
+) -> tuple[list[RunPlan], list[Any]]:
     for p in paths:
         if not p.exists():
             raise CheckError(f"{p}: no such file or folder")
@@ -131,7 +133,9 @@ def build_plans(paths: list[Path], options: CheckOptions, settings: Settings) ->
     return plans, documents
 
 
-def attach_baselines(plans: list[RunPlan], paths: list[Path], options: CheckOptions, settings: Settings) -> None:
+def attach_baselines(
+    plans: list[RunPlan], paths: list[Path], options: CheckOptions, settings: Settings
+) -> None:
     """Build the same runs at options.base and attach each one's numbers to its twin (matched by name)."""
     import contextlib
 
@@ -201,7 +205,11 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     for plan in plans:
         names = run_names(plan)
         names["thresholds"] = settings.thresholds
-        docs = {"training": plan.spec.training, "accelerate": plan.spec.accelerate, "deepspeed": plan.spec.deepspeed}
+        docs = {
+            "training": plan.spec.training,
+            "accelerate": plan.spec.accelerate,
+            "deepspeed": plan.spec.deepspeed,
+        }
         run_contexts.append((plan, names, Context(names, plan.root_location, plan.name, docs)))
     doc_contexts = [
         Context(document_names(d), document_fallback(d), None) for d in documents if d.kind != "script"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -21,12 +21,12 @@ hardware_app = typer.Typer(help="GPU machines: built-in descriptors and detectio
 app.add_typer(hardware_app, name="hardware")
 
 
-class OutputFormat(str, Enum):
+class OutputFormat(StrEnum):
     text = "text"
     json = "json"
 
 
-class FailOn(str, Enum):
+class FailOn(StrEnum):
     error = "error"
     warning = "warning"
     info = "info"
@@ -54,18 +54,36 @@ def _emit(text: str, output: Path | None) -> None:
 
 @app.command()
 def check(
-    paths: Annotated[list[Path] | None, typer.Argument(help="Files or folders (default: the current folder).")] = None,
-    hardware: Annotated[str | None, typer.Option("--hardware", "-H", help="Built-in machine name or descriptor YAML.")] = None,
-    output_format: Annotated[OutputFormat, typer.Option("--format", help="Output format.")] = OutputFormat.text,
+    paths: Annotated[
+        list[Path] | None, typer.Argument(help="Files or folders (default: the current folder).")
+    ] = None,
+    hardware: Annotated[
+        str | None, typer.Option("--hardware", "-H", help="Built-in machine name or descriptor YAML.")
+    ] = None,
+    output_format: Annotated[
+        OutputFormat, typer.Option("--format", help="Output format.")
+    ] = OutputFormat.text,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the report to a file.")] = None,
-    select: Annotated[list[str] | None, typer.Option("--select", help="Rule codes, prefixes or names (comma-separated).")] = None,
-    extend_select: Annotated[list[str] | None, typer.Option("--extend-select", help="Add to the selection.")] = None,
-    ignore: Annotated[list[str] | None, typer.Option("--ignore", help="Rule codes, prefixes or names to skip.")] = None,
-    fail_on: Annotated[FailOn | None, typer.Option("--fail-on", help="Lowest severity that fails (default warning).")] = None,
+    select: Annotated[
+        list[str] | None, typer.Option("--select", help="Rule codes, prefixes or names (comma-separated).")
+    ] = None,
+    extend_select: Annotated[
+        list[str] | None, typer.Option("--extend-select", help="Add to the selection.")
+    ] = None,
+    ignore: Annotated[
+        list[str] | None, typer.Option("--ignore", help="Rule codes, prefixes or names to skip.")
+    ] = None,
+    fail_on: Annotated[
+        FailOn | None, typer.Option("--fail-on", help="Lowest severity that fails (default warning).")
+    ] = None,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even with findings.")] = False,
     rules: Annotated[list[Path] | None, typer.Option("--rules", help="Extra folder of rule files.")] = None,
-    online: Annotated[bool, typer.Option("--online", help="Allow network access (model configs from the Hub).")] = False,
-    base: Annotated[str | None, typer.Option("--base", help="Compare every run with the same run at this git revision.")] = None,
+    online: Annotated[
+        bool, typer.Option("--online", help="Allow network access (model configs from the Hub).")
+    ] = False,
+    base: Annotated[
+        str | None, typer.Option("--base", help="Compare every run with the same run at this git revision.")
+    ] = None,
     color: Annotated[bool | None, typer.Option("--color/--no-color", help="Force colour on or off.")] = None,
 ) -> None:
     """Check training runs and report findings at exact file:line:col positions."""
@@ -106,7 +124,9 @@ def check(
 
 @app.command()
 def plan(
-    paths: Annotated[list[Path] | None, typer.Argument(help="Files or folders (default: the current folder).")] = None,
+    paths: Annotated[
+        list[Path] | None, typer.Argument(help="Files or folders (default: the current folder).")
+    ] = None,
     hardware: Annotated[str | None, typer.Option("--hardware", "-H")] = None,
     output_format: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.text,
 ) -> None:
@@ -143,8 +163,13 @@ def list_rules(
         return
     if output_format is OutputFormat.json:
         rows = [
-            {"code": r.code, "name": r.spec.name, "severity": r.spec.severity, "summary": r.spec.summary,
-             "fixable": r.spec.fix is not None}
+            {
+                "code": r.code,
+                "name": r.spec.name,
+                "severity": r.spec.severity,
+                "summary": r.spec.summary,
+                "fixable": r.spec.fix is not None,
+            }
             for r in catalog
         ]
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
@@ -172,9 +197,11 @@ def hardware_list() -> None:
     """List the built-in machines."""
     from advisor.sources.hardware import builtin_machines
 
-    for name, m in sorted(builtin_machines().items()):
+    for _, m in sorted(builtin_machines().items()):
         nvlink = "NVSwitch" if m.nvlink == "all" else (f"NVLink {m.nvlink}" if m.nvlink else "PCIe only")
-        typer.echo(f"{m.name:<24} {m.gpus.count} x {m.gpu.display_name:<28} {m.memory_gib:>6.1f} GiB  {nvlink}")
+        typer.echo(
+            f"{m.name:<24} {m.gpus.count} x {m.gpu.display_name:<28} {m.memory_gib:>6.1f} GiB  {nvlink}"
+        )
 
 
 @hardware_app.command("show")
@@ -192,7 +219,10 @@ def hardware_show(name: Annotated[str, typer.Argument(help="Built-in name or des
 
 @hardware_app.command("detect")
 def hardware_detect(
-    query: Annotated[Path | None, typer.Option("--query", help="Saved `nvidia-smi --query-gpu=name,memory.total --format=csv` output.")] = None,
+    query: Annotated[
+        Path | None,
+        typer.Option("--query", help="Saved `nvidia-smi --query-gpu=name,memory.total --format=csv` output."),
+    ] = None,
     topo: Annotated[Path | None, typer.Option("--topo", help="Saved `nvidia-smi topo -m` output.")] = None,
     name: Annotated[str | None, typer.Option("--name", help="Name for the descriptor.")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o")] = None,

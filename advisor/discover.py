@@ -141,9 +141,7 @@ def _bases(doc_path: Path) -> list[Path]:
 
 
 def _ref(doc: Document, raw: str, span: Span, role: str, key: str | None = None) -> Reference:
-    return Reference(
-        Location(doc.path, span.line, span.col, key), raw, _resolve(raw, _bases(doc.path)), role
-    )
+    return Reference(Location(doc.path, span.line, span.col, key), raw, _resolve(raw, _bases(doc.path)), role)
 
 
 def discover(seeds: list[Path], cache: DocumentCache | None = None) -> tuple[list[RunSpec], list[Document]]:
@@ -227,8 +225,11 @@ def _attach_from_command(run: RunSpec, doc: Document, command: Any, cache: Docum
 
 def _attach_nested(run: RunSpec, cache: DocumentCache) -> None:
     """accelerate -> its DeepSpeed file; TrainingArguments -> its DeepSpeed file."""
-    for holder, path in ((run.training, ("deepspeed",)), (run.accelerate, ("deepspeed_config", "deepspeed_config_file"))):
-        if holder is None or not holder.ok or run.deepspeed is not None and holder is run.accelerate:
+    for holder, path in (
+        (run.training, ("deepspeed",)),
+        (run.accelerate, ("deepspeed_config", "deepspeed_config_file")),
+    ):
+        if holder is None or not holder.ok or (run.deepspeed is not None and holder is run.accelerate):
             continue
         raw = holder.get(path)
         if not isinstance(raw, str) or not raw.strip():

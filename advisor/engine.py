@@ -7,7 +7,11 @@ but the helpers below. Positions come from the provenance of the value a rule po
 
 from __future__ import annotations
 
+import hashlib
+import os
+import pickle
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
@@ -20,13 +24,16 @@ from advisor.findings import DELETE, SEVERITY_RANK, Edit, Finding, Fix, Severity
 from advisor.provenance import Namespace, Value
 from advisor.sources.document import Location
 
+# Bump when CompiledRule or the expression parser changes shape, so old caches are not unpickled.
+_CACHE_VERSION = (1, sys.version_info[:2])
+
 
 class RuleError(Exception):
     """A rule file that cannot be used, with the file and what is wrong."""
 
 
 class FixSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     when: str = "True"  # the fix is offered only where this holds
     set: dict[str, Any] = Field(default_factory=dict)
     delete: list[str] = Field(default_factory=list)
@@ -35,7 +42,7 @@ class FixSpec(BaseModel):
 
 
 class Example(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     expect: Literal["fail", "pass"]
     files: dict[str, str]
     hardware: str | None = None
@@ -45,7 +52,7 @@ class Example(BaseModel):
 
 
 class RuleSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     code: str
     name: str
     severity: Severity
@@ -190,13 +197,17 @@ def load_rule_file(path: Path) -> CompiledRule:
     import yaml
 
     try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        raw = yaml.load(
+            path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        )
     except (OSError, UnicodeDecodeError) as exc:
         raise RuleError(f"{path}: cannot read rule file: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark else ""
-        raise RuleError(f"{path}{line}: rule file is not valid YAML: {getattr(exc, 'problem', exc)}") from None
+        raise RuleError(
+            f"{path}{line}: rule file is not valid YAML: {getattr(exc, 'problem', exc)}"
+        ) from None
     if not isinstance(raw, dict):
         raise RuleError(f"{path}:1: a rule file is a mapping with code, name, severity, when, message, docs")
     try:
@@ -208,9 +219,42 @@ def load_rule_file(path: Path) -> CompiledRule:
     return compile_rule(spec, path)
 
 
+def _cache_dir() -> Path | None:
+    if os.environ.get("GPU_ADVISE_NO_CACHE"):
+        return None
+    base = os.environ.get("GPU_ADVISE_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME") or "~/.cache"
+    return Path(base).expanduser() / "gpu-advise"
+
+
 @cache
 def _load_dir(directory: Path) -> tuple[CompiledRule, ...]:
-    return tuple(load_rule_file(p) for p in sorted(directory.glob("*.yaml")))
+    """Compile a folder of rule files, through a cache keyed by every file's size and mtime.
+
+    Validating and parsing the catalog costs more than checking a typical project, and a
+    pre-commit hook pays it on every commit; the cache makes it a single unpickle.
+    """
+    files = sorted(directory.glob("*.yaml"))
+    stats = [(p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in files]
+    key = hashlib.sha256(repr((str(directory), stats, _CACHE_VERSION)).encode()).hexdigest()[:20]
+    folder = _cache_dir()
+    cached = folder / f"rules-{key}.pickle" if folder else None
+    if cached is not None and cached.is_file():
+        try:
+            with cached.open("rb") as fh:
+                return pickle.load(fh)
+        except Exception:  # a corrupt or stale cache is rebuilt, never trusted
+            pass
+    rules = tuple(load_rule_file(p) for p in files)
+    if cached is not None:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+            with tmp.open("wb") as fh:
+                pickle.dump(rules, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, cached)
+        except OSError:
+            pass
+    return rules
 
 
 def load_catalog(extra_dirs: Iterable[Path] = ()) -> list[CompiledRule]:
@@ -272,8 +316,10 @@ class Engine:
                 try:
                     yield from self._evaluate(rule, ctx)
                 except Exception as exc:  # a broken rule must not take the others down
-                    self.errors.append(f"rule {rule.code} ({rule.path.name}) failed on {ctx.run or ctx.fallback.file}: "
-                                       f"{type(exc).__name__}: {exc}")
+                    self.errors.append(
+                        f"rule {rule.code} ({rule.path.name}) failed on {ctx.run or ctx.fallback.file}: "
+                        f"{type(exc).__name__}: {exc}"
+                    )
 
     def _evaluate(self, rule: CompiledRule, ctx: Context) -> Iterator[Finding]:
         for req in rule.spec.requires:

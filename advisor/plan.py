@@ -50,7 +50,12 @@ TRAINING_DEFAULTS: dict[str, Any] = {
 AXOLOTL_DEFAULTS = {"per_device_train_batch_size": 1, "gradient_accumulation_steps": 1, "num_train_epochs": 1}
 
 # accelerate launch flags -> the accelerate config key they override.
-_ACCELERATE_MODE_FLAGS = {"multi_gpu": "MULTI_GPU", "use_deepspeed": "DEEPSPEED", "use_fsdp": "FSDP", "cpu": "NO"}
+_ACCELERATE_MODE_FLAGS = {
+    "multi_gpu": "MULTI_GPU",
+    "use_deepspeed": "DEEPSPEED",
+    "use_fsdp": "FSDP",
+    "cpu": "NO",
+}
 _ACCELERATE_DS_FLAGS = {
     "zero_stage",
     "offload_optimizer_device",
@@ -180,8 +185,12 @@ def build_plan(spec: RunSpec, hardware: Any = None, settings: Any = None) -> Run
         for key, word in command.launcher_args.items():
             plan.launch.set(key, _word_value(word, root))
         for key, word in command.env.items():
-            plan.env.set(key, _word_value(word, root) if word.text is None else Value(
-                word.text, Location(root.path, word.span.line, word.span.col), "launch"))
+            plan.env.set(
+                key,
+                _word_value(word, root)
+                if word.text is None
+                else Value(word.text, Location(root.path, word.span.line, word.span.col), "launch"),
+            )
         sbatch = getattr(root.data, "sbatch", {}) or {}
         sb = plan.launch.child("sbatch")
         for key, word in sbatch.items():

@@ -17,31 +17,46 @@ class SettingsError(Exception):
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
 
 class RunSettings(_Model):
     """A run declared by hand, or settings for a run found by discovery (matched by path)."""
 
-    path: str = Field(description="launch script or config file that roots the run, relative to the settings file")
+    path: str = Field(
+        description="launch script or config file that roots the run, relative to the settings file"
+    )
     name: str | None = None
     hardware: str | None = None
-    effective_batch: int | None = Field(None, alias="effective-batch",
-                                        description="the effective batch this run was tuned for (GA101 baseline)")
+    effective_batch: int | None = Field(
+        None,
+        alias="effective-batch",
+        description="the effective batch this run was tuned for (GA101 baseline)",
+    )
     learning_rate: float | None = Field(None, alias="learning-rate")
     dataset_samples: int | None = Field(None, alias="dataset-samples")
     dataset_tokens: int | None = Field(None, alias="dataset-tokens")
 
 
 class Thresholds(_Model):
-    single_gpu_hours: float = Field(12.0, alias="single-gpu-hours",
-                                    description="GA402: below this many hours on one GPU, stay on one GPU")
-    workers_per_process: int = Field(2, alias="workers-per-process",
-                                     description="GA202: DataLoader workers per process before we suggest fewer")
-    near_memory_fraction: float = Field(0.10, alias="near-memory-fraction",
-                                        description="GA404: warn when the peak is within this fraction of usable memory")
-    prediction_tolerance: float = Field(0.15, alias="prediction-tolerance",
-                                        description="--verify: report predictions further than this from measurements")
+    single_gpu_hours: float = Field(
+        12.0, alias="single-gpu-hours", description="GA402: below this many hours on one GPU, stay on one GPU"
+    )
+    workers_per_process: int = Field(
+        2,
+        alias="workers-per-process",
+        description="GA202: DataLoader workers per process before we suggest fewer",
+    )
+    near_memory_fraction: float = Field(
+        0.10,
+        alias="near-memory-fraction",
+        description="GA404: warn when the peak is within this fraction of usable memory",
+    )
+    prediction_tolerance: float = Field(
+        0.15,
+        alias="prediction-tolerance",
+        description="--verify: report predictions further than this from measurements",
+    )
 
 
 class Settings(_Model):
@@ -109,8 +124,12 @@ def parse_settings(text: str, path: Path) -> Settings:
                 model = RunSettings
             close = difflib.get_close_matches(key, _known_keys(model), n=1, cutoff=0.6)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise SettingsError(f"{path}:{_line_of(text, key)}: unknown setting '{'.'.join(loc)}'{hint}") from None
-        raise SettingsError(f"{path}:{_line_of(text, key)}: setting '{'.'.join(loc)}': {err['msg']}") from None
+            raise SettingsError(
+                f"{path}:{_line_of(text, key)}: unknown setting '{'.'.join(loc)}'{hint}"
+            ) from None
+        raise SettingsError(
+            f"{path}:{_line_of(text, key)}: setting '{'.'.join(loc)}': {err['msg']}"
+        ) from None
     settings.source = path
     return settings
 

@@ -17,8 +17,10 @@ def baseline_facts(plan: Any, names: dict[str, Any]) -> Namespace:
         return ns
     settings = plan.settings
     if settings is not None and settings.effective_batch is not None:
-        ns.set("effective_batch", Value(settings.effective_batch, None, "settings",
-                                        note="declared in the project settings"))
+        ns.set(
+            "effective_batch",
+            Value(settings.effective_batch, None, "settings", note="declared in the project settings"),
+        )
         ns.set("source", Value("the project settings", None, "settings"))
         if settings.learning_rate is not None:
             ns.set("learning_rate", Value(settings.learning_rate, None, "settings"))

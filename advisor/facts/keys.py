@@ -22,10 +22,20 @@ OPEN_SECTIONS = {("optimizer", "params"), ("scheduler", "params")}
 # Projects that parse TrainingArguments-like YAML with their own dataclasses; two of these keys
 # identify one. We ship no table for them, so their files are not judged key by key.
 FOREIGN_DIALECTS = {
-    "open-instruct": {"with_tracking", "checkpointing_steps", "use_slow_tokenizer", "dataset_mixer_list",
-                      "dataset_mix_dir", "exp_name"},
-    "mcore-adapter (LLaMA-Factory USE_MCA)": {"tensor_model_parallel_size", "pipeline_model_parallel_size",
-                                              "use_distributed_optimizer", "overlap_param_gather"},
+    "open-instruct": {
+        "with_tracking",
+        "checkpointing_steps",
+        "use_slow_tokenizer",
+        "dataset_mixer_list",
+        "dataset_mix_dir",
+        "exp_name",
+    },
+    "mcore-adapter (LLaMA-Factory USE_MCA)": {
+        "tensor_model_parallel_size",
+        "pipeline_model_parallel_size",
+        "use_distributed_optimizer",
+        "overlap_param_gather",
+    },
 }
 
 
@@ -74,7 +84,11 @@ def key_items(doc: Document) -> dict[str, list[dict[str, Any]]]:
 
 
 def _check_section(
-    doc: Document, dialect: str, section: tuple[str, ...], node: dict[str, Any], out: dict[str, list[dict[str, Any]]]
+    doc: Document,
+    dialect: str,
+    section: tuple[str, ...],
+    node: dict[str, Any],
+    out: dict[str, list[dict[str, Any]]],
 ) -> None:
     known = kk.known_keys(dialect, section)
     strict = kk.is_strict(dialect, section)
@@ -89,13 +103,15 @@ def _check_section(
         if removal is not None:
             replacement = f"; use {removal.replacement}" if removal.replacement else ""
             verb = "is deprecated since" if removal.status == "deprecated" else "was removed in"
-            out["removed_keys"].append({
-                "location": _loc(doc, path),
-                "key": key,
-                "message": f"'{key}' {verb} {removal.package} {removal.version}{replacement}"
-                + (f" ({removal.note})" if removal.note else ""),
-                "severity": "info" if removal.status == "deprecated" else None,
-            })
+            out["removed_keys"].append(
+                {
+                    "location": _loc(doc, path),
+                    "key": key,
+                    "message": f"'{key}' {verb} {removal.package} {removal.version}{replacement}"
+                    + (f" ({removal.note})" if removal.note else ""),
+                    "severity": "info" if removal.status == "deprecated" else None,
+                }
+            )
             continue
         if key not in known:
             if key.startswith("_") and not strict:
@@ -103,13 +119,15 @@ def _check_section(
             guess = kk.suggest(dialect, key, section)
             hint = f" (did you mean '{guess}'?)" if guess else ""
             consequence = "it refuses unknown keys" if strict else "the key is silently ignored"
-            out["unknown_keys"].append({
-                "location": _loc(doc, path),
-                "key": key,
-                "suggestion": guess,
-                "message": f"'{key}' is not {where}{hint}: {consequence}",
-                "severity": "error" if strict else None,
-            })
+            out["unknown_keys"].append(
+                {
+                    "location": _loc(doc, path),
+                    "key": key,
+                    "suggestion": guess,
+                    "message": f"'{key}' is not {where}{hint}: {consequence}",
+                    "severity": "error" if strict else None,
+                }
+            )
             continue
         ft = kk.field_type(dialect, key, section)
         if ft is None:
@@ -118,17 +136,20 @@ def _check_section(
         if problem is None:
             choice = kk.removed_choice(dialect, key, value)
             if choice:
-                out["removed_keys"].append({"location": _loc(doc, path, value=True), "key": key,
-                                            "message": choice, "severity": None})
+                out["removed_keys"].append(
+                    {"location": _loc(doc, path, value=True), "key": key, "message": choice, "severity": None}
+                )
             continue
         if any(p.code == "GA003" and p.key == path for p in doc.problems):
             continue  # GA003 already says why this scalar is not what it looks like
-        out["type_errors"].append({
-            "location": _loc(doc, path, value=True),
-            "key": key,
-            "message": f"{key}: {problem}",
-            "severity": "error",
-        })
+        out["type_errors"].append(
+            {
+                "location": _loc(doc, path, value=True),
+                "key": key,
+                "message": f"{key}: {problem}",
+                "severity": "error",
+            }
+        )
 
 
 _DIALECT_NAMES = {

@@ -17,8 +17,13 @@ def finding_json(f: Finding) -> dict[str, Any]:
             "description": f.fix.description,
             "safety": f.fix.safety,
             "edits": [
-                {"file": relative(e.file), "key": e.key, "line": e.line, "column": e.col,
-                 "delete": e.value is DELETE}
+                {
+                    "file": relative(e.file),
+                    "key": e.key,
+                    "line": e.line,
+                    "column": e.col,
+                    "delete": e.value is DELETE,
+                }
                 | ({} if e.value is DELETE else {"value": e.value})
                 for e in f.fix.edits
             ],

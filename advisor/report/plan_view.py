@@ -14,10 +14,7 @@ _SHOWN = ("launch", "env", "accelerate", "training", "deepspeed", "model", "batc
 
 
 def _where(v: Value) -> str:
-    if v.origin is not None:
-        where = f"{relative(v.origin.file)}:{v.origin.line}:{v.origin.col}"
-    else:
-        where = v.source
+    where = f"{relative(v.origin.file)}:{v.origin.line}:{v.origin.col}" if v.origin is not None else v.source
     extra = [f"overrides {relative(r.file)}:{r.line}" for r in v.related] if v.source != "derived" else []
     if v.note:
         extra.append(v.note)
@@ -31,7 +28,9 @@ def _rows(names: dict[str, Any]) -> list[tuple[str, Value]]:
         if not isinstance(ns, Namespace):
             continue
         for key, value in ns.flat(f"{ns_name}."):
-            if key.endswith("__raw") or (value.source == "default" and ns_name == "training" and value.value is None):
+            if key.endswith("__raw") or (
+                value.source == "default" and ns_name == "training" and value.value is None
+            ):
                 continue
             rows.append((key, value))
     return rows
@@ -42,19 +41,25 @@ def render_plans(plans: list[RunPlan], *, as_json: bool = False) -> str:
         out = []
         for plan in plans:
             names = run_names(plan)
-            out.append({
-                "name": plan.name,
-                "files": [relative(d.path) for d in plan.spec.documents],
-                "values": {
-                    key: {"value": v.value, "unknown": v.unknown, "source": v.source,
-                          "file": relative(v.origin.file) if v.origin else None,
-                          "line": v.origin.line if v.origin else None,
-                          "column": v.origin.col if v.origin else None,
-                          "related": [f"{relative(r.file)}:{r.line}:{r.col}" for r in v.related],
-                          "note": v.note}
-                    for key, v in _rows(names)
-                },
-            })
+            out.append(
+                {
+                    "name": plan.name,
+                    "files": [relative(d.path) for d in plan.spec.documents],
+                    "values": {
+                        key: {
+                            "value": v.value,
+                            "unknown": v.unknown,
+                            "source": v.source,
+                            "file": relative(v.origin.file) if v.origin else None,
+                            "line": v.origin.line if v.origin else None,
+                            "column": v.origin.col if v.origin else None,
+                            "related": [f"{relative(r.file)}:{r.line}:{r.col}" for r in v.related],
+                            "note": v.note,
+                        }
+                        for key, v in _rows(names)
+                    },
+                }
+            )
         return json.dumps(out, indent=2, default=str) + "\n"
     lines: list[str] = []
     for plan in plans:
@@ -63,7 +68,9 @@ def render_plans(plans: list[RunPlan], *, as_json: bool = False) -> str:
         lines.append("  files: " + ", ".join(relative(d.path) for d in plan.spec.documents))
         for ref in plan.spec.references:
             if ref.path is None:
-                lines.append(f"  missing: {ref.raw} (named at {relative(ref.named_at.file)}:{ref.named_at.line})")
+                lines.append(
+                    f"  missing: {ref.raw} (named at {relative(ref.named_at.file)}:{ref.named_at.line})"
+                )
         rows = _rows(names)
         width = max((len(k) for k, _ in rows), default=10)
         for key, v in rows:

@@ -24,9 +24,27 @@ def render_rule(rule: CompiledRule) -> str:
         if ex.hardware:
             lines.append(f"Hardware: {ex.hardware}")
         for name, content in ex.files.items():
-            lines += ["", f"`{name}`:", "", "```" + ("json" if name.endswith(".json") else "yaml" if name.endswith((".yaml", ".yml")) else "bash"),
-                      content.rstrip(), "```"]
+            lines += [
+                "",
+                f"`{name}`:",
+                "",
+                "```"
+                + (
+                    "json"
+                    if name.endswith(".json")
+                    else "yaml"
+                    if name.endswith((".yaml", ".yml"))
+                    else "bash"
+                ),
+                content.rstrip(),
+                "```",
+            ]
         lines.append("")
     if s.fix:
-        lines += ["## Fix", "", yaml.safe_dump(s.fix.model_dump(exclude_defaults=True), sort_keys=False).strip(), ""]
+        lines += [
+            "## Fix",
+            "",
+            yaml.safe_dump(s.fix.model_dump(exclude_defaults=True), sort_keys=False).strip(),
+            "",
+        ]
     return "\n".join(lines) + "\n"

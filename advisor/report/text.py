@@ -1,15 +1,30 @@
-"""Human output: findings grouped by file, then one summary line per run."""
+"""Human output: findings grouped by file, then one summary line per run.
+
+Plain text with ANSI colours when asked for: this runs on every commit as a pre-commit hook, so it
+avoids rich's start-up cost here (rich serves the estimate tables and the verify progress bar).
+"""
 
 from __future__ import annotations
 
-import io
 from collections import Counter
 from itertools import groupby
 
 from advisor.check import CheckResult, RunSummary
 from advisor.report import relative
 
-_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+_CODES = {"error": "1;31", "warning": "33", "info": "36", "bold": "1", "dim": "2", "green": "32", "red": "31"}
+
+
+class _Style:
+    def __init__(self, color: bool) -> None:
+        self.color = color
+
+    def __call__(self, style: str, text: str) -> str:
+        return f"\x1b[{_CODES[style]}m{text}\x1b[0m" if self.color else text
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _run_line(run: RunSummary) -> str:
@@ -32,37 +47,34 @@ def _run_line(run: RunSummary) -> str:
     return ", ".join(parts)
 
 
-def render_text(result: CheckResult, *, color: bool | None = None, width: int | None = None) -> str:
-    from rich.console import Console
-    from rich.markup import escape
-
-    console = Console(record=True, force_terminal=color, no_color=color is False, width=width or 120,
-                      highlight=False, soft_wrap=True, file=io.StringIO())
+def render_text(result: CheckResult, *, color: bool | None = None) -> str:
+    s = _Style(bool(color))
+    out: list[str] = []
     for file, group in groupby(result.findings, key=lambda f: str(f.location.file)):
-        console.print(f"[bold]{escape(relative(file))}[/bold]")
+        out.append(s("bold", relative(file)))
         for f in group:
-            style = _STYLE[f.severity]
-            console.print(
-                f"  {f.location.line}:{f.location.col}\t[{style}]{f.rule}[/{style}] "
-                f"[dim]{f.severity}[/dim]  {escape(f.message)}  [dim]({f.name})[/dim]"
+            where = f"{f.location.line}:{f.location.col}"
+            out.append(
+                f"  {where:<7} {s(f.severity, f.rule)} {s('dim', f.severity)}  {f.message}  "
+                + s("dim", f"({f.name})")
             )
             for r in f.related:
-                console.print(f"  \t[dim]related: {escape(relative(r.file))}:{r.line}:{r.col}[/dim]")
+                out.append(f"          {s('dim', f'related: {relative(r.file)}:{r.line}:{r.col}')}")
             if f.fix is not None and f.fix.description:
-                console.print(f"  \t[green]fix[/green] ({f.fix.safety}): {escape(f.fix.description)}")
+                out.append(f"          {s('green', 'fix')} ({f.fix.safety}): {f.fix.description}")
     if result.findings:
-        console.print()
+        out.append("")
     for run in result.runs:
-        console.print(f"[dim]{escape(_run_line(run))}[/dim]")
-        for note in run.notes:
-            console.print(f"[dim]  note: {escape(note)}[/dim]")
+        out.append(s("dim", _run_line(run)))
+        out.extend(s("dim", f"  note: {note}") for note in run.notes)
     counts = Counter(f.severity for f in result.findings)
     if result.findings:
-        detail = ", ".join(f"{counts[s]} {s}{'s' if counts[s] != 1 else ''}" for s in ("error", "warning", "info") if counts[s])
-        console.print(f"Found {len(result.findings)} finding{'s' if len(result.findings) != 1 else ''} ({detail}) "
-                      f"in {len(result.runs)} run{'s' if len(result.runs) != 1 else ''}.")
+        detail = ", ".join(_plural(counts[k], k) for k in ("error", "warning", "info") if counts[k])
+        out.append(
+            f"Found {_plural(len(result.findings), 'finding')} ({detail}) "
+            f"in {_plural(len(result.runs), 'run')}."
+        )
     else:
-        console.print(f"[green]No findings[/green] in {len(result.runs)} run{'s' if len(result.runs) != 1 else ''}.")
-    for err in result.errors:
-        console.print(f"[red]internal error[/red]: {escape(err)}")
-    return console.export_text(styles=bool(color))
+        out.append(f"{s('green', 'No findings')} in {_plural(len(result.runs), 'run')}.")
+    out.extend(f"{s('red', 'internal error')}: {err}" for err in result.errors)
+    return "\n".join(out) + "\n"

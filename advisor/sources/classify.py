@@ -89,9 +89,11 @@ def training_dialect(data: dict[str, Any]) -> str:
     return "hf"
 
 
-_LAUNCH_WORDS = re.compile(r"\b(torchrun|accelerate\s+launch|deepspeed|torch\.distributed\.run|llamafactory-cli)\b")
+_LAUNCH_WORDS = re.compile(
+    r"\b(torchrun|accelerate\s+launch|deepspeed|torch\.distributed\.run|llamafactory-cli)\b"
+)
 
 
 def looks_like_launch_script(text: str) -> bool:
     head = text[:4096]
-    return head.startswith("#!") and ("sh" in head.split("\n", 1)[0]) or bool(_LAUNCH_WORDS.search(head))
+    return (head.startswith("#!") and ("sh" in head.split("\n", 1)[0])) or bool(_LAUNCH_WORDS.search(head))

@@ -92,9 +92,9 @@ class Document:
     def get(self, path: KeyPath, default: Any = None) -> Any:
         node = self.data
         for part in path:
-            if isinstance(node, dict) and part in node:
-                node = node[part]
-            elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            in_dict = isinstance(node, dict) and part in node
+            in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+            if in_dict or in_list:
                 node = node[part]
             else:
                 return default

@@ -619,6 +619,12 @@ def load_hardware(name_or_path: str | Path) -> Machine:
         except (OSError, UnicodeDecodeError) as exc:
             raise HardwareError(f"{text}: cannot read hardware descriptor: {exc}", file=text) from None
         return _parse_descriptor(content, text, default_name=path.stem)
+    for candidate in MACHINES_DIR.glob("*.yaml"):  # parse only the one asked for: start-up matters
+        if candidate.stem.casefold() == text.casefold():
+            content = candidate.read_text(encoding="utf-8")
+            machine = _parse_descriptor(content, str(candidate), default_name=candidate.stem)
+            if machine.name.casefold() == text.casefold():
+                return machine
     machines = builtin_machines()
     if text in machines:
         return machines[text]

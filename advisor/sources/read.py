@@ -17,8 +17,8 @@ PY_SUFFIXES = {".py"}
 CONFIG_SUFFIXES = YAML_SUFFIXES | JSON_SUFFIXES | SHELL_SUFFIXES
 
 
-def _fail(path: Path, kind: DocumentKind, message: str, span: Span = Span(1, 1)) -> Document:
-    return Document(path, kind, problems=[SourceProblem("GA001", message, span)])
+def _fail(path: Path, kind: DocumentKind, message: str, span: Span | None = None) -> Document:
+    return Document(path, kind, problems=[SourceProblem("GA001", message, span or Span(1, 1))])
 
 
 def read_text(path: Path) -> tuple[str | None, Document | None]:
@@ -59,7 +59,9 @@ def read_document(path: Path, hint: DocumentKind | None = None) -> Document:
         from advisor.sources.launch import read_launch
 
         if len(text) > MAX_SCRIPT_CHARS:
-            return _fail(path, "launch", f"launch script is {len(text) / 1e6:.1f} MB; over 1 MB it is not read")
+            return _fail(
+                path, "launch", f"launch script is {len(text) / 1e6:.1f} MB; over 1 MB it is not read"
+            )
 
         return read_launch(path, text)
     if suffix in JSON_SUFFIXES or (suffix not in YAML_SUFFIXES and text.lstrip().startswith("{")):

@@ -136,7 +136,11 @@ class _Builder:
                     path,
                 )
             )
-        elif isinstance(value, int) and not isinstance(value, bool) and (":" in text or re.match(r"^[-+]?0[0-7]+$", text)):
+        elif (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and (":" in text or re.match(r"^[-+]?0[0-7]+$", text))
+        ):
             self.problems.append(
                 SourceProblem(
                     "GA003",

@@ -52,7 +52,9 @@ def test_binary_non_utf8_empty_and_huge_files(tmp_path: Path) -> None:
     assert "10 MB" in got["huge.json"].message
 
 
-def test_check_reports_bad_files_as_findings_not_crashes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_check_reports_bad_files_as_findings_not_crashes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for name, (text, _) in CASES.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
     monkeypatch.chdir(tmp_path)

@@ -32,8 +32,12 @@ def test_checking_each_corpus_folder_gives_located_findings_and_no_internal_erro
 
 
 def test_corpus_files_are_classified_by_content(corpus: Path) -> None:
-    expected = {"accelerate": "accelerate", "deepspeed": "deepspeed", "axolotl": "axolotl",
-                "training_args": "training_args"}
+    expected = {
+        "accelerate": "accelerate",
+        "deepspeed": "deepspeed",
+        "axolotl": "axolotl",
+        "training_args": "training_args",
+    }
     for folder, kind in expected.items():
         for p in sorted((corpus / folder).iterdir()):
             assert read_document(p).kind == kind, p.name

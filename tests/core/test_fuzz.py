@@ -13,14 +13,44 @@ from advisor.check import CheckOptions, run_check
 from advisor.sources.read import read_document
 from tests.conftest import CORPUS
 
-SAMPLES = sorted(
-    p
-    for folder in ("accelerate", "deepspeed", "training_args", "axolotl", "launch")
-    for p in (CORPUS / folder).glob("*")
-)[::7] if CORPUS.is_dir() else []
+SAMPLES = (
+    sorted(
+        p
+        for folder in ("accelerate", "deepspeed", "training_args", "axolotl", "launch")
+        for p in (CORPUS / folder).glob("*")
+    )[::7]
+    if CORPUS.is_dir()
+    else []
+)
 
-JUNK = st.sampled_from(["{", "}", "[", "]", ":", ",", '"', "'", "\t", "\n", "- ", "&a ", "*a", "#", "\\", "\x00",
-                        "$(", "${X:-", "`", "é", "\ufeff", "!!python/object", "---\n", "..."])
+JUNK = st.sampled_from(
+    [
+        "{",
+        "}",
+        "[",
+        "]",
+        ":",
+        ",",
+        '"',
+        "'",
+        "\t",
+        "\n",
+        "- ",
+        "&a ",
+        "*a",
+        "#",
+        "\\",
+        "\x00",
+        "$(",
+        "${X:-",
+        "`",
+        "é",
+        "\ufeff",
+        "!!python/object",
+        "---\n",
+        "...",
+    ]
+)
 
 
 @st.composite

@@ -13,7 +13,9 @@ from advisor.sources.yaml_file import parse_yaml
 
 
 def test_yaml_values_follow_pyyaml_yaml11() -> None:
-    r = parse_yaml("learning_rate: 1e-5\nlr2: 1.0e-5\nbf16: yes\nmode: 'no'\ndistributed_type: NO\nsteps: 500_000\n")
+    r = parse_yaml(
+        "learning_rate: 1e-5\nlr2: 1.0e-5\nbf16: yes\nmode: 'no'\ndistributed_type: NO\nsteps: 500_000\n"
+    )
     assert r.data == {
         "learning_rate": "1e-5",  # a string under YAML 1.1
         "lr2": 1.0e-5,
@@ -44,7 +46,9 @@ def test_yaml_duplicate_key_is_reported_and_last_wins() -> None:
 
 
 def test_json_positions_auto_and_numbers() -> None:
-    text = '{\n  "train_micro_batch_size_per_gpu": "auto",\n  "zero_optimization": {"stage": 3, "x": 1e-5}\n}\n'
+    text = (
+        '{\n  "train_micro_batch_size_per_gpu": "auto",\n  "zero_optimization": {"stage": 3, "x": 1e-5}\n}\n'
+    )
     r = parse_json(text)
     assert r.data["train_micro_batch_size_per_gpu"] == "auto"
     assert r.data["zero_optimization"] == {"stage": 3, "x": 1e-5}
@@ -77,7 +81,9 @@ def test_json_errors_carry_line_and_column(text: str, line: int, col: int) -> No
 
 
 def test_read_document_classifies_by_content_not_name(tmp_path: Path) -> None:
-    (tmp_path / "whatever.yaml").write_text("compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\n")
+    (tmp_path / "whatever.yaml").write_text(
+        "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\n"
+    )
     (tmp_path / "ds.yaml").write_text("per_device_train_batch_size: 2\nlearning_rate: 2.0e-5\n")
     (tmp_path / "config.json").write_text('{"zero_optimization": {"stage": 2}}')
     (tmp_path / "open_instruct.conf").write_text('{"train_micro_batch_size_per_gpu": "auto"}')

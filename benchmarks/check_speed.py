@@ -1,0 +1,94 @@
+"""Start-up and throughput of `gpu-advise check` (the pre-commit path), with yamllint as a reference.
+
+Prints, as medians of several runs on this machine:
+  - cold start: one `gpu-advise check` process on the bundled example project (target <= 250 ms);
+  - 200 config files checked in one call (target <= 2 s);
+  - yamllint on the same files, and the ratio (yamllint only parses YAML; we parse, merge and judge).
+The console script is run through the interpreter directly, not through a pyenv shim, which alone
+adds ~80 ms of bash before Python starts.
+
+    python benchmarks/check_speed.py [--runs 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = REPO.parent / "shared" / "corpus"
+
+
+def _time(cmd: list[str], cwd: Path, runs: int) -> list[float]:
+    out = []
+    subprocess.run(cmd, cwd=cwd, capture_output=True, check=False)  # warm the page cache and .pyc files
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(cmd, cwd=cwd, capture_output=True, check=False)
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def _two_hundred_configs(dest: Path) -> int:
+    """200 config files: the corpus configs, repeated in numbered folders until there are 200."""
+    sources = sorted(
+        p
+        for folder in ("training_args", "accelerate", "deepspeed", "axolotl")
+        for p in (CORPUS / folder).glob("*")
+    ) or sorted((REPO / "fixtures").rglob("*.yaml"))
+    n = 0
+    while n < 200:
+        for p in sources:
+            if n >= 200:
+                break
+            target = dest / f"set{n // len(sources)}" / p.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(p, target)
+            n += 1
+    return n
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    check = [sys.executable, "-m", "advisor.cli", "check", "--exit-zero"]
+    # pip compiles an installed package's .pyc files; an editable checkout (or PYTHONDONTWRITEBYTECODE)
+    # has none, so compile them here as an installation would.
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "advisor")], check=True)
+
+    cold = _time([*check, "fixtures/example"], REPO, args.runs)
+    print(
+        f"cold start, check fixtures/example: median {statistics.median(cold) * 1000:.0f} ms "
+        f"(min {min(cold) * 1000:.0f}, max {max(cold) * 1000:.0f}, n={len(cold)}); target 250 ms"
+    )
+    bare = _time([sys.executable, "-c", "pass"], REPO, args.runs)
+    print(f"  of which the interpreter alone: median {statistics.median(bare) * 1000:.0f} ms")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        n = _two_hundred_configs(Path(tmp))
+        many = _time([*check, "-H", "8xH100-SXM", tmp], REPO, max(3, args.runs // 2))
+        print(
+            f"{n} config files in one call: median {statistics.median(many):.2f} s "
+            f"(n={len(many)}); target 2 s"
+        )
+        yamllint = shutil.which("yamllint")
+        if yamllint:
+            files = [str(p) for p in Path(tmp).rglob("*") if p.suffix in {".yaml", ".yml"}]
+            ref = _time([yamllint, "-d", "relaxed", *files], REPO, max(3, args.runs // 2))
+            print(
+                f"yamllint on the {len(files)} YAML files among them: median {statistics.median(ref):.2f} s; "
+                f"ratio gpu-advise/yamllint {statistics.median(many) / statistics.median(ref):.2f}"
+            )
+        else:
+            print("yamllint not installed (pip install yamllint) : no reference ratio")
+
+
+if __name__ == "__main__":
+    main()
