@@ -103,10 +103,14 @@ def build_plans(
         if not p.exists():
             raise CheckError(f"{p}: no such file or folder")
     seeds = list(paths)
+    folders = [p.resolve() for p in paths if p.is_dir()]
     for declared in settings.runs:
         candidate = settings.root / declared.path
         if not candidate.exists():
             raise CheckError(f"{settings.source}: run path '{declared.path}' does not exist")
+        # a declared run inside a checked folder is a run even when its name says nothing (no suffix)
+        if any(candidate.resolve().is_relative_to(f) for f in folders) and candidate not in seeds:
+            seeds.append(candidate)
     cache = DocumentCache()
     specs, documents = discover(seeds, cache)
 

@@ -93,6 +93,13 @@ class DocumentCache:
 def iter_files(seeds: list[Path]) -> list[Path]:
     out: list[Path] = []
     seen: set[Path] = set()
+
+    def add(p: Path) -> None:
+        key = p.resolve()
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+
     for seed in seeds:
         if seed.is_dir():
             for dirpath, dirnames, filenames in os.walk(seed):
@@ -103,12 +110,10 @@ def iter_files(seeds: list[Path]) -> list[Path]:
                 )
                 for name in sorted(filenames):
                     p = Path(dirpath, name)
-                    if p.suffix.lower() in CONFIG_SUFFIXES and p not in seen:
-                        seen.add(p)
-                        out.append(p)
-        elif seed not in seen:
-            seen.add(seed)
-            out.append(seed)
+                    if p.suffix.lower() in CONFIG_SUFFIXES:
+                        add(p)
+        else:
+            add(seed)
     return out
 
 
