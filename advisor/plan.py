@@ -239,8 +239,9 @@ def _build_training(plan: RunPlan, spec: RunSpec) -> None:
     aliases = TRAINING_ALIASES.get(dialect, {})
     defaults = AXOLOTL_DEFAULTS if dialect == "axolotl" else {}
 
-    for key, default in {**TRAINING_DEFAULTS, **defaults}.items():
-        plan.training.set(key, Value(default, None, "default", note="default"))
+    if _reads_training_arguments(spec):
+        for key, default in {**TRAINING_DEFAULTS, **defaults}.items():
+            plan.training.set(key, Value(default, None, "default", note="default"))
 
     if doc is not None and isinstance(doc.data, dict):
         for key, value in doc.data.items():
@@ -267,6 +268,23 @@ def _build_training(plan: RunPlan, spec: RunSpec) -> None:
             if key == "config":
                 continue
             _override(plan.training, aliases.get(key, key), _word_value(word, spec.root))
+
+
+def _reads_training_arguments(spec: RunSpec) -> bool:
+    """Whether the run's settings are TrainingArguments (so their defaults apply): a training file,
+    a TrainingArguments flag on the command line, or a launcher that always reads them. A script
+    with its own flags (OpenRLHF's --micro_train_batch_size, say) gets no made-up defaults."""
+    if spec.training is not None:
+        return True
+    command = spec.command
+    if command is None:
+        return spec.accelerate is not None
+    if command.launcher in {"llamafactory", "trl", "axolotl"}:
+        return True
+    from advisor.sources.known_keys import known_keys
+
+    keys = known_keys("training_args")
+    return any(k in keys for k in command.script_args)
 
 
 def _build_model(plan: RunPlan) -> None:

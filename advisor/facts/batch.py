@@ -5,6 +5,12 @@ file it takes every visible GPU; torchrun starts one process unless told otherwi
 launcher takes every GPU and drops CUDA_VISIBLE_DEVICES when --num_gpus/--include is given;
 llamafactory-cli starts torchrun on every visible GPU. Tensor, context and sequence parallel
 sizes divide the data-parallel size.
+
+Also here: DeepSpeed's own batch arithmetic (config-formats.md §3.1: the missing batch values are
+derived with integer floor division at the data-parallel world size, then
+train_batch_size == micro x accumulation x world is asserted), and the places where accumulation
+or the micro-batch is written twice (accelerate's deepspeed_config, the DeepSpeed JSON,
+TrainingArguments), compared with the semantics of HF's DeepSpeed integration ("ds X vs hf Y").
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ class GpuList:
     ids: list[int] | None  # None: unknown
     origin: Location | None
     unknown: str | None = None
+    via: str | None = None  # "CUDA_VISIBLE_DEVICES", "gpu_ids", "include"
 
 
 def parse_gpu_list(text: Any) -> list[int] | None:
@@ -56,6 +63,17 @@ def _int(v: Value | None) -> int | None:
     return int(val)
 
 
+def strict_int(value: Any) -> int | None:
+    """A JSON/YAML number that is a whole number (not a bool, not a string)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
 def machine_gpu_count(plan: RunPlan) -> int | None:
     hw = plan.hardware
     return None if hw is None else hw.gpus.count
@@ -70,7 +88,7 @@ def visible_gpus(plan: RunPlan) -> GpuList:
     mask_origin = None
     if cvd is not None:
         if not cvd.known:
-            return GpuList(None, cvd.origin, cvd.unknown)
+            return GpuList(None, cvd.origin, cvd.unknown, "CUDA_VISIBLE_DEVICES")
         mask = parse_gpu_list(cvd.value)
         mask_origin = cvd.origin
 
@@ -80,19 +98,19 @@ def visible_gpus(plan: RunPlan) -> GpuList:
         if include is not None and include.known:
             m = re.search(r":([\d,]+)", str(include.value))
             ids = parse_gpu_list(m.group(1)) if m else None
-            return GpuList(ids, include.origin)
+            return GpuList(ids, include.origin, via="include")
         if filters:
             return GpuList(None, None)  # deepspeed deletes CUDA_VISIBLE_DEVICES here
-        return GpuList(mask, mask_origin)
+        return GpuList(mask, mask_origin, via="CUDA_VISIBLE_DEVICES" if mask is not None else None)
 
     gpu_ids = _value(plan.accelerate, "gpu_ids")
-    if gpu_ids is not None and gpu_ids.known:
+    if launcher in {"accelerate", "trl", "axolotl", None} and gpu_ids is not None and gpu_ids.known:
         ids = parse_gpu_list(gpu_ids.value)
         if ids is not None:
             if mask is not None:
                 ids = [mask[i] for i in ids if i < len(mask)]
-            return GpuList(ids, gpu_ids.origin)
-    return GpuList(mask, mask_origin)
+            return GpuList(ids, gpu_ids.origin, via="gpu_ids")
+    return GpuList(mask, mask_origin, via="CUDA_VISIBLE_DEVICES" if mask is not None else None)
 
 
 def _parallel_divisor(plan: RunPlan) -> tuple[int, list[Location]]:
@@ -132,11 +150,51 @@ def _implied_launcher(plan: RunPlan) -> str | None:
     return None
 
 
+# ------------------------------------------------------------------------------------------------
+# Counting GPUs at run time: `$(nvidia-smi -L | wc -l)`, `torch.cuda.device_count()`
+# ------------------------------------------------------------------------------------------------
+
+_GPU_QUERY = re.compile(r"nvidia-smi|nvidia_smi|device_count|gpu_count|num_gpus\(\)|\bnproc\b.*gpu", re.IGNORECASE)
+_VAR_REF = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def counts_gpus_at_run_time(raw: str, variables: dict[str, Any], depth: int = 0) -> bool:
+    """True when a shell word's value comes from counting the GPUs of the machine it runs on
+    (`$(nvidia-smi -L | wc -l)`, `$(python -c 'import torch; print(torch.cuda.device_count())')`),
+    following the script's own variables."""
+    if _GPU_QUERY.search(raw):
+        return True
+    if depth > 6:
+        return False
+    for name in _VAR_REF.findall(raw):
+        word = variables.get(name)
+        if word is not None and counts_gpus_at_run_time(getattr(word, "raw", "") or "", variables, depth + 1):
+            return True
+    return False
+
+
+def _launch_word(plan: RunPlan, key: str) -> Any:
+    command = plan.spec.command
+    return None if command is None else command.launcher_args.get(key)
+
+
+def _script_variables(plan: RunPlan) -> dict[str, Any]:
+    data = getattr(plan.spec.root, "data", None)
+    return getattr(data, "variables", None) or {}
+
+
+def _queries_gpus(plan: RunPlan, key: str) -> bool:
+    word = _launch_word(plan, key)
+    return word is not None and counts_gpus_at_run_time(word.raw or "", _script_variables(plan))
+
+
 def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
-    """(processes per node, nodes, pinned). pinned=False when the count follows the machine."""
+    """(processes per node, nodes, pinned). pinned=False when the count follows the machine the
+    run lands on (every visible GPU), not a number written in the run's files."""
     launcher = _implied_launcher(plan)
     visible = visible_gpus(plan)
     n_visible = len(visible.ids) if visible.ids is not None else machine_gpu_count(plan)
+    masked = visible.ids is not None  # the script itself says which GPUs: the count is pinned
     visible_note = (
         f"{len(visible.ids)} GPUs in the visible set"
         if visible.ids is not None
@@ -145,10 +203,10 @@ def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
         else None
     )
 
-    def follows_machine(reason: str, origin: Location | None) -> Value:
+    def follows_machine(reason: str, origin: Location | None) -> tuple[Value, bool]:
         if n_visible is None:
-            return Value(None, origin, "derived", unknown=f"{reason}, and no hardware is given")
-        return Value(n_visible, origin, "derived", note=f"{reason}: {visible_note}")
+            return Value(None, origin, "derived", unknown=f"{reason}, and no hardware is given", note=reason), masked
+        return Value(n_visible, origin, "derived", note=f"{reason}: {visible_note}"), masked
 
     root = plan.root_location
     if launcher in {"accelerate", "trl", "axolotl"}:
@@ -157,6 +215,9 @@ def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
         n_machines = _int(machines) or 1
         machines_value = machines if machines is not None and machines.known else Value(1, None, "default")
         if nproc is not None and not nproc.known:
+            if nproc.source == "launch" and _queries_gpus(plan, "num_processes"):
+                value, pinned = follows_machine("--num_processes counts the GPUs at run time", nproc.origin)
+                return value, machines_value, pinned
             return nproc, machines_value, True
         total = _int(nproc)
         if total is not None and total > 0:
@@ -165,7 +226,11 @@ def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
             return Value(per_node, nproc.origin, nproc.source, note=note), machines_value, True
         dist = plan.accelerate.distributed_type
         if plan.spec.accelerate is not None and (dist is False or str(dist).upper() == "NO"):
-            return Value(1, _origin(plan.accelerate, "distributed_type"), "accelerate", note="distributed_type NO"), machines_value, True
+            return (
+                Value(1, _origin(plan.accelerate, "distributed_type"), "accelerate", note="distributed_type NO"),
+                machines_value,
+                True,
+            )
         if plan.spec.accelerate is not None:
             return (
                 Value(None, _origin(plan.accelerate, "distributed_type"), "accelerate",
@@ -173,7 +238,13 @@ def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
                 machines_value,
                 True,
             )
-        return follows_machine("accelerate without a config file or --num_processes starts one process per visible GPU", root), machines_value, False
+        named = _value(plan.launch, "config_file") or _value(plan.launch, "accelerate_config")
+        if named is not None:  # named but not found (GA004): we cannot know what it says
+            why = f"the accelerate config '{named.value}' was not found" if named.known else named.unknown
+            return Value(None, named.origin, "launch", unknown=why), machines_value, True
+        value, pinned = follows_machine(
+            "accelerate without a config file or --num_processes starts one process per visible GPU", root)
+        return value, machines_value, pinned
 
     if launcher == "torchrun":
         nproc = _value(plan.launch, "nproc_per_node")
@@ -187,11 +258,16 @@ def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
                 nodes_value = Value(int(top) if top.isdigit() else None, nnodes.origin, "launch",
                                     unknown=None if top.isdigit() else f"--nnodes {nnodes.value}")
         if nproc is None:
-            return Value(1, root, "default", note="torchrun starts one process unless --nproc_per_node is given"), nodes_value, True
+            return (Value(1, root, "default", note="torchrun starts one process unless --nproc_per_node is given"),
+                    nodes_value, True)
         if not nproc.known:
-            return nproc, nodes_value, False
+            if _queries_gpus(plan, "nproc_per_node"):
+                value, pinned = follows_machine("--nproc_per_node counts the GPUs at run time", nproc.origin)
+                return value, nodes_value, pinned
+            return nproc, nodes_value, True
         if str(nproc.value).lower() in {"gpu", "auto"}:
-            return follows_machine(f"--nproc_per_node {nproc.value} takes every visible GPU", nproc.origin), nodes_value, False
+            value, pinned = follows_machine(f"--nproc_per_node {nproc.value} takes every visible GPU", nproc.origin)
+            return value, nodes_value, pinned
         n = _int(nproc)
         if n is None:
             return Value(None, nproc.origin, "launch", unknown=f"--nproc_per_node {nproc.value}"), nodes_value, True
@@ -203,19 +279,25 @@ def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
         num_gpus = _value(plan.launch, "num_gpus")
         if num_gpus is not None:
             if not num_gpus.known:
-                return num_gpus, nodes_value, False
+                if _queries_gpus(plan, "num_gpus"):
+                    value, _ = follows_machine("--num_gpus counts the GPUs at run time", num_gpus.origin)
+                    return value, nodes_value, False
+                return num_gpus, nodes_value, True
             return Value(_int(num_gpus), num_gpus.origin, "launch"), nodes_value, True
         if visible.ids is not None:
-            return Value(len(visible.ids), visible.origin, "launch", note="GPUs selected for the deepspeed launcher"), nodes_value, True
-        return follows_machine("the deepspeed launcher without --num_gpus or --include takes every GPU", root), nodes_value, False
+            return (Value(len(visible.ids), visible.origin, "launch", note="GPUs selected for the deepspeed launcher"),
+                    nodes_value, True)
+        value, pinned = follows_machine("the deepspeed launcher without --num_gpus or --include takes every GPU", root)
+        return value, nodes_value, pinned
 
     if launcher == "llamafactory":
         env_n = _value(plan.env, "NPROC_PER_NODE")
         nnodes = _value(plan.env, "NNODES")
         nodes_value = nnodes if nnodes is not None else Value(1, None, "default")
         if env_n is not None:
-            return Value(_int(env_n), env_n.origin, "launch", unknown=env_n.unknown), nodes_value, env_n.known
-        return follows_machine("llamafactory-cli starts torchrun on every visible GPU", root), nodes_value, False
+            return Value(_int(env_n), env_n.origin, "launch", unknown=env_n.unknown), nodes_value, True
+        value, pinned = follows_machine("llamafactory-cli starts torchrun on every visible GPU", root)
+        return value, nodes_value, pinned
 
     if launcher == "python":
         return Value(1, root, "launch", note="plain python starts one process"), Value(1, None, "default"), True
@@ -232,14 +314,280 @@ def _origin(ns: Namespace, key: str) -> Location | None:
     return v.origin if v else None
 
 
+# ------------------------------------------------------------------------------------------------
+# DeepSpeed batch arithmetic (DeepSpeed runtime/config.py _set_batch_related_parameters and
+# _batch_assertion)
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DsBatch:
+    train: int | None
+    micro: int | None
+    gas: int | None
+    error: str | None  # DeepSpeed's assertion text when the values do not hold at this world size
+
+
+def deepspeed_batch(train: int | None, micro: int | None, gas: int | None, world: int) -> DsBatch:
+    """Derive the missing batch values the way DeepSpeed does (integer floor division at the
+    data-parallel world size), then apply DeepSpeed's assertions.
+
+    >>> deepspeed_batch(24, 3, None, 16)
+    DsBatch(train=24, micro=3, gas=0, error='Gradient accumulation steps: 0 has to be greater than 0')
+    """
+    if world < 1:
+        raise ValueError(f"world size must be at least 1, got {world}")
+    if train is not None and micro is not None and gas is not None:
+        pass
+    elif train is not None and micro is not None:
+        gas = train // micro // world
+    elif train is not None and gas is not None:
+        micro = (train // world // gas) if gas else 0
+    elif micro is not None and gas is not None:
+        train = micro * gas * world
+    elif train is not None:
+        gas, micro = 1, train // world
+    elif micro is not None:
+        gas, train = 1, micro * world
+    else:
+        return DsBatch(train, micro, gas,
+                       "Either train_batch_size or train_micro_batch_size_per_gpu needs to be provided")
+    assert train is not None and micro is not None and gas is not None
+    if train <= 0:
+        return DsBatch(train, micro, gas, f"Train batch size: {train} has to be greater than 0")
+    if micro <= 0:
+        return DsBatch(train, micro, gas, f"Micro batch size per gpu: {micro} has to be greater than 0")
+    if gas <= 0:
+        return DsBatch(train, micro, gas, f"Gradient accumulation steps: {gas} has to be greater than 0")
+    if train != micro * gas * world:
+        return DsBatch(train, micro, gas,
+                       "Check batch related parameters. train_batch_size is not equal to "
+                       f"micro_batch_per_gpu * gradient_acc_step * world_size {train} != {micro} * {gas} * {world}")
+    return DsBatch(train, micro, gas, None)
+
+
+def deepspeed_valid_world_sizes(train: int | None, micro: int | None, gas: int | None, upto: int = 1024) -> list[int]:
+    """The data-parallel world sizes (1..upto) at which DeepSpeed accepts these batch values."""
+    return [w for w in range(1, upto + 1) if deepspeed_batch(train, micro, gas, w).error is None]
+
+
+COMMON_WORLD_SIZES = (1, 2, 4, 8, 16, 32, 64)
+
+# TrainingArguments written as script flags: these say the script parses TrainingArguments.
+_TA_FLAGS = frozenset({"per_device_train_batch_size", "gradient_accumulation_steps", "output_dir",
+                       "num_train_epochs", "learning_rate", "bf16", "fp16", "deepspeed", "fsdp", "max_steps",
+                       "save_strategy", "logging_steps", "dataloader_num_workers"})
+
+
+def has_training_arguments(plan: RunPlan) -> bool:
+    """The run's script reads TrainingArguments (a TrainingArguments/TRL/LLaMA-Factory/axolotl
+    file, or TrainingArguments flags on the command line)."""
+    if plan.spec.training is not None:
+        return True
+    command = plan.spec.command
+    return command is not None and any(k in _TA_FLAGS for k in command.script_args)
+
+
+def deepspeed_consumer(plan: RunPlan) -> str | None:
+    """Who reads the DeepSpeed JSON: "hf" (the HF Trainer's integration fills "auto" from
+    TrainingArguments and raises on mismatches) or "native" (DeepSpeed alone: `--deepspeed_config`,
+    or a DeepSpeed file with no TrainingArguments in the run). None when the run has no DeepSpeed file."""
+    if plan.spec.deepspeed is None:
+        return None
+    command = plan.spec.command
+    if command is not None and "deepspeed_config" in command.script_args and "deepspeed" not in command.script_args:
+        return "native"
+    return "hf" if has_training_arguments(plan) else "native"
+
+
+def _ds_scalar(plan: RunPlan, key: str) -> Value | None:
+    v = plan.deepspeed.entry(key)
+    return v if isinstance(v, Value) and v.known else None
+
+
+def _is_auto(v: Value | None) -> bool:
+    return v is not None and isinstance(v.value, str) and v.value.strip().lower() == "auto"
+
+
+def deepspeed_batch_check(plan: RunPlan, per_device: Value, accumulation: Value, world: int | None,
+                          dp: int | None) -> list[dict[str, Any]]:
+    """GA102's evidence: the DeepSpeed batch values that fail (or only hold at some world sizes)."""
+    consumer = deepspeed_consumer(plan)
+    if consumer is None:
+        return []
+    tv, mv, gv = (_ds_scalar(plan, k) for k in ("train_batch_size", "train_micro_batch_size_per_gpu",
+                                                 "gradient_accumulation_steps"))
+    present = [v for v in (tv, mv, gv) if v is not None]
+    if not present:
+        return []
+    anchor = tv or mv or gv
+    assert anchor is not None
+    item: dict[str, Any] = {"location": anchor.origin, "consumer": consumer, "world": dp}
+
+    if consumer == "hf":
+        # HF fills "auto" from TrainingArguments; a written train_batch_size must equal
+        # world_size x per_device_train_batch_size x gradient_accumulation_steps.
+        train = strict_int(tv.value) if tv is not None else None
+        if train is None or plan.training.auto_find_batch_size is True:
+            return []
+        pd, acc = per_device.value, accumulation.value
+        if not (isinstance(pd, int) and isinstance(acc, int)) or pd <= 0 or acc <= 0:
+            return []
+        item.update(train=train, micro=pd, gas=acc, world=world, related=[
+            loc for loc in (per_device.origin, accumulation.origin) if loc is not None])
+        if world is not None:
+            expected = world * pd * acc
+            if train == expected:
+                return []
+            item.update(kind="hf_mismatch", expected=expected, severity="error",
+                        detail=f"ds train_batch_size={train} vs hf train_batch_size (calculated)={expected}"
+                               f" ({world} processes x {pd} per device x {acc} accumulation)")
+            return [item]
+        per_process = pd * acc
+        worlds = [train // per_process] if train % per_process == 0 else []
+        item.update(kind="hf_only_at", valid_worlds=worlds, severity="warning",
+                    detail=f"train_batch_size {train} = processes x {pd} per device x {acc} accumulation"
+                           + (f" holds only at {worlds[0]} processes" if worlds else " holds at no process count"))
+        return [item]
+
+    # native DeepSpeed: every value must be a number; "auto" means an HF/accelerate template
+    if any(_is_auto(v) for v in present):
+        return []
+    values = [strict_int(v.value) if v is not None else None for v in (tv, mv, gv)]
+    if any(v is not None and n is None for v, n in zip((tv, mv, gv), values, strict=True)):
+        return []  # a string or float where DeepSpeed expects an int: GA001's business
+    train, micro, gas = values
+    if train is None and micro is None:
+        item.update(kind="missing", severity="error",
+                    detail="neither train_batch_size nor train_micro_batch_size_per_gpu is given")
+        return [item]
+    item.update(train=train, micro=micro, gas=gas)
+    if dp is not None:
+        result = deepspeed_batch(train, micro, gas, dp)
+        if result.error is None:
+            return []
+        item.update(kind="fails", severity="error", derived_micro=result.micro, derived_gas=result.gas,
+                    valid_worlds=_shown(deepspeed_valid_world_sizes(train, micro, gas)), detail=result.error)
+        return [item]
+    worlds = deepspeed_valid_world_sizes(train, micro, gas)
+    failing_common = [w for w in COMMON_WORLD_SIZES if w not in worlds]
+    if len(worlds) >= 1024:
+        return []  # holds at every world size (only micro, or micro + gas)
+    item.update(kind="only_at", valid_worlds=_shown(worlds), failing=failing_common,
+                severity="warning" if failing_common else "info",
+                detail=_written(train, micro, gas))
+    return [item]
+
+
+def _shown(worlds: list[int], limit: int = 12) -> list[int | str]:
+    return [*worlds[:limit], "..."] if len(worlds) > limit else list(worlds)
+
+
+def _written(train: int | None, micro: int | None, gas: int | None) -> str:
+    parts = [f"{k} {v}" for k, v in (("train_batch_size", train), ("train_micro_batch_size_per_gpu", micro),
+                                     ("gradient_accumulation_steps", gas)) if v is not None]
+    return ", ".join(parts)
+
+
+# ------------------------------------------------------------------------------------------------
+# Accumulation / micro-batch written in two places (HF's "ds X vs hf Y")
+# ------------------------------------------------------------------------------------------------
+
+
+def _hf_show(value: Any) -> str:
+    return str(value)
+
+
+def batch_conflicts(plan: RunPlan) -> list[dict[str, Any]]:
+    """GA103's evidence. HF's DeepSpeed integration (`trainer_config_process`) fills "auto" values
+    from TrainingArguments and records every other value that differs, type included, so the string
+    "8" differs from the number 8; `trainer.train()` then raises with "ds X vs hf Y" lines."""
+    out: list[dict[str, Any]] = []
+    has_ta = has_training_arguments(plan)
+    t = plan.training
+    hf_accum = _value(t, "gradient_accumulation_steps")
+    hf_micro = _value(t, "per_device_train_batch_size")
+    ds_cfg = plan.accelerate.entry("deepspeed_config")
+    ds_cfg = ds_cfg if isinstance(ds_cfg, Namespace) else Namespace("accelerate.deepspeed_config")
+    acc_gas = _value(ds_cfg, "gradient_accumulation_steps")
+    acc_file = _value(ds_cfg, "deepspeed_config_file")
+
+    def hf_int(v: Value | None) -> Any:
+        if v is None or not v.known:
+            return None
+        return coerce_text(v.value) if isinstance(v.value, str) else v.value
+
+    def pair(ds: Value, ds_key: str, hf: Value | None, hf_key: str, kind: str, source: str) -> None:
+        hv = hf_int(hf)
+        if hv is None or hf is None:
+            return
+        dv = ds.value
+        if dv == hv and type(dv) is type(hv):
+            return
+        default = hf.source == "default"
+        out.append({
+            "location": ds.origin,
+            "related": [hf.origin] if hf.origin is not None else [],
+            "kind": kind,
+            "source": source,
+            "key": ds_key,
+            "ds_value": dv,
+            "hf_key": hf_key,
+            "hf_value": hv,
+            "hf_default": default,
+            "string": isinstance(dv, str),
+            "detail": f"ds {ds_key}={_hf_show(dv)} vs hf {hf_key}={_hf_show(hv)}",
+        })
+
+    if plan.spec.deepspeed is not None and deepspeed_consumer(plan) == "hf":
+        gas = _ds_scalar(plan, "gradient_accumulation_steps")
+        if gas is not None and not _is_auto(gas):
+            pair(gas, "gradient_accumulation_steps", hf_accum, "gradient_accumulation_steps", "ds_json", "deepspeed")
+        micro = _ds_scalar(plan, "train_micro_batch_size_per_gpu")
+        if micro is not None and not _is_auto(micro) and t.auto_find_batch_size is not True:
+            pair(micro, "train_micro_batch_size_per_gpu", hf_micro, "per_device_train_batch_size", "ds_json",
+                 "deepspeed")
+
+    dist = str(plan.accelerate.distributed_type or "").upper()
+    if acc_gas is not None and acc_gas.known and dist == "DEEPSPEED":
+        if acc_file is not None and acc_gas.source == "accelerate" and acc_file.source == "accelerate":
+            out.append({
+                "location": acc_gas.origin,
+                "related": [acc_file.origin] if acc_file.origin is not None else [],
+                "kind": "accelerate_with_file",
+                "source": "accelerate",
+                "key": "gradient_accumulation_steps",
+                "ds_value": acc_gas.value,
+                "hf_key": None,
+                "hf_value": None,
+                "hf_default": False,
+                "string": False,
+                "detail": "deepspeed_config.gradient_accumulation_steps beside deepspeed_config_file",
+            })
+        elif acc_file is None and plan.spec.deepspeed is None and has_ta:
+            # accelerate's DeepSpeed plugin builds the config with this value (an int, from the
+            # ACCELERATE_GRADIENT_ACCUMULATION_STEPS environment variable)
+            as_int = _int(acc_gas)
+            if as_int is not None:
+                shown = Value(as_int, acc_gas.origin, acc_gas.source)
+                pair(shown, "gradient_accumulation_steps", hf_accum, "gradient_accumulation_steps", "accelerate",
+                     "accelerate")
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+
+
 def batch_facts(plan: RunPlan) -> Namespace:
     ns = Namespace("batch")
     per_node, nodes, pinned = processes(plan)
     ns.set("processes_per_node", per_node)
     ns.set("nodes", nodes)
     ns.set("pinned", Value(pinned, per_node.origin, "derived"))
+    ns.set("follows", Value(None if pinned else per_node.note, per_node.origin, "derived"))
     visible = visible_gpus(plan)
     ns.set("visible_gpus", Value(visible.ids, visible.origin, "derived", unknown=visible.unknown))
+    ns.set("selected_via", Value(visible.via if visible.ids is not None else None, visible.origin, "derived"))
 
     world = None
     if per_node.known and nodes.known and per_node.value is not None and nodes.value is not None:
@@ -272,6 +620,10 @@ def batch_facts(plan: RunPlan) -> Namespace:
         ns.set("per_process_batch", Value(micro.value * accum.value, micro.origin, "derived"))
     else:
         ns.set("effective_batch", Value(None, micro.origin, "derived", unknown="world size or batch unknown"))
+
+    ns.set("deepspeed_consumer", Value(deepspeed_consumer(plan), None, "derived"))
+    ns.set("deepspeed_problems", Value(deepspeed_batch_check(plan, micro, accum, world, dp), None, "derived"))
+    ns.set("conflicts", Value(batch_conflicts(plan), None, "derived"))
     return ns
 
 
@@ -284,16 +636,25 @@ def _micro_and_accum(plan: RunPlan) -> tuple[Value, Value]:
         m, b = _int(micro), _int(batch_size)
         if m and b:
             accum = Value(b // m, batch_size.origin, "training_args", note=f"batch_size {b} // micro_batch_size {m}")
-    if plan.spec.training is None and plan.deepspeed:
+    if plan.deepspeed:
+        # a DeepSpeed number stands in for a TrainingArguments value that is not written
         ds_micro = _value(plan.deepspeed, "train_micro_batch_size_per_gpu")
         ds_accum = _value(plan.deepspeed, "gradient_accumulation_steps")
-        if ds_micro is not None and isinstance(ds_micro.value, int):
+        if ds_micro is not None and strict_int(ds_micro.value) is not None and micro.source == "default":
             micro = ds_micro
-        if ds_accum is not None and isinstance(ds_accum.value, int):
+        if ds_accum is not None and strict_int(ds_accum.value) is not None and accum.source == "default":
             accum = ds_accum
-    for v in (micro, accum):
-        if v.known and isinstance(v.value, str):
-            coerced = coerce_text(v.value)
-            if isinstance(coerced, int):
-                v.value = coerced
+    micro = _as_int_value(micro)
+    accum = _as_int_value(accum)
     return micro, accum
+
+
+def _as_int_value(v: Value) -> Value:
+    """A copy whose value is an int where the text is one (never mutate the plan's Value)."""
+    if v.known and isinstance(v.value, str):
+        coerced = coerce_text(v.value)
+        if isinstance(coerced, int) and not isinstance(coerced, bool):
+            return Value(coerced, v.origin, v.source, related=list(v.related), note=v.note)
+    if v.known and isinstance(v.value, float) and v.value.is_integer():
+        return Value(int(v.value), v.origin, v.source, related=list(v.related), note=v.note)
+    return v
