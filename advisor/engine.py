@@ -7,11 +7,7 @@ but the helpers below. Positions come from the provenance of the value a rule po
 
 from __future__ import annotations
 
-import hashlib
-import os
-import pickle
 import re
-import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
@@ -23,9 +19,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from advisor.findings import DELETE, SEVERITY_RANK, Edit, Finding, Fix, Severity
 from advisor.provenance import Namespace, Value
 from advisor.sources.document import Location
-
-# Bump when CompiledRule or the expression parser changes shape, so old caches are not unpickled.
-_CACHE_VERSION = (1, sys.version_info[:2])
 
 
 class RuleError(Exception):
@@ -219,42 +212,14 @@ def load_rule_file(path: Path) -> CompiledRule:
     return compile_rule(spec, path)
 
 
-def _cache_dir() -> Path | None:
-    if os.environ.get("GPU_ADVISE_NO_CACHE"):
-        return None
-    base = os.environ.get("GPU_ADVISE_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME") or "~/.cache"
-    return Path(base).expanduser() / "gpu-advise"
-
-
 @cache
 def _load_dir(directory: Path) -> tuple[CompiledRule, ...]:
-    """Compile a folder of rule files, through a cache keyed by every file's size and mtime.
+    """Compile a folder of rule files (through the on-disk cache: a pre-commit hook pays this on
+    every commit, and validating the catalog costs more than checking a typical project)."""
+    from advisor.cache import cached, file_stamps
 
-    Validating and parsing the catalog costs more than checking a typical project, and a
-    pre-commit hook pays it on every commit; the cache makes it a single unpickle.
-    """
     files = sorted(directory.glob("*.yaml"))
-    stats = [(p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in files]
-    key = hashlib.sha256(repr((str(directory), stats, _CACHE_VERSION)).encode()).hexdigest()[:20]
-    folder = _cache_dir()
-    cached = folder / f"rules-{key}.pickle" if folder else None
-    if cached is not None and cached.is_file():
-        try:
-            with cached.open("rb") as fh:
-                return pickle.load(fh)
-        except Exception:  # a corrupt or stale cache is rebuilt, never trusted
-            pass
-    rules = tuple(load_rule_file(p) for p in files)
-    if cached is not None:
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-            with tmp.open("wb") as fh:
-                pickle.dump(rules, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, cached)
-        except OSError:
-            pass
-    return rules
+    return cached("rules", file_stamps(files), lambda: tuple(load_rule_file(p) for p in files))
 
 
 def load_catalog(extra_dirs: Iterable[Path] = ()) -> list[CompiledRule]:

@@ -182,6 +182,12 @@ def normalize_gpu_name(name: str) -> str:
 
 @cache
 def _catalog_and_index() -> tuple[dict[str, GpuSpec], dict[str, str]]:
+    from advisor.cache import cached, file_stamps
+
+    return cached("gpus", file_stamps([GPUS_FILE]), _build_catalog_and_index)
+
+
+def _build_catalog_and_index() -> tuple[dict[str, GpuSpec], dict[str, str]]:
     raw = yaml.load(GPUS_FILE.read_text(encoding="utf-8"), Loader=_Loader)
     catalog: dict[str, GpuSpec] = {}
     index: dict[str, str] = {}
