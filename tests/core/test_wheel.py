@@ -1,0 +1,61 @@
+"""The installed wheel works without the checkout: the rule catalog and data ship inside it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(REPO)],
+        capture_output=True, text=True, check=False,
+    )
+    if build.returncode != 0:
+        pytest.fail(f"pip wheel failed: {build.stderr[-2000:]}")
+    wheel = next(out.glob("gpu_advise-*.whl"))
+    target = out / "site"
+    with zipfile.ZipFile(wheel) as zf:
+        zf.extractall(target)
+    return target
+
+
+def _run(site: Path, args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    # -S: no site processing, so the editable install of the checkout (a .pth finder) is not
+    # loaded; third-party packages come from site-packages on PYTHONPATH, the package from the wheel.
+    env = {"PYTHONPATH": f"{site}:{sysconfig.get_paths()['purelib']}", "HF_HUB_OFFLINE": "1",
+           "GPU_ADVISE_NO_CACHE": "1", "PATH": "/usr/bin:/bin"}
+    return subprocess.run([sys.executable, "-S", "-m", "advisor.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, check=False)
+
+
+def test_wheel_ships_every_rule_and_data_file(installed: Path) -> None:
+    shipped = sorted(p.name for p in (installed / "advisor" / "_rules").glob("*.yaml"))
+    assert shipped == sorted(p.name for p in (REPO / "rules").glob("*.yaml"))
+    assert (installed / "advisor" / "data" / "gpus.yaml").is_file()
+    assert list((installed / "advisor" / "data" / "keys").glob("*.json"))
+    assert list((installed / "advisor" / "data" / "machines").glob("*.yaml"))
+
+
+def test_installed_wheel_checks_the_example_outside_the_checkout(installed: Path, tmp_path: Path) -> None:
+    project = tmp_path / "example"
+    shutil.copytree(REPO / "fixtures" / "example", project)
+    result = _run(installed, ["check", ".", "--format", "json"], project)
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    assert {"GA101"} <= {f["rule"] for f in report["findings"]}
+    listed = _run(installed, ["rules"], project)
+    assert listed.returncode == 0 and "GA203" in listed.stdout
+    module = _run(installed, ["hardware", "show", "4xH100-NVL"], project)
+    assert module.returncode == 0, module.stderr
