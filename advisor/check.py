@@ -28,6 +28,10 @@ class CheckOptions:
     online: bool = False
     settings: Settings | None = None
     base: str | None = None  # git revision whose runs are the baseline (the CI gate)
+    inline_ignores: bool = True  # honour `# gpu-advise: ignore[...]` directives (--no-inline-ignores)
+    baseline: Path | None = None  # a baseline file: report only findings not in it (--baseline)
+    verify: Any = None  # advisor.probe.spec.ProbeOptions: run the training probe (--verify)
+    measured: Path | None = None  # recorded measurements (default: .gpu-advise-verify.json at the root)
 
 
 @dataclass(slots=True)
@@ -52,8 +56,10 @@ class RunSummary:
     est_hours_single_gpu: float | None = None
     est_hours: float | None = None
     notes: list[str] = field(default_factory=list)
+    measured: dict[str, Any] | None = None  # --verify: what the probe measured for this run
 
     def as_json(self) -> dict[str, Any]:
+        extra = {"measured": self.measured} if self.measured is not None else {}
         return {
             "name": self.name,
             "launcher": self.launcher,
@@ -67,7 +73,7 @@ class RunSummary:
             "est_hours_single_gpu": self.est_hours_single_gpu,
             "est_hours": self.est_hours,
             "notes": self.notes,
-        }
+        } | extra
 
 
 @dataclass(slots=True)
@@ -77,6 +83,11 @@ class CheckResult:
     plans: list[RunPlan]
     errors: list[str]
     settings: Settings
+    documents: list[Any] = field(default_factory=list)  # every file read
+    rules: list[Any] = field(default_factory=list)  # the catalog (rule metadata for reporters)
+    suppressed: list[Any] = field(default_factory=list)  # advisor.suppress.Suppressed
+    baseline: Any = None  # advisor.baseline.BaselineReport when --baseline is used
+    verification: Any = None  # advisor.probe.stage.Verification when measurements were made or recorded
 
 
 def _load_hardware(name: str, base: Path | None = None) -> Any:
@@ -131,6 +142,7 @@ def build_plans(
         if run_settings is not None and run_settings.hardware and not options.hardware:
             hw = _load_hardware(run_settings.hardware, settings.root)
         plan = build_plan(spec, hardware=hw, settings=run_settings)
+        plan.project, plan.online = settings, options.online
         if run_settings is not None and run_settings.name:
             plan.name = run_settings.name
         plans.append(plan)
@@ -203,6 +215,7 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     if select is not None:
         select = select + options.extend_select + settings.extend_select
     rules = select_rules(catalog, select, options.ignore + settings.ignore)
+    check_severity_overrides(settings, catalog)
     engine = Engine(rules, settings.severity)
 
     run_contexts = []
@@ -230,9 +243,79 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
         seen.add(finding.identity)
         findings.append(finding)
     findings.sort(key=lambda f: f.sort_key)
+    verification = None
+    recorded = options.measured or _recorded(settings, paths)
+    if options.verify is not None or recorded is not None:
+        from advisor.probe.stage import verify_stage
+
+        findings, verification = verify_stage(
+            run_contexts, engine, catalog, findings, settings, options, recorded
+        )
+    findings, suppressed, baseline = post_engine(findings, documents, settings, options, rules, catalog)
 
     summaries = [summarize(plan, names) for plan, names, _ in run_contexts]
-    return CheckResult(findings, summaries, plans, engine.errors, settings)
+    if verification is not None:
+        verification.annotate(summaries)
+    return CheckResult(
+        findings,
+        summaries,
+        plans,
+        engine.errors,
+        settings,
+        documents,
+        catalog,
+        suppressed,
+        baseline,
+        verification,
+    )
+
+
+def _recorded(settings: Settings, paths: list[Path]) -> Path | None:
+    """Measurements recorded by `--verify-report .gpu-advise-verify.json` at the project root."""
+    from advisor.probe import recorded_measurements
+
+    return recorded_measurements(settings, paths)
+
+
+def check_severity_overrides(settings: Settings, catalog: list[Any]) -> None:
+    """`severity = {GA101 = "error"}` must name rules that exist (a typo would silently do nothing)."""
+    import difflib
+
+    codes = {r.code for r in catalog}
+    for code in settings.severity:
+        if code not in codes:
+            close = difflib.get_close_matches(code, sorted(codes), n=1, cutoff=0.6)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise CheckError(f"{settings.source or 'settings'}: severity: no rule '{code}'{hint}")
+
+
+def post_engine(
+    findings: list[Finding],
+    documents: list[Any],
+    settings: Settings,
+    options: CheckOptions,
+    rules: list[Any],
+    catalog: list[Any],
+) -> tuple[list[Finding], list[Any], Any]:
+    """Key paths for position-only findings, then suppressions (settings, inline, GA900), then the
+    baseline (advisor/suppress.py, advisor/baseline.py)."""
+    from advisor.baseline import BaselineError, apply_baseline, fill_keys
+    from advisor.suppress import apply_suppressions
+
+    fill_keys(findings, documents)
+    findings, suppressed = apply_suppressions(
+        findings, documents, settings, inline=options.inline_ignores, selected=rules, catalog=catalog
+    )
+    baseline_path = options.baseline
+    if baseline_path is None and settings.baseline:
+        baseline_path = settings.root / settings.baseline
+    report = None
+    if baseline_path is not None:
+        try:
+            findings, report = apply_baseline(findings, baseline_path)
+        except BaselineError as exc:
+            raise CheckError(str(exc)) from None
+    return findings, suppressed, report
 
 
 def summarize(plan: RunPlan, names: dict[str, Any]) -> RunSummary:
@@ -250,10 +333,13 @@ def summarize(plan: RunPlan, names: dict[str, Any]) -> RunSummary:
         strategy=run.strategy,
     )
     if estimates:
+        from advisor.facts.estimates import summary_notes
+
         summary.peak_vram_gib = estimates.peak_vram_gib
         summary.gpu_memory_gib = estimates.gpu_memory_gib
         summary.est_hours_single_gpu = estimates.hours_single_gpu
         summary.est_hours = estimates.hours
+        summary.notes.extend(summary_notes(estimates))
     world = batch.entry("world_size")
     if world is not None and world.unknown:
         summary.notes.append(f"world size unknown: {world.unknown}")

@@ -6,7 +6,7 @@ import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -24,6 +24,18 @@ app.add_typer(hardware_app, name="hardware")
 class OutputFormat(StrEnum):
     text = "text"
     json = "json"
+
+
+class CheckFormat(StrEnum):
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+    github = "github"
+
+
+class SchemaKind(StrEnum):
+    settings = "settings"
+    hardware = "hardware"
 
 
 class FailOn(StrEnum):
@@ -47,9 +59,12 @@ def _emit(text: str, output: Path | None) -> None:
     if output is None:
         sys.stdout.write(text)
         return
-    tmp = output.with_name(f".{output.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, output)
+    from advisor.baseline import write_atomic
+
+    try:
+        write_atomic(output, text)
+    except OSError as exc:
+        _die(f"cannot write {output}: {exc.strerror or exc}")
 
 
 @app.command()
@@ -61,9 +76,24 @@ def check(
         str | None, typer.Option("--hardware", "-H", help="Built-in machine name or descriptor YAML.")
     ] = None,
     output_format: Annotated[
-        OutputFormat, typer.Option("--format", help="Output format.")
-    ] = OutputFormat.text,
+        CheckFormat | None,
+        typer.Option("--format", help="Output format (default: text; github when GITHUB_ACTIONS=true)."),
+    ] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the report to a file.")] = None,
+    statistics: Annotated[bool, typer.Option("--statistics", help="Count findings per rule.")] = False,
+    baseline: Annotated[
+        Path | None, typer.Option("--baseline", help="Report only findings not in this baseline file.")
+    ] = None,
+    no_inline_ignores: Annotated[
+        bool, typer.Option("--no-inline-ignores", help="Ignore `# gpu-advise: ignore[...]` comments.")
+    ] = False,
+    fix: Annotated[bool, typer.Option("--fix", help="Apply safe fixes, then report what remains.")] = False,
+    unsafe_fixes: Annotated[
+        bool, typer.Option("--unsafe-fixes", help="Also apply unsafe fixes (implies --fix unless --diff).")
+    ] = False,
+    diff: Annotated[
+        bool, typer.Option("--diff", help="Print the fixes as a unified diff; write nothing.")
+    ] = False,
     select: Annotated[
         list[str] | None, typer.Option("--select", help="Rule codes, prefixes or names (comma-separated).")
     ] = None,
@@ -85,6 +115,25 @@ def check(
         str | None, typer.Option("--base", help="Compare every run with the same run at this git revision.")
     ] = None,
     color: Annotated[bool | None, typer.Option("--color/--no-color", help="Force colour on or off.")] = None,
+    verify: Annotated[
+        bool, typer.Option("--verify", help="Back the advice with a short real training probe per run.")
+    ] = False,
+    verify_scaling: Annotated[
+        bool, typer.Option("--verify-scaling", help="Also probe on one process; report scaling efficiency.")
+    ] = False,
+    verify_report: Annotated[
+        Path | None, typer.Option("--verify-report", help="Write the probe results as JSON to this file.")
+    ] = None,
+    verify_steps: Annotated[
+        int, typer.Option("--verify-steps", min=1, help="Optimizer steps measured after warm-up.")
+    ] = 20,
+    verify_timeout: Annotated[
+        float, typer.Option("--verify-timeout", min=1, help="Wall-time limit per probe launch, seconds.")
+    ] = 600.0,
+    verify_real_weights: Annotated[
+        bool, typer.Option("--verify-real-weights", help="Load local checkpoint weights (default: random).")
+    ] = False,
+    verify_required: Annotated[bool, typer.Option("--verify-required", hidden=True)] = False,
 ) -> None:
     """Check training runs and report findings at exact file:line:col positions."""
     from advisor.check import CheckError, CheckOptions, run_check
@@ -99,27 +148,176 @@ def check(
         rules_dirs=list(rules or []),
         online=online,
         base=base,
+        inline_ignores=not no_inline_ignores,
+        baseline=baseline,
     )
+    probe = None
+    if verify or verify_scaling or verify_report is not None or verify_required:
+        from advisor.probe.spec import ProbeOptions
+
+        probe = ProbeOptions(
+            steps=verify_steps,
+            timeout=verify_timeout,
+            scaling=verify_scaling,
+            report=verify_report,
+            real_weights=verify_real_weights,
+            online=online,
+        )
+    fixing = fix or unsafe_fixes or diff
+    options.verify = None if fixing else probe  # with --fix, probe the fixed files
+    fmt = output_format or (
+        CheckFormat.github
+        if os.environ.get("GITHUB_ACTIONS") == "true" and not statistics
+        else CheckFormat.text
+    )
+    if statistics and fmt in (CheckFormat.sarif, CheckFormat.github):
+        _die("--statistics works with --format text or json")
+    seeds = list(paths or [Path(".")])
     try:
-        result = run_check(list(paths or [Path(".")]), options)
+        result = run_check(seeds, options)
+        if fix or unsafe_fixes or diff:
+            options.verify = None if diff else probe
+            result = _fix(result, seeds, options, unsafe=unsafe_fixes, diff=diff, output=output)
     except (CheckError, SettingsError) as exc:
         _die(str(exc))
         return
-    if output_format is OutputFormat.json:
+    verification = getattr(result, "verification", None)
+    if probe is not None and verification is not None and verification.unavailable:
+        typer.echo(f"gpu-advise: {verification.unavailable}", err=True)
+    elif probe is not None and verify_report is not None and verification is not None:
+        try:
+            verification.write(verify_report)
+        except OSError as exc:
+            _die(f"cannot write {verify_report}: {exc.strerror or exc}")
+    threshold = (fail_on.value if fail_on else None) or result.settings.fail_on or "warning"
+    code = 0
+    if result.errors:
+        code = 2
+    elif not exit_zero and any(at_or_above(f.severity, threshold) for f in result.findings):
+        code = 1
+    if verify_required and verification is not None and verification.unavailable:
+        code = 2
+    if not diff:
+        text = _render(result, fmt, code, statistics=statistics, color=color, to_file=output is not None)
+        if verification is not None and fmt is CheckFormat.text and not statistics:
+            from advisor.probe.render import render_verification
+
+            text += render_verification(verification)
+        _emit(text, output)
+    if code:
+        raise typer.Exit(code)
+
+
+def _render(
+    result: Any, fmt: CheckFormat, code: int, *, statistics: bool, color: bool | None, to_file: bool
+) -> str:
+    if statistics:
+        from advisor.report.statistics import render_statistics
+
+        return render_statistics(result, as_json=fmt is CheckFormat.json)
+    if fmt is CheckFormat.json:
         from advisor.report.json_report import render_json
 
-        text = render_json(result)
-    else:
-        from advisor.report.text import render_text
+        return render_json(result)
+    if fmt is CheckFormat.sarif:
+        from advisor.report.sarif import render_sarif
 
-        use_color = color if color is not None else (output is None and sys.stdout.isatty())
-        text = render_text(result, color=use_color)
-    _emit(text, output)
-    threshold = (fail_on.value if fail_on else None) or result.settings.fail_on or "warning"
-    if result.errors:
-        raise typer.Exit(2)
-    if not exit_zero and any(at_or_above(f.severity, threshold) for f in result.findings):
-        raise typer.Exit(1)
+        return render_sarif(result, code)
+    if fmt is CheckFormat.github:
+        from advisor.report.github import render_github
+
+        return render_github(result)
+    from advisor.report.text import render_text
+
+    text = render_text(result, color=color if color is not None else (not to_file and sys.stdout.isatty()))
+    notes = []
+    if getattr(result, "baseline", None) is not None:
+        from advisor.baseline import describe
+
+        notes.append(describe(result.baseline))
+    return text + "".join(f"{n}\n" for n in notes)
+
+
+def _fix(
+    result: Any, seeds: list[Path], options: Any, *, unsafe: bool, diff: bool, output: Path | None
+) -> Any:
+    """--fix / --unsafe-fixes / --diff: apply (or show) the fixes, then check again."""
+    from advisor.check import run_check
+    from advisor.fix import apply_fixes, fix_until_stable
+    from advisor.paths import relative
+
+    if diff:
+        texts = {d.path: d.text for d in result.documents if getattr(d, "text", None) is not None}
+        outcome = apply_fixes(result.findings, unsafe=unsafe, write=False, checked_texts=texts)
+    else:
+        result, outcome = fix_until_stable(result, lambda: run_check(seeds, options), unsafe=unsafe)
+    for f, why in outcome.skipped:
+        loc = f.location
+        where = f"{relative(loc.file)}:{loc.line}:{loc.col}"
+        typer.echo(f"gpu-advise: not fixed: {where} {f.rule}: {why}", err=True)
+    for path, why in outcome.refused:
+        typer.echo(f"gpu-advise: not written: {relative(path)}: {why}", err=True)
+    if diff:
+        _emit(outcome.diff(), output)
+        typer.echo(f"gpu-advise: would apply {outcome.summary()}", err=True)
+        return result
+    typer.echo(f"gpu-advise: applied {outcome.summary()}", err=True)
+    return result
+
+
+@app.command("verify")
+def verify_command(
+    paths: Annotated[
+        list[Path] | None, typer.Argument(help="Files or folders (default: the current folder).")
+    ] = None,
+    hardware: Annotated[
+        str | None, typer.Option("--hardware", "-H", help="Built-in machine name or descriptor YAML.")
+    ] = None,
+    output_format: Annotated[CheckFormat | None, typer.Option("--format", help="Output format.")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the report to a file.")] = None,
+    select: Annotated[list[str] | None, typer.Option("--select", help="Rule codes or prefixes.")] = None,
+    ignore: Annotated[list[str] | None, typer.Option("--ignore", help="Codes or prefixes to skip.")] = None,
+    fail_on: Annotated[FailOn | None, typer.Option("--fail-on", help="Lowest severity that fails.")] = None,
+    exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even with findings.")] = False,
+    rules: Annotated[list[Path] | None, typer.Option("--rules", help="Extra folder of rule files.")] = None,
+    online: Annotated[bool, typer.Option("--online", help="Let the probe reach the Hub.")] = False,
+    scaling: Annotated[
+        bool, typer.Option("--scaling", "--verify-scaling", help="Also probe on one process (scaling).")
+    ] = False,
+    report: Annotated[
+        Path | None, typer.Option("--report", "--verify-report", help="Write the probe results as JSON.")
+    ] = None,
+    steps: Annotated[int, typer.Option("--steps", "--verify-steps", min=1, help="Steps after warm-up.")] = 20,
+    timeout: Annotated[
+        float, typer.Option("--timeout", "--verify-timeout", min=1, help="Seconds per probe launch.")
+    ] = 600.0,
+    real_weights: Annotated[
+        bool, typer.Option("--real-weights", "--verify-real-weights", help="Load local checkpoint weights.")
+    ] = False,
+    color: Annotated[bool | None, typer.Option("--color/--no-color", help="Force colour on or off.")] = None,
+) -> None:
+    """Run a short real training probe per run (our probe, the run's launcher settings) and report
+    measured against predicted: `check --verify` (exit 2 when torch/accelerate/peft are missing)."""
+    check(
+        paths=paths,
+        hardware=hardware,
+        output_format=output_format,
+        output=output,
+        select=select,
+        ignore=ignore,
+        fail_on=fail_on,
+        exit_zero=exit_zero,
+        rules=rules,
+        online=online,
+        color=color,
+        verify=True,
+        verify_scaling=scaling,
+        verify_report=report,
+        verify_steps=steps,
+        verify_timeout=timeout,
+        verify_real_weights=real_weights,
+        verify_required=True,
+    )
 
 
 @app.command()
@@ -144,6 +342,118 @@ def plan(
         _die(str(exc))
         return
     sys.stdout.write(render_plans(plans, as_json=output_format is OutputFormat.json))
+
+
+class Method(StrEnum):
+    full = "full"
+    lora = "lora"
+    qlora = "qlora"
+
+
+class Strategy(StrEnum):
+    ddp = "ddp"
+    fsdp = "fsdp"
+    zero1 = "zero1"
+    zero2 = "zero2"
+    zero3 = "zero3"
+
+
+class Precision(StrEnum):
+    bf16 = "bf16"
+    fp16 = "fp16"
+    fp32 = "fp32"
+
+
+@app.command()
+def estimate(
+    targets: Annotated[
+        list[str] | None,
+        typer.Argument(help="A model id (with the flags below), or run files/folders (default: .)."),
+    ] = None,
+    method: Annotated[
+        Method, typer.Option("--method", help="full, lora or qlora (model id only).")
+    ] = Method.full,
+    batch: Annotated[int | None, typer.Option("--batch", help="Micro-batch per GPU (sequences).")] = None,
+    seq: Annotated[int | None, typer.Option("--seq", help="Tokens per sequence.")] = None,
+    gpus: Annotated[
+        int | None, typer.Option("--gpus", help="GPUs (default: all of --hardware, else 1).")
+    ] = None,
+    strategy: Annotated[
+        Strategy | None, typer.Option("--strategy", help="ddp, fsdp, zero1, zero2, zero3.")
+    ] = None,
+    offload: Annotated[
+        bool, typer.Option("--offload", help="Offload optimizer states (and ZeRO-3 params) to CPU.")
+    ] = False,
+    optim: Annotated[str | None, typer.Option("--optim", help="HF optim name, e.g. adamw_8bit.")] = None,
+    grad_ckpt: Annotated[
+        bool | None, typer.Option("--grad-ckpt/--no-grad-ckpt", help="Gradient checkpointing (default: off).")
+    ] = None,
+    precision: Annotated[Precision | None, typer.Option("--precision", help="bf16, fp16 or fp32.")] = None,
+    tokens: Annotated[
+        float | None, typer.Option("--tokens", help="Tokens in the whole run (for hours).")
+    ] = None,
+    hardware: Annotated[
+        str | None, typer.Option("--hardware", "-H", help="Built-in machine name or descriptor YAML.")
+    ] = None,
+    online: Annotated[
+        bool, typer.Option("--online", help="Fetch unknown model configs from the Hub.")
+    ] = False,
+    output_format: Annotated[
+        OutputFormat, typer.Option("--format", help="Output format.")
+    ] = OutputFormat.text,
+    color: Annotated[
+        bool | None, typer.Option("--color/--no-color", help="Force colour on or off.")
+    ] = None,
+) -> None:
+    """Peak GPU memory (a breakdown), fit per GPU, strategies compared, and time, for a model or for runs."""
+    from advisor.report.estimate_view import (
+        EstimateError,
+        Request,
+        build_model_report,
+        build_run_reports,
+        is_model_path,
+    )
+
+    items = list(targets or ["."])
+    as_runs = len(items) > 1 or (Path(items[0]).exists() and not is_model_path(items[0]))
+    try:
+        if as_runs:
+            missing = [t for t in items if not Path(t).exists()]
+            if missing:
+                raise EstimateError(f"{missing[0]}: no such file or folder")
+            reports = build_run_reports([Path(t) for t in items], hardware, online)
+        else:
+            reports = [
+                build_model_report(
+                    Request(
+                        model=items[0],
+                        method=method.value,
+                        batch=batch,
+                        seq=seq,
+                        gpus=gpus,
+                        strategy=strategy.value if strategy else None,
+                        offload=offload,
+                        hardware=hardware,
+                        online=online,
+                        optimizer=optim,
+                        grad_ckpt=grad_ckpt,
+                        precision=precision.value if precision else None,
+                        tokens=tokens,
+                    )
+                )
+            ]
+    except EstimateError as exc:
+        _die(str(exc))
+        return
+    if output_format is OutputFormat.json:
+        from advisor.report.estimate_view import render_json
+
+        sys.stdout.write(render_json(reports, runs=as_runs))
+        return
+    from advisor.report.estimate_view import render_text
+
+    use_color = color if color is not None else sys.stdout.isatty()
+    sys.stdout.write(render_text(reports, color=use_color) if reports else "No runs found.\n")
 
 
 @app.command("rules")
@@ -184,12 +494,79 @@ def show_rule(code: Annotated[str, typer.Argument(help="Rule code or name, e.g. 
     """Print one rule's documentation."""
     from advisor.engine import load_catalog
     from advisor.report.rule_doc import render_rule
+    from advisor.report.sarif import help_uri
 
     for r in load_catalog():
         if code.upper() == r.code or code == r.spec.name or code in r.spec.aliases:
             sys.stdout.write(render_rule(r))
+            uri = help_uri(r)
+            if uri:
+                sys.stdout.write(f"Documentation: {uri}\n")
             return
     _die(f"no rule '{code}' (see `gpu-advise rules`)")
+
+
+@app.command("baseline")
+def write_baseline(
+    paths: Annotated[
+        list[Path] | None, typer.Argument(help="Files or folders (default: the current folder).")
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Baseline file (default: `baseline` in the settings, "
+                     "else .gpu-advise-baseline.json)."),
+    ] = None,
+    hardware: Annotated[str | None, typer.Option("--hardware", "-H")] = None,
+    select: Annotated[list[str] | None, typer.Option("--select")] = None,
+    ignore: Annotated[list[str] | None, typer.Option("--ignore")] = None,
+    rules: Annotated[list[Path] | None, typer.Option("--rules", help="Extra folder of rule files.")] = None,
+) -> None:
+    """Record the current findings, so that `check --baseline FILE` reports only new ones."""
+    from advisor.baseline import DEFAULT_FILE, render_baseline, write_atomic
+    from advisor.check import CheckError, CheckOptions, resolve_settings, run_check
+    from advisor.paths import relative
+    from advisor.settings import SettingsError
+
+    seeds = list(paths or [Path(".")])
+    options = CheckOptions(
+        hardware=hardware, select=_csv(select), ignore=_csv(ignore) or [], rules_dirs=list(rules or [])
+    )
+    try:
+        settings = resolve_settings(seeds, options)
+        target = output or (settings.root / settings.baseline if settings.baseline else Path(DEFAULT_FILE))
+        options.settings = settings.model_copy(update={"baseline": None})
+        result = run_check(seeds, options)
+    except (CheckError, SettingsError) as exc:
+        _die(str(exc))
+        return
+    try:
+        write_atomic(target, render_baseline(result.findings, target))
+    except OSError as exc:
+        _die(f"cannot write {target}: {exc.strerror or exc}")
+    n = len(result.findings)
+    typer.echo(f"gpu-advise: wrote {n} finding{'s' if n != 1 else ''} to {relative(target)}", err=True)
+    if result.errors:
+        for err in result.errors:
+            typer.echo(f"gpu-advise: internal error: {err}", err=True)
+        raise typer.Exit(2)
+
+
+@app.command("schema")
+def schema(
+    kind: Annotated[SchemaKind, typer.Argument(help="settings or hardware")] = SchemaKind.settings,
+) -> None:
+    """Print the JSON schema of the settings or of a hardware descriptor (for editor completion)."""
+    import json
+
+    if kind is SchemaKind.hardware:
+        from advisor.sources.hardware import hardware_schema
+
+        data = hardware_schema()
+    else:
+        from advisor.settings import settings_schema
+
+        data = settings_schema()
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")
 
 
 @hardware_app.command("list")

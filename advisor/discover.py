@@ -14,7 +14,7 @@ from typing import Any
 
 from advisor.paths import relative
 from advisor.sources.document import Document, Location, Span
-from advisor.sources.read import CONFIG_SUFFIXES, read_document
+from advisor.sources.read import CONFIG_SUFFIXES, SHELL_SUFFIXES, read_document
 
 SKIP_DIRS = {
     ".git",
@@ -150,9 +150,133 @@ def _ref(doc: Document, raw: str, span: Span, role: str, key: str | None = None)
 
 
 def discover(seeds: list[Path], cache: DocumentCache | None = None) -> tuple[list[RunSpec], list[Document]]:
-    """Build the runs reachable from the seeds. Returns the runs and every document read."""
+    """Build the runs reachable from the seeds. Returns the runs and every document read.
+
+    A config file given on its own (as pre-commit passes changed files) is checked as part of its
+    run: launch scripts (and configs) of the project that name it are found and become roots too,
+    and only the runs that contain a given file are kept.
+    """
     cache = cache or DocumentCache()
     docs = [cache.get(p) for p in iter_files(seeds)]
+    runs = _build_runs(docs, cache)
+    orphans = _unreached_config_seeds(seeds, docs, runs)
+    if not orphans:
+        return runs, cache.all()
+    referrers = find_referrers(orphans, {d.path.resolve() for d in docs}, cache)
+    if not referrers:
+        return runs, cache.all()
+    own = {d.path.resolve() for d in docs}
+    runs = [
+        r
+        for r in _build_runs(docs + referrers, cache)
+        if r.root.path.resolve() in own or any(d.path.resolve() in own for d in r.documents)
+    ]
+    used = {d.path.resolve() for r in runs for d in (*r.documents, r.script) if d is not None}
+    unused = {d.path.resolve() for d in referrers} - used
+    return runs, [d for d in cache.all() if d.path.resolve() not in unused]
+
+
+def _unreached_config_seeds(seeds: list[Path], docs: list[Document], runs: list[RunSpec]) -> list[Document]:
+    """Config files named as seeds that no launch command among the seeds reaches."""
+    files = {p.resolve() for p in seeds if p.is_file()}
+    if not files:
+        return []
+    reached = {d.path.resolve() for r in runs if r.command is not None for d in r.documents}
+    return [
+        d
+        for d in docs
+        if d.path.resolve() in files
+        and d.path.resolve() not in reached
+        and d.kind in RUN_KINDS | {"unknown"}
+        and d.path.suffix.lower() in CONFIG_SUFFIXES - SHELL_SUFFIXES
+    ]
+
+
+def project_root(path: Path) -> Path | None:
+    """The nearest folder at or above path with .git, pyproject.toml or .gpu-advise.toml."""
+    here = path.resolve().parent if path.is_file() else path.resolve()
+    for folder in (here, *here.parents):
+        if any((folder / marker).exists() for marker in (".git", "pyproject.toml", ".gpu-advise.toml")):
+            return folder
+    return None
+
+
+MAX_SCAN_DIRS = 5_000
+MAX_SCAN_FILES = 20_000
+MAX_SCAN_BYTES = 1024 * 1024
+
+
+def _scan_files(root: Path) -> list[tuple[Path, bytes]]:
+    """Config and launch files under root, with their bytes; bounded so that a project root that
+    turns out to be a home folder stays cheap (hidden folders, environments and build output are
+    skipped)."""
+    out: list[tuple[Path, bytes]] = []
+    dirs = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirs += 1
+        if dirs > MAX_SCAN_DIRS:
+            break
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if d not in SKIP_DIRS
+            and not d.startswith(".")
+            and not d.endswith(".egg-info")
+            and not _is_venv(Path(dirpath, d))
+        )
+        for name in sorted(filenames):
+            path = Path(dirpath, name)
+            if path.suffix.lower() not in CONFIG_SUFFIXES:
+                continue
+            if len(out) >= MAX_SCAN_FILES:
+                return out
+            try:
+                if path.stat().st_size <= MAX_SCAN_BYTES:
+                    out.append((path, path.read_bytes()))
+            except OSError:
+                continue
+    return out
+
+
+def find_referrers(targets: list[Document], known: set[Path], cache: DocumentCache) -> list[Document]:
+    """Launch scripts and configs of the targets' projects whose text names a target's file name
+    (then, transitively, names one of those: ds.json <- train.yaml <- launch.sh). A cheap text
+    filter first; a file that passes is read, and discovery decides whether it really references
+    the target. Searched: the project root (.git, pyproject.toml or .gpu-advise.toml above the
+    file), else the current folder when the file is below it, else the file's own folder."""
+    cwd = Path.cwd().resolve()
+    roots: dict[Path, list[Document]] = {}
+    for doc in targets:
+        path = doc.path.resolve()
+        root = project_root(path)
+        if root is None:
+            root = cwd if path.is_relative_to(cwd) and cwd != Path(cwd.anchor) else path.parent
+        roots.setdefault(root, []).append(doc)
+    found: list[Document] = []
+    seen = set(known)
+    for root, docs in roots.items():
+        files = _scan_files(root)
+        names = {d.path.name.encode() for d in docs}
+        for _ in range(3):  # ds.json <- train.yaml <- launch.sh, and one more level
+            new: list[Document] = []
+            for path, data in files:
+                key = path.resolve()
+                if key in seen or not any(name in data for name in names):
+                    continue
+                doc = cache.get(path)
+                if doc.kind == "launch" or doc.kind in RUN_KINDS:
+                    seen.add(key)
+                    new.append(doc)
+            if not new:
+                break
+            found.extend(new)
+            names = {d.path.name.encode() for d in new if d.kind != "launch"}
+            if not names:
+                break
+    return found
+
+
+def _build_runs(docs: list[Document], cache: DocumentCache) -> list[RunSpec]:
     runs: list[RunSpec] = []
     reached: set[Path] = set()
 
@@ -184,8 +308,7 @@ def discover(seeds: list[Path], cache: DocumentCache | None = None) -> tuple[lis
 
     # A DeepSpeed or accelerate file that a later run pulled in should not also stand alone.
     pulled = {d.path.resolve() for r in runs for d in r.documents if d is not r.root}
-    runs = [r for r in runs if r.command is not None or r.root.path.resolve() not in pulled]
-    return runs, cache.all()
+    return [r for r in runs if r.command is not None or r.root.path.resolve() not in pulled]
 
 
 def _attach_from_command(run: RunSpec, doc: Document, command: Any, cache: DocumentCache) -> None:

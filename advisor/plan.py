@@ -118,6 +118,8 @@ class RunPlan:
     hardware: Any = None  # advisor.sources.hardware.Machine
     settings: Any = None  # advisor.settings.RunSettings
     baseline: Any = None  # advisor.check.BaselineRun: the same run at --base REV
+    project: Any = None  # advisor.settings.Settings: the project settings (thresholds, dataset size)
+    online: bool = False  # --online: model configs may be fetched from the Hub
 
     @property
     def root_location(self) -> Location:

@@ -24,7 +24,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from advisor.estimate import constants as K
 from advisor.estimate.params import LinearShape, ParamCount
 
-__all__ = ["MemoryEstimate", "MemoryItem", "TrainingSetup", "estimate_memory", "lora_params", "what_if"]
+__all__ = [
+    "MemoryEstimate",
+    "MemoryItem",
+    "TrainingSetup",
+    "estimate_memory",
+    "has_optimizer_profile",
+    "lora_params",
+    "what_if",
+]
 
 Offload = Literal["none", "cpu", "nvme"]
 
@@ -190,6 +198,11 @@ def _optimizer(name: str) -> _Opt | None:
     tail = key.rsplit(".", 1)[-1]
     tail = _OPT_ALIASES.get(tail, tail)
     return _OPTS.get(tail)  # None: no profile (GaLore, APOLLO, custom classes) -> counted as AdamW, stated
+
+
+def has_optimizer_profile(name: str) -> bool:
+    """True when the memory model knows how `name` (an HF `optim` string or class path) stores its state."""
+    return _optimizer(name) is not None
 
 
 # ---- LoRA ---------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ def _builders() -> list[tuple[str, FactBuilder]]:
     from advisor.facts.baseline import baseline_facts
     from advisor.facts.batch import batch_facts
     from advisor.facts.data import data_facts
+    from advisor.facts.estimates import estimates_facts
     from advisor.facts.hardware import hardware_facts
     from advisor.facts.placement import placement_facts
     from advisor.facts.precision import precision_facts
@@ -30,6 +31,7 @@ def _builders() -> list[tuple[str, FactBuilder]]:
         ("precision", precision_facts),
         ("script", script_facts),
         ("baseline", baseline_facts),
+        ("estimates", estimates_facts),
     ]
 
 

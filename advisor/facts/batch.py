@@ -94,7 +94,9 @@ def visible_gpus(plan: RunPlan) -> GpuList:
 
     if launcher == "deepspeed":
         include = _value(plan.launch, "include")
-        filters = any(_value(plan.launch, k) is not None for k in ("include", "exclude", "num_gpus", "num_nodes"))
+        filters = any(
+            _value(plan.launch, k) is not None for k in ("include", "exclude", "num_gpus", "num_nodes")
+        )
         if include is not None and include.known:
             m = re.search(r":([\d,]+)", str(include.value))
             ids = parse_gpu_list(m.group(1)) if m else None
@@ -117,20 +119,21 @@ def _parallel_divisor(plan: RunPlan) -> tuple[int, list[Location]]:
     """tp x cp x sp: processes that share one data-parallel replica."""
     divisor, where = 1, []
     candidates = [
-        (plan.accelerate.child("parallelism_config"), "parallelism_config_tp_size"),
-        (plan.accelerate.child("parallelism_config"), "parallelism_config_cp_size"),
-        (plan.accelerate.child("parallelism_config"), "parallelism_config_sp_size"),
+        (plan.accelerate, "parallelism_config.parallelism_config_tp_size"),
+        (plan.accelerate, "parallelism_config.parallelism_config_cp_size"),
+        (plan.accelerate, "parallelism_config.parallelism_config_sp_size"),
         (plan.training, "tensor_parallel_size"),
         (plan.training, "context_parallel_size"),
         (plan.training, "sequence_parallel_degree"),
         (plan.deepspeed, "sequence_parallel_size"),
-        (plan.deepspeed.child("tensor_parallel"), "autotp_size"),
+        (plan.deepspeed, "tensor_parallel.autotp_size"),
     ]
-    for ns, key in candidates:
-        n = _int(_value(ns, key))
+    for ns, key in candidates:  # lookup, never child(): reading must not add empty sections
+        entry = ns.lookup(key)
+        v = entry if isinstance(entry, Value) else None
+        n = _int(v)
         if n and n > 1:
             divisor *= n
-            v = _value(ns, key)
             if v is not None and v.origin is not None:
                 where.append(v.origin)
     return divisor, where
@@ -154,7 +157,9 @@ def _implied_launcher(plan: RunPlan) -> str | None:
 # Counting GPUs at run time: `$(nvidia-smi -L | wc -l)`, `torch.cuda.device_count()`
 # ------------------------------------------------------------------------------------------------
 
-_GPU_QUERY = re.compile(r"nvidia-smi|nvidia_smi|device_count|gpu_count|num_gpus\(\)|\bnproc\b.*gpu", re.IGNORECASE)
+_GPU_QUERY = re.compile(
+    r"nvidia-smi|nvidia_smi|device_count|gpu_count|num_gpus\(\)|\bnproc\b.*gpu", re.IGNORECASE
+)
 _VAR_REF = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -188,6 +193,32 @@ def _queries_gpus(plan: RunPlan, key: str) -> bool:
     return word is not None and counts_gpus_at_run_time(word.raw or "", _script_variables(plan))
 
 
+def _gpu_query_text(raw: str, variables: dict[str, Any], depth: int = 0) -> str | None:
+    """The command substitution that counts the GPUs, as written, found through the variables."""
+    if _GPU_QUERY.search(raw):
+        return raw
+    if depth > 6:
+        return None
+    for name in _VAR_REF.findall(raw):
+        word = variables.get(name)
+        found = (
+            _gpu_query_text(getattr(word, "raw", "") or "", variables, depth + 1)
+            if word is not None
+            else None
+        )
+        if found is not None:
+            return found
+    return None
+
+
+def _query_reason(plan: RunPlan, key: str) -> str:
+    word = _launch_word(plan, key)
+    raw = word.raw if word is not None else "?"
+    query = _gpu_query_text(raw, _script_variables(plan)) or raw
+    shown = raw if query == raw else f"{raw} = {query}"
+    return f"--{key} {shown} is a command substitution that counts the GPUs at run time"
+
+
 def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
     """(processes per node, nodes, pinned). pinned=False when the count follows the machine the
     run lands on (every visible GPU), not a number written in the run's files."""
@@ -205,7 +236,9 @@ def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
 
     def follows_machine(reason: str, origin: Location | None) -> tuple[Value, bool]:
         if n_visible is None:
-            return Value(None, origin, "derived", unknown=f"{reason}, and no hardware is given", note=reason), masked
+            return Value(
+                None, origin, "derived", unknown=f"{reason}, and no hardware is given", note=reason
+            ), masked
         return Value(n_visible, origin, "derived", note=f"{reason}: {visible_note}"), masked
 
     root = plan.root_location
@@ -216,7 +249,7 @@ def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
         machines_value = machines if machines is not None and machines.known else Value(1, None, "default")
         if nproc is not None and not nproc.known:
             if nproc.source == "launch" and _queries_gpus(plan, "num_processes"):
-                value, pinned = follows_machine("--num_processes counts the GPUs at run time", nproc.origin)
+                value, pinned = follows_machine(_query_reason(plan, "num_processes"), nproc.origin)
                 return value, machines_value, pinned
             return nproc, machines_value, True
         total = _int(nproc)
@@ -227,14 +260,20 @@ def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
         dist = plan.accelerate.distributed_type
         if plan.spec.accelerate is not None and (dist is False or str(dist).upper() == "NO"):
             return (
-                Value(1, _origin(plan.accelerate, "distributed_type"), "accelerate", note="distributed_type NO"),
+                Value(
+                    1, _origin(plan.accelerate, "distributed_type"), "accelerate", note="distributed_type NO"
+                ),
                 machines_value,
                 True,
             )
         if plan.spec.accelerate is not None:
             return (
-                Value(None, _origin(plan.accelerate, "distributed_type"), "accelerate",
-                      unknown="the accelerate config sets no num_processes: accelerate asks for --num_processes"),
+                Value(
+                    None,
+                    _origin(plan.accelerate, "distributed_type"),
+                    "accelerate",
+                    unknown="the accelerate config sets no num_processes: accelerate asks for it",
+                ),
                 machines_value,
                 True,
             )
@@ -242,8 +281,13 @@ def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
         if named is not None:  # named but not found (GA004): we cannot know what it says
             why = f"the accelerate config '{named.value}' was not found" if named.known else named.unknown
             return Value(None, named.origin, "launch", unknown=why), machines_value, True
-        value, pinned = follows_machine(
-            "accelerate without a config file or --num_processes starts one process per visible GPU", root)
+        reason = "accelerate without a config file or --num_processes starts one process per visible GPU"
+        if launcher == "axolotl" and plan.launch.launcher is None:
+            reason = (
+                "axolotl starts accelerate, which without a config file or --num_processes starts one "
+                "process per visible GPU"
+            )
+        value, pinned = follows_machine(reason, root)
         return value, machines_value, pinned
 
     if launcher == "torchrun":
@@ -255,22 +299,37 @@ def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
                 nodes_value = nnodes
             else:
                 top = str(nnodes.value).split(":")[-1]
-                nodes_value = Value(int(top) if top.isdigit() else None, nnodes.origin, "launch",
-                                    unknown=None if top.isdigit() else f"--nnodes {nnodes.value}")
+                nodes_value = Value(
+                    int(top) if top.isdigit() else None,
+                    nnodes.origin,
+                    "launch",
+                    unknown=None if top.isdigit() else f"--nnodes {nnodes.value}",
+                )
         if nproc is None:
-            return (Value(1, root, "default", note="torchrun starts one process unless --nproc_per_node is given"),
-                    nodes_value, True)
+            return (
+                Value(
+                    1, root, "default", note="torchrun starts one process unless --nproc_per_node is given"
+                ),
+                nodes_value,
+                True,
+            )
         if not nproc.known:
             if _queries_gpus(plan, "nproc_per_node"):
-                value, pinned = follows_machine("--nproc_per_node counts the GPUs at run time", nproc.origin)
+                value, pinned = follows_machine(_query_reason(plan, "nproc_per_node"), nproc.origin)
                 return value, nodes_value, pinned
             return nproc, nodes_value, True
         if str(nproc.value).lower() in {"gpu", "auto"}:
-            value, pinned = follows_machine(f"--nproc_per_node {nproc.value} takes every visible GPU", nproc.origin)
+            value, pinned = follows_machine(
+                f"--nproc_per_node {nproc.value} takes every visible GPU", nproc.origin
+            )
             return value, nodes_value, pinned
         n = _int(nproc)
         if n is None:
-            return Value(None, nproc.origin, "launch", unknown=f"--nproc_per_node {nproc.value}"), nodes_value, True
+            return (
+                Value(None, nproc.origin, "launch", unknown=f"--nproc_per_node {nproc.value}"),
+                nodes_value,
+                True,
+            )
         return Value(n, nproc.origin, "launch"), nodes_value, True
 
     if launcher == "deepspeed":
@@ -280,14 +339,24 @@ def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
         if num_gpus is not None:
             if not num_gpus.known:
                 if _queries_gpus(plan, "num_gpus"):
-                    value, _ = follows_machine("--num_gpus counts the GPUs at run time", num_gpus.origin)
+                    value, _ = follows_machine(_query_reason(plan, "num_gpus"), num_gpus.origin)
                     return value, nodes_value, False
                 return num_gpus, nodes_value, True
             return Value(_int(num_gpus), num_gpus.origin, "launch"), nodes_value, True
         if visible.ids is not None:
-            return (Value(len(visible.ids), visible.origin, "launch", note="GPUs selected for the deepspeed launcher"),
-                    nodes_value, True)
-        value, pinned = follows_machine("the deepspeed launcher without --num_gpus or --include takes every GPU", root)
+            return (
+                Value(
+                    len(visible.ids),
+                    visible.origin,
+                    "launch",
+                    note="GPUs selected for the deepspeed launcher",
+                ),
+                nodes_value,
+                True,
+            )
+        value, pinned = follows_machine(
+            "the deepspeed launcher without --num_gpus or --include takes every GPU", root
+        )
         return value, nodes_value, pinned
 
     if launcher == "llamafactory":
@@ -300,10 +369,19 @@ def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
         return value, nodes_value, pinned
 
     if launcher == "python":
-        return Value(1, root, "launch", note="plain python starts one process"), Value(1, None, "default"), True
+        return (
+            Value(1, root, "launch", note="plain python starts one process"),
+            Value(1, None, "default"),
+            True,
+        )
 
     return (
-        Value(None, None, "derived", unknown="no launch script or accelerate config says how many processes start"),
+        Value(
+            None,
+            None,
+            "derived",
+            unknown="no launch script or accelerate config says how many processes start",
+        ),
         Value(1, None, "default"),
         True,
     )
@@ -350,8 +428,12 @@ def deepspeed_batch(train: int | None, micro: int | None, gas: int | None, world
     elif micro is not None:
         gas, train = 1, micro * world
     else:
-        return DsBatch(train, micro, gas,
-                       "Either train_batch_size or train_micro_batch_size_per_gpu needs to be provided")
+        return DsBatch(
+            train,
+            micro,
+            gas,
+            "Either train_batch_size or train_micro_batch_size_per_gpu needs to be provided",
+        )
     assert train is not None and micro is not None and gas is not None
     if train <= 0:
         return DsBatch(train, micro, gas, f"Train batch size: {train} has to be greater than 0")
@@ -360,13 +442,19 @@ def deepspeed_batch(train: int | None, micro: int | None, gas: int | None, world
     if gas <= 0:
         return DsBatch(train, micro, gas, f"Gradient accumulation steps: {gas} has to be greater than 0")
     if train != micro * gas * world:
-        return DsBatch(train, micro, gas,
-                       "Check batch related parameters. train_batch_size is not equal to "
-                       f"micro_batch_per_gpu * gradient_acc_step * world_size {train} != {micro} * {gas} * {world}")
+        return DsBatch(
+            train,
+            micro,
+            gas,
+            "Check batch related parameters. train_batch_size is not equal to "
+            f"micro_batch_per_gpu * gradient_acc_step * world_size {train} != {micro} * {gas} * {world}",
+        )
     return DsBatch(train, micro, gas, None)
 
 
-def deepspeed_valid_world_sizes(train: int | None, micro: int | None, gas: int | None, upto: int = 1024) -> list[int]:
+def deepspeed_valid_world_sizes(
+    train: int | None, micro: int | None, gas: int | None, upto: int = 1024
+) -> list[int]:
     """The data-parallel world sizes (1..upto) at which DeepSpeed accepts these batch values."""
     return [w for w in range(1, upto + 1) if deepspeed_batch(train, micro, gas, w).error is None]
 
@@ -374,18 +462,41 @@ def deepspeed_valid_world_sizes(train: int | None, micro: int | None, gas: int |
 COMMON_WORLD_SIZES = (1, 2, 4, 8, 16, 32, 64)
 
 # TrainingArguments written as script flags: these say the script parses TrainingArguments.
-_TA_FLAGS = frozenset({"per_device_train_batch_size", "gradient_accumulation_steps", "output_dir",
-                       "num_train_epochs", "learning_rate", "bf16", "fp16", "deepspeed", "fsdp", "max_steps",
-                       "save_strategy", "logging_steps", "dataloader_num_workers"})
+_TA_FLAGS = frozenset(
+    {
+        "per_device_train_batch_size",
+        "gradient_accumulation_steps",
+        "output_dir",
+        "num_train_epochs",
+        "learning_rate",
+        "bf16",
+        "fp16",
+        "deepspeed",
+        "fsdp",
+        "max_steps",
+        "save_strategy",
+        "logging_steps",
+        "dataloader_num_workers",
+    }
+)
 
 
 def has_training_arguments(plan: RunPlan) -> bool:
     """The run's script reads TrainingArguments (a TrainingArguments/TRL/LLaMA-Factory/axolotl
-    file, or TrainingArguments flags on the command line)."""
+    file, a launcher that always does, or TrainingArguments flags on the command line)."""
     if plan.spec.training is not None:
         return True
     command = plan.spec.command
-    return command is not None and any(k in _TA_FLAGS for k in command.script_args)
+    if command is None:
+        return False
+    if command.launcher in {"llamafactory", "trl", "axolotl"}:
+        return True
+    if any(k in _TA_FLAGS for k in command.script_args):
+        return True
+    from advisor.sources.known_keys import known_keys
+
+    keys = known_keys("training_args")
+    return any(k in keys for k in command.script_args)
 
 
 def deepspeed_consumer(plan: RunPlan) -> str | None:
@@ -395,7 +506,11 @@ def deepspeed_consumer(plan: RunPlan) -> str | None:
     if plan.spec.deepspeed is None:
         return None
     command = plan.spec.command
-    if command is not None and "deepspeed_config" in command.script_args and "deepspeed" not in command.script_args:
+    if (
+        command is not None
+        and "deepspeed_config" in command.script_args
+        and "deepspeed" not in command.script_args
+    ):
         return "native"
     return "hf" if has_training_arguments(plan) else "native"
 
@@ -409,14 +524,17 @@ def _is_auto(v: Value | None) -> bool:
     return v is not None and isinstance(v.value, str) and v.value.strip().lower() == "auto"
 
 
-def deepspeed_batch_check(plan: RunPlan, per_device: Value, accumulation: Value, world: int | None,
-                          dp: int | None) -> list[dict[str, Any]]:
+def deepspeed_batch_check(
+    plan: RunPlan, per_device: Value, accumulation: Value, world: int | None, dp: int | None
+) -> list[dict[str, Any]]:
     """GA102's evidence: the DeepSpeed batch values that fail (or only hold at some world sizes)."""
     consumer = deepspeed_consumer(plan)
     if consumer is None:
         return []
-    tv, mv, gv = (_ds_scalar(plan, k) for k in ("train_batch_size", "train_micro_batch_size_per_gpu",
-                                                 "gradient_accumulation_steps"))
+    tv, mv, gv = (
+        _ds_scalar(plan, k)
+        for k in ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")
+    )
     present = [v for v in (tv, mv, gv) if v is not None]
     if not present:
         return []
@@ -433,21 +551,34 @@ def deepspeed_batch_check(plan: RunPlan, per_device: Value, accumulation: Value,
         pd, acc = per_device.value, accumulation.value
         if not (isinstance(pd, int) and isinstance(acc, int)) or pd <= 0 or acc <= 0:
             return []
-        item.update(train=train, micro=pd, gas=acc, world=world, related=[
-            loc for loc in (per_device.origin, accumulation.origin) if loc is not None])
+        item.update(
+            train=train,
+            micro=pd,
+            gas=acc,
+            world=world,
+            related=[loc for loc in (per_device.origin, accumulation.origin) if loc is not None],
+        )
         if world is not None:
             expected = world * pd * acc
             if train == expected:
                 return []
-            item.update(kind="hf_mismatch", expected=expected, severity="error",
-                        detail=f"ds train_batch_size={train} vs hf train_batch_size (calculated)={expected}"
-                               f" ({world} processes x {pd} per device x {acc} accumulation)")
+            item.update(
+                kind="hf_mismatch",
+                expected=expected,
+                severity="error",
+                detail=f"ds train_batch_size={train} vs hf train_batch_size (calculated)={expected}"
+                f" ({world} processes x {pd} per device x {acc} accumulation)",
+            )
             return [item]
         per_process = pd * acc
         worlds = [train // per_process] if train % per_process == 0 else []
-        item.update(kind="hf_only_at", valid_worlds=worlds, severity="warning",
-                    detail=f"train_batch_size {train} = processes x {pd} per device x {acc} accumulation"
-                           + (f" holds only at {worlds[0]} processes" if worlds else " holds at no process count"))
+        item.update(
+            kind="hf_only_at",
+            valid_worlds=worlds,
+            severity="warning",
+            detail=f"train_batch_size {train} = processes x {pd} per device x {acc} accumulation"
+            + (f" holds only at {worlds[0]} processes" if worlds else " holds at no process count"),
+        )
         return [item]
 
     # native DeepSpeed: every value must be a number; "auto" means an HF/accelerate template
@@ -458,25 +589,48 @@ def deepspeed_batch_check(plan: RunPlan, per_device: Value, accumulation: Value,
         return []  # a string or float where DeepSpeed expects an int: GA001's business
     train, micro, gas = values
     if train is None and micro is None:
-        item.update(kind="missing", severity="error",
-                    detail="neither train_batch_size nor train_micro_batch_size_per_gpu is given")
+        item.update(
+            kind="missing",
+            severity="error",
+            detail="neither train_batch_size nor train_micro_batch_size_per_gpu is given",
+        )
         return [item]
     item.update(train=train, micro=micro, gas=gas)
     if dp is not None:
         result = deepspeed_batch(train, micro, gas, dp)
         if result.error is None:
             return []
-        item.update(kind="fails", severity="error", derived_micro=result.micro, derived_gas=result.gas,
-                    valid_worlds=_shown(deepspeed_valid_world_sizes(train, micro, gas)), detail=result.error)
+        item.update(
+            kind="fails",
+            severity="error",
+            derived_micro=result.micro,
+            derived_gas=result.gas,
+            valid_worlds=_shown(deepspeed_valid_world_sizes(train, micro, gas)),
+            detail=f"{_derivation(train, micro, gas, dp, result)} ('{result.error}')",
+        )
         return [item]
     worlds = deepspeed_valid_world_sizes(train, micro, gas)
     failing_common = [w for w in COMMON_WORLD_SIZES if w not in worlds]
     if len(worlds) >= 1024:
         return []  # holds at every world size (only micro, or micro + gas)
-    item.update(kind="only_at", valid_worlds=_shown(worlds), failing=failing_common,
-                severity="warning" if failing_common else "info",
-                detail=_written(train, micro, gas))
+    item.update(
+        kind="only_at",
+        valid_worlds=_shown(worlds),
+        failing=failing_common,
+        severity="warning" if failing_common else "info",
+        detail=_written(train, micro, gas),
+    )
     return [item]
+
+
+def _derivation(train: int | None, micro: int | None, gas: int | None, world: int, result: DsBatch) -> str:
+    if train is not None and micro is not None and gas is None:
+        return f"gradient_accumulation_steps = {train} // {micro} // {world} = {result.gas}"
+    if train is not None and gas is not None and micro is None:
+        return f"train_micro_batch_size_per_gpu = {train} // {world} // {gas} = {result.micro}"
+    if train is not None and micro is None and gas is None:
+        return f"train_micro_batch_size_per_gpu = {train} // {world} = {result.micro}"
+    return f"{result.train} != {result.micro} x {result.gas} x {world}"
 
 
 def _shown(worlds: list[int], limit: int = 12) -> list[int | str]:
@@ -484,8 +638,15 @@ def _shown(worlds: list[int], limit: int = 12) -> list[int | str]:
 
 
 def _written(train: int | None, micro: int | None, gas: int | None) -> str:
-    parts = [f"{k} {v}" for k, v in (("train_batch_size", train), ("train_micro_batch_size_per_gpu", micro),
-                                     ("gradient_accumulation_steps", gas)) if v is not None]
+    parts = [
+        f"{k} {v}"
+        for k, v in (
+            ("train_batch_size", train),
+            ("train_micro_batch_size_per_gpu", micro),
+            ("gradient_accumulation_steps", gas),
+        )
+        if v is not None
+    ]
     return ", ".join(parts)
 
 
@@ -525,53 +686,76 @@ def batch_conflicts(plan: RunPlan) -> list[dict[str, Any]]:
         if dv == hv and type(dv) is type(hv):
             return
         default = hf.source == "default"
-        out.append({
-            "location": ds.origin,
-            "related": [hf.origin] if hf.origin is not None else [],
-            "kind": kind,
-            "source": source,
-            "key": ds_key,
-            "ds_value": dv,
-            "hf_key": hf_key,
-            "hf_value": hv,
-            "hf_default": default,
-            "string": isinstance(dv, str),
-            "detail": f"ds {ds_key}={_hf_show(dv)} vs hf {hf_key}={_hf_show(hv)}",
-        })
+        out.append(
+            {
+                "location": ds.origin,
+                "related": [hf.origin] if hf.origin is not None else [],
+                "kind": kind,
+                "source": source,
+                "key": ds_key,
+                "ds_value": dv,
+                "hf_key": hf_key,
+                "hf_value": hv,
+                "hf_default": default,
+                "string": isinstance(dv, str),
+                "detail": f"ds {ds_key}={_hf_show(dv)} vs hf {hf_key}={_hf_show(hv)}",
+            }
+        )
 
     if plan.spec.deepspeed is not None and deepspeed_consumer(plan) == "hf":
         gas = _ds_scalar(plan, "gradient_accumulation_steps")
         if gas is not None and not _is_auto(gas):
-            pair(gas, "gradient_accumulation_steps", hf_accum, "gradient_accumulation_steps", "ds_json", "deepspeed")
+            pair(
+                gas,
+                "gradient_accumulation_steps",
+                hf_accum,
+                "gradient_accumulation_steps",
+                "ds_json",
+                "deepspeed",
+            )
         micro = _ds_scalar(plan, "train_micro_batch_size_per_gpu")
         if micro is not None and not _is_auto(micro) and t.auto_find_batch_size is not True:
-            pair(micro, "train_micro_batch_size_per_gpu", hf_micro, "per_device_train_batch_size", "ds_json",
-                 "deepspeed")
+            pair(
+                micro,
+                "train_micro_batch_size_per_gpu",
+                hf_micro,
+                "per_device_train_batch_size",
+                "ds_json",
+                "deepspeed",
+            )
 
     dist = str(plan.accelerate.distributed_type or "").upper()
     if acc_gas is not None and acc_gas.known and dist == "DEEPSPEED":
         if acc_file is not None and acc_gas.source == "accelerate" and acc_file.source == "accelerate":
-            out.append({
-                "location": acc_gas.origin,
-                "related": [acc_file.origin] if acc_file.origin is not None else [],
-                "kind": "accelerate_with_file",
-                "source": "accelerate",
-                "key": "gradient_accumulation_steps",
-                "ds_value": acc_gas.value,
-                "hf_key": None,
-                "hf_value": None,
-                "hf_default": False,
-                "string": False,
-                "detail": "deepspeed_config.gradient_accumulation_steps beside deepspeed_config_file",
-            })
+            out.append(
+                {
+                    "location": acc_gas.origin,
+                    "related": [acc_file.origin] if acc_file.origin is not None else [],
+                    "kind": "accelerate_with_file",
+                    "source": "accelerate",
+                    "key": "gradient_accumulation_steps",
+                    "ds_value": acc_gas.value,
+                    "hf_key": None,
+                    "hf_value": None,
+                    "hf_default": False,
+                    "string": False,
+                    "detail": "deepspeed_config.gradient_accumulation_steps beside deepspeed_config_file",
+                }
+            )
         elif acc_file is None and plan.spec.deepspeed is None and has_ta:
             # accelerate's DeepSpeed plugin builds the config with this value (an int, from the
             # ACCELERATE_GRADIENT_ACCUMULATION_STEPS environment variable)
             as_int = _int(acc_gas)
             if as_int is not None:
                 shown = Value(as_int, acc_gas.origin, acc_gas.source)
-                pair(shown, "gradient_accumulation_steps", hf_accum, "gradient_accumulation_steps", "accelerate",
-                     "accelerate")
+                pair(
+                    shown,
+                    "gradient_accumulation_steps",
+                    hf_accum,
+                    "gradient_accumulation_steps",
+                    "accelerate",
+                    "accelerate",
+                )
     return out
 
 
@@ -584,14 +768,21 @@ def batch_facts(plan: RunPlan) -> Namespace:
     ns.set("processes_per_node", per_node)
     ns.set("nodes", nodes)
     ns.set("pinned", Value(pinned, per_node.origin, "derived"))
+    ns.set("launcher", Value(_implied_launcher(plan), per_node.origin, "derived"))
     ns.set("follows", Value(None if pinned else per_node.note, per_node.origin, "derived"))
     visible = visible_gpus(plan)
     ns.set("visible_gpus", Value(visible.ids, visible.origin, "derived", unknown=visible.unknown))
     ns.set("selected_via", Value(visible.via if visible.ids is not None else None, visible.origin, "derived"))
 
     world = None
-    if per_node.known and nodes.known and per_node.value is not None and nodes.value is not None:
-        world = per_node.value * int(nodes.value)
+    n_per_node, n_nodes = _int(per_node), _int(nodes)
+    if per_node.known and nodes.known and (n_per_node is None or n_nodes is None):
+        bad = per_node if n_per_node is None else nodes
+        per_node = Value(
+            None, bad.origin, "derived", unknown=f"{bad.value!r} is not a number of processes or nodes"
+        )
+    if per_node.known and nodes.known and n_per_node is not None and n_nodes is not None:
+        world = n_per_node * n_nodes
         related = [loc for loc in (nodes.origin,) if loc is not None]
         ns.set("world_size", Value(world, per_node.origin, "derived", related=related, note=per_node.note))
     else:
@@ -599,23 +790,48 @@ def batch_facts(plan: RunPlan) -> Namespace:
         ns.set("world_size", Value(None, per_node.origin, "derived", unknown=reason))
 
     divisor, div_where = _parallel_divisor(plan)
-    ns.set("model_parallel_size", Value(divisor, div_where[0] if div_where else None, "derived", related=div_where[1:]))
+    ns.set(
+        "model_parallel_size",
+        Value(divisor, div_where[0] if div_where else None, "derived", related=div_where[1:]),
+    )
     dp = world // divisor if world is not None and divisor and world % divisor == 0 else None
     if world is not None and dp is None:
-        ns.set("dp_size", Value(None, None, "derived", unknown=f"world size {world} is not divisible by tp x cp x sp = {divisor}"))
+        ns.set(
+            "dp_size",
+            Value(
+                None,
+                None,
+                "derived",
+                unknown=f"world size {world} is not divisible by tp x cp x sp = {divisor}",
+            ),
+        )
     else:
-        ns.set("dp_size", Value(dp, per_node.origin, "derived", unknown=None if dp is not None else "world size unknown"))
+        ns.set(
+            "dp_size",
+            Value(dp, per_node.origin, "derived", unknown=None if dp is not None else "world size unknown"),
+        )
 
     micro, accum = _micro_and_accum(plan)
     ns.set("per_device", micro)
     ns.set("accumulation", accum)
-    if dp is not None and micro.known and accum.known and isinstance(micro.value, int) and isinstance(accum.value, int):
+    if (
+        dp is not None
+        and micro.known
+        and accum.known
+        and isinstance(micro.value, int)
+        and isinstance(accum.value, int)
+    ):
         eff = micro.value * accum.value * dp
         related = [loc for loc in (accum.origin, per_node.origin) if loc is not None]
         ns.set(
             "effective_batch",
-            Value(eff, micro.origin, "derived", related=related,
-                  note=f"{micro.value} per device x {accum.value} accumulation x {dp} data-parallel processes"),
+            Value(
+                eff,
+                micro.origin,
+                "derived",
+                related=related,
+                note=f"{micro.value} per device x {accum.value} accumulation x {dp} data-parallel processes",
+            ),
         )
         ns.set("per_process_batch", Value(micro.value * accum.value, micro.origin, "derived"))
     else:
@@ -635,7 +851,9 @@ def _micro_and_accum(plan: RunPlan) -> tuple[Value, Value]:
     if t.dialect == "axolotl" and batch_size is not None and accum.source == "default":
         m, b = _int(micro), _int(batch_size)
         if m and b:
-            accum = Value(b // m, batch_size.origin, "training_args", note=f"batch_size {b} // micro_batch_size {m}")
+            accum = Value(
+                b // m, batch_size.origin, "training_args", note=f"batch_size {b} // micro_batch_size {m}"
+            )
     if plan.deepspeed:
         # a DeepSpeed number stands in for a TrainingArguments value that is not written
         ds_micro = _value(plan.deepspeed, "train_micro_batch_size_per_gpu")

@@ -1,4 +1,10 @@
-"""Which GPUs a run's processes land on, and what joins them (NVLink, PCIe, the network)."""
+"""Which GPUs a run's processes land on, and what joins them (NVLink, PCIe, the network).
+
+Ranks take the visible devices in order: local rank r uses visible device r (torchrun, accelerate
+and deepspeed all set the device from LOCAL_RANK), so a job of k processes per node runs on the
+first k GPUs of its visible set. Tensor-parallel groups are blocks of consecutive ranks (the
+innermost dimension of the device mesh in accelerate/torch and DeepSpeed AutoTP).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,102 @@ from typing import Any
 
 from advisor.facts import topology
 from advisor.provenance import Namespace, Value
+
+# Below this all-reduce busbw (GB/s) a network is "not fast" for FSDP/ZeRO-3: with H100-class
+# compute and 4k tokens per micro-batch the ZeRO-3 all-gathers take longer than the layer's
+# compute (hardware.md §2.4, r3 = (n-1)/n * b * achieved / (2 * T_mb * busbw) > 1 below ~70 GB/s;
+# 2 nodes x 8 A100 over 4x200 Gb/s IB measure 86 GB/s, 100 GbE TCP about 10).
+FAST_NETWORK_GBS = 50.0
+
+
+def tensor_parallel_size(plan: Any) -> Value | None:
+    """The tensor-parallel degree written anywhere in the run (accelerate parallelism_config,
+    axolotl tensor_parallel_size, DeepSpeed tensor_parallel.autotp_size)."""
+    places = [
+        (plan.accelerate, "parallelism_config.parallelism_config_tp_size"),
+        (plan.training, "tensor_parallel_size"),
+        (plan.deepspeed, "tensor_parallel.autotp_size"),
+        (plan.launch, "tensor_parallel_size"),
+    ]
+    for ns, path in places:
+        e = ns.lookup(path)
+        if isinstance(e, Value) and e.known:
+            try:
+                n = int(e.value)
+            except (TypeError, ValueError):
+                continue
+            if not isinstance(e.value, bool) and n > 1:
+                return Value(n, e.origin, e.source)
+    return None
+
+
+def count_problems(
+    plan: Any,
+    per_node: Any,
+    selected: list[int] | None,
+    selection_origin: Any,
+    proc_origin: Any,
+    via: str | None,
+) -> list[dict[str, Any]]:
+    """GA304's evidence: processes per node against the GPUs they can see.
+
+    - more processes than visible GPUs: rank r calls set_device(r) and the ranks past the last
+      visible GPU fail ("invalid device ordinal"), or, with accelerate, two ranks share a GPU;
+    - fewer processes than the GPUs the script selects: the GPUs past the last rank sit idle
+      (a plain `python` run is left out: one process may use several GPUs on purpose, device_map);
+    - a selected index the machine does not have: CUDA hides it and every index after it.
+    """
+    out: list[dict[str, Any]] = []
+    machine = plan.hardware
+    count = machine.gpus.count if machine is not None else None
+    if selected is not None and count is not None:
+        bad = [g for g in selected if g >= count]
+        if bad:
+            out.append(
+                {
+                    "location": selection_origin,
+                    "kind": "out_of_range",
+                    "severity": "error",
+                    "gpus": bad,
+                    "machine_gpus": count,
+                    "selection": selected,
+                    "via": via,
+                }
+            )
+            return out
+    if not isinstance(per_node, int):
+        return out
+    n_visible = len(selected) if selected is not None else count
+    if n_visible is None:
+        return out
+    if per_node > n_visible:
+        out.append(
+            {
+                "location": proc_origin or selection_origin,
+                "kind": "too_many",
+                "severity": "error",
+                "processes": per_node,
+                "visible": n_visible,
+                "selection": selected,
+                "via": via,
+                "related": [selection_origin] if selection_origin is not None else [],
+            }
+        )
+    elif per_node < n_visible and selected is not None and plan.launch.launcher not in {None, "python"}:
+        out.append(
+            {
+                "location": selection_origin,
+                "kind": "idle",
+                "severity": "warning",
+                "processes": per_node,
+                "visible": n_visible,
+                "selection": selected,
+                "via": via,
+                "idle": selected[per_node:],
+                "related": [proc_origin] if proc_origin is not None else [],
+            }
+        )
+    return out
 
 
 def placement_facts(plan: Any, names: dict[str, Any]) -> Namespace:
@@ -19,10 +121,26 @@ def placement_facts(plan: Any, names: dict[str, Any]) -> Namespace:
     selection_origin = visible.origin if isinstance(visible, Value) else None
     ns.set("selected_by_index", Value(selected is not None, selection_origin, "derived"))
     ns.set("selection", Value(selected, selection_origin, "derived"))
+    ns.set("selected_via", Value(batch.selected_via, selection_origin, "derived"))
+    tp = tensor_parallel_size(plan)
+    if tp is not None:
+        ns.set("tp_size", tp)
+
+    # processes against the GPUs they can see (no machine needed when the script selects them)
+    count = machine.gpus.count if machine is not None else None
+    n_visible = len(selected) if selected is not None else count
+    proc_origin = batch.entry("processes_per_node").origin
+    problems = count_problems(plan, per_node, selected, selection_origin, proc_origin, batch.selected_via)
+    ns.set("count_problems", Value(problems, None, "derived"))
+    # the layout is physically possible: every process has a GPU that exists (else GA304 says so,
+    # and the link rules would judge a layout that cannot start)
+    ns.set("consistent", Value(not any(p["severity"] == "error" for p in problems), None, "derived"))
+    if isinstance(per_node, int) and n_visible is not None:
+        ns.set("visible_count", Value(n_visible, selection_origin, "derived"))
+    first = selection_origin or proc_origin
     if machine is None or not isinstance(per_node, int):
         return ns
 
-    count = machine.gpus.count
     ns.set("machine_gpus", Value(count, None, "hardware"))
     if selected is not None:
         local = list(selected)
@@ -30,26 +148,49 @@ def placement_facts(plan: Any, names: dict[str, Any]) -> Namespace:
     else:
         local = list(range(count))
         used = list(range(min(per_node, count)))  # ranks take visible devices 0..n-1
-    ns.set("visible_count", Value(len(local), selection_origin, "derived"))
-    out_of_range = [g for g in used if g >= count]
+    out_of_range = [g for g in local if g >= count]
     ns.set("out_of_range", Value(out_of_range, selection_origin, "derived"))
     if out_of_range:
         return ns
     ns.set("nodes_exceed_machine", Value(nodes > machine.nodes, batch.entry("nodes").origin, "derived"))
     gpu_ids = [n * count + g for n in range(min(nodes, machine.nodes)) for g in used]
     ns.set("gpu_ids", Value(used, selection_origin, "derived"))
+    ns.set("placed_at", Value(used, first, "derived"))
     k = len(used)
     ns.set("gpus_per_node", Value(k, selection_origin, "derived"))
     groups = topology.nvlink_groups(machine)
-    ns.set("has_nvlink", Value(bool(groups) and any(len(g) > 1 for g in groups), None, "hardware"))
+    has_nvlink = bool(groups) and any(len(g) > 1 for g in groups)
+    ns.set("has_nvlink", Value(has_nvlink, None, "hardware"))
+    # NVLink joins some GPUs and not others: which GPUs a job gets matters
+    ns.set("partial_nvlink", Value(has_nvlink and machine.nvlink != "all", None, "hardware"))
+    ns.set(
+        "proper_subset",
+        Value(selected is not None and len(set(selected)) < count, selection_origin, "derived"),
+    )
     one_group = topology.all_nvlinked(machine, used)
     ns.set("in_one_nvlink_group", Value(one_group, selection_origin, "derived"))
     suggestion = topology.nvlink_group_for(machine, k) if k >= 2 else None
     ns.set("nvlink_group_for_job", Value(suggestion, None, "derived"))
+    ns.set(
+        "nvlink_groups",
+        Value([sorted(g) for g in topology.nvlink_groups(machine) if max(g) < count], None, "hardware"),
+    )
+    gpu = machine.gpu
+    if gpu.nvlink is not None:
+        ns.set("nvlink_busbw_gbs", Value(gpu.nvlink.busbw_gbs, None, "hardware"))
+    ns.set("pcie_busbw_gbs", Value(gpu.pcie.busbw_gbs, None, "hardware"))
     if len(gpu_ids) >= 2:
         kinds = {topology.link_kind(machine, a, b) for a in gpu_ids for b in gpu_ids if a < b}
         slowest = "network" if "network" in kinds else "pcie" if "pcie" in kinds else "nvlink"
+        busbw = topology.slowest_link_busbw_gbs(machine, gpu_ids)
         ns.set("slowest_link", Value(slowest, selection_origin, "derived"))
-        ns.set("busbw_gbs", Value(topology.slowest_link_busbw_gbs(machine, gpu_ids), None, "derived"))
+        ns.set("busbw_gbs", Value(round(busbw, 1), None, "derived"))
         ns.set("intra_node_link", Value("nvlink" if one_group else "pcie", selection_origin, "derived"))
+        slow = slowest == "pcie" or (slowest == "network" and busbw < FAST_NETWORK_GBS)
+        ns.set("slow_interconnect", Value(slow, selection_origin, "derived"))
+    if tp is not None and tp.value <= k:
+        blocks = [used[i : i + tp.value] for i in range(0, k - k % tp.value, tp.value)]
+        over_pcie = [b for b in blocks if not topology.all_nvlinked(machine, b)]
+        ns.set("tp_groups", Value(blocks, tp.origin, "derived"))
+        ns.set("tp_groups_over_pcie", Value(over_pcie, tp.origin, "derived"))
     return ns

@@ -1,4 +1,19 @@
-"""Mixed precision as each file asks for it, and what is in force."""
+"""Mixed precision as each file asks for it, what is in force, and where the files disagree.
+
+Who wins (transformers 4.x/5.x `TrainingArguments.__post_init__`, HF and accelerate DeepSpeed
+integrations):
+- `accelerate launch` exports ACCELERATE_MIXED_PRECISION; TrainingArguments' fp16/bf16, when set,
+  silently replace it (tf5 training_args.py:1612-1618). Unset, accelerate's value is in force.
+- A DeepSpeed JSON's `fp16.enabled` / `bf16.enabled` of "auto" follow TrainingArguments; any other
+  value must equal TrainingArguments' (fp16|fp16_full_eval, bf16|bf16_full_eval; the defaults are
+  False), or `trainer.train()` raises
+  "ds fp16.enabled=True vs hf fp16|fp16_full_eval+fp16_backend(amp)=False".
+- accelerate with DeepSpeed: `--mixed_precision bf16` while the DeepSpeed JSON enables fp16 (or the
+  reverse) raises "`--mixed_precision` arg cannot be set to `bf16` when `fp16` is set in the
+  DeepSpeed config file" (accelerate DeepSpeedPlugin.set_mixed_precision).
+- DeepSpeed itself asserts "bfloat16 and fp16 modes cannot be simultaneously enabled";
+  TrainingArguments raises "At most one of fp16 and bf16 can be True, but not both".
+"""
 
 from __future__ import annotations
 
@@ -20,28 +35,42 @@ def _truth(v: Value | None) -> bool | str | None:
     if isinstance(v.value, bool):
         return v.value
     if isinstance(v.value, str):
-        low = v.value.lower()
-        if low in {"true", "false"}:
-            return low == "true"
+        low = v.value.strip().lower()
+        if low in {"true", "yes", "1"}:
+            return True
+        if low in {"false", "no", "0"}:
+            return False
         return low  # "auto"
+    if isinstance(v.value, int):
+        return bool(v.value)
     return None
 
 
+def _written(v: Value | None) -> bool:
+    return v is not None and v.source != "default"
+
+
 def training_mode(plan: Any) -> Value | None:
-    """bf16/fp16/fp32 as TrainingArguments asks, only when written (defaults say fp32 silently)."""
+    """bf16/fp16/fp32 as TrainingArguments asks, only when written (defaults say fp32 silently).
+    axolotl's `bf16: auto` gives "auto" (bf16 where the GPU has it)."""
     t = plan.training
     bf16, fp16 = _entry(t, "bf16"), _entry(t, "fp16")
     b, f = _truth(bf16), _truth(fp16)
-    if b is True or (b == "auto" and bf16 is not None and bf16.source != "default"):
-        return Value("bf16" if b is True else "auto", bf16.origin, bf16.source)
-    if f is True:
+    if b is True and _written(bf16):
+        assert bf16 is not None
+        return Value("bf16", bf16.origin, bf16.source)
+    if f is True and _written(fp16):
+        assert fp16 is not None
         return Value("fp16", fp16.origin, fp16.source)
-    explicit = [v for v in (bf16, fp16) if v is not None and v.source != "default"]
+    if b == "auto" and _written(bf16):
+        assert bf16 is not None
+        return Value("auto", bf16.origin, bf16.source)
+    pure = _entry(t, "pure_bf16")
+    if pure is not None and _truth(pure) is True:
+        return Value("bf16", pure.origin, pure.source)
+    explicit = [v for v in (bf16, fp16) if _written(v) and _truth(v) is False]
     if explicit:
         return Value("fp32", explicit[0].origin, explicit[0].source, note="bf16 and fp16 are false")
-    pure = _entry(t, "pure_bf16")
-    if pure is not None and pure.value is True:
-        return Value("bf16", pure.origin, pure.source)
     return None
 
 
@@ -50,19 +79,25 @@ def accelerate_mode(plan: Any) -> Value | None:
     if v is None:
         return None
     raw = v.value
-    mode = "fp32" if raw is False or str(raw).lower() == "no" else str(raw).lower()
+    mode = "fp32" if raw is False or str(raw).lower() in {"no", "false"} else str(raw).lower()
     return Value(mode, v.origin, v.source)
 
 
 def deepspeed_mode(plan: Any) -> Value | None:
+    """The DeepSpeed JSON's own choice: bf16/fp16 when enabled is true, "auto" when it defers to
+    TrainingArguments, fp32 when an enabled flag is written false and nothing is on."""
     ds = plan.deepspeed
+    autos = []
     for key in ("bf16.enabled", "bfloat16.enabled", "fp16.enabled"):
         v = _entry(ds, key)
         truth = _truth(v)
         if truth is True:
+            assert v is not None
             return Value("fp16" if key.startswith("fp16") else "bf16", v.origin, v.source)
         if truth == "auto":
-            return Value("auto", v.origin, v.source)
+            autos.append(v)
+    if autos:
+        return Value("auto", autos[0].origin, autos[0].source)
     explicit = [_entry(ds, k) for k in ("bf16.enabled", "fp16.enabled")]
     explicit = [v for v in explicit if v is not None]
     if explicit:
@@ -70,27 +105,200 @@ def deepspeed_mode(plan: Any) -> Value | None:
     return None
 
 
+def _ds_flags(plan: Any) -> dict[str, Value]:
+    """DeepSpeed's fp16.enabled / bf16.enabled as written (not "auto")."""
+    out = {}
+    for dtype, keys in (("fp16", ("fp16.enabled",)), ("bf16", ("bf16.enabled", "bfloat16.enabled"))):
+        for key in keys:
+            v = _entry(plan.deepspeed, key)
+            if v is not None and _truth(v) in (True, False):
+                out[dtype] = v
+                break
+    return out
+
+
+def _has_training_arguments(plan: Any) -> bool:
+    from advisor.facts.batch import has_training_arguments
+
+    return has_training_arguments(plan)
+
+
+def precision_conflicts(plan: Any) -> list[dict[str, Any]]:
+    """GA504's evidence: one item per pair of files that disagree, with what the consumer does."""
+    out: list[dict[str, Any]] = []
+    t = plan.training
+    bf16, fp16 = _entry(t, "bf16"), _entry(t, "fp16")
+    ta = training_mode(plan)
+    acc = accelerate_mode(plan)
+    ds_flags = _ds_flags(plan)
+
+    def add(at: Value, other: Value | None, severity: str, kind: str, detail: str) -> None:
+        out.append(
+            {
+                "location": at.origin,
+                "related": [other.origin] if other is not None and other.origin else [],
+                "severity": severity,
+                "kind": kind,
+                "detail": detail,
+            }
+        )
+
+    # TrainingArguments against itself
+    if _truth(bf16) is True and _truth(fp16) is True and _written(bf16) and _written(fp16):
+        assert bf16 is not None and fp16 is not None
+        add(
+            fp16,
+            bf16,
+            "error",
+            "ta_both",
+            "fp16 and bf16 are both true: TrainingArguments raises "
+            "'At most one of fp16 and bf16 can be True, but not both'",
+        )
+    # the DeepSpeed JSON against itself
+    if all(_truth(ds_flags.get(d)) is True for d in ("fp16", "bf16")):
+        add(
+            ds_flags["bf16"],
+            ds_flags["fp16"],
+            "error",
+            "ds_both",
+            "fp16.enabled and bf16.enabled are both true: DeepSpeed asserts 'bfloat16 and fp16 modes cannot "
+            "be simultaneously enabled'",
+        )
+    # the DeepSpeed JSON against TrainingArguments (HF's fill_match; defaults are False)
+    if plan.spec.deepspeed is not None and _has_training_arguments(plan):
+        hf = {
+            "fp16": _truth(fp16) is True,
+            "bf16": _truth(bf16) is True or (ta is not None and ta.value == "bf16"),
+        }
+        hf_src = {"fp16": fp16, "bf16": bf16 if _written(bf16) else (ta if ta is not None else bf16)}
+        for dtype, v in ds_flags.items():
+            want = _truth(v)
+            if want != hf[dtype]:
+                other = hf_src[dtype]
+                written = other is not None and _written(other)
+                add(
+                    v,
+                    other if written else None,
+                    "error",
+                    "ds_vs_ta",
+                    f"ds {dtype}.enabled={want} vs hf {dtype}={hf[dtype]}"
+                    + ("" if written else " (the default)")
+                    + ": the Trainer raises ValueError at train()",
+                )
+    # accelerate's mixed_precision against the DeepSpeed JSON (accelerate raises)
+    if acc is not None and acc.value in {"fp16", "bf16", "fp8"} and ds_flags:
+        mine = "fp16" if acc.value == "fp16" else "bf16"
+        other_dtype = "bf16" if mine == "fp16" else "fp16"
+        v = ds_flags.get(other_dtype)
+        if v is not None and _truth(v) is True and not (ta is not None and ta.value in {"fp16", "bf16"}):
+            add(
+                acc,
+                v,
+                "error",
+                "accelerate_vs_ds",
+                f"mixed_precision {acc.value} while the DeepSpeed file enables {other_dtype}: "
+                f"accelerate raises '--mixed_precision arg cannot be set to {acc.value} when {other_dtype} "
+                "is set in the DeepSpeed "
+                "config file'",
+            )
+    # accelerate against TrainingArguments (TrainingArguments silently wins)
+    if (
+        acc is not None
+        and ta is not None
+        and ta.value in {"bf16", "fp16"}
+        and acc.value in MODES
+        and acc.value != ta.value
+    ):
+        shown = "'no'" if acc.value == "fp32" else acc.value
+        add(
+            acc,
+            ta,
+            "warning",
+            "accelerate_vs_ta",
+            f"accelerate mixed_precision {shown} vs TrainingArguments {ta.value}: TrainingArguments "
+            f"silently replaces accelerate's setting, so {ta.value} is in force",
+        )
+    return out
+
+
+def bf16_requests(plan: Any) -> list[dict[str, Any]]:
+    """Every explicit request for bf16 or tf32 (GA501's evidence)."""
+    out: list[dict[str, Any]] = []
+    t = plan.training
+    for key, what in (("bf16", "bf16"), ("bf16_full_eval", "bf16"), ("pure_bf16", "bf16"), ("tf32", "tf32")):
+        v = _entry(t, key)
+        if v is not None and _written(v) and _truth(v) is True:
+            out.append(
+                {
+                    "location": v.origin,
+                    "what": what,
+                    "key": key,
+                    "source": "TrainingArguments",
+                    "raises": True,
+                }
+            )
+    acc = accelerate_mode(plan)
+    if acc is not None and acc.value == "bf16":
+        out.append(
+            {
+                "location": acc.origin,
+                "what": "bf16",
+                "key": "mixed_precision",
+                "source": "accelerate",
+                "raises": False,
+            }
+        )
+    v = _ds_flags(plan).get("bf16")
+    if v is not None and _truth(v) is True:
+        out.append(
+            {
+                "location": v.origin,
+                "what": "bf16",
+                "key": "bf16.enabled",
+                "source": "DeepSpeed",
+                "raises": False,
+            }
+        )
+    return out
+
+
+def in_force_mode(sources: dict[str, Value | None]) -> Value:
+    """The precision the run trains in, when the files say it: TrainingArguments (when written)
+    replace accelerate's setting; a DeepSpeed value that is not "auto" is used as written (with
+    accelerate's mixed_precision 'no', DeepSpeed's own fp16/bf16 block still applies); accelerate's
+    mixed_precision otherwise. "auto" anywhere in the deciding place leaves it unknown."""
+    ta, acc, ds = sources["training"], sources["accelerate"], sources["deepspeed"]
+    if ta is not None and ta.value == "auto":
+        return Value(None, ta.origin, ta.source, unknown="bf16: auto")
+    if ta is not None and ta.value != "fp32":
+        return ta
+    if ds is not None and ds.value in {"bf16", "fp16"}:
+        return ds
+    if acc is not None and acc.value != "fp32":
+        return acc  # bf16/fp16 false in TrainingArguments keep ACCELERATE_MIXED_PRECISION
+    if ta is not None:
+        return ta
+    if acc is not None:
+        return acc
+    if ds is not None and ds.value != "auto":
+        return ds
+    return Value(None, None, "derived", unknown="no file sets the precision")
+
+
 def precision_facts(plan: Any, names: dict[str, Any]) -> Namespace:
     ns = Namespace("precision")
-    sources = {"training": training_mode(plan), "accelerate": accelerate_mode(plan), "deepspeed": deepspeed_mode(plan)}
+    sources = {
+        "training": training_mode(plan),
+        "accelerate": accelerate_mode(plan),
+        "deepspeed": deepspeed_mode(plan),
+    }
     for key, v in sources.items():
         if v is not None:
             ns.set(key, v)
-    # What is in force: TrainingArguments' bf16/fp16 override accelerate's env; DeepSpeed 'auto' follows.
-    in_force = sources["training"] or sources["accelerate"] or sources["deepspeed"]
-    if in_force is not None and in_force.value != "auto":
-        ns.set("mode", in_force)
-    explicit = {k: v for k, v in sources.items() if v is not None and v.value in MODES}
-    modes = {v.value for v in explicit.values()}
-    conflicts = []
-    if len(modes) > 1:
-        first, *rest = explicit.items()
-        for name, v in rest:
-            if v.value != first[1].value:
-                conflicts.append({"location": v.origin, "mode": v.value, "source": name,
-                                  "other": first[0], "other_mode": first[1].value,
-                                  "other_location": first[1].origin})
-    ns.set("conflicts", Value(conflicts, None, "derived"))
+    # What is in force: TrainingArguments' bf16/fp16 override accelerate's env; DeepSpeed "auto" follows.
+    ns.set("mode", in_force_mode(sources))
+    ns.set("conflicts", Value(precision_conflicts(plan), None, "derived"))
+    ns.set("bf16_requests", Value(bf16_requests(plan), None, "derived"))
     tf32 = _entry(plan.training, "tf32")
     if tf32 is not None and _truth(tf32) is True:
         ns.set("tf32", tf32)

@@ -3,16 +3,49 @@
 from __future__ import annotations
 
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from advisor.facts.script import ScriptFacts, analyse_script
+from advisor.paths import relative
 from advisor.provenance import Namespace, Value
 from advisor.sources.document import Location
+
+# What happens when every process of a multi-process run performs the side effect.
+CONSEQUENCES = {
+    "push_to_hub": "each one pushes to the Hub",
+    "save_to_disk": "each one writes the same dataset files at once",
+    "save_pretrained": "each one writes the same files at once (partial or corrupt checkpoints; tokenizer, "
+    "processor and config saves are never rank-aware)",
+    "save_model": "each one writes the same checkpoint at once",
+    "torch_save": "each one writes the same file at once",
+    "safetensors_save": "each one writes the same file at once",
+    "numpy_save": "each one writes the same file at once",
+    "to_csv": "each one writes the same file at once",
+    "to_json": "each one writes the same file at once",
+    "to_parquet": "each one writes the same file at once",
+    "wandb_init": "each one starts its own W&B run",
+    "tensorboard_writer": "each one writes its own event file into the same folder",
+    "log_file": "each one writes to the same log file",
+    "open_write": "each one writes the same file",
+    "shutil_copy": "each one copies the same files at once",
+    "shutil_move": "each one moves the same files, and all but one fail",
+    "rmtree": "each one deletes the same folder, racing the others",
+    "remove": "each one removes or renames the same file, and all but one fail",
+    "mkdir": "each one creates the same folder (an error without exist_ok)",
+    "makedirs": "each one creates the same folder (an error without exist_ok)",
+}
 
 
 @cache
 def _analyse(text: str) -> ScriptFacts:
     return analyse_script(text)
+
+
+def _shown(path: Path) -> Path:
+    """The script as the user sees it: relative to the current folder when below it (references
+    are resolved to absolute paths; findings elsewhere use the path as written)."""
+    return Path(relative(path)) if path.is_absolute() else path
 
 
 def script_facts(plan: Any, names: dict[str, Any]) -> Namespace:
@@ -21,14 +54,20 @@ def script_facts(plan: Any, names: dict[str, Any]) -> Namespace:
     if doc is None or doc.text is None:
         return ns
     facts = _analyse(doc.text)
-    ns.set("path", Value(str(doc.path), Location(doc.path, 1, 1), "script"))
+    path = _shown(doc.path)
+    ns.set("path", Value(str(path), Location(path, 1, 1), "script"))
     ns.set("uses_trainer", Value(facts.uses_trainer, None, "script"))
     ns.set(
         "unguarded_side_effects",
         Value(
             [
-                {"location": Location(doc.path, s.line, s.col), "call": s.call, "kind": s.kind,
-                 "function": s.function}
+                {
+                    "location": Location(path, s.line, s.col),
+                    "call": s.call,
+                    "kind": s.kind,
+                    "function": s.function,
+                    "consequence": CONSEQUENCES.get(s.kind, "each one writes the same output"),
+                }
                 for s in facts.side_effects
                 if not s.guarded
             ],
@@ -38,9 +77,13 @@ def script_facts(plan: Any, names: dict[str, Any]) -> Namespace:
     )
     ns.set(
         "device_map_auto",
-        Value([{"location": Location(doc.path, line, col)} for line, col in facts.device_map_auto], None, "script"),
+        Value(
+            [{"location": Location(path, line, col)} for line, col in facts.device_map_auto], None, "script"
+        ),
     )
     if facts.syntax_error is not None:
         message, line, col = facts.syntax_error
-        ns.set("syntax_error", Value({"location": Location(doc.path, line, col), "message": message}, None, "script"))
+        ns.set(
+            "syntax_error", Value({"location": Location(path, line, col), "message": message}, None, "script")
+        )
     return ns

@@ -19,7 +19,9 @@ CASES = sorted(p.parent for p in FIXTURES.glob("*/*/expect.yaml"))
 def test_fixture_project(case: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     expect = yaml.safe_load((case / "expect.yaml").read_text())
     monkeypatch.chdir(case)
-    result = run_check([Path(".")], CheckOptions(hardware=expect.get("hardware"), select=expect.get("select")))
+    result = run_check(
+        [Path(".")], CheckOptions(hardware=expect.get("hardware"), select=expect.get("select"))
+    )
     assert not result.errors, result.errors
     got = {(f.rule, f.location.file.as_posix(), f.location.line, f.location.col) for f in result.findings}
     for item in expect.get("findings", []):
@@ -35,7 +37,11 @@ def test_every_rule_has_a_failing_and_a_passing_fixture_project() -> None:
 
     for rule in load_catalog():
         folder = FIXTURES / rule.code
-        kinds = {yaml.safe_load((c / "expect.yaml").read_text()).get("findings") is not None
-                 and any(i["rule"] == rule.code for i in yaml.safe_load((c / "expect.yaml").read_text())["findings"])
-                 for c in sorted(p.parent for p in folder.glob("*/expect.yaml"))}
+        kinds = {
+            yaml.safe_load((c / "expect.yaml").read_text()).get("findings") is not None
+            and any(
+                i["rule"] == rule.code for i in yaml.safe_load((c / "expect.yaml").read_text())["findings"]
+            )
+            for c in sorted(p.parent for p in folder.glob("*/expect.yaml"))
+        }
         assert kinds == {True, False}, f"fixtures/rules/{rule.code} needs a failing and a passing project"

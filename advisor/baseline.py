@@ -1,0 +1,175 @@
+"""Baselines: adopt gpu-advise in a repository that already has findings.
+
+`gpu-advise baseline --output FILE` records every current finding as an entry keyed by rule, file
+and key path (never a line number, so editing other lines does not make old findings "new");
+`check --baseline FILE` then reports only findings that are not in it, and counts the entries
+that no longer match anything so the baseline can be pruned as findings get fixed.
+
+Files in the baseline are relative to the baseline file's folder, so the check can run from any
+folder. An entry's fingerprint is `Finding.fingerprint` of that relative path, the same value as
+the SARIF `partialFingerprints["gpuAdvise/v1"]`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from advisor.findings import Finding
+from advisor.sources.document import Document, pointer
+
+VERSION = 1
+DEFAULT_FILE = ".gpu-advise-baseline.json"
+
+
+class BaselineError(Exception):
+    """The baseline file cannot be used (exit code 2)."""
+
+
+@dataclass(slots=True)
+class BaselineReport:
+    path: Path
+    entries: int  # entries in the file (with multiplicity)
+    matched: int  # findings the baseline hid
+    stale: int  # entries that matched no finding
+
+
+def fill_keys(findings: list[Finding], documents: list[Document]) -> None:
+    """Give a key path to findings located only by position (launch-script words, parse problems),
+    by looking the position up among the document's key and value spans. Keys make fingerprints
+    and key-ignores independent of line numbers."""
+    by_path: dict[Path, Document] = {}
+    for doc in documents:
+        by_path.setdefault(doc.path.resolve(), doc)
+    index: dict[Path, dict[tuple[int, int], str]] = {}
+    for f in findings:
+        if f.location.key is not None:
+            continue
+        path = f.location.file.resolve()
+        doc = by_path.get(path)
+        if doc is None:
+            continue
+        if path not in index:
+            deepest: dict[tuple[int, int], tuple[Any, ...]] = {}
+            for table in (doc.key_spans, doc.value_spans):
+                for keypath, span in table.items():
+                    here = (span.line, span.col)
+                    if keypath and len(keypath) > len(deepest.get(here, ())):
+                        deepest[here] = keypath  # a nested mapping starts where its first key does
+            index[path] = {pos: pointer(kp) for pos, kp in deepest.items()}
+        key = index[path].get((f.location.line, f.location.col))
+        if key is not None:
+            f.location = replace(f.location, key=key)
+
+
+def _relative_to(file: Path, folder: Path) -> str:
+    resolved = file.resolve()
+    try:
+        return resolved.relative_to(folder.resolve()).as_posix()
+    except ValueError:
+        return Path(os.path.relpath(resolved, folder.resolve())).as_posix()
+
+
+def entry_for(finding: Finding, folder: Path) -> dict[str, Any]:
+    rel = _relative_to(finding.location.file, folder)
+    return {
+        "rule": finding.rule,
+        "file": rel,
+        "key": finding.location.key,
+        "fingerprint": finding.fingerprint(rel),
+    }
+
+
+def render_baseline(findings: list[Finding], path: Path) -> str:
+    folder = path.resolve().parent
+    counts: Counter[tuple[str, str, str | None, str]] = Counter()
+    for f in findings:
+        e = entry_for(f, folder)
+        counts[(e["rule"], e["file"], e["key"], e["fingerprint"])] += 1
+    entries = []
+    for (rule, file, key, fp), n in sorted(
+        counts.items(), key=lambda kv: (kv[0][1], kv[0][0], kv[0][2] or "", kv[0][3])
+    ):
+        entry: dict[str, Any] = {"rule": rule, "file": file, "key": key, "fingerprint": fp}
+        if n > 1:
+            entry["count"] = n
+        entries.append(entry)
+    payload = {"version": VERSION, "tool": "gpu-advise", "entries": entries}
+    return json.dumps(payload, indent=2) + "\n"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def load_baseline(path: Path) -> Counter[str]:
+    """Fingerprint -> how many findings it may hide."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BaselineError(
+            f"{path}: baseline file not found (write one with `gpu-advise baseline`)"
+        ) from None
+    except OSError as exc:
+        raise BaselineError(f"{path}: cannot read baseline: {exc.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BaselineError(f"{path}: not a gpu-advise baseline (invalid JSON: {exc})") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("entries"), list):
+        raise BaselineError(f"{path}: not a gpu-advise baseline (expected an object with 'entries')")
+    if raw.get("version") != VERSION:
+        raise BaselineError(
+            f"{path}: baseline version {raw.get('version')!r} is not supported (expected {VERSION})"
+        )
+    counts: Counter[str] = Counter()
+    for i, entry in enumerate(raw["entries"]):
+        if not isinstance(entry, dict) or not isinstance(entry.get("fingerprint"), str):
+            raise BaselineError(f"{path}: entry {i} has no fingerprint")
+        n = entry.get("count", 1)
+        if not isinstance(n, int) or n < 1:
+            raise BaselineError(f"{path}: entry {i} has an invalid count {n!r}")
+        counts[entry["fingerprint"]] += n
+    return counts
+
+
+def apply_baseline(findings: list[Finding], path: Path) -> tuple[list[Finding], BaselineReport]:
+    """Keep only findings the baseline does not hold."""
+    remaining = load_baseline(path)
+    total = sum(remaining.values())
+    folder = path.resolve().parent
+    kept: list[Finding] = []
+    matched = 0
+    for f in findings:
+        fp = f.fingerprint(_relative_to(f.location.file, folder))
+        if remaining.get(fp, 0) > 0:
+            remaining[fp] -= 1
+            matched += 1
+        else:
+            kept.append(f)
+    return kept, BaselineReport(path, total, matched, sum(remaining.values()))
+
+
+def describe(report: BaselineReport) -> str:
+    from advisor.paths import relative
+
+    hidden = f"{report.matched} finding{'s' if report.matched != 1 else ''}"
+    text = f"baseline {relative(report.path)}: {hidden} hidden"
+    if report.stale:
+        text += (
+            f"; {report.stale} entr{'ies' if report.stale != 1 else 'y'} no longer match "
+            "(run `gpu-advise baseline` again to prune them)"
+        )
+    return text

@@ -1,0 +1,721 @@
+"""Apply fixes by position: every byte that no edit touches stays as it was.
+
+A Fix is a list of Edits: set (or delete) one key of a YAML or JSON file, identified by its JSON
+pointer, or replace one word of a launch script at a line and column. Each becomes a text edit
+(a character range and its replacement), planned from the file as it is on disk:
+
+- YAML: the key and value nodes come from PyYAML's composer (the reader HF and accelerate use),
+  which gives exact start and end marks. A set replaces the value's characters; a delete removes
+  the lines of the entry; a missing key is inserted after the last entry of its mapping with the
+  indentation of its siblings. Comments, quoting, order and indentation elsewhere are untouched.
+- JSON: positions from the position-keeping reader; the value's end is found by scanning. A delete
+  takes the member and its comma; the result must parse again (and stay strict JSON if it was).
+- Shell: the word at the edit's line and column (for `--flag=value`, only the value).
+
+Edits of one run of `--fix` that overlap are not applied together: the first fix wins and the
+re-check reports what remains. A file whose text differs from the one the check read, or that
+changes while fixes are planned, is not written. Writes are atomic (temporary file + rename) and
+keep the file mode.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from advisor.findings import DELETE, Edit, Finding, Fix
+
+JSON_SUFFIXES = {".json", ".conf", ".jsonc", ".hjson"}
+SHELL_SUFFIXES = {".sh", ".bash", ".slurm", ".sbatch", ".zsh"}
+
+
+class FixError(Exception):
+    """A fix that cannot be applied safely by position; the finding stays."""
+
+
+@dataclass(frozen=True, slots=True)
+class TextEdit:
+    file: Path
+    start: int  # character offsets into the decoded text
+    end: int
+    text: str
+
+
+@dataclass(slots=True)
+class SourceFile:
+    path: Path
+    raw: bytes
+    text: str
+    bom: bool
+    newline: str
+    line_starts: list[int]
+
+    def offset(self, line: int, col: int) -> int:
+        if line < 1 or line > len(self.line_starts):
+            raise FixError(f"line {line} is outside the file")
+        return self.line_starts[line - 1] + col - 1
+
+    def position(self, offset: int) -> tuple[int, int]:
+        """1-based line and column of an offset."""
+        lo, hi = 0, len(self.line_starts) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.line_starts[mid] <= offset:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo + 1, offset - self.line_starts[lo] + 1
+
+
+def load_source(path: Path) -> SourceFile:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise FixError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise FixError(f"{path} is not UTF-8") from None
+    bom = text.startswith("\ufeff")
+    if bom:
+        text = text[1:]
+    newline = "\r\n" if "\r\n" in text else "\n"
+    starts = [0] + [m.end() for m in re.finditer(r"\n", text)]
+    return SourceFile(path, raw, text, bom, newline, starts)
+
+
+def _encode(src: SourceFile, text: str) -> bytes:
+    return (("\ufeff" if src.bom else "") + text).encode("utf-8")
+
+
+def _parts(key: str) -> list[str]:
+    if not key.startswith("/"):
+        raise FixError(f"key '{key}' is not a JSON pointer")
+    return [p.replace("~1", "/").replace("~0", "~") for p in key[1:].split("/")] if key != "/" else [""]
+
+
+def _line_start(text: str, pos: int) -> int:
+    return text.rfind("\n", 0, pos) + 1
+
+
+def _line_end(text: str, pos: int) -> int:
+    """Offset just after the newline of the line holding pos (or the end of the text)."""
+    nl = text.find("\n", pos)
+    return len(text) if nl < 0 else nl + 1
+
+
+# ---------------------------------------------------------------- YAML
+
+
+def _yaml_scalar(value: Any, style: str | None = None) -> str:
+    import yaml
+
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        text = repr(value)
+        if "e" in text and "." not in text.split("e")[0]:
+            mantissa, _, exp = text.partition("e")
+            text = f"{mantissa}.0e{exp}"  # YAML 1.1 needs the point: 2e-05 is a string there
+        return text
+    if isinstance(value, str):
+        if style == "'":
+            return "'" + value.replace("'", "''") + "'"
+        if style == '"':
+            return json.dumps(value)
+        try:
+            if (
+                value
+                and value.strip() == value
+                and yaml.safe_load(f"k: {value}") == {"k": value}
+                and "#" not in value
+            ):
+                return value
+        except yaml.YAMLError:
+            pass
+        return json.dumps(value)
+    if isinstance(value, list | dict):
+        return json.dumps(value)
+    raise FixError(f"cannot write a {type(value).__name__} value to YAML")
+
+
+def _yaml_root(text: str) -> Any:
+    import yaml
+
+    try:
+        return yaml.compose(text, Loader=yaml.SafeLoader)  # pure-Python marks: character offsets
+    except yaml.YAMLError as exc:
+        raise FixError(f"YAML does not parse: {str(exc).splitlines()[0]}") from None
+
+
+def _yaml_child(node: Any, part: str) -> tuple[Any, Any] | None:
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        found = None
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode) and k.value == part:
+                found = (k, v)  # the last one wins, as in PyYAML
+        return found
+    if isinstance(node, yaml.SequenceNode) and part.isdigit() and int(part) < len(node.value):
+        item = node.value[int(part)]
+        return item, item
+    return None
+
+
+def _yaml_content_end(node: Any) -> int:
+    """Where the node's own characters end (block collections end at the next token otherwise)."""
+    import yaml
+
+    if isinstance(node, yaml.ScalarNode) or getattr(node, "flow_style", False):
+        return node.end_mark.index
+    ends = [node.start_mark.index]
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            ends += [_yaml_content_end(k), _yaml_content_end(v)]
+    else:
+        ends += [_yaml_content_end(v) for v in node.value]
+    return max(ends)
+
+
+def _plan_yaml(edit: Edit, src: SourceFile) -> TextEdit:
+    import yaml
+
+    text = src.text
+    root = _yaml_root(text)
+    parts = _parts(edit.key or "")
+    parent = root
+    for part in parts[:-1]:
+        hit = _yaml_child(parent, part)
+        if hit is None:
+            raise FixError(f"{edit.key}: the enclosing key is not in the file")
+        parent = hit[1]
+    if not isinstance(parent, yaml.MappingNode):
+        raise FixError(f"{edit.key}: the enclosing value is not a mapping")
+    hit = _yaml_child(parent, parts[-1])
+
+    if edit.value is DELETE:
+        if hit is None:
+            raise FixError(f"{edit.key}: key not found")
+        key_node, value_node = hit
+        if parent.flow_style:
+            raise FixError(f"{edit.key}: deleting from a flow mapping is not supported")
+        if len(parent.value) < 2:
+            raise FixError(f"{edit.key}: deleting the only key would leave the mapping empty")
+        start = _line_start(text, key_node.start_mark.index)
+        if text[start : key_node.start_mark.index].strip():
+            raise FixError(f"{edit.key}: the key shares its line with other content")
+        end = _line_end(text, max(_yaml_content_end(value_node) - 1, key_node.end_mark.index))
+        return TextEdit(src.path, start, end, "")
+
+    if hit is not None:
+        key_node, value_node = hit
+        if value_node.start_mark.index < key_node.end_mark.index:
+            raise FixError(f"{edit.key}: the value is an alias (*name) of a value written elsewhere")
+        if not isinstance(value_node, yaml.ScalarNode):
+            raise FixError(f"{edit.key}: replacing a collection value is not supported")
+        if value_node.style in ("|", ">"):
+            raise FixError(f"{edit.key}: replacing a block scalar is not supported")
+        start, end = value_node.start_mark.index, value_node.end_mark.index
+        prop = re.compile(r"[&!][^\s]*\s+").match(text, start)  # keep an anchor or a tag
+        while prop is not None and prop.end() <= end:
+            start = prop.end()
+            prop = re.compile(r"[&!][^\s]*\s+").match(text, start)
+        rendered = _yaml_scalar(edit.value, value_node.style if isinstance(edit.value, str) else None)
+        if start == end and value_node.value == "":  # `key:` with no value
+            rendered = " " + rendered
+        return TextEdit(src.path, start, end, rendered)
+
+    # insert a new key after the last entry of its mapping, indented like its siblings
+    if parent.flow_style or not parent.value:
+        raise FixError(f"{edit.key}: cannot insert into an empty or flow mapping")
+    first_key = parent.value[0][0]
+    indent = " " * first_key.start_mark.column
+    last_key, last_value = parent.value[-1]
+    at = _line_end(text, max(_yaml_content_end(last_value) - 1, last_key.end_mark.index))
+    key_text = _yaml_scalar(parts[-1])
+    line = f"{indent}{key_text}: {_yaml_scalar(edit.value)}{src.newline}"
+    if at == len(text) and text and not text.endswith("\n"):
+        line = src.newline + line
+    return TextEdit(src.path, at, at, line)
+
+
+# ---------------------------------------------------------------- JSON
+
+
+def _json_skip(text: str, pos: int) -> int:
+    """Skip whitespace and comments forward."""
+    n = len(text)
+    while pos < n:
+        ch = text[pos]
+        if ch in " \t\r\n":
+            pos += 1
+        elif text.startswith("//", pos) or ch == "#":
+            nl = text.find("\n", pos)
+            pos = n if nl < 0 else nl
+        elif text.startswith("/*", pos):
+            end = text.find("*/", pos + 2)
+            pos = n if end < 0 else end + 2
+        else:
+            break
+    return pos
+
+
+def _json_value_end(text: str, pos: int) -> int:
+    ch = text[pos : pos + 1]
+    if ch == '"':
+        i = pos + 1
+        while i < len(text):
+            if text[i] == "\\":
+                i += 2
+                continue
+            if text[i] == '"':
+                return i + 1
+            i += 1
+        raise FixError("unterminated string")
+    if ch in "{[":
+        depth = 0
+        i = pos
+        while i < len(text):
+            c = text[i]
+            if c == '"':
+                i = _json_value_end(text, i)
+                continue
+            if text.startswith("//", i) or c == "#" or text.startswith("/*", i):
+                i = _json_skip(text, i)
+                continue
+            if c in "{[":
+                depth += 1
+            elif c in "}]":
+                depth -= 1
+                if depth == 0:
+                    return i + 1
+            i += 1
+        raise FixError("unterminated object or array")
+    m = re.compile(r"[^\s,\]\}/#]+").match(text, pos)
+    if not m:
+        raise FixError("no JSON value at the position")
+    return m.end()
+
+
+def _plan_json(edit: Edit, src: SourceFile) -> TextEdit:
+    from advisor.sources.json_file import JsonSyntaxError, parse_json
+
+    text = src.text
+    try:
+        parsed = parse_json(text)
+    except JsonSyntaxError as exc:
+        raise FixError(f"JSON does not parse: {exc.message}") from None
+    parts = _parts(edit.key or "")
+    path: tuple[Any, ...] = ()
+    node = parsed.data
+    for part in parts[:-1]:
+        if isinstance(node, list) and part.isdigit():
+            path = (*path, int(part))
+            node = node[int(part)] if int(part) < len(node) else None
+        elif isinstance(node, dict):
+            path = (*path, part)
+            node = node.get(part)
+        else:
+            node = None
+        if node is None:
+            raise FixError(f"{edit.key}: the enclosing key is not in the file")
+    if not isinstance(node, dict):
+        raise FixError(f"{edit.key}: the enclosing value is not an object")
+    target = (*path, parts[-1])
+
+    def off(span: Any) -> int:
+        return src.offset(span.line, span.col)
+
+    if parts[-1] in node:
+        key_start = off(parsed.key_spans[target])
+        value_start = off(parsed.value_spans[target])
+        value_end = _json_value_end(text, value_start)
+        if edit.value is not DELETE:
+            return TextEdit(src.path, value_start, value_end, json.dumps(edit.value))
+        after = _json_skip(text, value_end)
+        line_start = _line_start(text, key_start)
+        alone = not text[line_start:key_start].strip()
+        if text.startswith(",", after):
+            end = after + 1
+            rest_end = _line_end(text, end)
+            if alone and not text[end:rest_end].strip():
+                return TextEdit(src.path, line_start, rest_end, "")
+            while end < len(text) and text[end] in " \t":
+                end += 1
+            return TextEdit(src.path, key_start, end, "")
+        before = key_start - 1
+        while before >= 0 and text[before] in " \t\r\n":
+            before -= 1
+        if before >= 0 and text[before] == ",":
+            return TextEdit(src.path, before, value_end, "")
+        if alone and not text[value_end : _line_end(text, value_end)].strip():
+            return TextEdit(src.path, line_start, _line_end(text, value_end), "")
+        return TextEdit(src.path, key_start, value_end, "")
+
+    if edit.value is DELETE:
+        raise FixError(f"{edit.key}: key not found")
+    obj_start = off(parsed.value_spans[path])
+    obj_end = _json_value_end(text, obj_start) - 1  # the closing brace
+    member = f"{json.dumps(parts[-1])}: {json.dumps(edit.value)}"
+    if not node:
+        return TextEdit(src.path, obj_start + 1, obj_start + 1, member)
+    last = max(
+        (k for k in parsed.key_spans if len(k) == len(target) and k[:-1] == path),
+        key=lambda k: off(parsed.key_spans[k]),
+    )
+    last_key = off(parsed.key_spans[last])
+    last_end = _json_value_end(text, off(parsed.value_spans[last]))
+    line_start = _line_start(text, last_key)
+    if not text[line_start:last_key].strip() and "\n" in text[last_end:obj_end]:
+        indent = text[line_start:last_key]
+        return TextEdit(src.path, last_end, last_end, f",{src.newline}{indent}{member}")
+    return TextEdit(src.path, last_end, last_end, f", {member}")
+
+
+def _check_yaml(after: str) -> None:
+    import yaml
+
+    try:
+        yaml.compose(after, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        raise FixError(f"the edited YAML would not parse ({str(exc).splitlines()[0]})") from None
+
+
+def _check_json(before: str, after: str) -> None:
+    from advisor.sources.json_file import JsonSyntaxError, parse_json
+
+    try:
+        parse_json(after)
+    except JsonSyntaxError as exc:
+        raise FixError(f"the edited JSON would not parse ({exc.message})") from None
+    try:
+        json.loads(before)
+    except ValueError:
+        return
+    try:
+        json.loads(after)
+    except ValueError as exc:
+        raise FixError(f"the edited file would no longer be strict JSON ({exc})") from None
+
+
+# ---------------------------------------------------------------- shell
+
+
+def _shell_word_end(text: str, pos: int) -> int:
+    i = pos
+    n = len(text)
+    depth = 0
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "'":
+            end = text.find("'", i + 1)
+            i = n if end < 0 else end + 1
+            continue
+        if c == '"':
+            i += 1
+            while i < n and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+            i += 1
+            continue
+        if c == "$" and text.startswith(("$(", "${"), i):
+            depth += 1
+            i += 2
+            continue
+        if depth and c in ")}":
+            depth -= 1
+            i += 1
+            continue
+        if not depth and (c.isspace() or c in ";&|<>()"):
+            break
+        i += 1
+    return min(i, n)
+
+
+def _plan_shell(edit: Edit, src: SourceFile) -> TextEdit:
+    if edit.line is None or edit.col is None:
+        raise FixError("a launch-script edit needs a line and column")
+    if edit.value is DELETE:
+        raise FixError("deleting a launch-script word is not supported")
+    start = src.offset(edit.line, edit.col)
+    end = _shell_word_end(src.text, start)
+    if end <= start:
+        raise FixError(f"no word at {edit.line}:{edit.col}")
+    word = src.text[start:end]
+    if word.startswith("-") and "=" in word:
+        start += word.index("=") + 1
+    value = edit.value
+    rendered = ("true" if value else "false") if isinstance(value, bool) else shlex.quote(str(value))
+    return TextEdit(src.path, start, end, rendered)
+
+
+# ---------------------------------------------------------------- planning and applying
+
+
+def plan_edit(edit: Edit, src: SourceFile) -> TextEdit:
+    if edit.key is None:
+        return _plan_shell(edit, src)
+    suffix = src.path.suffix.lower()
+    if suffix in JSON_SUFFIXES or (suffix not in {".yaml", ".yml"} and src.text.lstrip().startswith("{")):
+        return _plan_json(edit, src)
+    if suffix in SHELL_SUFFIXES:
+        raise FixError("a launch-script edit needs a line and column")
+    return _plan_yaml(edit, src)
+
+
+def _apply(text: str, edits: list[TextEdit]) -> str:
+    for e in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
+        text = text[: e.start] + e.text + text[e.end :]
+    return text
+
+
+def _overlaps(a: TextEdit, b: TextEdit) -> bool:
+    a_point, b_point = a.start == a.end, b.start == b.end
+    if a_point and b_point:
+        return a.start == b.start
+    if a_point:
+        return b.start < a.start < b.end
+    if b_point:
+        return a.start < b.start < a.end
+    return a.start < b.end and b.start < a.end
+
+
+def eligible(fix: Fix | None, *, unsafe: bool) -> bool:
+    return (
+        fix is not None and (fix.safety == "safe" or (unsafe and fix.safety == "unsafe")) and bool(fix.edits)
+    )
+
+
+@dataclass(slots=True)
+class FixOutcome:
+    applied: list[Finding] = field(default_factory=list)
+    skipped: list[tuple[Finding, str]] = field(default_factory=list)
+    changes: dict[Path, tuple[str, str]] = field(default_factory=dict)  # path -> (before, after)
+    written: list[Path] = field(default_factory=list)
+    refused: list[tuple[Path, str]] = field(default_factory=list)  # files not written, and why
+    sources: dict[Path, SourceFile] = field(default_factory=dict, repr=False)
+
+    def diff(self) -> str:
+        from advisor.paths import relative
+
+        out: list[str] = []
+        for path, (before, after) in sorted(self.changes.items(), key=lambda kv: str(kv[0])):
+            rel = relative(path)
+            lines = difflib.unified_diff(
+                before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{rel}", f"b/{rel}"
+            )
+            for line in lines:
+                out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+        return "".join(out)
+
+    def summary(self) -> str:
+        files = len(self.changes)
+        n = len(self.applied)
+        return f"{n} fix{'es' if n != 1 else ''} in {files} file{'s' if files != 1 else ''}"
+
+
+class _Planner:
+    """Plans fixes against the files as they are now, and refuses files the check did not see."""
+
+    def __init__(self, checked_texts: dict[Path, str] | None = None) -> None:
+        self.checked = {p.resolve(): t for p, t in (checked_texts or {}).items() if t is not None}
+        self.sources: dict[Path, SourceFile] = {}
+        self.bad: dict[Path, str] = {}
+
+    def source(self, path: Path) -> SourceFile:
+        key = path.resolve()
+        if key in self.bad:
+            raise FixError(self.bad[key])
+        if key not in self.sources:
+            try:
+                src = load_source(path)
+            except FixError as exc:
+                self.bad[key] = str(exc)
+                raise
+            seen = self.checked.get(key)
+            if seen is not None and seen != src.text:
+                self.bad[key] = "the file changed since it was checked; run the check again"
+                raise FixError(self.bad[key])
+            self.sources[key] = src
+        return self.sources[key]
+
+    def plan(self, fix: Fix) -> list[TextEdit]:
+        return [plan_edit(e, self.source(e.file)) for e in fix.edits]
+
+
+def plan_fixes(
+    findings: list[Finding], *, unsafe: bool, checked_texts: dict[Path, str] | None = None
+) -> FixOutcome:
+    """Plan every eligible fix; the outcome's changes hold each file's text before and after."""
+    planner = _Planner(checked_texts)
+    outcome = FixOutcome()
+    accepted: dict[Path, list[TextEdit]] = {}
+    for f in findings:
+        if not eligible(f.fix, unsafe=unsafe):
+            continue
+        assert f.fix is not None
+        try:
+            edits = planner.plan(f.fix)
+        except FixError as exc:
+            outcome.skipped.append((f, str(exc)))
+            continue
+        by_file: dict[Path, list[TextEdit]] = {}
+        for e in edits:
+            by_file.setdefault(e.file.resolve(), []).append(e)
+        conflict = any(
+            _overlaps(e, other)
+            for key, mine in by_file.items()
+            for e in mine
+            for other in accepted.get(key, [])
+        ) or any(
+            _overlaps(a, b) for mine in by_file.values() for i, a in enumerate(mine) for b in mine[i + 1 :]
+        )
+        if conflict:
+            outcome.skipped.append((f, "overlaps another fix; run --fix again"))
+            continue
+        trial_ok = True
+        for key, mine in by_file.items():
+            src = planner.sources[key]
+            after = _apply(src.text, accepted.get(key, []) + mine)
+            suffix = src.path.suffix.lower()
+            try:
+                if suffix in JSON_SUFFIXES or (
+                    suffix not in {".yaml", ".yml"} and src.text.lstrip().startswith("{")
+                ):
+                    _check_json(src.text, after)
+                elif suffix in {".yaml", ".yml"}:
+                    _check_yaml(after)
+            except FixError as exc:
+                outcome.skipped.append((f, str(exc)))
+                trial_ok = False
+                break
+        if not trial_ok:
+            continue
+        for key, mine in by_file.items():
+            accepted.setdefault(key, []).extend(mine)
+        outcome.applied.append(f)
+    for key, edits in accepted.items():
+        src = planner.sources[key]
+        after = _apply(src.text, edits)
+        if after != src.text:
+            outcome.changes[src.path] = (src.text, after)
+    outcome.sources = planner.sources
+    return outcome
+
+
+def sarif_replacements(finding: Finding, cache: dict[Path, SourceFile]) -> list[dict[str, Any]] | None:
+    """The fix of one finding as SARIF artifactChanges (regions in the file as it is), or None."""
+    if finding.fix is None or finding.fix.safety == "display" or not finding.fix.edits:
+        return None
+    changes: dict[Path, list[dict[str, Any]]] = {}
+    try:
+        for edit in finding.fix.edits:
+            key = edit.file.resolve()
+            if key not in cache:
+                cache[key] = load_source(edit.file)
+            src = cache[key]
+            te = plan_edit(edit, src)
+            sl, sc = src.position(te.start)
+            el, ec = src.position(te.end)
+            changes.setdefault(edit.file, []).append(
+                {
+                    "deletedRegion": {"startLine": sl, "startColumn": sc, "endLine": el, "endColumn": ec},
+                    "insertedContent": {"text": te.text},
+                }
+            )
+    except FixError:
+        return None
+    return [{"file": path, "replacements": reps} for path, reps in changes.items()]
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    try:
+        mode: int | None = path.stat().st_mode & 0o7777
+    except OSError:
+        mode = None
+    tmp = path.with_name(f".{path.name}.gpu-advise-{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def apply_fixes(
+    findings: list[Finding],
+    *,
+    unsafe: bool = False,
+    write: bool = True,
+    checked_texts: dict[Path, str] | None = None,
+) -> FixOutcome:
+    """Plan and (unless write is False) write the fixes. A file that changed on disk since it was
+    read for planning is not overwritten."""
+    outcome = plan_fixes(findings, unsafe=unsafe, checked_texts=checked_texts)
+    if not write:
+        return outcome
+    sources = outcome.sources
+    for path, (_, after) in list(outcome.changes.items()):
+        src = sources[path.resolve()]
+        try:
+            current = path.read_bytes()
+        except OSError as exc:
+            outcome.refused.append((path, f"cannot read it again: {exc.strerror}"))
+            continue
+        if current != src.raw:
+            outcome.refused.append((path, "changed while the fixes were planned; not overwritten"))
+            continue
+        write_atomic(path, _encode(src, after))
+        outcome.written.append(path)
+    if outcome.refused:
+        refused = {p.resolve() for p, _ in outcome.refused}
+        for path in list(outcome.changes):
+            if path.resolve() in refused:
+                del outcome.changes[path]
+        outcome.applied = [
+            f
+            for f in outcome.applied
+            if not any(e.file.resolve() in refused for e in (f.fix.edits if f.fix else ()))
+        ]
+    return outcome
+
+
+def fix_until_stable(
+    result: Any, recheck: Callable[[], Any], *, unsafe: bool, rounds: int = 5
+) -> tuple[Any, FixOutcome]:
+    """Apply fixes, check again, and repeat while fixes change files (a fix may uncover another),
+    so that a second `--fix` changes nothing. Returns the last check and what was done overall."""
+    total = FixOutcome()
+    for _ in range(rounds):
+        texts = {d.path: d.text for d in result.documents if getattr(d, "text", None) is not None}
+        outcome = apply_fixes(result.findings, unsafe=unsafe, checked_texts=texts)
+        total.applied.extend(outcome.applied)
+        total.skipped = outcome.skipped
+        total.refused.extend(outcome.refused)
+        total.written.extend(p for p in outcome.written if p not in total.written)
+        for path, (before, after) in outcome.changes.items():
+            first = total.changes.get(path, (before, after))[0]
+            total.changes[path] = (first, after)
+        if not outcome.written:
+            break
+        result = recheck()
+    return result, total

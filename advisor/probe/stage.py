@@ -1,0 +1,582 @@
+"""The verify stage of `gpu-advise check`: probe every run, then let the measurements judge.
+
+Measurements come from a live probe (--verify) or from a recorded report (`.gpu-advise-verify.json`
+in the project root, as written by --verify-report; an entry applies while its run's files are
+unchanged). They enter the rule engine three ways, all declarative:
+
+1. the `measured` fact namespace: rules that read `measured.*` (GA701 prediction-off) only ever
+   fire here, and their findings carry evidence "measured";
+2. measured facts shadow the static ones they check: rules that read the batch facts (world size,
+   data-parallel size, effective batch: GA101) are evaluated again with the measured values in
+   place. A finding both ways is confirmed (evidence "measured"), a finding only with the measured
+   facts is added, a static finding the measurement does not reproduce is refuted (dropped, and
+   said so in the run's notes);
+3. an out-of-memory in the probe is GA401 does-not-fit with evidence "measured"; a GA402 finding
+   quotes the measured scaling efficiency.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from advisor.findings import Finding
+from advisor.probe import RECORDED_FILE, unavailable_message
+from advisor.probe.results import (
+    OK,
+    RunVerification,
+    aggregate,
+    compare,
+    measured_namespace,
+    status_of,
+)
+from advisor.probe.spec import (
+    ProbeOptions,
+    ProbeSpec,
+    Skip,
+    build_spec,
+    derived_accelerate_config,
+    run_digest,
+    write_spec,
+)
+from advisor.provenance import Namespace, Value
+
+__all__ = ["RECORDED_FILE", "Verification", "apply_measurements", "verify_stage"]
+BATCH_KEYS = ("world_size", "dp_size", "effective_batch", "per_device", "accumulation")
+_READS_MEASURED = re.compile(r"\bmeasured\.")
+
+
+def _batch_key(key: str) -> re.Pattern[str]:
+    return re.compile(r"\bbatch\." + key + r"\b")
+
+
+@dataclass(slots=True)
+class Verification:
+    source: str  # "probe" or "recorded"
+    device: dict[str, Any] = field(default_factory=dict)
+    runs: list[RunVerification] = field(default_factory=list)
+    unavailable: str | None = None  # why no probe ran (missing packages)
+    recorded_from: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self, base: Path | None = None) -> dict[str, Any]:
+        runs = []
+        for r in self.runs:
+            row = r.as_json()
+            if r.root is not None:
+                root = Path(r.root)
+                try:
+                    row["path"] = root.relative_to((base or Path.cwd()).resolve()).as_posix()
+                except ValueError:
+                    row["path"] = str(root)
+            runs.append(row)
+        return {
+            "version": 1,
+            "tool": "gpu-advise verify",
+            "source": self.source,
+            "recorded_from": self.recorded_from,
+            "unavailable": self.unavailable,
+            "options": self.options,
+            "device": self.device,
+            "runs": runs,
+        }
+
+    def write(self, path: Path) -> None:
+        import os
+
+        tmp = path.with_name(f".{path.name}.tmp")
+        payload = self.as_json(base=path.resolve().parent)
+        tmp.write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+
+    def annotate(self, summaries: list[Any]) -> None:
+        by_name = {r.name: r for r in self.runs}
+        for s in summaries:
+            rv = by_name.get(s.name)
+            if rv is None:
+                continue
+            if hasattr(s, "measured"):
+                s.measured = rv.summary()
+            for code in rv.refuted:
+                s.notes.append(f"measured: {code}")
+            if rv.status not in OK:
+                s.notes.append(f"verify: {rv.status}" + (f": {rv.reason}" if rv.reason else ""))
+
+
+# ---- device information -------------------------------------------------------------------------
+def device_info(python: str | None = None, timeout: float = 120.0) -> dict[str, Any]:
+    """Run advisor.probe.envinfo in a child (no torch and no CUDA context in this process)."""
+    cmd = [python or sys.executable, "-m", "advisor.probe.envinfo"]
+    try:
+        out = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=timeout, check=False, env=_env_with_checkout()
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return {"error": f"cannot inspect this machine: {exc}", "cuda_available": False, "device_count": 0}
+    try:
+        return json.loads(out.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        tail = (out.stderr or "").strip().splitlines()[-1:] or ["no output"]
+        return {
+            "error": f"cannot inspect this machine: {tail[0]}",
+            "cuda_available": False,
+            "device_count": 0,
+        }
+
+
+def _env_with_checkout() -> dict[str, str]:
+    import os
+
+    env = dict(os.environ)
+    root = Path(__file__).resolve().parent.parent.parent
+    if (root / "pyproject.toml").is_file():
+        env["PYTHONPATH"] = str(root) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+# ---- probing ------------------------------------------------------------------------------------
+class _Progress:
+    """A rich progress bar on stderr while probes run (nothing when stderr is not a terminal)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.bar = None
+        if enabled and sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+
+    def __enter__(self) -> _Progress:
+        if self.bar is not None:
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def task(self, description: str, total: int) -> Any:
+        if self.bar is None:
+            return lambda step, tot: None
+        task_id = self.bar.add_task(description, total=total)
+
+        def update(step: int, tot: int) -> None:
+            self.bar.update(task_id, completed=step, total=tot or total)
+
+        return update
+
+
+def _probe_once(
+    spec: ProbeSpec, work: Path, options: ProbeOptions, progress: _Progress, label: str
+) -> tuple[str, dict[str, Any], Any]:
+    from advisor.probe.launch import launch
+
+    work.mkdir(parents=True, exist_ok=True)
+    spec.out_dir = str(work)
+    derived_accelerate_config(spec, work)
+    spec_path = work / "spec.json"
+    write_spec(spec, spec_path)
+    procs = spec.nproc_arg or spec.nproc
+    update = progress.task(
+        f"probe {label}: {procs} process{'es' if procs != 1 else ''} on {spec.device}",
+        spec.warmup_steps + spec.steps,
+    )
+    res = launch(spec, spec_path, options, on_progress=update)
+    world = max((int(r.get("world_size") or 1) for r in res.ranks), default=spec.nproc)
+    status = status_of(res.ranks, res.returncode, res.timed_out, res.interrupted, world)
+    return status, aggregate(res.ranks, spec), res
+
+
+def probe_run(
+    plan: Any,
+    names: dict[str, Any],
+    device: dict[str, Any],
+    options: ProbeOptions,
+    work: Path,
+    progress: _Progress,
+) -> RunVerification:
+    from advisor.probe.predict import predict
+
+    rv = RunVerification(name=plan.name, status="skipped", root=str(Path(plan.spec.root.path).resolve()))
+    try:
+        spec = build_spec(plan, names, device, options)
+    except Skip as skip:
+        rv.status, rv.reason = skip.status, skip.reason
+        rv.notes.extend(skip.notes)
+        return rv
+    rv.spec = spec
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", plan.name)[:60] or "run"
+    status, measured, res = _probe_once(spec, work / safe, options, progress, plan.name)
+    rv.status, rv.measured, rv.command, rv.wall_s = status, measured, res.command, res.wall_s
+    rv.ranks, rv.leftovers_killed, rv.log_tail = res.ranks, res.leftovers_killed, res.log_tail
+    rv.probe_ids.append(res.marker)
+    rv.notes.extend(spec.notes)
+    if spec.device == "cpu":
+        rv.notes.insert(
+            0,
+            "CPU timings: this machine has no GPU; seconds per step and tokens/s are CPU "
+            "figures (gloo), not a forecast of GPU speed",
+        )
+    if status == "timeout":
+        rv.reason = (
+            f"the probe ran past --verify-timeout {options.timeout:g}s and was stopped (all processes killed)"
+        )
+    elif status == "failed":
+        rv.reason = measured.get("error") or "the probe failed: see log_tail in the report"
+    elif status == "oom":
+        rv.reason = f"out of memory on rank {measured.get('oom_rank')}: {measured.get('error')}"
+    elif status == "stopped":
+        rv.reason = measured.get("stopped")
+    world = measured.get("world_size") or spec.nproc or 1
+    rv.predicted = predict(spec, world, device, plan.hardware)
+    if options.scaling and rv.ok and world > 1:
+        single = spec.model_copy(deep=True)
+        single.nproc, single.nproc_arg = 1, None
+        single.accelerate_flags = {k: v for k, v in single.accelerate_flags.items() if k != "multi_gpu"}
+        if single.launcher == "accelerate":
+            single.accelerate_flags["num_processes"] = "1"
+        if single.cuda_visible_devices and "," in single.cuda_visible_devices:
+            single.cuda_visible_devices = single.cuda_visible_devices.split(",")[0]
+        s_status, s_measured, s_res = _probe_once(
+            single, work / f"{safe}-1proc", options, progress, f"{plan.name} (1 process)"
+        )
+        rv.probe_ids.append(s_res.marker)
+        rv.leftovers_killed += s_res.leftovers_killed
+        rv.scaling = {
+            "processes": world,
+            "single_status": s_status,
+            "single": s_measured,
+            "single_command": s_res.command,
+        }
+        tps_n, tps_1 = measured.get("tokens_per_s"), s_measured.get("tokens_per_s")
+        if s_status in OK and tps_n and tps_1:
+            rv.scaling["efficiency"] = tps_n / (world * tps_1)
+            measured["scaling_efficiency"] = rv.scaling["efficiency"]
+            measured["scaling_processes"] = world
+        single_pred = predict(single, 1, device, plan.hardware)
+        rv.scaling["predicted_single"] = single_pred.as_json()
+    return rv
+
+
+# ---- recorded measurements ----------------------------------------------------------------------
+def load_recorded(path: Path, plans: list[Any]) -> Verification:
+    """Measurements recorded earlier (possibly on another machine), for the runs whose files are unchanged."""
+    from advisor.probe.predict import predict
+
+    ver = Verification(source="recorded", recorded_from=str(path))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        ver.unavailable = f"{path}: cannot read recorded measurements: {exc}"
+        return ver
+    ver.device = data.get("device") or {}
+    runs = [r for r in data.get("runs", []) if isinstance(r, dict)]
+    by_path = {r["path"]: r for r in runs if isinstance(r.get("path"), str)}
+    by_name = {r.get("name"): r for r in runs}
+    base = path.resolve().parent
+    for plan in plans:
+        root = Path(plan.spec.root.path).resolve()
+        try:
+            rel = root.relative_to(base).as_posix()
+        except ValueError:
+            rel = None
+        entry = by_path.get(rel) if rel is not None else None
+        if entry is None:
+            entry = by_name.get(rel) or by_name.get(plan.name)
+        if entry is None:
+            continue
+        rv = RunVerification(
+            name=plan.name,
+            status=str(entry.get("status") or "ok"),
+            source="recorded",
+            reason=entry.get("reason"),
+        )
+        digest = entry.get("digest")
+        if digest and digest != run_digest(plan):
+            rv.status = "stale"
+            rv.reason = f"recorded in {path.name} before the run's files changed: measure again with --verify"
+            ver.runs.append(rv)
+            continue
+        rv.measured = dict(entry.get("measured") or {})
+        rv.scaling = entry.get("scaling")
+        if entry.get("spec"):
+            try:
+                rv.spec = ProbeSpec.model_validate(entry["spec"])
+            except Exception:
+                rv.notes.append("the recorded probe spec does not validate: no prediction to compare")
+        if rv.spec is not None and rv.ok:
+            rv.predicted = predict(
+                rv.spec, int(rv.measured.get("world_size") or rv.spec.nproc or 1), ver.device, plan.hardware
+            )
+        ver.runs.append(rv)
+    return ver
+
+
+# ---- the stage ----------------------------------------------------------------------------------
+def _reads(rule: Any, pattern: re.Pattern[str]) -> bool:
+    spec = rule.spec
+    text = " ".join([spec.when or "", spec.for_each or "", *spec.requires])
+    return bool(pattern.search(text))
+
+
+def _selected(code: str, name: str, engine: Any, catalog: list[Any], options: Any) -> bool:
+    if any(r.code == code for r in engine.rules):
+        return True
+    if any(r.code == code for r in catalog):
+        return False  # in the catalog but not selected
+    from advisor.engine import matches
+
+    stub = SimpleNamespace(spec=SimpleNamespace(code=code, name=name, aliases=[]))
+    if options.select is not None and not matches(stub, options.select):  # type: ignore[arg-type]
+        return False
+    return not matches(stub, options.ignore)  # type: ignore[arg-type]
+
+
+def _overlay_batch(batch: Namespace, measured: dict[str, Any]) -> Namespace:
+    values = dict(batch.items())
+    out = Namespace("batch", values)
+    world = measured.get("world_size")
+    mp = batch.model_parallel_size or 1
+    new = {
+        "world_size": world,
+        "dp_size": world // mp if isinstance(world, int) and world % mp == 0 else None,
+        "effective_batch": measured.get("effective_batch"),
+        "per_device": measured.get("per_device"),
+        "accumulation": measured.get("accumulation"),
+    }
+    for key, value in new.items():
+        if value is None:
+            continue
+        old = batch.entry(key)
+        origin = old.origin if isinstance(old, Value) else None
+        related = list(old.related) if isinstance(old, Value) else []
+        out.set(key, Value(value, origin, "measured", related=related, note="measured by --verify"))
+    return out
+
+
+def _key(f: Finding) -> tuple[str, str, int, int]:
+    return (f.rule, str(f.location.file), f.location.line, f.location.col)
+
+
+def apply_measurements(
+    rv: RunVerification,
+    plan: Any,
+    names: dict[str, Any],
+    ctx: Any,
+    engine: Any,
+    catalog: list[Any],
+    findings: list[Finding],
+    settings: Any,
+    options: Any,
+) -> list[Finding]:
+    from advisor.engine import Context, Engine
+
+    fallback = plan.root_location
+    rv.comparisons = compare(rv, names, fallback)
+    measured = measured_namespace(rv, names, fallback)
+    mnames = dict(names)
+    mnames["measured"] = measured
+    overrides = settings.severity if settings is not None else {}
+
+    def run_rules(rules: list[Any], use_names: dict[str, Any]) -> list[Finding]:
+        sub = Engine(rules, overrides)
+        sub.errors = engine.errors
+        return list(sub.evaluate("run", [Context(use_names, ctx.fallback, ctx.run, ctx.documents)]))
+
+    out = list(findings)
+    # 1. rules over the measured namespace
+    for f in run_rules([r for r in engine.rules if _reads(r, _READS_MEASURED)], mnames):
+        f.evidence = "measured"
+        out.append(f)
+        rv.added.append(f"{f.rule} {f.location.file.name}:{f.location.line}:{f.location.col}")
+    # 2. measured batch facts shadow the static ones
+    batch = names.get("batch")
+    if (
+        rv.ok
+        and rv.measured.get("faithful", True)
+        and rv.measured.get("effective_batch") is not None
+        and isinstance(batch, Namespace)
+    ):
+        overlay = _overlay_batch(batch, rv.measured)
+        changed = {k for k in BATCH_KEYS if getattr(overlay, k) != getattr(batch, k)}
+        # re-judge the rules that read a figure the measurement changed, and the rules about the
+        # effective batch itself (the measured quantity: a finding both ways is confirmed)
+        judged = [
+            r
+            for r in engine.rules
+            if not _reads(r, _READS_MEASURED)
+            and any(_reads(r, _batch_key(k)) for k in (changed | {"effective_batch"}))
+        ]
+        if judged:
+            onames = dict(mnames)
+            onames["batch"] = overlay
+            remeasured = {_key(f): f for f in run_rules(judged, onames)}
+            codes = {r.code for r in judged}
+            about_batch = {r.code for r in judged if _reads(r, _batch_key("effective_batch"))}
+            static = {_key(f): f for f in out if f.run == plan.name and f.rule in codes}
+            mw, mb = rv.measured.get("world_size"), rv.measured.get("effective_batch")
+            for key, f in static.items():
+                where = f"{f.location.file.name}:{f.location.line}:{f.location.col}"
+                if key in remeasured:
+                    f.evidence = "measured"
+                    f.message = remeasured[key].message.rstrip()
+                    if f.rule in about_batch:
+                        f.message += " (confirmed by the --verify measurement)"
+                    rv.confirmed.append(f"{f.rule} {where}")
+                else:
+                    out.remove(f)
+                    rv.refuted.append(
+                        f"{f.rule} at {where} not confirmed: measured world size {mw}, effective batch {mb} "
+                        "(static finding dropped)"
+                    )
+            for key, m in remeasured.items():
+                if key not in static:
+                    m.evidence = "measured"
+                    out.append(m)
+                    rv.added.append(f"{m.rule} {m.location.file.name}:{m.location.line}:{m.location.col}")
+    # 3. out of memory: GA401; scaling: GA402 quotes it
+    if (
+        rv.status == "oom"
+        and rv.measured.get("device") == "cuda"
+        and _selected("GA401", "does-not-fit", engine, catalog, options)
+    ):
+        out = _oom_finding(rv, plan, names, out, overrides)
+    eff = rv.measured.get("scaling_efficiency")
+    if eff is not None:
+        timing = " (CPU timings)" if rv.measured.get("cpu_timings") else ""
+        for f in out:
+            if f.rule == "GA402" and f.run == plan.name:
+                f.message = (
+                    f"{f.message.rstrip()} Measured: scaling efficiency {eff:.0%} at "
+                    f"{rv.measured.get('scaling_processes')} processes{timing}."
+                )
+                f.evidence = "measured"
+                rv.confirmed.append("GA402")
+    return out
+
+
+def _oom_finding(
+    rv: RunVerification, plan: Any, names: dict[str, Any], findings: list[Finding], overrides: dict[str, str]
+) -> list[Finding]:
+    m = rv.measured
+    pred = rv.predicted
+    predicted = ""
+    if pred is not None and pred.peak_allocated_gib is not None:
+        predicted = f"; predicted peak {pred.peak_allocated_gib:.1f} GiB allocated"
+    device = m.get("device_name") or "the GPU"
+    total = m.get("device_total_gib")
+    cap = f" ({total:.1f} GiB)" if total else ""
+    text = (
+        f"measured: the --verify probe ran out of memory on rank {m.get('oom_rank')} at optimizer step "
+        f"{m.get('oom_at_step')} on {device}{cap}{predicted}"
+    )
+    for f in findings:
+        if f.rule == "GA401" and f.run == plan.name:
+            f.evidence = "measured"
+            f.message = f"{f.message.rstrip()} ({text})"
+            rv.confirmed.append("GA401")
+            return findings
+    training = names.get("training")
+    entry = training.entry("per_device_train_batch_size") if isinstance(training, Namespace) else None
+    location = entry.origin if isinstance(entry, Value) and entry.origin is not None else plan.root_location
+    findings.append(
+        Finding(
+            rule="GA401",
+            name="does-not-fit",
+            severity=overrides.get("GA401", "error"),  # type: ignore[arg-type]
+            message=f"the run does not fit in GPU memory: {text}",
+            location=location,
+            run=plan.name,
+            evidence="measured",
+        )
+    )
+    rv.added.append("GA401")
+    return findings
+
+
+def _probe_all(
+    run_contexts: list[tuple[Any, dict[str, Any], Any]], options: ProbeOptions, verification: Verification
+) -> Verification:
+    verification.device = device_info(options.python)
+    if verification.device.get("error"):
+        verification.unavailable = verification.device["error"]
+        return verification
+    work = options.work_dir or Path(tempfile.mkdtemp(prefix="gpu-advise-verify-"))
+    try:
+        with _Progress(options.progress) as progress:
+            for plan, names, _ in run_contexts:
+                verification.runs.append(probe_run(plan, names, verification.device, options, work, progress))
+    finally:
+        if options.work_dir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    return verification
+
+
+def verify_stage(
+    run_contexts: list[tuple[Any, dict[str, Any], Any]],
+    engine: Any,
+    catalog: list[Any],
+    findings: list[Finding],
+    settings: Any,
+    options: Any,
+    recorded: Path | None = None,
+) -> tuple[list[Finding], Verification | None]:
+    """Probe (or read recorded measurements for) every run and fold the measurements into the findings."""
+    probe_options: ProbeOptions | None = getattr(options, "verify", None)
+    if probe_options is None:
+        if recorded is None:
+            return findings, None
+        verification = load_recorded(Path(recorded), [plan for plan, _, _ in run_contexts])
+    else:
+        verification = Verification(
+            source="probe",
+            options={
+                "steps": probe_options.steps,
+                "warmup": probe_options.warmup,
+                "timeout": probe_options.timeout,
+                "scaling": probe_options.scaling,
+                "online": probe_options.online,
+                "real_weights": probe_options.real_weights,
+            },
+        )
+        missing = unavailable_message()
+        if missing:
+            if recorded is not None:  # no probe here, but what was recorded still counts
+                verification = load_recorded(Path(recorded), [plan for plan, _, _ in run_contexts])
+            verification.unavailable = missing
+            if not verification.runs:
+                return findings, verification
+        else:
+            verification = _probe_all(run_contexts, probe_options, verification)
+            if verification.unavailable:
+                return findings, verification
+    by_name = {r.name: r for r in verification.runs}
+    out = list(findings)
+    for plan, names, ctx in run_contexts:
+        rv = by_name.get(plan.name)
+        if rv is None or rv.status in {"skipped", "unsupported", "stale"}:
+            continue
+        out = apply_measurements(rv, plan, names, ctx, engine, catalog, out, settings, options)
+    seen: set[tuple[str, str, int, int, str]] = set()
+    unique = []
+    for f in out:
+        if f.identity not in seen:
+            seen.add(f.identity)
+            unique.append(f)
+    unique.sort(key=lambda f: f.sort_key)
+    return unique, verification

@@ -1,0 +1,582 @@
+"""`gpu-advise estimate`: memory and time for a model id with flags, or for the runs under PATHS.
+
+build_model_report / build_run_reports return plain data (what `--format json` prints); render_text
+draws it as plain text with ANSI colours: the breakdown table with a bar per item, the verdict per GPU,
+and a comparison of strategies and methods with the cheapest one that fits. Nothing here imports torch,
+transformers or rich (start-up matters: the whole command answers in a few hundred milliseconds).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# GPUs the verdict is shown for when no --hardware is given: one per memory class.
+REFERENCE_GPUS = ("RTX-4090", "L40S", "A100-SXM-80GB", "H100-NVL", "H200", "B200")
+METHODS = ("full", "lora", "qlora")
+# Ways to spread one run, cheapest to most involved.
+LAYOUTS: tuple[tuple[str, str, bool], ...] = (
+    ("none", "1 GPU", False),
+    ("ddp", "DDP", False),
+    ("zero2", "ZeRO-2", False),
+    ("zero3", "ZeRO-3", False),
+    ("zero3", "ZeRO-3 + CPU offload", True),
+)
+METHOD_LABEL = {"full": "full fine-tune", "lora": "LoRA", "qlora": "QLoRA"}
+
+
+class EstimateError(Exception):
+    """The estimate cannot be made (exit code 2): unknown model, bad option, unknown hardware."""
+
+
+@dataclass
+class Request:
+    """`gpu-advise estimate MODEL` flags."""
+
+    model: str
+    method: str = "full"
+    batch: int | None = None
+    seq: int | None = None
+    gpus: int | None = None
+    strategy: str | None = None
+    offload: bool = False
+    hardware: str | None = None
+    online: bool = False
+    optimizer: str | None = None
+    grad_ckpt: bool | None = None
+    precision: str | None = None
+    tokens: float | None = None
+
+
+# ---- building ----------------------------------------------------------------------------------
+def is_model_path(target: str) -> bool:
+    """A local model: a folder holding a config.json with a model_type, or such a config.json itself."""
+    import json
+
+    p = Path(target)
+    cfg = p / "config.json" if p.is_dir() else p
+    if cfg.suffix != ".json" or not cfg.is_file():
+        return False
+    try:
+        data = json.loads(cfg.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "model_type" in data
+
+
+def _load_machine(name: str | None) -> Any:
+    if name is None:
+        return None
+    from advisor.sources.hardware import HardwareError, load_hardware
+
+    try:
+        return load_hardware(name)
+    except HardwareError as exc:
+        raise EstimateError(str(exc)) from None
+
+
+def _resolve(name: str, online: bool) -> tuple[Any, Any]:
+    from advisor.estimate import UnknownModelTypeError, catalog_ids, resolve_model
+
+    info = resolve_model(name, online=online)
+    if info is None:
+        hint = (
+            "the Hub did not answer either"
+            if online
+            else "pass --online to fetch its config.json from the Hub"
+        )
+        raise EstimateError(
+            f"unknown model '{name}': not a local folder with config.json, not in the HF cache, "
+            f"not among the {len(catalog_ids())} built-in models; {hint}"
+        )
+    try:
+        return info, info.count()
+    except UnknownModelTypeError as exc:
+        raise EstimateError(f"model '{name}': {exc}") from None
+    except (KeyError, TypeError, ValueError) as exc:
+        raise EstimateError(f"model '{name}': its config.json cannot be counted ({exc})") from None
+
+
+def _offload_update(strategy: str, offload: bool) -> dict[str, str]:
+    if not offload:
+        return {"offload_optimizer": "none", "offload_params": "none"}
+    return {"offload_optimizer": "cpu", "offload_params": "cpu" if strategy in {"zero3", "fsdp"} else "none"}
+
+
+def _usable_by_gpu(machine: Any) -> list[tuple[str, float]]:
+    if machine is not None:
+        return [(machine.gpu.id, float(machine.memory_gib))]
+    from advisor.sources.hardware import gpu_catalog
+
+    catalog = gpu_catalog()
+    return [(g, float(catalog[g].usable_gib)) for g in REFERENCE_GPUS if g in catalog]
+
+
+def _comparison(
+    setup: Any, n: int, dp: int, machine: Any, near: float, reference_copy: bool
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Every method x layout: peak per GPU and where it fits. n: GPUs for the multi-GPU layouts; dp: the
+    run's data-parallel size (on one GPU, accumulation grows by dp to keep the effective batch)."""
+    from advisor.facts.estimates import peak_of, verdict_for
+
+    gpus = _usable_by_gpu(machine)
+    rows: list[dict[str, Any]] = []
+    base = setup
+    for method in METHODS:
+        for strategy, label, offload in LAYOUTS:
+            count = 1 if strategy == "none" else n
+            if count == 1 and strategy != "none":
+                continue
+            update: dict[str, Any] = {
+                "method": method,
+                "strategy": strategy,
+                "world_size": count,
+                **_offload_update(strategy, offload),
+            }
+            if method != base.method:
+                update |= {"lora_r": base.lora_r or 16, "lora_targets": base.lora_targets or ["all-linear"]}
+            if strategy == "none":
+                update["grad_accum"] = base.grad_accum * max(dp, 1)
+            trial = base.model_copy(update=update)
+            peak = peak_of(trial, reference_copy and method == "full")
+            fits_on = [g for g, usable in gpus if verdict_for(peak, usable, near) == "fits"]
+            smallest = min(
+                ((g, usable) for g, usable in gpus if verdict_for(peak, usable, near) == "fits"),
+                key=lambda x: x[1],
+                default=None,
+            )
+            row = {
+                "method": method,
+                "strategy": strategy,
+                "layout": label,
+                "gpus": count,
+                "offload": offload,
+                "peak_gib": round(peak, 1),
+                "verdict": verdict_for(peak, gpus[0][1], near) if machine is not None else None,
+                "smallest_gpu": smallest[0] if smallest else None,
+                "fits_on": fits_on,
+                "_cost": count * smallest[1] if smallest else None,
+            }
+            rows.append(row)
+    cheapest: dict[str, Any] = {}
+    for method in METHODS:
+        fitting = [r for r in rows if r["method"] == method and r["_cost"] is not None]
+        if machine is not None:
+            fitting = [r for r in fitting if r["gpus"] <= machine.total_gpus]
+        if fitting:
+            best = min(fitting, key=lambda r: (r["_cost"], rows.index(r)))
+            cheapest[method] = {k: v for k, v in best.items() if not k.startswith("_")}
+        else:
+            cheapest[method] = None
+    for r in rows:
+        r.pop("_cost")
+    return rows, cheapest
+
+
+def _report(
+    *,
+    info: Any,
+    setup: Any,
+    n: int,
+    machine: Any,
+    near: float,
+    reference_copy: bool,
+    total_tokens: float | None,
+    max_steps: int | None,
+    busbw: float | None,
+    extra_assumptions: list[str],
+    name: str | None = None,
+) -> dict[str, Any]:
+    from advisor.facts.estimates import analyse, verdict_for
+
+    an = analyse(
+        setup,
+        machine=machine,
+        dp=n,
+        near_fraction=near,
+        reference_copy=reference_copy,
+        total_tokens=total_tokens,
+        max_steps=max_steps,
+        busbw_gbs=busbw,
+        compare=False,
+        savings=True,
+    )
+    gpus = _usable_by_gpu(machine)
+    spread = n if n > 1 else (machine.total_gpus if machine is not None and machine.total_gpus > 1 else 8)
+    rows, cheapest = _comparison(setup, spread, n, machine, near, reference_copy)
+    te = an.time
+    out: dict[str, Any] = {
+        "version": 1,
+        "run": name,
+        "model": {
+            "name": info.name,
+            "hub_id": info.hub_id,
+            "source": info.source,
+            "model_type": setup.model.model_type,
+        },
+        "params": int(setup.model.total),
+        "trainable_params": int(an.memory.trainable_params),
+        "setup": {
+            "method": setup.method,
+            "micro_batch": setup.micro_batch,
+            "seq_len": setup.seq_len,
+            "gpus": n,
+            "strategy": setup.strategy,
+            "offload_optimizer": setup.offload_optimizer,
+            "offload_params": setup.offload_params,
+            "precision": setup.precision,
+            "gradient_checkpointing": setup.gradient_checkpointing,
+            "optimizer": setup.optimizer,
+            "lora_r": setup.lora_r,
+        },
+        "hardware": (
+            {
+                "name": machine.name,
+                "gpu": machine.gpu.id,
+                "usable_gib": round(float(machine.memory_gib), 1),
+                "gpus": machine.total_gpus,
+            }
+            if machine is not None
+            else None
+        ),
+        "memory": {
+            "metric": "nvidia-smi",
+            "peak_gib": round(an.peak, 2),
+            "low_gib": round(an.low, 2),
+            "high_gib": round(an.high, 2),
+            "phase": an.memory.phase,
+            "host_gib": round(an.memory.host_gib, 2),
+            "paged_gib": round(an.memory.soft_gib, 2),
+        },
+        "breakdown": an.items,
+        "verdict": an.verdict,
+        "verdicts": [
+            {"gpu": g, "usable_gib": round(usable, 1), "verdict": verdict_for(an.peak, usable, near)}
+            for g, usable in gpus
+        ],
+        "what_if": [{"change": label, "saves_gib": gib} for label, gib in an.savings],
+        "comparison": rows,
+        "cheapest": cheapest,
+        "time": None,
+        "assumptions": list(dict.fromkeys([*extra_assumptions, *an.assumptions])),
+    }
+    if te is not None:
+        out["time"] = {
+            "step_time_s": round(te.step_time_s, 3),
+            "tokens_per_s": round(te.tokens_per_s),
+            "tokens_per_s_single_gpu": round(te.tokens_per_s_single_gpu),
+            "scaling_efficiency": round(te.scaling_efficiency, 3),
+            "mfu": round(te.mfu, 3),
+            "total_tokens": te.total_tokens,
+            "hours_single_gpu": round(te.hours_single_gpu, 3) if te.hours_single_gpu is not None else None,
+            "hours": round(te.hours_n_gpus, 3) if te.hours_n_gpus is not None else None,
+        }
+    return out
+
+
+def build_model_report(req: Request) -> dict[str, Any]:
+    from advisor.estimate import TrainingSetup
+    from advisor.facts.estimates import NEAR_FRACTION_DEFAULT
+
+    machine = _load_machine(req.hardware)
+    info, pc = _resolve(req.model, req.online)
+    total = machine.total_gpus if machine is not None else None
+    n = req.gpus if req.gpus is not None else (total or 1)
+    if n < 1:
+        raise EstimateError(f"--gpus {n}: give at least 1")
+    if total is not None and n > total:
+        raise EstimateError(f"--gpus {n}: {machine.name} has {total} GPU{'s' if total != 1 else ''}")
+    strategy = req.strategy or ("ddp" if n > 1 else "none")
+    if req.batch is not None and req.batch < 1:
+        raise EstimateError(f"--batch {req.batch}: give at least 1")
+    if req.seq is not None and req.seq < 1:
+        raise EstimateError(f"--seq {req.seq}: give at least 1")
+    if req.optimizer is not None:
+        from advisor.estimate.memory import has_optimizer_profile
+
+        if not has_optimizer_profile(req.optimizer):
+            raise EstimateError(f"--optim {req.optimizer}: no memory profile for this optimizer")
+    setup = TrainingSetup(
+        model=pc,
+        method=req.method,  # type: ignore[arg-type]
+        micro_batch=req.batch,
+        seq_len=req.seq,
+        gradient_checkpointing=req.grad_ckpt,
+        precision=req.precision,  # type: ignore[arg-type]
+        amp=False if req.precision in {"bf16", "fp16"} else None,
+        optimizer=req.optimizer,
+        strategy=strategy if n > 1 or strategy != "ddp" else "none",  # type: ignore[arg-type]
+        world_size=n,
+        gpu_memory_gib=float(machine.memory_gib) if machine is not None else None,
+        **_offload_update(strategy, req.offload),  # type: ignore[arg-type]
+    )
+    busbw = None
+    if machine is not None and n > 1:
+        from advisor.facts import topology
+
+        ids = list(range(n))
+        busbw = topology.slowest_link_busbw_gbs(machine, ids)
+    extra = []
+    if req.precision in {"bf16", "fp16"}:
+        extra.append(f"model loaded in {req.precision} (torch_dtype), no fp32 master weights")
+    return _report(
+        info=info,
+        setup=setup,
+        n=n,
+        machine=machine,
+        near=NEAR_FRACTION_DEFAULT,
+        reference_copy=False,
+        total_tokens=req.tokens,
+        max_steps=None,
+        busbw=busbw,
+        extra_assumptions=extra,
+    )
+
+
+def build_run_reports(paths: list[Path], hardware: str | None, online: bool) -> list[dict[str, Any]]:
+    from advisor.check import CheckError, CheckOptions, build_plans, resolve_settings
+    from advisor.facts import run_names
+    from advisor.facts.estimates import plan_inputs
+    from advisor.settings import SettingsError
+
+    options = CheckOptions(hardware=hardware, online=online)
+    try:
+        settings = resolve_settings(paths, options)
+        plans, _ = build_plans(paths, options, settings)
+    except (CheckError, SettingsError) as exc:
+        raise EstimateError(str(exc)) from None
+    reports = []
+    for plan in plans:
+        names = run_names(plan)
+        names["thresholds"] = settings.thresholds
+        inputs = plan_inputs(plan, names)
+        if inputs.setup is None:
+            reports.append({"version": 1, "run": plan.name, "unknown": inputs.reason})
+            continue
+        reports.append(
+            _report(
+                info=inputs.info,
+                setup=inputs.setup,
+                n=inputs.dp,
+                machine=inputs.machine,
+                near=inputs.near_fraction,
+                reference_copy=inputs.reference_copy,
+                total_tokens=inputs.total_tokens,
+                max_steps=inputs.max_steps,
+                busbw=inputs.busbw_gbs,
+                extra_assumptions=inputs.assumptions,
+                name=plan.name,
+            )
+        )
+    return reports
+
+
+# ---- rendering ---------------------------------------------------------------------------------
+STRATEGY_TEXT = {
+    "none": "no sharding",
+    "ddp": "DDP",
+    "zero1": "ZeRO-1",
+    "zero2": "ZeRO-2",
+    "zero3": "ZeRO-3",
+    "fsdp": "FSDP",
+    "fsdp_grad_op": "FSDP SHARD_GRAD_OP",
+}
+VERDICT_STYLE = {"fits": "green", "tight": "yellow", "does not fit": "bold red", None: "dim"}
+
+
+def _bar(gib: float, top: float, width: int = 28) -> str:
+    if top <= 0 or gib <= 0:
+        return ""
+    cells = gib / top * width
+    full = int(cells)
+    part = " ▏▎▍▌▋▊▉"[int((cells - full) * 8)]
+    return ("█" * full + (part if part != " " else "")).rstrip()
+
+
+def _fmt_params(n: int) -> str:
+    return f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.0f}M"
+
+
+def _layout_text(r: dict[str, Any] | None) -> str:
+    if r is None:
+        return "nothing in the comparison fits"
+    where = f" on {r['gpus']} GPUs" if r["gpus"] > 1 else " on 1 GPU"
+    gpu = f" ({r['smallest_gpu']} or larger)" if r.get("smallest_gpu") and r.get("verdict") is None else ""
+    layout = "" if r["strategy"] == "none" else f" with {r['layout']}"
+    return f"{METHOD_LABEL[r['method']]}{layout}{where}{gpu}, {r['peak_gib']:.1f} GiB per GPU"
+
+
+_ANSI = {
+    "bold": "1",
+    "dim": "2",
+    "green": "32",
+    "yellow": "33",
+    "bold red": "1;31",
+    "cyan": "36",
+    "red": "31",
+}
+
+
+class _Out:
+    """Lines of text with optional ANSI colour (rich's start-up and table layout cost more than the
+    whole estimate; `gpu-advise estimate` is meant to answer in well under 300 ms)."""
+
+    def __init__(self, color: bool) -> None:
+        self.color = color
+        self.lines: list[str] = []
+
+    def style(self, text: str, style: str | None) -> str:
+        if not self.color or not style or not text:
+            return text
+        return f"\x1b[{_ANSI[style]}m{text}\x1b[0m"
+
+    def line(self, text: str = "") -> None:
+        self.lines.append(text)
+
+    def table(self, headers: list[str], rows: list[list[tuple[str, str | None]]], right: set[int]) -> None:
+        """Columns sized to their widest cell; each cell is (text, style)."""
+        widths = [len(h) for h in headers]
+        for row in rows:
+            for i, (text, _) in enumerate(row):
+                widths[i] = max(widths[i], len(text))
+
+        def fmt(i: int, text: str, style: str | None) -> str:
+            pad = text.rjust(widths[i]) if i in right else text.ljust(widths[i])
+            return self.style(pad, style)
+
+        last = len(headers) - 1
+        self.line("  ".join(fmt(i, h, "dim") for i, h in enumerate(headers)).rstrip())
+        for row in rows:
+            cells = [
+                fmt(i, text, style) if i < last else self.style(text, style)
+                for i, (text, style) in enumerate(row)
+            ]
+            self.line("  ".join(cells).rstrip())
+
+
+def render_text(reports: list[dict[str, Any]], *, color: bool = False) -> str:
+    out = _Out(color)
+    st = out.style
+    for i, rep in enumerate(reports):
+        if i:
+            out.line()
+        if "unknown" in rep:
+            out.line(st(f"run {rep['run']}: no estimate: {rep['unknown']}", "yellow"))
+            continue
+        s, mem, hw = rep["setup"], rep["memory"], rep["hardware"]
+        title = f"run {rep['run']}: " if rep.get("run") else ""
+        model = rep["model"]
+        source = model["hub_id"] if model["hub_id"] and model["hub_id"] != model["name"] else None
+        out.line(
+            st(f"{title}{model['name']}", "bold")
+            + f" ({source + ', ' if source else ''}{model['source']}): "
+            + st(f"{rep['params']:,}", "bold")
+            + f" parameters ({_fmt_params(rep['params'])}), {rep['trainable_params']:,} trainable"
+        )
+        strategy = STRATEGY_TEXT.get(s["strategy"], s["strategy"])
+        off = " + CPU offload" if s["offload_optimizer"] != "none" else ""
+        out.line(
+            f"{METHOD_LABEL[s['method']]}, micro-batch {s['micro_batch'] or 1} x "
+            f"{s['seq_len'] or 2048} tokens, "
+            f"{s['gpus']} GPU{'s' if s['gpus'] != 1 else ''}, {strategy}{off}"
+            + (f", on {hw['name']}" if hw else "")
+        )
+        out.line()
+        out.line(st("Memory per GPU at the peak (nvidia-smi)", "bold"))
+        top = max((it["gib"] for it in rep["breakdown"]), default=0.0)
+        rows = [
+            [
+                (it["name"], None),
+                (f"{it['gib']:.2f}", None),
+                (_bar(it["gib"], top), "cyan"),
+                (it["note"], "dim"),
+            ]
+            for it in rep["breakdown"]
+        ]
+        rows.append(
+            [
+                ("peak", "bold"),
+                (f"{mem['peak_gib']:.1f}", "bold"),
+                (f"band {mem['low_gib']:.1f} .. {mem['high_gib']:.1f}", None),
+                (f"phase: {mem['phase']}", "dim"),
+            ]
+        )
+        if mem["host_gib"]:
+            rows.append(
+                [
+                    ("host (offloaded)", None),
+                    (f"{mem['host_gib']:.2f}", None),
+                    ("", None),
+                    ("CPU RAM per process", "dim"),
+                ]
+            )
+        out.table(["", "GiB", "", "note"], rows, right={1})
+        out.line()
+        parts = []
+        for verdict in ("fits", "tight", "does not fit"):
+            names = [
+                f"{v['gpu']} ({v['usable_gib']:.0f} GiB)" for v in rep["verdicts"] if v["verdict"] == verdict
+            ]
+            if names:
+                parts.append(st(verdict, VERDICT_STYLE[verdict]) + ": " + ", ".join(names))
+        out.line(st("Verdict per GPU: ", "bold") + "; ".join(parts))
+        if rep["what_if"]:
+            out.line("What each knob saves at the peak:")
+            for w in rep["what_if"][:6]:
+                out.line(f"  -{w['saves_gib']:6.1f} GiB  {w['change']}")
+        out.line()
+        out.line(st("Strategies and methods (peak per GPU)", "bold"))
+        rows = []
+        for r in rep["comparison"]:
+            if hw:
+                cell = (r["verdict"], VERDICT_STYLE[r["verdict"]])
+                if r["gpus"] > hw["gpus"]:
+                    cell = (f"{r['verdict']} (needs {r['gpus']} GPUs)", "dim")
+            else:
+                cell = (
+                    (r["smallest_gpu"] + " or larger", "green")
+                    if r["smallest_gpu"]
+                    else ("none listed", "red")
+                )
+            rows.append(
+                [
+                    (METHOD_LABEL[r["method"]], None),
+                    (r["layout"], None),
+                    (str(r["gpus"]), None),
+                    (f"{r['peak_gib']:.1f}", None),
+                    cell,
+                ]
+            )
+        out.table(["method", "layout", "GPUs", "GiB/GPU", "verdict" if hw else "fits on"], rows, right={2, 3})
+        cheapest = rep["cheapest"]
+        where = f" on {hw['name']}" if hw else ""
+        out.line(st("Cheapest that fits" + where + ": ", "bold") + _layout_text(cheapest.get(s["method"])))
+        for m in METHODS:
+            if m != s["method"]:
+                out.line(f"  {METHOD_LABEL[m]}: {_layout_text(cheapest.get(m))}")
+        t = rep["time"]
+        if t is not None:
+            out.line()
+            line = (
+                f"Time: {t['step_time_s']:.2f} s per optimizer step, {t['tokens_per_s']:,} tokens/s "
+                f"(MFU {t['mfu']:.2f}), scaling efficiency {t['scaling_efficiency']:.0%}"
+            )
+            if t["hours"] is not None:
+                line += f"; {t['hours']:.1f} h for {t['total_tokens']:.3g} tokens"
+                if s["gpus"] > 1:
+                    line += f" on {s['gpus']} GPUs, {t['hours_single_gpu']:.1f} h on one"
+            out.line(line)
+        if rep["assumptions"]:
+            out.line()
+            out.line(st("Assumptions:", "dim"))
+            for a in rep["assumptions"]:
+                out.line(st(f"  - {a}", "dim"))
+    return "\n".join(out.lines) + "\n"
+
+
+def render_json(reports: list[dict[str, Any]], *, runs: bool) -> str:
+    import json
+
+    payload: Any = {"version": 1, "runs": reports} if runs else reports[0]
+    return json.dumps(payload, indent=2, default=str) + "\n"

@@ -1,0 +1,34 @@
+"""Build the fact namespaces of a small project written into a temporary folder."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from advisor.check import CheckOptions, build_plans
+from advisor.facts import run_names
+from advisor.settings import Settings
+from tests.conftest import write_files
+
+Names = dict[str, Any]
+
+
+@pytest.fixture
+def facts_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Names]:
+    """facts_of(files, hardware=None) -> the namespaces of the project's only run."""
+
+    def build(files: dict[str, str], hardware: str | None = None, run: str | None = None) -> Names:
+        write_files(tmp_path, files)
+        monkeypatch.chdir(tmp_path)
+        plans, _ = build_plans([Path(".")], CheckOptions(hardware=hardware), Settings())
+        if run is not None:
+            plans = [p for p in plans if p.name == run]
+        assert len(plans) == 1, [p.name for p in plans]
+        names = run_names(plans[0])
+        names["plan"] = plans[0]
+        return names
+
+    return build

@@ -1,0 +1,428 @@
+"""Batch arithmetic across launchers (config-formats.md §2), DeepSpeed's own batch derivation
+(§3.1), and accumulation/micro-batch written in two places (HF's "ds X vs hf Y", §2.3 and §3.3)."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.facts.batch import (
+    counts_gpus_at_run_time,
+    deepspeed_batch,
+    deepspeed_valid_world_sizes,
+    parse_gpu_list,
+)
+
+TRAIN = {"train.py": "print('train')\n"}
+
+
+def launch(cmd: str, **extra: str) -> dict[str, str]:
+    return {"launch.sh": "#!/bin/bash\n" + cmd + "\n", **TRAIN, **extra}
+
+
+# --- process counts, launcher by launcher -----------------------------------------------------
+
+
+def test_accelerate_num_processes_is_the_total_over_machines(facts_of) -> None:
+    acc = "distributed_type: MULTI_GPU\nnum_machines: 2\nnum_processes: 16\n"
+    batch = facts_of(
+        launch(
+            "accelerate launch --config_file acc.yaml train.py --per_device_train_batch_size 4",
+            **{"acc.yaml": acc},
+        )
+    )["batch"]
+    assert batch.processes_per_node == 8 and batch.nodes == 2 and batch.world_size == 16
+    assert batch.effective_batch == 4 * 1 * 16
+    assert batch.pinned is True
+
+
+def test_accelerate_flag_beats_the_config_file(facts_of) -> None:
+    acc = "distributed_type: MULTI_GPU\nnum_processes: 8\n"
+    batch = facts_of(
+        launch(
+            "accelerate launch --config_file acc.yaml --num_processes=1 train.py "
+            "--per_device_train_batch_size 4",
+            **{"acc.yaml": acc},
+        )
+    )["batch"]
+    assert batch.world_size == 1  # alignment-handbook's QLoRA recipes override the file's 8 this way
+
+
+def test_accelerate_without_config_takes_every_visible_gpu(facts_of) -> None:
+    batch = facts_of(
+        launch("accelerate launch train.py --per_device_train_batch_size 2"), hardware="8xH100-SXM"
+    )["batch"]
+    assert batch.world_size == 8 and batch.pinned is False
+    assert "one process per visible GPU" in batch.follows
+
+
+def test_accelerate_without_config_and_without_hardware_is_unknown(facts_of) -> None:
+    batch = facts_of(launch("accelerate launch train.py --per_device_train_batch_size 2"))["batch"]
+    assert batch.world_size is None and batch.pinned is False
+
+
+def test_cuda_visible_devices_in_the_script_pins_the_count(facts_of) -> None:
+    batch = facts_of(
+        launch("CUDA_VISIBLE_DEVICES=0,1 accelerate launch train.py --per_device_train_batch_size 2"),
+        hardware="8xH100-SXM",
+    )["batch"]
+    assert batch.world_size == 2 and batch.pinned is True
+    assert batch.visible_gpus == [0, 1] and batch.selected_via == "CUDA_VISIBLE_DEVICES"
+
+
+def test_named_but_missing_accelerate_config_is_unknown_not_every_gpu(facts_of) -> None:
+    batch = facts_of(
+        launch("accelerate launch --config_file configs/missing.yaml train.py"), hardware="8xH100-SXM"
+    )["batch"]
+    assert batch.world_size is None
+    assert batch.pinned is True  # GA004 reports the missing file; GA104 must not guess
+
+
+def test_torchrun_defaults_to_one_process(facts_of) -> None:
+    batch = facts_of(launch("torchrun train.py --per_device_train_batch_size 4"), hardware="8xH100-SXM")[
+        "batch"
+    ]
+    assert batch.world_size == 1 and batch.pinned is True
+
+
+@pytest.mark.parametrize("value", ["gpu", "auto"])
+def test_torchrun_nproc_gpu_follows_the_machine(facts_of, value: str) -> None:
+    batch = facts_of(launch(f"torchrun --nproc_per_node {value} train.py"), hardware="4xH100-NVL")["batch"]
+    assert batch.world_size == 4 and batch.pinned is False
+
+
+def test_torchrun_nnodes_range_takes_the_maximum(facts_of) -> None:
+    batch = facts_of(launch("torchrun --nnodes 1:4 --nproc_per_node 8 train.py"))["batch"]
+    assert batch.nodes == 4 and batch.world_size == 32
+
+
+def test_nproc_from_device_count_follows_the_machine(facts_of) -> None:
+    script = (
+        "GPUS_PER_NODE=$(python -c 'import torch; print(torch.cuda.device_count())')\n"
+        "torchrun --nproc_per_node $GPUS_PER_NODE train.py --per_device_train_batch_size 1"
+    )
+    names = facts_of(launch(script), hardware="8xH100-SXM")
+    batch = names["batch"]
+    assert batch.world_size == 8 and batch.pinned is False
+    assert "device_count" in batch.follows
+
+
+def test_nproc_from_a_script_argument_is_unknown_and_pinned(facts_of) -> None:
+    batch = facts_of(
+        launch("NUM_GPUS=$1\ntorchrun --nproc_per_node $NUM_GPUS train.py"), hardware="8xH100-SXM"
+    )["batch"]
+    assert batch.world_size is None and batch.pinned is True  # the caller chooses it
+
+
+def test_deepspeed_launcher_takes_every_gpu(facts_of) -> None:
+    batch = facts_of(launch("deepspeed train.py --per_device_train_batch_size 16"), hardware="8xH100-SXM")[
+        "batch"
+    ]
+    assert batch.world_size == 8 and batch.pinned is False
+
+
+def test_deepspeed_launcher_honours_cuda_visible_devices_without_filters(facts_of) -> None:
+    batch = facts_of(launch("CUDA_VISIBLE_DEVICES=0,1 deepspeed train.py"), hardware="8xH100-SXM")["batch"]
+    assert batch.world_size == 2 and batch.visible_gpus == [0, 1]
+
+
+def test_deepspeed_num_gpus_drops_cuda_visible_devices(facts_of) -> None:
+    # runner.py: "Detected VISIBLE_DEVICES=0,1 but ignoring it because ... --num_gpus ..."
+    batch = facts_of(
+        launch("CUDA_VISIBLE_DEVICES=0,1 deepspeed --num_gpus 4 train.py"), hardware="8xH100-SXM"
+    )["batch"]
+    assert batch.world_size == 4 and batch.visible_gpus is None
+
+
+def test_deepspeed_include_selects_gpus(facts_of) -> None:
+    batch = facts_of(launch("deepspeed --include localhost:2,3 train.py"), hardware="4xH100-NVL")["batch"]
+    assert batch.visible_gpus == [2, 3] and batch.world_size == 2 and batch.selected_via == "include"
+
+
+def test_accelerate_gpu_ids_are_relative_to_the_mask(facts_of) -> None:
+    acc = "distributed_type: MULTI_GPU\nnum_processes: 2\ngpu_ids: 0,1\n"
+    batch = facts_of(
+        launch(
+            "CUDA_VISIBLE_DEVICES=2,3 accelerate launch --config_file acc.yaml train.py", **{"acc.yaml": acc}
+        )
+    )["batch"]
+    assert batch.visible_gpus == [2, 3]
+
+
+def test_llamafactory_uses_every_visible_gpu_unless_nproc_per_node(facts_of) -> None:
+    lf = (
+        "stage: sft\nfinetuning_type: lora\nper_device_train_batch_size: "
+        "1\ngradient_accumulation_steps: 8\noutput_dir: out\n"
+    )
+    batch = facts_of({"sft.yaml": lf}, hardware="8xH100-SXM")["batch"]
+    assert batch.effective_batch == 64 and batch.pinned is False
+    batch = facts_of(
+        launch("NPROC_PER_NODE=2 llamafactory-cli train sft.yaml", **{"sft.yaml": lf}),
+        hardware="8xH100-SXM",
+        run="launch.sh",
+    )["batch"]
+    assert batch.world_size == 2 and batch.pinned is True
+
+
+@pytest.mark.parametrize(
+    ("parallelism", "dp"),
+    [
+        ("  parallelism_config_tp_size: 2\n", 4),
+        ("  parallelism_config_cp_size: 2\n", 4),
+        ("  parallelism_config_sp_size: 4\n", 2),
+        ("  parallelism_config_tp_size: 2\n  parallelism_config_cp_size: 2\n", 2),
+    ],
+)
+def test_tp_cp_sp_divide_the_data_parallel_size(facts_of, parallelism: str, dp: int) -> None:
+    acc = "distributed_type: FSDP\nnum_processes: 8\nparallelism_config:\n" + parallelism
+    batch = facts_of(
+        launch(
+            "accelerate launch --config_file acc.yaml train.py --per_device_train_batch_size 2",
+            **{"acc.yaml": acc},
+        )
+    )["batch"]
+    assert batch.world_size == 8 and batch.dp_size == dp
+    assert batch.effective_batch == 2 * dp
+
+
+def test_python_is_one_process(facts_of) -> None:
+    batch = facts_of(launch("CUDA_VISIBLE_DEVICES=0,1 python train.py --per_device_train_batch_size 2"))[
+        "batch"
+    ]
+    assert batch.world_size == 1
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("$(nvidia-smi -L | wc -l)", True),
+        ("`nvidia-smi --list-gpus | wc -l`", True),
+        ("$(python -c 'import torch; print(torch.cuda.device_count())')", True),
+        ("$1", False),
+        ("8", False),
+    ],
+)
+def test_counts_gpus_at_run_time(raw: str, expected: bool) -> None:
+    assert counts_gpus_at_run_time(raw, {}) is expected
+
+
+def test_counts_gpus_at_run_time_follows_variables() -> None:
+    class W:
+        def __init__(self, raw: str) -> None:
+            self.raw = raw
+
+    variables = {"N": W("$GPUS"), "GPUS": W("$(nvidia-smi -L | wc -l)")}
+    assert counts_gpus_at_run_time("$N", variables)
+    assert not counts_gpus_at_run_time("$OTHER", variables)
+
+
+def test_parse_gpu_list() -> None:
+    assert parse_gpu_list("0,1, 3") == [0, 1, 3]
+    assert parse_gpu_list("all") is None and parse_gpu_list(None) is None
+    assert parse_gpu_list("GPU-8932f937") is None
+    assert parse_gpu_list(2) == [2]
+
+
+# --- DeepSpeed's batch derivation (runtime/config.py, config-formats.md §3.1) -----------------
+
+
+def test_all_three_given_are_checked_as_written() -> None:
+    assert deepspeed_batch(32, 4, 2, 4).error is None
+    err = deepspeed_batch(32, 4, 2, 2).error
+    assert err is not None and "32 != 4 * 2 * 2" in err
+
+
+def test_train_and_micro_derive_accumulation_by_floor_division() -> None:
+    r = deepspeed_batch(24, 3, None, 16)  # DeepSpeedExamples BingBertSquad on 16 GPUs
+    assert r.gas == 0 and r.error == "Gradient accumulation steps: 0 has to be greater than 0"
+    assert deepspeed_batch(24, 3, None, 8).error is None
+    r = deepspeed_batch(24, 3, None, 3)  # 24 // 3 // 3 = 2, 3 * 2 * 3 = 18
+    assert r.gas == 2 and "24 != 3 * 2 * 3" in r.error
+
+
+def test_train_and_accumulation_derive_micro() -> None:
+    r = deepspeed_batch(256, None, 1, 3)  # imagenet config: 256 // 3 = 85
+    assert r.micro == 85 and "256 != 85 * 1 * 3" in r.error
+    assert deepspeed_batch(256, None, 1, 8).micro == 32
+
+
+def test_micro_and_accumulation_derive_train() -> None:
+    r = deepspeed_batch(None, 4, 2, 6)
+    assert r.train == 48 and r.error is None
+
+
+def test_only_train_or_only_micro() -> None:
+    assert deepspeed_batch(64, None, None, 4) == deepspeed_batch(64, 16, 1, 4)
+    r = deepspeed_batch(None, 8, None, 3)
+    assert (r.train, r.gas, r.error) == (24, 1, None)
+
+
+def test_neither_train_nor_micro_is_an_assertion() -> None:
+    assert (
+        "Either train_batch_size or train_micro_batch_size_per_gpu" in deepspeed_batch(None, None, 4, 2).error
+    )
+
+
+def test_only_divides_at_some_world_sizes() -> None:
+    assert deepspeed_valid_world_sizes(32, 32, None, upto=64) == [1]  # cifar random-LTD
+    assert deepspeed_valid_world_sizes(24, 3, None, upto=64) == [1, 2, 4, 8]
+    assert deepspeed_valid_world_sizes(256, None, 1, upto=16) == [1, 2, 4, 8, 16]
+    assert len(deepspeed_valid_world_sizes(None, 4, 2, upto=64)) == 64  # derives train: any size
+
+
+def test_deepspeed_problem_for_a_native_run(facts_of) -> None:
+    names = facts_of(
+        launch(
+            "deepspeed --num_gpus 16 train.py --deepspeed_config ds.json",
+            **{"ds.json": '{"train_batch_size": 24, "train_micro_batch_size_per_gpu": 3}\n'},
+        )
+    )
+    [item] = names["batch"].deepspeed_problems
+    assert item["kind"] == "fails" and item["severity"] == "error" and item["world"] == 16
+    assert "24 // 3 // 16 = 0" in item["detail"] and item["valid_worlds"] == [1, 2, 4, 8]
+
+
+def test_deepspeed_file_alone_lists_the_world_sizes_it_holds_at(facts_of) -> None:
+    names = facts_of({"ds.json": '{"train_batch_size": 256, "gradient_accumulation_steps": 1}\n'})
+    [item] = names["batch"].deepspeed_problems
+    assert item["kind"] == "only_at" and item["severity"] == "info"  # every power of two up to 64 works
+    names = facts_of({"ds.json": '{"train_batch_size": 32, "train_micro_batch_size_per_gpu": 32}\n'})
+    [item] = names["batch"].deepspeed_problems
+    assert item["valid_worlds"] == [1] and item["severity"] == "warning"
+
+
+def test_auto_values_are_left_to_the_hf_trainer(facts_of) -> None:
+    ds = (
+        '{"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto", '
+        '"gradient_accumulation_steps": "auto"}\n'
+    )
+    names = facts_of({"ds.json": ds})
+    assert names["batch"].deepspeed_problems == []
+    names = facts_of(
+        launch(
+            "torchrun --nproc_per_node 4 train.py --deepspeed ds.json --per_device_train_batch_size 2",
+            **{"ds.json": ds},
+        ),
+        run="launch.sh",
+    )
+    assert names["batch"].deepspeed_consumer == "hf" and names["batch"].deepspeed_problems == []
+
+
+def test_fixed_train_batch_against_the_trainer(facts_of) -> None:
+    ds = (
+        '{"train_batch_size": 64, "train_micro_batch_size_per_gpu": "auto", '
+        '"gradient_accumulation_steps": "auto"}\n'
+    )
+    names = facts_of(
+        launch(
+            "torchrun --nproc_per_node 4 train.py --deepspeed ds.json "
+            "--per_device_train_batch_size 2 --gradient_accumulation_steps 4",
+            **{"ds.json": ds},
+        ),
+        run="launch.sh",
+    )
+    [item] = names["batch"].deepspeed_problems
+    assert item["kind"] == "hf_mismatch" and item["expected"] == 32
+    assert "ds train_batch_size=64 vs hf train_batch_size (calculated)=32" in item["detail"]
+
+
+# --- accumulation and micro-batch written twice (GA103) ----------------------------------------
+
+ZERO1 = (
+    "distributed_type: DEEPSPEED\nnum_processes: 8\ndeepspeed_config:\n  "
+    "gradient_accumulation_steps: 1\n  zero_stage: 1\n"
+)
+
+
+def test_accelerate_accumulation_against_training_arguments(facts_of) -> None:
+    names = facts_of(
+        launch(
+            "accelerate launch --config_file acc.yaml train.py --gradient_accumulation_steps 8",
+            **{"acc.yaml": ZERO1},
+        )
+    )
+    [item] = names["batch"].conflicts
+    assert item["detail"] == "ds gradient_accumulation_steps=1 vs hf gradient_accumulation_steps=8"
+    assert item["kind"] == "accelerate" and item["location"].line == 4
+
+
+def test_training_arguments_default_counts_against_the_deepspeed_file(facts_of) -> None:
+    ds = '{"gradient_accumulation_steps": 4, "zero_optimization": {"stage": 2}}\n'
+    names = facts_of(
+        launch(
+            "torchrun --nproc_per_node 2 train.py --deepspeed ds.json --output_dir out", **{"ds.json": ds}
+        ),
+        run="launch.sh",
+    )
+    [item] = names["batch"].conflicts
+    assert item["detail"] == "ds gradient_accumulation_steps=4 vs hf gradient_accumulation_steps=1"
+    assert item["hf_default"] is True
+
+
+def test_string_eight_is_not_the_number_eight(facts_of) -> None:
+    # hiyouga/LlamaFactory#1116: "ds gradient_accumulation_steps=8 vs hf gradient_accumulation_steps=8"
+    ds = '{"gradient_accumulation_steps": "8", "zero_optimization": {"stage": 2}}\n'
+    names = facts_of(
+        launch(
+            "torchrun --nproc_per_node 2 train.py --deepspeed ds.json --gradient_accumulation_steps 8",
+            **{"ds.json": ds},
+        ),
+        run="launch.sh",
+    )
+    [item] = names["batch"].conflicts
+    assert item["string"] is True
+    assert item["detail"] == "ds gradient_accumulation_steps=8 vs hf gradient_accumulation_steps=8"
+
+
+def test_micro_batch_against_per_device(facts_of) -> None:
+    ds = (
+        '{"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": "auto", '
+        '"zero_optimization": {"stage": 2}}\n'
+    )
+    names = facts_of(
+        launch(
+            "torchrun --nproc_per_node 2 train.py --deepspeed ds.json --per_device_train_batch_size 2",
+            **{"ds.json": ds},
+        ),
+        run="launch.sh",
+    )
+    [item] = names["batch"].conflicts
+    assert item["detail"] == "ds train_micro_batch_size_per_gpu=4 vs hf per_device_train_batch_size=2"
+
+
+@pytest.mark.parametrize("value", ['"auto"', "8"])
+def test_auto_or_equal_is_no_conflict(facts_of, value: str) -> None:
+    ds = '{"gradient_accumulation_steps": ' + value + ', "zero_optimization": {"stage": 2}}\n'
+    names = facts_of(
+        launch(
+            "torchrun --nproc_per_node 2 train.py --deepspeed ds.json --gradient_accumulation_steps 8",
+            **{"ds.json": ds},
+        ),
+        run="launch.sh",
+    )
+    assert names["batch"].conflicts == []
+
+
+def test_native_deepspeed_has_no_trainer_to_disagree_with(facts_of) -> None:
+    ds = '{"gradient_accumulation_steps": 4, "train_micro_batch_size_per_gpu": 2}\n'
+    names = facts_of(
+        launch("deepspeed --num_gpus 2 train.py --deepspeed_config ds.json", **{"ds.json": ds}),
+        run="launch.sh",
+    )
+    assert names["batch"].deepspeed_consumer == "native" and names["batch"].conflicts == []
+
+
+def test_accelerate_accumulation_beside_a_deepspeed_file(facts_of) -> None:
+    acc = (
+        "distributed_type: DEEPSPEED\nnum_processes: 2\ndeepspeed_config:\n  deepspeed_config_file: ds.json\n"
+        "  gradient_accumulation_steps: 4\n"
+    )
+    ds = '{"gradient_accumulation_steps": "auto", "zero_optimization": {"stage": 2}}\n'
+    names = facts_of(
+        launch(
+            "accelerate launch --config_file acc.yaml train.py --gradient_accumulation_steps 4",
+            **{"acc.yaml": acc, "ds.json": ds},
+        ),
+        run="launch.sh",
+    )
+    kinds = [i["kind"] for i in names["batch"].conflicts]
+    assert kinds == ["accelerate_with_file"]

@@ -1,0 +1,133 @@
+"""The CI gate of docs/ci.md, played on a temporary git repository with two commits.
+
+main: a config tuned on one GPU (per_device 2 x accumulation 8 = 16), launched on one GPU.
+pull request: the same config launched on four GPUs. The workflow's command,
+`gpu-advise check --base origin/$BASE_REF --format sarif --output gpu-advise.sarif`, must fail the
+job (exit 1) with GA101 and write SARIF that code scanning accepts (valid against the schema).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import write_files
+from tests.gate.conftest import assert_valid_sarif, git, needs_git
+
+pytestmark = needs_git
+
+MAIN = {
+    "launch.sh": "#!/bin/bash\naccelerate launch --num_processes 1 train.py configs/sft.yaml\n",
+    "train.py": "print('train')\n",
+    "configs/sft.yaml": (
+        "# tuned on a single GPU\n"
+        "output_dir: out\n"
+        "per_device_train_batch_size: 2\n"
+        "gradient_accumulation_steps: 8\n"
+        "learning_rate: 2.0e-4\n"
+    ),
+}
+
+
+def _gate(cwd: Path, base_ref: str = "main") -> subprocess.CompletedProcess[str]:
+    """The workflow step, as docs/ci.md writes it."""
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"} | {"BASE_REF": base_ref}
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "advisor.cli",
+            "check",
+            "--base",
+            f"origin/{base_ref}",
+            "--format",
+            "sarif",
+            "--output",
+            "gpu-advise.sarif",
+        ],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def _repos(tmp_path: Path) -> Path:
+    upstream = tmp_path / "upstream"
+    write_files(upstream, MAIN)
+    git(upstream, "init", "-q", "-b", "main")
+    git(upstream, "add", "-A")
+    git(upstream, "commit", "-q", "-m", "tuned on one GPU")
+    work = tmp_path / "work"
+    git(tmp_path, "clone", "-q", str(upstream), str(work))
+    git(work, "checkout", "-q", "-b", "four-gpus")
+    return work
+
+
+def test_gate_fails_the_pull_request_that_launches_on_four_gpus(tmp_path: Path) -> None:
+    work = _repos(tmp_path)
+    launch = work / "launch.sh"
+    launch.write_text(MAIN["launch.sh"].replace("--num_processes 1", "--num_processes 4"), encoding="utf-8")
+    git(work, "commit", "-q", "-am", "launch on four GPUs")
+
+    proc = _gate(work)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout == ""  # the report went to the file
+    sarif = json.loads((work / "gpu-advise.sarif").read_text(encoding="utf-8"))
+    assert_valid_sarif(sarif)
+    run = sarif["runs"][0]
+    assert run["invocations"][0]["exitCode"] == 1
+    hits = [r for r in run["results"] if r["ruleId"] == "GA101"]
+    assert len(hits) == 1, [r["ruleId"] for r in run["results"]]
+    hit = hits[0]
+    assert "effective batch is 64" in hit["message"]["text"] and "16" in hit["message"]["text"]
+    loc = hit["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"] == {"uri": "configs/sft.yaml", "uriBaseId": "%SRCROOT%"}
+    assert loc["region"]["startLine"] == 3
+    related = {r["physicalLocation"]["artifactLocation"]["uri"] for r in hit["relatedLocations"]}
+    assert "launch.sh" in related  # where the four processes come from
+    assert hit["partialFingerprints"]["gpuAdvise/v1"]
+    edit = hit["fixes"][0]["artifactChanges"][0]["replacements"][0]
+    assert edit["insertedContent"]["text"] == "2"  # accumulation 8 -> 2 keeps 16
+    rule = run["tool"]["driver"]["rules"][hit["ruleIndex"]]
+    assert rule["id"] == "GA101" and rule["helpUri"].endswith("/rules/GA101/")
+
+
+def test_gate_passes_when_the_pull_request_keeps_the_effective_batch(tmp_path: Path) -> None:
+    work = _repos(tmp_path)
+    (work / "launch.sh").write_text(
+        MAIN["launch.sh"].replace("--num_processes 1", "--num_processes 4"), encoding="utf-8"
+    )
+    config = work / "configs" / "sft.yaml"
+    config.write_text(
+        MAIN["configs/sft.yaml"].replace("accumulation_steps: 8", "accumulation_steps: 2"), encoding="utf-8"
+    )
+    git(work, "commit", "-q", "-am", "four GPUs, accumulation divided by four")
+    proc = _gate(work)
+    sarif = json.loads((work / "gpu-advise.sarif").read_text(encoding="utf-8"))
+    assert_valid_sarif(sarif)
+    assert not [r for r in sarif["runs"][0]["results"] if r["ruleId"] == "GA101"]
+    assert proc.returncode in (0, 1)
+    if proc.returncode == 1:  # another rule may warn about the run, but not the batch change
+        assert all(r["level"] != "none" for r in sarif["runs"][0]["results"])
+
+
+def test_gate_with_an_unknown_base_is_a_tool_error(tmp_path: Path) -> None:
+    work = _repos(tmp_path)
+    proc = _gate(work, base_ref="no-such-branch")
+    assert proc.returncode == 2
+    assert "gpu-advise:" in proc.stderr
+
+
+def test_workflow_in_the_docs_runs_this_command() -> None:
+    from tests.conftest import REPO
+
+    doc = (REPO / "docs" / "ci.md").read_text(encoding="utf-8")
+    assert "gpu-advise check --base origin/$BASE_REF --format sarif --output gpu-advise.sarif" in doc
+    assert "github/codeql-action/upload-sarif" in doc
+    assert "docs/ci.md" in (REPO / "README.md").read_text(encoding="utf-8")
