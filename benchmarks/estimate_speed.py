@@ -69,11 +69,13 @@ def main() -> int:
 
 
 def cli(env: dict[str, str], base: list[float]) -> int:
-    """The command a user types: `gpu-advise estimate meta-llama/Meta-Llama-3-8B` (target: under 300 ms cold)."""
+    """`gpu-advise estimate meta-llama/Meta-Llama-3-8B` as a user types it (target: under 300 ms cold)."""
     cmd = [sys.executable, "-m", "advisor.cli", "estimate", "meta-llama/Meta-Llama-3-8B"]
     # pip compiles an installed package's .pyc files; an editable checkout may have none
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "advisor")], check=True)
-    probe = subprocess.run([sys.executable, "-X", "importtime", *cmd[1:]], env=env, capture_output=True, text=True)
+    probe = subprocess.run(
+        [sys.executable, "-X", "importtime", *cmd[1:]], env=env, capture_output=True, text=True
+    )
     if probe.returncode != 0:
         print(probe.stderr[-2000:], file=sys.stderr)
         return 1
@@ -85,15 +87,16 @@ def cli(env: dict[str, str], base: list[float]) -> int:
     if heavy:
         print(f"heavy imports in `gpu-advise estimate`: {sorted(heavy)}", file=sys.stderr)
         return 1
-    for label, extra in (("text (rich)", []), ("--format json", ["--format", "json"])):
+    for label, extra in (("text", []), ("--format json", ["--format", "json"])):
         times = []
         for _ in range(RUNS):
             t0 = time.perf_counter()
             subprocess.run([*cmd, *extra], cwd=ROOT, env=env, capture_output=True, check=True)
             times.append(time.perf_counter() - t0)
         print(
-            f"gpu-advise estimate meta-llama/Meta-Llama-3-8B, {label}: cold median {statistics.median(times) * 1000:.0f} ms "
-            f"(min {min(times) * 1000:.0f}, bare interpreter {statistics.median(base) * 1000:.0f} ms); target 300 ms"
+            f"gpu-advise estimate meta-llama/Meta-Llama-3-8B, {label}: cold median "
+            f"{statistics.median(times) * 1000:.0f} ms (min {min(times) * 1000:.0f}, bare interpreter "
+            f"{statistics.median(base) * 1000:.0f} ms); target 300 ms"
         )
     return 0
 

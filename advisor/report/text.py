@@ -56,6 +56,7 @@ def render_text(result: CheckResult, *, color: bool | None = None) -> str:
             where = f"{f.location.line}:{f.location.col}"
             out.append(
                 f"  {where:<7} {s(f.severity, f.rule)} {s('dim', f.severity)}  {f.message}  "
+                + (s("green", "(measured) ") if f.evidence == "measured" else "")
                 + s("dim", f"({f.name})")
             )
             for r in f.related:
