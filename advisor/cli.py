@@ -401,9 +401,7 @@ def estimate(
     output_format: Annotated[
         OutputFormat, typer.Option("--format", help="Output format.")
     ] = OutputFormat.text,
-    color: Annotated[
-        bool | None, typer.Option("--color/--no-color", help="Force colour on or off.")
-    ] = None,
+    color: Annotated[bool | None, typer.Option("--color/--no-color", help="Force colour on or off.")] = None,
 ) -> None:
     """Peak GPU memory (a breakdown), fit per GPU, strategies compared, and time, for a model or for runs."""
     from advisor.report.estimate_view import (
@@ -513,8 +511,11 @@ def write_baseline(
     ] = None,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="Baseline file (default: `baseline` in the settings, "
-                     "else .gpu-advise-baseline.json)."),
+        typer.Option(
+            "--output",
+            "-o",
+            help="Baseline file (default: `baseline` in the settings, else .gpu-advise-baseline.json).",
+        ),
     ] = None,
     hardware: Annotated[str | None, typer.Option("--hardware", "-H")] = None,
     select: Annotated[list[str] | None, typer.Option("--select")] = None,

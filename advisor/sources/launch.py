@@ -191,8 +191,31 @@ class _Tok:
 
 
 _OPS = sorted(
-    ["&&", "||", ";;&", ";;", ";&", "|&", "&>>", "&>", ">>", "<<<", "<<-", "<<", "<>", ">&", "<&", ">|",
-     ";", "&", "|", "(", ")", "<", ">"],
+    [
+        "&&",
+        "||",
+        ";;&",
+        ";;",
+        ";&",
+        "|&",
+        "&>>",
+        "&>",
+        ">>",
+        "<<<",
+        "<<-",
+        "<<",
+        "<>",
+        ">&",
+        "<&",
+        ">|",
+        ";",
+        "&",
+        "|",
+        "(",
+        ")",
+        "<",
+        ">",
+    ],
     key=len,
     reverse=True,
 )
@@ -200,8 +223,8 @@ _REDIRS = {"<", ">", ">>", "<<", "<<-", "<<<", "<>", ">&", "<&", ">|", "&>", "&>
 _META = set(" \t\n;&|()<>")
 _OP_START = set(";&|()<>")
 # Runs of characters with no special meaning (fast path of the word scanner).
-_PLAIN = re.compile("[^ \t\n;&|()<>'\"\\\\$`\U000F0000-\U000FFFFD]+")
-_PLAIN_Q = re.compile("[^\"\\\\$`\U000F0000-\U000FFFFD]+")
+_PLAIN = re.compile("[^ \t\n;&|()<>'\"\\\\$`\U000f0000-\U000ffffd]+")
+_PLAIN_Q = re.compile('[^"\\\\$`\U000f0000-\U000ffffd]+')
 _FD_RE = re.compile(r"[0-9]+(?=[<>])")
 
 
@@ -253,7 +276,7 @@ class _Lexer:
                                 i += 1
                             parts, j = self._scan(i, "word")
                             delim = "".join(
-                                p.text if isinstance(p, _Lit) else t[_raw_a(p):_raw_b(p)] for p in parts
+                                p.text if isinstance(p, _Lit) else t[_raw_a(p) : _raw_b(p)] for p in parts
                             )
                             expand = all(isinstance(p, _Lit) and not p.quoted for p in parts)
                             tok.heredoc = _Heredoc(delim, op == "<<-", expand)
@@ -286,7 +309,7 @@ class _Lexer:
             start = i
             while True:
                 j = t.find("\n", i)
-                line = t[i: n if j < 0 else j]
+                line = t[i : n if j < 0 else j]
                 cmp = line.lstrip("\t") if h.strip_tabs else line
                 if cmp == h.delim or cmp.rstrip() == h.delim:
                     h.a, h.b = start, i
@@ -375,7 +398,7 @@ class _Lexer:
                 if j < 0:
                     raise _LexError("unterminated single quote: the shell reads to the end of the file", i)
                 flush()
-                parts.append(_Lit(t[i + 1: j], list(range(i + 1, j)), True, i))
+                parts.append(_Lit(t[i + 1 : j], list(range(i + 1, j)), True, i))
                 i = j + 1
                 continue
             if c == "$" and mode in ("word", "pword") and i + 1 < n and t[i + 1] == "'":
@@ -427,8 +450,21 @@ class _Lexer:
     def _ansi_c(self, i: int, n: int, start: int) -> tuple[int, str]:
         t = self.t
         out: list[str] = []
-        esc = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "a": "\a", "b": "\b",
-               "e": "\x1b", "E": "\x1b", "f": "\f", "v": "\v", "?": "?"}
+        esc = {
+            "n": "\n",
+            "t": "\t",
+            "r": "\r",
+            "\\": "\\",
+            "'": "'",
+            '"': '"',
+            "a": "\a",
+            "b": "\b",
+            "e": "\x1b",
+            "E": "\x1b",
+            "f": "\f",
+            "v": "\v",
+            "?": "?",
+        }
         while i < n:
             c = t[i]
             if c == "'":
@@ -439,7 +475,7 @@ class _Lexer:
                     out.append(esc[nx])
                     i += 2
                     continue
-                m = re.match(r"x([0-9A-Fa-f]{1,2})|([0-7]{1,3})", t[i + 1: i + 4])
+                m = re.match(r"x([0-9A-Fa-f]{1,2})|([0-7]{1,3})", t[i + 1 : i + 4])
                 if m:
                     out.append(chr(int(m.group(1), 16) if m.group(1) else int(m.group(2), 8)))
                     i += 1 + m.end()
@@ -660,11 +696,11 @@ class _Field:
                 acc += p.text
                 continue
             rest = [p.sub(k + 1, len(p.text))] if k + 1 < len(p.text) else []
-            rest += self.pieces[n + 1:]
+            rest += self.pieces[n + 1 :]
             value_off = rest[0].off_at(0) if rest else p.off_at(k) + 1
             raw = None
             if self.raw is not None and "=" in self.raw:
-                raw = self.raw[self.raw.index("=") + 1:]
+                raw = self.raw[self.raw.index("=") + 1 :]
                 value_off = p.off_at(k) + 1  # where the value is written, quotes included
             return acc + p.text[:k], _Field(rest, raw, value_off)
         return None
@@ -770,70 +806,245 @@ class _Spec:
 
 _TORCHRUN = _Spec(
     frozenset({"standalone", "no_python", "module", "run_path", "use_env", "virtual_local_rank", "help"}),
-    frozenset({"nnodes", "nproc_per_node", "node_rank", "master_addr", "master_port", "rdzv_backend",
-               "rdzv_endpoint", "rdzv_id", "rdzv_conf", "max_restarts", "monitor_interval", "start_method",
-               "role", "log_dir", "redirects", "tee", "local_ranks_filter", "numa_binding", "local_addr",
-               "logs_specs", "event_log_handler", "log_line_prefix_template", "signals_to_handle"}),
+    frozenset(
+        {
+            "nnodes",
+            "nproc_per_node",
+            "node_rank",
+            "master_addr",
+            "master_port",
+            "rdzv_backend",
+            "rdzv_endpoint",
+            "rdzv_id",
+            "rdzv_conf",
+            "max_restarts",
+            "monitor_interval",
+            "start_method",
+            "role",
+            "log_dir",
+            "redirects",
+            "tee",
+            "local_ranks_filter",
+            "numa_binding",
+            "local_addr",
+            "logs_specs",
+            "event_log_handler",
+            "log_line_prefix_template",
+            "signals_to_handle",
+        }
+    ),
     (("m", "module"), ("r", "redirects"), ("t", "tee"), ("h", "help")),
 )
 _ACCELERATE = _Spec(
-    frozenset({"cpu", "multi_gpu", "tpu", "ipex", "mps", "use_deepspeed", "use_fsdp", "use_megatron_lm",
-               "use_xpu", "module", "no_python", "debug", "quiet", "same_network", "enable_cpu_affinity",
-               "downcast_bf16", "tpu_use_cluster", "tpu_use_sudo", "dynamo_use_fullgraph",
-               "dynamo_use_dynamic",
-               "dynamo_use_regional_compilation", "use_parallelism_config", "help", "use_mps_device"}),
-    frozenset({"config_file", "num_processes", "num_machines", "machine_rank", "gpu_ids", "mixed_precision",
-               "main_process_ip", "main_process_port", "rdzv_backend", "rdzv_conf",
-               "num_cpu_threads_per_process",
-               "dynamo_backend", "dynamo_mode", "deepspeed_config_file", "zero_stage",
-               "offload_optimizer_device",
-               "offload_param_device", "offload_optimizer_nvme_path", "offload_param_nvme_path",
-               "gradient_accumulation_steps", "gradient_clipping", "zero3_init_flag",
-               "zero3_save_16bit_model",
-               "deepspeed_hostfile", "deepspeed_exclusion_filter", "deepspeed_inclusion_filter",
-               "deepspeed_multinode_launcher", "deepspeed_moe_layer_cls_names", "fsdp_version",
-               "fsdp_offload_params", "fsdp_min_num_params", "fsdp_sharding_strategy",
-               "fsdp_reshard_after_forward",
-               "fsdp_auto_wrap_policy", "fsdp_transformer_layer_cls_to_wrap", "fsdp_backward_prefetch",
-               "fsdp_backward_prefetch_policy", "fsdp_state_dict_type", "fsdp_forward_prefetch",
-               "fsdp_use_orig_params", "fsdp_cpu_ram_efficient_loading", "fsdp_sync_module_states",
-               "fsdp_activation_checkpointing", "max_restarts", "monitor_interval", "tee", "log_dir", "role",
-               "main_training_function", "fp8_backend", "fp8_use_autocast",
-               "parallelism_config_dp_replicate_size",
-               "parallelism_config_dp_shard_size", "parallelism_config_tp_size", "parallelism_config_cp_size",
-               "parallelism_config_sp_size", "parallelism_config_cp_comm_strategy", "megatron_lm_tp_degree",
-               "megatron_lm_pp_degree", "megatron_lm_num_micro_batches", "megatron_lm_sequence_parallelism",
-               "megatron_lm_recompute_activations", "megatron_lm_use_distributed_optimizer",
-               "megatron_lm_gradient_clipping", "accelerate_config"}),
+    frozenset(
+        {
+            "cpu",
+            "multi_gpu",
+            "tpu",
+            "ipex",
+            "mps",
+            "use_deepspeed",
+            "use_fsdp",
+            "use_megatron_lm",
+            "use_xpu",
+            "module",
+            "no_python",
+            "debug",
+            "quiet",
+            "same_network",
+            "enable_cpu_affinity",
+            "downcast_bf16",
+            "tpu_use_cluster",
+            "tpu_use_sudo",
+            "dynamo_use_fullgraph",
+            "dynamo_use_dynamic",
+            "dynamo_use_regional_compilation",
+            "use_parallelism_config",
+            "help",
+            "use_mps_device",
+        }
+    ),
+    frozenset(
+        {
+            "config_file",
+            "num_processes",
+            "num_machines",
+            "machine_rank",
+            "gpu_ids",
+            "mixed_precision",
+            "main_process_ip",
+            "main_process_port",
+            "rdzv_backend",
+            "rdzv_conf",
+            "num_cpu_threads_per_process",
+            "dynamo_backend",
+            "dynamo_mode",
+            "deepspeed_config_file",
+            "zero_stage",
+            "offload_optimizer_device",
+            "offload_param_device",
+            "offload_optimizer_nvme_path",
+            "offload_param_nvme_path",
+            "gradient_accumulation_steps",
+            "gradient_clipping",
+            "zero3_init_flag",
+            "zero3_save_16bit_model",
+            "deepspeed_hostfile",
+            "deepspeed_exclusion_filter",
+            "deepspeed_inclusion_filter",
+            "deepspeed_multinode_launcher",
+            "deepspeed_moe_layer_cls_names",
+            "fsdp_version",
+            "fsdp_offload_params",
+            "fsdp_min_num_params",
+            "fsdp_sharding_strategy",
+            "fsdp_reshard_after_forward",
+            "fsdp_auto_wrap_policy",
+            "fsdp_transformer_layer_cls_to_wrap",
+            "fsdp_backward_prefetch",
+            "fsdp_backward_prefetch_policy",
+            "fsdp_state_dict_type",
+            "fsdp_forward_prefetch",
+            "fsdp_use_orig_params",
+            "fsdp_cpu_ram_efficient_loading",
+            "fsdp_sync_module_states",
+            "fsdp_activation_checkpointing",
+            "max_restarts",
+            "monitor_interval",
+            "tee",
+            "log_dir",
+            "role",
+            "main_training_function",
+            "fp8_backend",
+            "fp8_use_autocast",
+            "parallelism_config_dp_replicate_size",
+            "parallelism_config_dp_shard_size",
+            "parallelism_config_tp_size",
+            "parallelism_config_cp_size",
+            "parallelism_config_sp_size",
+            "parallelism_config_cp_comm_strategy",
+            "megatron_lm_tp_degree",
+            "megatron_lm_pp_degree",
+            "megatron_lm_num_micro_batches",
+            "megatron_lm_sequence_parallelism",
+            "megatron_lm_recompute_activations",
+            "megatron_lm_use_distributed_optimizer",
+            "megatron_lm_gradient_clipping",
+            "accelerate_config",
+        }
+    ),
     (("m", "module"), ("q", "quiet"), ("h", "help")),
 )
 _DEEPSPEED = _Spec(
-    frozenset({"no_python", "no_local_rank", "no_ssh", "no_ssh_check", "force_multi", "save_pid",
-               "bind_cores_to_rank", "module", "elastic_training", "help"}),
-    frozenset({"hostfile", "include", "exclude", "num_nodes", "num_gpus", "num_accelerators",
-               "min_elastic_nodes",
-               "max_elastic_nodes", "master_port", "master_addr", "node_rank", "launcher", "launcher_args",
-               "ssh_port", "comment", "bind_core_list", "venv_script", "enable_each_rank_log", "autotuning",
-               "user_script"}),
+    frozenset(
+        {
+            "no_python",
+            "no_local_rank",
+            "no_ssh",
+            "no_ssh_check",
+            "force_multi",
+            "save_pid",
+            "bind_cores_to_rank",
+            "module",
+            "elastic_training",
+            "help",
+        }
+    ),
+    frozenset(
+        {
+            "hostfile",
+            "include",
+            "exclude",
+            "num_nodes",
+            "num_gpus",
+            "num_accelerators",
+            "min_elastic_nodes",
+            "max_elastic_nodes",
+            "master_port",
+            "master_addr",
+            "node_rank",
+            "launcher",
+            "launcher_args",
+            "ssh_port",
+            "comment",
+            "bind_core_list",
+            "venv_script",
+            "enable_each_rank_log",
+            "autotuning",
+            "user_script",
+        }
+    ),
     (("H", "hostfile"), ("i", "include"), ("e", "exclude"), ("h", "help")),
 )
 _NO_FLAGS = _Spec(frozenset(), frozenset())
 # accelerate flag names that are also TrainingArguments fields: under `trl <cmd>` they stay script flags.
-_TRAINING_TOO = {"config", "gradient_accumulation_steps", "debug", "fsdp_min_num_params",
-                 "fsdp_transformer_layer_cls_to_wrap", "help"}
+_TRAINING_TOO = {
+    "config",
+    "gradient_accumulation_steps",
+    "debug",
+    "fsdp_min_num_params",
+    "fsdp_transformer_layer_cls_to_wrap",
+    "help",
+}
 
-_TRL_COMMANDS = {"sft", "dpo", "grpo", "kto", "reward", "rloo", "ppo", "orpo", "online_dpo", "xpo", "nash_md",
-                 "gkd", "bco", "cpo", "prm", "gspo"}
+_TRL_COMMANDS = {
+    "sft",
+    "dpo",
+    "grpo",
+    "kto",
+    "reward",
+    "rloo",
+    "ppo",
+    "orpo",
+    "online_dpo",
+    "xpo",
+    "nash_md",
+    "gkd",
+    "bco",
+    "cpo",
+    "prm",
+    "gspo",
+}
 _PYTHON_RE = re.compile(r"python(?:[0-9]+(?:\.[0-9]+)?)?")
 _PY_VALUE_OPTS = {"-W", "-X", "-Q"}
 
 # Commands that run another command, and their options that take no value.
 _WRAPPERS: dict[str, frozenset[str]] = {
-    "srun": frozenset({"-l", "--label", "-u", "--unbuffered", "--exclusive", "--overlap", "--pty", "-Q",
-                       "--quiet", "-v", "--verbose", "-X", "--disable-status", "--multi-prog", "-K",
-                       "--kill-on-bad-exit", "-k", "--no-kill", "-E", "--preserve-env", "-H", "--hold", "-O",
-                       "--overcommit", "-s", "--oversubscribe", "--exact", "--whole", "--spread-job",
-                       "--contiguous", "--test-only"}),
+    "srun": frozenset(
+        {
+            "-l",
+            "--label",
+            "-u",
+            "--unbuffered",
+            "--exclusive",
+            "--overlap",
+            "--pty",
+            "-Q",
+            "--quiet",
+            "-v",
+            "--verbose",
+            "-X",
+            "--disable-status",
+            "--multi-prog",
+            "-K",
+            "--kill-on-bad-exit",
+            "-k",
+            "--no-kill",
+            "-E",
+            "--preserve-env",
+            "-H",
+            "--hold",
+            "-O",
+            "--overcommit",
+            "-s",
+            "--oversubscribe",
+            "--exact",
+            "--whole",
+            "--spread-job",
+            "--contiguous",
+            "--test-only",
+        }
+    ),
     "numactl": frozenset({"-a", "--all", "-l", "--localalloc", "-H", "--hardware", "-s", "--show"}),
     "taskset": frozenset({"-a", "--all-tasks", "-c", "--cpu-list", "-p", "--pid"}),
     "timeout": frozenset({"--preserve-status", "--foreground", "-v", "--verbose"}),
@@ -841,8 +1052,9 @@ _WRAPPERS: dict[str, frozenset[str]] = {
     "ionice": frozenset({"-t"}),
     "stdbuf": frozenset(),
     "sudo": frozenset({"-E", "-H", "-n", "-S", "-b", "-i", "-s", "--preserve-env"}),
-    "mpirun": frozenset({"--allow-run-as-root", "--oversubscribe", "--tag-output", "-tag-output",
-                         "--bind-to-core"}),
+    "mpirun": frozenset(
+        {"--allow-run-as-root", "--oversubscribe", "--tag-output", "-tag-output", "--bind-to-core"}
+    ),
     "mpiexec": frozenset({"--allow-run-as-root", "--oversubscribe", "--tag-output"}),
     "xvfb-run": frozenset({"-a", "--auto-servernum"}),
 }
@@ -850,26 +1062,78 @@ _WRAPPER_POSITIONALS = {"timeout": 1, "taskset": 1}
 _SIMPLE_WRAPPERS = {"nohup", "time", "exec", "command", "builtin", "caffeinate", "unbuffer"}
 _RUNNERS = {"uv", "poetry", "pixi", "conda", "pipenv", "hatch", "rye", "micromamba", "mamba"}
 _SHELLS = {"bash", "sh", "zsh", "dash", "ksh"}
-_LAUNCHER_NAMES = {"accelerate", "accelerate-launch", "torchrun", "deepspeed", "llamafactory-cli", "lmf",
-                   "trl",
-                   "axolotl"}
+_LAUNCHER_NAMES = {
+    "accelerate",
+    "accelerate-launch",
+    "torchrun",
+    "deepspeed",
+    "llamafactory-cli",
+    "lmf",
+    "trl",
+    "axolotl",
+}
 _RESERVED_OPEN = {"if", "while", "until", "{"}
 _RESERVED_CLOSE = {"fi", "done", "esac", "}"}
 _RESERVED_SKIP = {"then", "do", "else", "elif", "!"}
 
 _SBATCH_SHORT = {
-    "N": "nodes", "n": "ntasks", "c": "cpus_per_task", "G": "gpus", "t": "time", "p": "partition",
+    "N": "nodes",
+    "n": "ntasks",
+    "c": "cpus_per_task",
+    "G": "gpus",
+    "t": "time",
+    "p": "partition",
     "J": "job_name",
-    "o": "output", "e": "error", "D": "chdir", "A": "account", "w": "nodelist", "x": "exclude",
+    "o": "output",
+    "e": "error",
+    "D": "chdir",
+    "A": "account",
+    "w": "nodelist",
+    "x": "exclude",
     "C": "constraint",
-    "q": "qos", "a": "array", "d": "dependency", "i": "input", "m": "distribution", "L": "licenses",
-    "M": "clusters", "s": "oversubscribe", "k": "no_kill", "H": "hold", "O": "overcommit", "Q": "quiet",
-    "v": "verbose", "W": "wait", "F": "nodefile", "S": "core_spec", "B": "extra_node_info", "b": "begin",
+    "q": "qos",
+    "a": "array",
+    "d": "dependency",
+    "i": "input",
+    "m": "distribution",
+    "L": "licenses",
+    "M": "clusters",
+    "s": "oversubscribe",
+    "k": "no_kill",
+    "H": "hold",
+    "O": "overcommit",
+    "Q": "quiet",
+    "v": "verbose",
+    "W": "wait",
+    "F": "nodefile",
+    "S": "core_spec",
+    "B": "extra_node_info",
+    "b": "begin",
 }
-_SBATCH_BOOLS = {"exclusive", "requeue", "no_requeue", "hold", "overcommit", "oversubscribe", "contiguous",
-                 "no_kill", "wait", "test_only", "parsable", "quiet", "verbose", "spread_job",
-                 "use_min_nodes",
-                 "ignore_pbs", "get_user_env", "help", "usage", "reboot", "exact", "overlap"}
+_SBATCH_BOOLS = {
+    "exclusive",
+    "requeue",
+    "no_requeue",
+    "hold",
+    "overcommit",
+    "oversubscribe",
+    "contiguous",
+    "no_kill",
+    "wait",
+    "test_only",
+    "parsable",
+    "quiet",
+    "verbose",
+    "spread_job",
+    "use_min_nodes",
+    "ignore_pbs",
+    "get_user_env",
+    "help",
+    "usage",
+    "reboot",
+    "exact",
+    "overlap",
+}
 
 
 def _is_cmd_name(text: str | None) -> bool:
@@ -1061,7 +1325,7 @@ class _Shell:
     def param(self, src: _Src, p: _Param, split: bool) -> list[_Piece]:
         raw = src.raw(p.ra, p.rb)
         off = src.off(p.ra)
-        inner = src.text[p.a:p.b]
+        inner = src.text[p.a : p.b]
         if not src.text.startswith("${", p.ra):
             is_set, val, why = self.lookup(inner)
             if not is_set:
@@ -1079,7 +1343,7 @@ class _Shell:
         var = self.vars.get(name)
         if sub is not None and ((var is not None and var.array) or sub not in ("[0]", "[@]", "[*]")):
             return [self.unknown(raw, off, f"array element {raw}")]
-        rest = inner[m.end():]
+        rest = inner[m.end() :]
         wa = p.a + m.end()
         if pre == "#":
             if rest:
@@ -1135,7 +1399,7 @@ class _Shell:
             out = vtext.lower() if op == ",," else vtext[:1].lower() + vtext[1:]
             return [_Piece(out, raw, None, off, None, split)]
         if op == ":":
-            m3 = re.fullmatch(r"\s*(-?\s*[0-9]+)\s*(?::\s*(-?[0-9]+)\s*)?", src.text[wa:p.b])
+            m3 = re.fullmatch(r"\s*(-?\s*[0-9]+)\s*(?::\s*(-?[0-9]+)\s*)?", src.text[wa : p.b])
             if m3:
                 start = int(m3.group(1).replace(" ", ""))
                 if start < 0:
@@ -1180,8 +1444,16 @@ class _Shell:
 
     # -- variables ------------------------------------------------------------------------------
 
-    def set_var(self, name: str, pieces: list[_Piece], word: Word, key_off: int, *, array: bool = False,
-                export: bool = False) -> None:
+    def set_var(
+        self,
+        name: str,
+        pieces: list[_Piece],
+        word: Word,
+        key_off: int,
+        *,
+        array: bool = False,
+        export: bool = False,
+    ) -> None:
         old = self.vars.get(name)
         conditional = self.cond or self.depth > 0
         keep = (
@@ -1205,15 +1477,23 @@ class _Shell:
         if not m:
             return None
         eq = first.idx[m.end() - 1]
-        rest = first.text[m.end():]
+        rest = first.text[m.end() :]
         vparts: list[_Part] = []
         if rest:
-            vparts.append(_Lit(rest, first.idx[m.end():], False, first.idx[m.end()]))
+            vparts.append(_Lit(rest, first.idx[m.end() :], False, first.idx[m.end()]))
         vparts.extend(parts[1:])
         array = m.group(2) is not None or any(isinstance(p, _Arr) for p in vparts)
         src = tok.src
-        return _Assign(m.group(1), vparts, src.raw(eq + 1, tok.end), src.off(eq) + 1, src.off(tok.start),
-                       bool(m.group(3)), array, src)
+        return _Assign(
+            m.group(1),
+            vparts,
+            src.raw(eq + 1, tok.end),
+            src.off(eq) + 1,
+            src.off(tok.start),
+            bool(m.group(3)),
+            array,
+            src,
+        )
 
     def assign_value(self, a: _Assign) -> tuple[list[_Piece], Word]:
         if a.array:
@@ -1412,7 +1692,7 @@ class _Shell:
                 opts = t[1:]
                 for k, ch in enumerate(opts):
                     if ch in "dpaunNti":
-                        value = opts[k + 1:]
+                        value = opts[k + 1 :]
                         if not value and i + 1 < len(args):
                             i += 1
                             value = self.static_text(args[i]) or ""
@@ -1451,7 +1731,7 @@ class _Shell:
 
     def heredoc_pieces(self, src: _Src, h: _Heredoc) -> list[_Piece]:
         if not h.expand:
-            text = src.text[h.a:h.b]
+            text = src.text[h.a : h.b]
             return [_Piece(text, text, [src.off(k) for k in range(h.a, h.b)], src.off(h.a))]
         try:
             parts, _ = _Lexer(src)._scan(h.a, "heredoc", h.b)
@@ -1639,8 +1919,9 @@ class _Shell:
         for j, w in enumerate(cmd.positional):
             self.value_spans[(*base_path, "positional", j)] = w.span
 
-    def flags(self, fields: list[_Field], i: int, spec: _Spec, group: str, koffs: dict,
-              args: dict[str, Word]) -> tuple[int, bool]:
+    def flags(
+        self, fields: list[_Field], i: int, spec: _Spec, group: str, koffs: dict, args: dict[str, Word]
+    ) -> tuple[int, bool]:
         """Launcher flags from i up to the first word that is not a flag or a flag's value."""
         module = False
         n = len(fields)
@@ -1674,8 +1955,9 @@ class _Shell:
             i += 2
         return i, module
 
-    def script_flags(self, fields: list[_Field], i: int, cmd: LaunchCommand, koffs: dict,
-                     spec: _Spec | None = None) -> None:
+    def script_flags(
+        self, fields: list[_Field], i: int, cmd: LaunchCommand, koffs: dict, spec: _Spec | None = None
+    ) -> None:
         """Flags and positional words after the script. With spec, the launcher's own flags
         (trl: accelerate's) go to launcher_args."""
         n = len(fields)
@@ -1723,8 +2005,13 @@ class _Shell:
                 target[key] = self.joined_word(value)
             i = j
 
-    def spec_launch(self, launcher: str, spec: _Spec, fields: list[_Field], i: int,
-                    ) -> tuple[LaunchCommand, dict]:
+    def spec_launch(
+        self,
+        launcher: str,
+        spec: _Spec,
+        fields: list[_Field],
+        i: int,
+    ) -> tuple[LaunchCommand, dict]:
         cmd = LaunchCommand(launcher, Span(1, 1))
         koffs: dict = {}
         i, module = self.flags(fields, i, spec, "launcher_args", koffs, cmd.launcher_args)
@@ -1736,8 +2023,13 @@ class _Shell:
             self.script_flags(fields, i + 1, cmd, koffs)
         return cmd, koffs
 
-    def subcommand(self, launcher: str, fields: list[_Field], i: int, spec: _Spec,
-                   ) -> tuple[LaunchCommand, dict]:
+    def subcommand(
+        self,
+        launcher: str,
+        fields: list[_Field],
+        i: int,
+        spec: _Spec,
+    ) -> tuple[LaunchCommand, dict]:
         cmd = LaunchCommand(launcher, Span(1, 1))
         koffs: dict = {}
         cmd.script = self.word(fields[i])
@@ -1944,7 +2236,7 @@ def _sbatch_tokens(line: str, base: int) -> list[tuple[str, str, int]]:
                 j = line.find(c, i + 1)
                 if j < 0:
                     j = n
-                text.append(line[i + 1: j])
+                text.append(line[i + 1 : j])
                 i = j + 1
                 continue
             text.append(c)
@@ -1966,7 +2258,7 @@ def _read_sbatch(shell: _Shell, text: str, script: LaunchScript) -> None:
         m = re.match(r"\s*#SBATCH\s", line)
         if not m:
             continue
-        toks = _sbatch_tokens(line[m.end():], line_start + m.end())
+        toks = _sbatch_tokens(line[m.end() :], line_start + m.end())
         k = 0
         while k < len(toks):
             t, raw, off = toks[k]

@@ -19,8 +19,21 @@ from tests.conftest import REPO
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(REPO)],
-        capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(out),
+            str(REPO),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if build.returncode != 0:
         pytest.fail(f"pip wheel failed: {build.stderr[-2000:]}")
@@ -34,10 +47,20 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _run(site: Path, args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     # -S: no site processing, so the editable install of the checkout (a .pth finder) is not
     # loaded; third-party packages come from site-packages on PYTHONPATH, the package from the wheel.
-    env = {"PYTHONPATH": f"{site}:{sysconfig.get_paths()['purelib']}", "HF_HUB_OFFLINE": "1",
-           "GPU_ADVISE_NO_CACHE": "1", "PATH": "/usr/bin:/bin"}
-    return subprocess.run([sys.executable, "-S", "-m", "advisor.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, check=False)
+    env = {
+        "PYTHONPATH": f"{site}:{sysconfig.get_paths()['purelib']}",
+        "HF_HUB_OFFLINE": "1",
+        "GPU_ADVISE_NO_CACHE": "1",
+        "PATH": "/usr/bin:/bin",
+    }
+    return subprocess.run(
+        [sys.executable, "-S", "-m", "advisor.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
 
 def test_wheel_ships_every_rule_and_data_file(installed: Path) -> None:

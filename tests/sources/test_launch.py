@@ -43,7 +43,7 @@ def test_accelerate_launch_flags_script_and_script_flags() -> None:
     cmd = only(
         "accelerate launch --config_file configs/zero3.yaml --num_processes=8 --multi_gpu \\\n"
         "    --mixed_precision bf16 scripts/run_sft.py --config recipe.yaml --bf16 \\\n"
-        "    --per_device_train_batch_size 4 --fsdp \"full_shard auto_wrap\" --gradient_checkpointing\n"
+        '    --per_device_train_batch_size 4 --fsdp "full_shard auto_wrap" --gradient_checkpointing\n'
     )
     assert cmd.launcher == "accelerate"
     assert texts(cmd.launcher_args) == {
@@ -227,10 +227,10 @@ def test_separators_and_compound_commands() -> None:
         "for seed in 1 2 3; do\n"
         "  deepspeed --num_gpus 2 b.py --seed $seed\n"
         "done\n"
-        "if [ -n \"$RUN\" ]; then accelerate launch c.py; else python d.py; fi\n"
+        'if [ -n "$RUN" ]; then accelerate launch c.py; else python d.py; fi\n'
         "while true; do torchrun e.py; break; done\n"
         "run() {\n"
-        "  python f.py \"$@\"\n"
+        '  python f.py "$@"\n'
         "}\n"
         "echo torchrun g.py\n"
     )
@@ -258,7 +258,7 @@ def test_bash_c_string_is_read_as_a_script() -> None:
 
 def test_word_splitting_of_unquoted_variables_keeps_positions() -> None:
     script = read(
-        'NGPU=$(nvidia-smi -L | wc -l)\n'
+        "NGPU=$(nvidia-smi -L | wc -l)\n"
         'DIST="\n'
         "    --nproc_per_node $NGPU \\\n"
         '    --nnodes 2"\n'
@@ -300,7 +300,7 @@ def test_continuation_lines_keep_exact_positions() -> None:
         "    --model_name_or_path ~/model_weights/llama-7b  \\\n"
         "    --per_device_train_batch_size 2 \\\n"
         "    --gradient_accumulation_steps 16 \\\n"
-        "    --fsdp \"full_shard auto_wrap\" \\\n"
+        '    --fsdp "full_shard auto_wrap" \\\n'
         "    --bf16\n"
     )
     cmd = only(text)
@@ -324,7 +324,7 @@ def test_parameter_defaults() -> None:
         "D=${PORT:+set}\n"
         "MODEL='Qwen/Qwen-7B'\n"
         'OUT="out/${MODEL#*/}-${NUM_GPUS}gpu"\n'
-        "torchrun --nproc_per_node ${NUM_GPUS:-1} --master_port $PORT t.py --output_dir \"$OUT\"\n"
+        'torchrun --nproc_per_node ${NUM_GPUS:-1} --master_port $PORT t.py --output_dir "$OUT"\n'
     )
     v = texts(script.variables)
     assert v["NUM_GPUS"] == "4" and v["A"] == "x" and v["B"] == "" and v["C"] == "z"
@@ -376,10 +376,10 @@ def test_assignments_in_branches_keep_known_defaults() -> None:
         'MODEL="Qwen/Qwen-7B"\n'
         "OUTPUT=$1\n"
         'TASK=""\n'
-        "while [[ \"$1\" != \"\" ]]; do\n"
+        'while [[ "$1" != "" ]]; do\n'
         "  case $1 in\n"
         "    -m | --model ) shift; MODEL=$1 ;;\n"
-        "    --task) TASK=\"$2\"; shift 2 ;;\n"
+        '    --task) TASK="$2"; shift 2 ;;\n'
         "    *) exit 1 ;;\n"
         "  esac\n"
         "done\n"
@@ -396,7 +396,7 @@ def test_assignments_in_branches_keep_known_defaults() -> None:
 def test_quoting() -> None:
     cmd = only(
         "python t.py --a 'single $NOT' --b \"double $HOME_DIR\" --c $'tab\\tsep' \\\n"
-        "  --d \"\" --e x\\ y --f=\"q r\"\n"
+        '  --d "" --e x\\ y --f="q r"\n'
     )
     a = texts(cmd.script_args)
     assert a["a"] == "single $NOT" and a["c"] == "tab\tsep" and a["d"] == ""
@@ -444,7 +444,7 @@ def test_sbatch_directives() -> None:
 def test_unbalanced_quote_is_a_problem_and_reading_goes_on() -> None:
     doc = read_launch(
         Path("bad.sh"),
-        "torchrun --nproc_per_node 2 a.py\nMODEL=\"oops\ntorchrun --nproc_per_node 4 b.py\n",
+        'torchrun --nproc_per_node 2 a.py\nMODEL="oops\ntorchrun --nproc_per_node 4 b.py\n',
     )
     assert [(p.code, p.span) for p in doc.problems] == [("GA001", Span(2, 7))]
     assert "double quote" in doc.problems[0].message
@@ -578,8 +578,7 @@ def test_corpus_fastchat_and_llava() -> None:
 
 def test_corpus_deepspeed_chat_defaults_and_num_gpus() -> None:
     base = (
-        "microsoft__DeepSpeedExamples__applications__DeepSpeed-Chat__training__"
-        "step1_supervised_finetuning__"
+        "microsoft__DeepSpeedExamples__applications__DeepSpeed-Chat__training__step1_supervised_finetuning__"
     )
     single = corpus_script(base + "training_scripts__opt__single_gpu__run_1.3b.sh").commands[0]
     assert single.launcher_args["num_gpus"].text == "1"
