@@ -70,7 +70,7 @@ class Settings(_Model):
     hardware: str | None = None
     runs: list[RunSettings] = Field(default_factory=list)
     extend_rules: list[str] = Field(default_factory=list, alias="extend-rules")
-    thresholds: Thresholds = Field(default_factory=Thresholds)
+    thresholds: Thresholds = Field(default_factory=Thresholds.model_construct)
     baseline: str | None = None
     dataset_samples: int | None = Field(None, alias="dataset-samples")
     dataset_tokens: int | None = Field(None, alias="dataset-tokens")
@@ -144,12 +144,19 @@ def find_settings(start: Path) -> Settings:
             candidate = folder / name
             if candidate.is_file():
                 try:
-                    return parse_settings(candidate.read_text(encoding="utf-8"), candidate)
+                    return _parse_cached(candidate.read_text(encoding="utf-8"), candidate)
                 except LookupError:
                     continue
         if (folder / ".git").exists():
             break
-    return Settings()
+    return Settings.model_construct()  # the defaults are valid: no need to build the validator
+
+
+def _parse_cached(text: str, path: Path) -> Settings:
+    """parse_settings through the on-disk cache (keyed by the text): start-up matters in hooks."""
+    from advisor.cache import cached
+
+    return cached("settings", (str(path), text), lambda: parse_settings(text, path))
 
 
 def settings_schema() -> dict[str, Any]:

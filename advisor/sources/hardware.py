@@ -550,6 +550,14 @@ def _describe(error: Any) -> tuple[tuple[str | int, ...], bool, str]:
     return clean, False, f"{dotted}: {error['msg']} (got {error.get('input')!r})"
 
 
+def _parse_cached(text: str, source: str, default_name: str) -> Machine:
+    """_parse_descriptor through the on-disk cache, keyed by the text and the GPU catalog's stamp."""
+    from advisor.cache import cached, file_stamps
+
+    key = (text, source, default_name, file_stamps([GPUS_FILE]))
+    return cached("machine", key, lambda: _parse_descriptor(text, source, default_name=default_name))
+
+
 def _parse_descriptor(text: str, source: str, *, default_name: str | None = None) -> Machine:
     def fail(message: str, mark: yaml.Mark | None) -> HardwareError:
         line = mark.line + 1 if mark is not None else 1
@@ -624,11 +632,11 @@ def load_hardware(name_or_path: str | Path) -> Machine:
             content = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise HardwareError(f"{text}: cannot read hardware descriptor: {exc}", file=text) from None
-        return _parse_descriptor(content, text, default_name=path.stem)
+        return _parse_cached(content, text, path.stem)
     for candidate in MACHINES_DIR.glob("*.yaml"):  # parse only the one asked for: start-up matters
         if candidate.stem.casefold() == text.casefold():
             content = candidate.read_text(encoding="utf-8")
-            machine = _parse_descriptor(content, str(candidate), default_name=candidate.stem)
+            machine = _parse_cached(content, str(candidate), candidate.stem)
             if machine.name.casefold() == text.casefold():
                 return machine
     machines = builtin_machines()
