@@ -2,12 +2,15 @@
 
 A pre-commit hook starts gpu-advise on every commit; parsing and validating the shipped rule
 catalog and GPU catalog costs more than checking a typical project. Entries are pickles keyed by
-what they were built from (file names, sizes and mtimes, the Python version), written atomically;
-a missing, stale or unreadable entry is rebuilt, never trusted. GPU_ADVISE_NO_CACHE=1 turns it off.
+what they were built from (file names, sizes and mtimes, the text, the Python version), written
+atomically; a missing, stale or unreadable entry is rebuilt, never trusted. Each entry sits in a
+slot (the folder or file it was built from): writing one removes the older entries of its slot,
+so the cache holds one entry per thing, not one per edit of it. GPU_ADVISE_NO_CACHE=1 turns it off.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
@@ -19,7 +22,7 @@ from typing import TypeVar
 T = TypeVar("T")
 
 # Bump when a cached class changes shape, so older entries are not unpickled into it.
-FORMAT = 2
+FORMAT = 3
 
 
 def cache_dir() -> Path | None:
@@ -37,13 +40,23 @@ def file_stamps(files: Iterable[Path]) -> list[tuple[str, int, int]]:
     return out
 
 
-def cached(name: str, key: object, build: Callable[[], T]) -> T:
-    """build(), or its pickled result from an earlier call with the same name and key."""
+def _digest(value: object) -> str:
+    return hashlib.sha256(repr(value).encode()).hexdigest()[:16]
+
+
+def entry_path(folder: Path, name: str, slot: str, key: object) -> Path:
+    """`name-<slot digest>-<key digest>.pickle`: one slot per interpreter version, one entry per key."""
+    return folder / f"{name}-{_digest((slot, sys.version_info[:2]))}-{_digest((key, FORMAT))}.pickle"
+
+
+def cached(name: str, slot: str, key: object, build: Callable[[], T]) -> T:
+    """build(), or its pickled result from an earlier call with the same name, slot and key.
+
+    `slot` says which thing this is (e.g. the absolute path it was read from), `key` which version of it."""
     folder = cache_dir()
     if folder is None:
         return build()
-    digest = hashlib.sha256(repr((name, key, FORMAT, sys.version_info[:2])).encode()).hexdigest()[:24]
-    entry = folder / f"{name}-{digest}.pickle"
+    entry = entry_path(folder, name, slot, key)
     if entry.is_file():
         try:
             with entry.open("rb") as fh:
@@ -58,5 +71,10 @@ def cached(name: str, key: object, build: Callable[[], T]) -> T:
             pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, entry)
     except (OSError, pickle.PicklingError):
-        pass
+        return value
+    slot_prefix = entry.name.rsplit("-", 1)[0]
+    for old in folder.glob(f"{slot_prefix}-*.pickle"):
+        if old != entry:
+            with contextlib.suppress(OSError):  # gone already, or open elsewhere (Windows)
+                old.unlink()
     return value

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from enum import StrEnum
@@ -535,7 +536,7 @@ def write_baseline(
     try:
         settings = resolve_settings(seeds, options)
         target = output or (settings.root / settings.baseline if settings.baseline else Path(DEFAULT_FILE))
-        options.settings = settings.model_copy(update={"baseline": None})
+        options.settings = dataclasses.replace(settings, baseline=None)
         result = run_check(seeds, options)
     except (CheckError, SettingsError) as exc:
         _die(str(exc))
@@ -620,7 +621,7 @@ def hardware_detect(
         _die(str(exc))
         return
     if name:
-        machine = machine.model_copy(update={"name": name})
+        machine = dataclasses.replace(machine, name=name)
     _emit(machine_yaml(machine), output)
 
 

@@ -14,8 +14,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
 from advisor.findings import DELETE, SEVERITY_RANK, Edit, Finding, Fix, Severity
 from advisor.provenance import Namespace, Value
 from advisor.sources.document import Location
@@ -25,17 +23,19 @@ class RuleError(Exception):
     """A rule file that cannot be used, with the file and what is wrong."""
 
 
-class FixSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+# What a rule file holds, as validated by advisor.schema.rules (which builds these): frozen dataclasses, so
+# that the compiled catalog comes out of the on-disk cache without importing pydantic.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FixSpec:
     when: str = "True"  # the fix is offered only where this holds
-    set: dict[str, Any] = Field(default_factory=dict)
-    delete: list[str] = Field(default_factory=list)
+    set: dict[str, Any] = field(default_factory=dict)
+    delete: list[str] = field(default_factory=list)
     safety: Literal["safe", "unsafe", "display"] = "safe"
     description: str = ""
 
 
-class Example(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Example:
     expect: Literal["fail", "pass"]
     files: dict[str, str]
     hardware: str | None = None
@@ -44,37 +44,23 @@ class Example(BaseModel):
     note: str | None = None
 
 
-class RuleSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuleSpec:
     code: str
     name: str
     severity: Severity
     summary: str
     scope: Literal["run", "document"] = "run"
-    requires: list[str] = Field(default_factory=list)
+    requires: list[str] = field(default_factory=list)
     when: str = "True"
     for_each: str | None = None
     at: str | None = None
-    related: list[str] = Field(default_factory=list)
+    related: list[str] = field(default_factory=list)
     message: str
     fix: FixSpec | None = None
     docs: str
-    examples: list[Example] = Field(default_factory=list)
-    aliases: list[str] = Field(default_factory=list)
-
-    @field_validator("code")
-    @classmethod
-    def _code(cls, v: str) -> str:
-        if not re.fullmatch(r"[A-Z]{2,5}\d{3}", v):
-            raise ValueError(f"rule code '{v}' must be letters then three digits, like GA203")
-        return v
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        if not re.fullmatch(r"[a-z][a-z0-9-]+", v):
-            raise ValueError(f"rule name '{v}' must be kebab-case")
-        return v
+    examples: list[Example] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
 
 
 def _fmt_gib(x: Any) -> str:
@@ -203,8 +189,10 @@ def load_rule_file(path: Path) -> CompiledRule:
         ) from None
     if not isinstance(raw, dict):
         raise RuleError(f"{path}:1: a rule file is a mapping with code, name, severity, when, message, docs")
+    from advisor.schema.rules import validate_rule
+
     try:
-        spec = RuleSpec.model_validate(raw)
+        spec = validate_rule(raw)
     except Exception as exc:  # pydantic.ValidationError: name the fields
         errors = getattr(exc, "errors", lambda: [])()
         detail = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in errors) or str(exc)
@@ -219,7 +207,9 @@ def _load_dir(directory: Path) -> tuple[CompiledRule, ...]:
     from advisor.cache import cached, file_stamps
 
     files = sorted(directory.glob("*.yaml"))
-    return cached("rules", file_stamps(files), lambda: tuple(load_rule_file(p) for p in files))
+    return cached(
+        "rules", str(directory), file_stamps(files), lambda: tuple(load_rule_file(p) for p in files)
+    )
 
 
 def load_catalog(extra_dirs: Iterable[Path] = ()) -> list[CompiledRule]:

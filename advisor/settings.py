@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import difflib
-import tomllib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 SETTINGS_FILES = (".gpu-advise.toml", "pyproject.toml")
 
@@ -16,67 +14,48 @@ class SettingsError(Exception):
     pass
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
-
-
-class RunSettings(_Model):
+# The settings as validated by advisor.schema.settings (which builds these, and holds the aliases,
+# descriptions and checks): frozen dataclasses, so that cached settings and the defaults need no pydantic.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunSettings:
     """A run declared by hand, or settings for a run found by discovery (matched by path)."""
 
-    path: str = Field(
-        description="launch script or config file that roots the run, relative to the settings file"
-    )
+    path: str
     name: str | None = None
     hardware: str | None = None
-    effective_batch: int | None = Field(
-        None,
-        alias="effective-batch",
-        description="the effective batch this run was tuned for (GA101 baseline)",
-    )
-    learning_rate: float | None = Field(None, alias="learning-rate")
-    dataset_samples: int | None = Field(None, alias="dataset-samples")
-    dataset_tokens: int | None = Field(None, alias="dataset-tokens")
+    effective_batch: int | None = None
+    learning_rate: float | None = None
+    dataset_samples: int | None = None
+    dataset_tokens: int | None = None
 
 
-class Thresholds(_Model):
-    single_gpu_hours: float = Field(
-        12.0, alias="single-gpu-hours", description="GA402: below this many hours on one GPU, stay on one GPU"
-    )
-    workers_per_process: int = Field(
-        2,
-        alias="workers-per-process",
-        description="GA202: DataLoader workers per process before we suggest fewer",
-    )
-    near_memory_fraction: float = Field(
-        0.10,
-        alias="near-memory-fraction",
-        description="GA404: warn when the peak is within this fraction of usable memory",
-    )
-    prediction_tolerance: float = Field(
-        0.15,
-        alias="prediction-tolerance",
-        description="--verify: report predictions further than this from measurements",
-    )
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Thresholds:
+    single_gpu_hours: float = 12.0
+    workers_per_process: int = 2
+    near_memory_fraction: float = 0.10
+    prediction_tolerance: float = 0.15
 
 
-class Settings(_Model):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
     select: list[str] | None = None
-    extend_select: list[str] = Field(default_factory=list, alias="extend-select")
-    ignore: list[str] = Field(default_factory=list)
-    severity: dict[str, Literal["error", "warning", "info"]] = Field(default_factory=dict)
-    fail_on: Literal["error", "warning", "info"] | None = Field(None, alias="fail-on")
-    per_file_ignores: dict[str, list[str]] = Field(default_factory=dict, alias="per-file-ignores")
-    key_ignores: dict[str, dict[str, list[str]]] = Field(default_factory=dict, alias="key-ignores")
+    extend_select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    severity: dict[str, Literal["error", "warning", "info"]] = field(default_factory=dict)
+    fail_on: Literal["error", "warning", "info"] | None = None
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    key_ignores: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     hardware: str | None = None
-    runs: list[RunSettings] = Field(default_factory=list)
-    extend_rules: list[str] = Field(default_factory=list, alias="extend-rules")
-    thresholds: Thresholds = Field(default_factory=Thresholds.model_construct)
+    runs: list[RunSettings] = field(default_factory=list)
+    extend_rules: list[str] = field(default_factory=list)
+    thresholds: Thresholds = field(default_factory=Thresholds)
     baseline: str | None = None
-    dataset_samples: int | None = Field(None, alias="dataset-samples")
-    dataset_tokens: int | None = Field(None, alias="dataset-tokens")
+    dataset_samples: int | None = None
+    dataset_tokens: int | None = None
 
     # where the settings were read from; relative paths in them are relative to its folder
-    source: Path | None = Field(None, exclude=True)
+    source: Path | None = None
 
     @property
     def root(self) -> Path:
@@ -90,10 +69,6 @@ class Settings(_Model):
         return None
 
 
-def _known_keys(model: type[BaseModel]) -> list[str]:
-    return [f.alias or name for name, f in model.model_fields.items() if name != "source"]
-
-
 def _line_of(text: str, key: str) -> int:
     for i, line in enumerate(text.splitlines(), 1):
         if line.strip().startswith((key, f'"{key}"')):
@@ -102,6 +77,8 @@ def _line_of(text: str, key: str) -> int:
 
 
 def parse_settings(text: str, path: Path) -> Settings:
+    import tomllib  # only here: cached settings are not parsed again
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -110,19 +87,19 @@ def parse_settings(text: str, path: Path) -> Settings:
         data = data.get("tool", {}).get("gpu-advise")
         if data is None:
             raise LookupError
+    from pydantic import ValidationError
+
+    from advisor.schema.settings import known_keys, validate_settings
+
     try:
-        settings = Settings.model_validate(data)
+        return validate_settings(data, path)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = [str(p) for p in err["loc"]]
         key = loc[-1] if loc else ""
         if err["type"] == "extra_forbidden":
-            model: type[BaseModel] = Settings
-            if len(loc) > 1 and loc[0] == "thresholds":
-                model = Thresholds
-            elif len(loc) > 1 and loc[0] == "runs":
-                model = RunSettings
-            close = difflib.get_close_matches(key, _known_keys(model), n=1, cutoff=0.6)
+            section = loc[0] if len(loc) > 1 and loc[0] in ("thresholds", "runs") else ""
+            close = difflib.get_close_matches(key, known_keys(section), n=1, cutoff=0.6)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise SettingsError(
                 f"{path}:{_line_of(text, key)}: unknown setting '{'.'.join(loc)}'{hint}"
@@ -130,8 +107,6 @@ def parse_settings(text: str, path: Path) -> Settings:
         raise SettingsError(
             f"{path}:{_line_of(text, key)}: setting '{'.'.join(loc)}': {err['msg']}"
         ) from None
-    settings.source = path
-    return settings
 
 
 def find_settings(start: Path) -> Settings:
@@ -149,15 +124,17 @@ def find_settings(start: Path) -> Settings:
                     continue
         if (folder / ".git").exists():
             break
-    return Settings.model_construct()  # the defaults are valid: no need to build the validator
+    return Settings()
 
 
 def _parse_cached(text: str, path: Path) -> Settings:
     """parse_settings through the on-disk cache (keyed by the text): start-up matters in hooks."""
     from advisor.cache import cached
 
-    return cached("settings", (str(path), text), lambda: parse_settings(text, path))
+    return cached("settings", str(path), text, lambda: parse_settings(text, path))
 
 
 def settings_schema() -> dict[str, Any]:
-    return Settings.model_json_schema(by_alias=True)
+    from advisor.schema.settings import json_schema
+
+    return json_schema()

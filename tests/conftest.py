@@ -1,12 +1,15 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# the on-disk cache of compiled rules and catalogs goes to a folder of this test session, not ~/.cache
+os.environ.setdefault("GPU_ADVISE_CACHE_DIR", tempfile.mkdtemp(prefix="gpu-advise-test-cache-"))
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO.parent / "shared" / "corpus"

@@ -16,10 +16,8 @@ Every input left unset becomes a stated assumption in the result.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, get_args, get_type_hints
 
 from advisor.estimate import constants as K
 from advisor.estimate.params import LinearShape, ParamCount
@@ -35,12 +33,17 @@ __all__ = [
 ]
 
 Offload = Literal["none", "cpu", "nvme"]
+Metric = Literal["allocated", "reserved", "nvidia-smi"]
 
 
-class TrainingSetup(BaseModel):
-    """One run, per GPU. ``None`` means "not known": the estimator assumes a value and says so."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrainingSetup:
+    """One run, per GPU. ``None`` means "not known": the estimator assumes a value and says so.
 
-    model_config = ConfigDict(extra="forbid")
+    A frozen dataclass checked by ``_check_setup`` (types, choices, int -> float like pydantic's lax mode),
+    not a pydantic model: it is built on every check of a run, and pydantic's import and schema building
+    cost a pre-commit hook more than the estimate itself. Change it with dataclasses.replace().
+    """
 
     model: ParamCount
     method: Literal["full", "lora", "qlora"] = "full"
@@ -78,21 +81,84 @@ class TrainingSetup(BaseModel):
     ds_max_live_parameters: float | None = None
     gpu_memory_gib: float | None = None  # usable memory per GPU, for the fit verdict
     cuda_context_gib: float | None = None  # None -> constants.CUDA_CONTEXT_GIB
-    metric: Literal["allocated", "reserved", "nvidia-smi"] = "nvidia-smi"
+    metric: Metric = "nvidia-smi"
+
+    def __post_init__(self) -> None:
+        _check_setup(self)
 
 
-class MemoryItem(BaseModel):
+def _setup_rules() -> dict[str, tuple[Any, tuple[Any, ...], bool]]:
+    """Per field: (the plain type, the allowed values of a Literal or (), whether None is allowed)."""
+    rules = {}
+    for name, hint in get_type_hints(TrainingSetup).items():
+        args = get_args(hint)
+        optional = type(None) in args
+        core = [a for a in args if a is not type(None)] if optional else [hint]
+        kind = core[0] if len(core) == 1 else hint
+        choices: tuple[Any, ...] = ()
+        if get_args(kind) and getattr(kind, "__origin__", None) is Literal:
+            kind, choices = str, get_args(kind)
+        elif getattr(kind, "__origin__", None) is list:
+            kind = list
+        rules[name] = (kind, choices, optional)
+    return rules
+
+
+_SETUP_RULES = _setup_rules()
+_NO = object()
+
+
+def _check_setup(s: TrainingSetup) -> None:
+    """What pydantic's lax mode did for this model: reject wrong types and unknown choices, turn whole
+    floats into ints, ints into floats and 0/1 into bools, copy lists. Raises ValueError."""
+    for name, (kind, choices, optional) in _SETUP_RULES.items():
+        v = getattr(s, name)
+        if v is None and optional:
+            continue
+        out: Any = _NO
+        if kind is float:
+            if isinstance(v, int | float):
+                out = float(v)
+        elif kind is int:
+            if isinstance(v, int) or (isinstance(v, float) and v.is_integer()):
+                out = int(v)
+        elif kind is bool:
+            if isinstance(v, bool):
+                out = v
+            elif isinstance(v, int) and v in (0, 1):
+                out = bool(v)
+        elif kind is str:
+            if isinstance(v, str) and not choices:
+                out = v
+            elif isinstance(v, str) and v in choices:
+                out = choices[choices.index(v)]  # the literal itself, not an equal str subclass
+        elif kind is list:
+            if isinstance(v, list | tuple) and all(isinstance(x, str) for x in v):
+                out = list(v)
+        elif isinstance(v, kind):
+            out = v
+        if out is _NO:
+            want = " | ".join(repr(c) for c in choices) if choices else getattr(kind, "__name__", str(kind))
+            want += " or None" if optional else ""
+            raise ValueError(f"TrainingSetup.{name}: expected {want}, got {v!r}")
+        if out is not v:
+            object.__setattr__(s, name, out)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryItem:
     name: str
     gib: float
     note: str = ""
 
 
-class MemoryEstimate(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryEstimate:
     items: list[MemoryItem]
     peak_gib: float  # in `metric`
     low_gib: float
     high_gib: float
-    metric: Literal["allocated", "reserved", "nvidia-smi"]
+    metric: Metric
     peak_allocated_gib: float
     peak_reserved_gib: float
     peak_smi_gib: float
@@ -103,7 +169,7 @@ class MemoryEstimate(BaseModel):
     trainable_params: int
     fits: bool | None = None
     verdict: Literal["fits", "borderline", "oom"] | None = None
-    assumptions: list[str] = Field(default_factory=list)
+    assumptions: list[str] = field(default_factory=list)
 
     def table(self) -> str:
         rows = [f"{it.name:<34} {it.gib:8.2f} GiB  {it.note}" for it in self.items]
@@ -945,56 +1011,43 @@ def estimate_memory(setup: TrainingSetup) -> MemoryEstimate:
 
 def what_if(setup: TrainingSetup) -> list[tuple[str, float]]:
     """The biggest single knobs and the GiB each saves at the peak (nvidia-smi metric), largest first."""
-    base = estimate_memory(setup.model_copy(update={"metric": "nvidia-smi"})).peak_smi_gib
+    base = estimate_memory(replace(setup, metric="nvidia-smi")).peak_smi_gib
     trials: list[tuple[str, TrainingSetup]] = []
     s = setup
     if not s.gradient_checkpointing:
-        trials.append(
-            ("enable gradient checkpointing", s.model_copy(update={"gradient_checkpointing": True}))
-        )
+        trials.append(("enable gradient checkpointing", replace(s, gradient_checkpointing=True)))
     if (s.micro_batch or 1) > 1:
         trials.append(
             (
                 f"micro-batch 1 (x{s.micro_batch} gradient accumulation keeps the effective batch)",
-                s.model_copy(update={"micro_batch": 1, "grad_accum": s.grad_accum * (s.micro_batch or 1)}),
+                replace(s, micro_batch=1, grad_accum=s.grad_accum * (s.micro_batch or 1)),
             )
         )
     opt = _optimizer(s.optimizer or "adamw_torch_fused")
     if opt is not None and opt.states is None and opt.mult >= 2:
-        trials.append(
-            ("8-bit AdamW (optim=adamw_bnb_8bit)", s.model_copy(update={"optimizer": "adamw_8bit"}))
-        )
+        trials.append(("8-bit AdamW (optim=adamw_bnb_8bit)", replace(s, optimizer="adamw_8bit")))
     if s.task == "causal_lm" and s.loss == "standard" and not s.liger_kernel:
         trials.append(
             (
                 "fused linear cross-entropy (use_liger_kernel=True)",
-                s.model_copy(update={"liger_kernel": True}),
+                replace(s, liger_kernel=True),
             )
         )
     if s.method == "full" and s.strategy not in ("zero3", "fsdp"):
         n = s.world_size if s.world_size > 1 else 8
-        trials.append(
-            (f"ZeRO-3 across {n} GPUs", s.model_copy(update={"strategy": "zero3", "world_size": n}))
-        )
+        trials.append((f"ZeRO-3 across {n} GPUs", replace(s, strategy="zero3", world_size=n)))
     if s.method == "full":
         trials.append(
             (
                 "LoRA r=16 on all linear layers",
-                s.model_copy(
-                    update={
-                        "method": "lora",
-                        "lora_r": 16,
-                        "lora_targets": ["all-linear"],
-                        "lora_dropout": 0.05,
-                    }
-                ),
+                replace(s, method="lora", lora_r=16, lora_targets=["all-linear"], lora_dropout=0.05),
             )
         )
     if s.method == "lora":
-        trials.append(("QLoRA (4-bit NF4 base)", s.model_copy(update={"method": "qlora"})))
+        trials.append(("QLoRA (4-bit NF4 base)", replace(s, method="qlora")))
     out = []
     for label, trial in trials:
-        saved = base - estimate_memory(trial.model_copy(update={"metric": "nvidia-smi"})).peak_smi_gib
+        saved = base - estimate_memory(replace(trial, metric="nvidia-smi")).peak_smi_gib
         if saved > 0.05:
             out.append((label, round(saved, 2)))
     return sorted(out, key=lambda x: -x[1])

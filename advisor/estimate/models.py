@@ -18,11 +18,10 @@ import json
 import math
 import os
 import struct
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
-
-from pydantic import BaseModel, Field
 
 from advisor.estimate.params import ParamCount, count_params
 
@@ -49,7 +48,8 @@ _DTYPE_BYTES = {
 }
 
 
-class ModelInfo(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelInfo:
     name: str  # what was asked for
     hub_id: str | None = None
     source: Literal["path", "hf-cache", "catalog", "hub"]
@@ -57,8 +57,8 @@ class ModelInfo(BaseModel):
     config_path: str | None = None
     weights_params: int | None = None  # exact count from local safetensors headers
     weights_bytes: int | None = None
-    weights_dtypes: dict[str, int] = Field(default_factory=dict)  # params per stored dtype
-    notes: list[str] = Field(default_factory=list)
+    weights_dtypes: dict[str, int] = field(default_factory=dict)  # params per stored dtype
+    notes: list[str] = field(default_factory=list)
 
     def count(self) -> ParamCount:
         """count_params(config), with the exact total from local safetensors when those exist."""
@@ -76,8 +76,8 @@ class ModelInfo(BaseModel):
                 f"safetensors headers hold {self.weights_params:,} params, the config formula gives "
                 f"{pc.total:,}; using the weights' count"
             )
-            return pc.model_copy(update={"total": self.weights_params, "source": "safetensors"})
-        return pc.model_copy(update={"source": "safetensors"})
+            return replace(pc, total=self.weights_params, source="safetensors")
+        return replace(pc, source="safetensors")
 
 
 # ---- catalog ------------------------------------------------------------------------------------
@@ -219,17 +219,18 @@ def _info_from_file(
     cfg = _load_config(cfg_path)
     if cfg is None:
         return None
-    info = ModelInfo(
+    st = read_safetensors_params(cfg_path.parent)
+    weights_params, weights_bytes, weights_dtypes = st if st is not None else (None, None, {})
+    return ModelInfo(
         name=name,
         hub_id=hub_id or cfg.get("_name_or_path") or None,
         source=source,
         config=cfg,
         config_path=str(cfg_path),
+        weights_params=weights_params,
+        weights_bytes=weights_bytes,
+        weights_dtypes=weights_dtypes,
     )
-    st = read_safetensors_params(cfg_path.parent)
-    if st is not None:
-        info.weights_params, info.weights_bytes, info.weights_dtypes = st
-    return info
 
 
 def resolve_model(name_or_path: str, online: bool = False) -> ModelInfo | None:

@@ -17,9 +17,8 @@ Nothing here imports torch or transformers; an unknown ``model_type`` falls back
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Literal
-
-from pydantic import BaseModel, Field
 
 __all__ = [
     "LinearShape",
@@ -34,7 +33,11 @@ class UnknownModelTypeError(ValueError):
     """No built-in formula for this model_type and transformers/torch are not importable."""
 
 
-class LinearShape(BaseModel):
+# The estimator's results are frozen dataclasses, not pydantic models: they are built by this package
+# from already-checked numbers (nothing to validate), and a pre-commit hook must not pay pydantic's import
+# and schema building for them. Change them with dataclasses.replace().
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LinearShape:
     """One Linear (weight d_out x d_in) inside a decoder layer; ``count`` copies per layer (MoE experts)."""
 
     name: str
@@ -45,14 +48,15 @@ class LinearShape(BaseModel):
     # which activation feeds it: attn_in (norm output before attention), attn_out (attention output),
     # mlp_in (norm output before the MLP), mlp_act (MLP hidden after the activation), router
     feeds_from: str = "attn_in"
-    aliases: list[str] = Field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
 
     @property
     def weight_params(self) -> int:
         return self.d_in * self.d_out * self.count
 
 
-class ParamCount(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParamCount:
     """Parameter count and the shape facts the memory and time models need."""
 
     model_type: str
@@ -91,11 +95,11 @@ class ParamCount(BaseModel):
     hidden_dropout: float = 0.0
     embd_dropout: float = 0.0
     final_logit_softcapping: float | None = None
-    linears: list[LinearShape] = Field(default_factory=list)  # per (dense or MoE) decoder layer
+    linears: list[LinearShape] = field(default_factory=list)  # per (dense or MoE) decoder layer
     # weights of all Linear layers inside the decoder layers, summed over layers (what bitsandbytes 4-bit
     # quantizes; lm_head and embeddings stay 16-bit)
     layer_linear_weights: int = 0
-    notes: list[str] = Field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     # ---- derived figures -------------------------------------------------------------------------
     @property
@@ -150,6 +154,10 @@ def _get(cfg: dict[str, Any], *names: str, default: Any = None) -> Any:
         if v is not None:
             return v
     return default
+
+
+def _float_or_none(v: Any) -> float | None:
+    return None if v is None else float(v)
 
 
 # tie_word_embeddings defaults of the config classes (only used when config.json omits the key)
@@ -401,7 +409,7 @@ def _gated(cfg: dict[str, Any], mt: str) -> ParamCount:
         attn_dropout=float(_get(cfg, "attention_dropout", default=0.0)),
         hidden_dropout=float(_get(cfg, "resid_pdrop", default=0.0)) if mt == "phi3" else 0.0,
         embd_dropout=float(_get(cfg, "embd_pdrop", default=0.0)) if mt == "phi3" else 0.0,
-        final_logit_softcapping=_get(cfg, "final_logit_softcapping"),
+        final_logit_softcapping=_float_or_none(_get(cfg, "final_logit_softcapping")),
         linears=attn_lin + mlp_lin,
         notes=notes,
         layer_linear_weights=lin_total,

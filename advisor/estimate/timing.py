@@ -15,7 +15,7 @@ efficiency  = t_compute / step time  (= tokens/s on n GPUs / (n * tokens/s on on
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from dataclasses import dataclass, field
 
 from advisor.estimate import constants as K
 from advisor.estimate.memory import TrainingSetup, _resolve, lora_params
@@ -23,7 +23,8 @@ from advisor.estimate.memory import TrainingSetup, _resolve, lora_params
 __all__ = ["TimeEstimate", "default_mfu", "estimate_time", "flops_per_token"]
 
 
-class TimeEstimate(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TimeEstimate:
     flops_per_token: float
     mfu: float
     achieved_tflops: float  # per GPU
@@ -44,7 +45,7 @@ class TimeEstimate(BaseModel):
     steps: float | None = None
     hours_single_gpu: float | None = None
     hours_n_gpus: float | None = None
-    assumptions: list[str] = Field(default_factory=list)
+    assumptions: list[str] = field(default_factory=list)
 
 
 def default_mfu(gpu_class: str) -> float | None:
@@ -181,7 +182,7 @@ def estimate_time(
     )
     return TimeEstimate(
         flops_per_token=fpt,
-        mfu=mfu_v,
+        mfu=float(mfu_v),
         achieved_tflops=achieved / 1e12,
         world_size=n,
         grad_accum=gas,
@@ -196,7 +197,7 @@ def estimate_time(
         tokens_per_s_single_gpu=tps_1,
         scaling_efficiency=eff,
         comm_bound=comm > overlappable and comm > 0,
-        total_tokens=total,
+        total_tokens=float(total) if total is not None else None,
         steps=steps,
         hours_single_gpu=hours_1,
         hours_n_gpus=hours_n,

@@ -31,7 +31,7 @@ estimate is unknown with its reason.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from advisor.provenance import Namespace, Value
@@ -706,30 +706,28 @@ def pessimistic(setup: Any) -> tuple[Any, list[str]]:
         notes.append(
             "judged at DeepSpeed's precision: fp32 master weights and optimizer states (autocast under DDP)"
         )
-    return (setup.model_copy(update=update) if update else setup), notes
+    return (replace(setup, **update) if update else setup), notes
 
 
 def single_gpu_setup(setup: Any, dp: int) -> Any:
     """The same per-device batch on one GPU: no sharding, no offload, accumulation x dp keeps the batch."""
-    return setup.model_copy(
-        update={
-            "strategy": "none",
-            "world_size": 1,
-            "offload_optimizer": "none",
-            "offload_params": "none",
-            "grad_accum": setup.grad_accum * max(dp, 1),
-        }
+    return replace(
+        setup,
+        strategy="none",
+        world_size=1,
+        offload_optimizer="none",
+        offload_params="none",
+        grad_accum=setup.grad_accum * max(dp, 1),
     )
 
 
 def ddp_setup(setup: Any, dp: int) -> Any:
-    return setup.model_copy(
-        update={
-            "strategy": "ddp" if dp > 1 else "none",
-            "world_size": max(dp, 1),
-            "offload_optimizer": "none",
-            "offload_params": "none",
-        }
+    return replace(
+        setup,
+        strategy="ddp" if dp > 1 else "none",
+        world_size=max(dp, 1),
+        offload_optimizer="none",
+        offload_params="none",
     )
 
 
@@ -768,7 +766,7 @@ def analyse(
     """Memory at the peak, the fit verdict, single-GPU and DDP peaks, time, and knob savings."""
     from advisor.estimate import MemoryItem, estimate_memory, estimate_time, what_if
 
-    m = estimate_memory(setup.model_copy(update={"metric": "nvidia-smi"}))
+    m = estimate_memory(replace(setup, metric="nvidia-smi"))
     items = [{"name": it.name, "gib": round(it.gib, 2), "note": it.note} for it in m.items]
     peak, low, high = m.peak_smi_gib, m.low_gib, m.high_gib
     if reference_copy:

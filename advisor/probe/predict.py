@@ -14,7 +14,7 @@ Replace this module with the estimator's own plan adapter and per-term bytes onc
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from advisor.probe.spec import ProbeSpec
@@ -164,14 +164,16 @@ def predict(spec: ProbeSpec, world_size: int, device: dict[str, Any], hardware: 
     except Exception as exc:  # an unknown model type without transformers, a config the formulas reject
         pred.error = f"no prediction: {type(exc).__name__}: {exc}"
         return pred
-    pred.setup = setup.model_dump(exclude={"model"}) | {"model_type": setup.model.model_type}
+    pred.setup = {f.name: getattr(setup, f.name) for f in fields(setup) if f.name != "model"} | {
+        "model_type": setup.model.model_type
+    }
     pred.total_params = setup.model.total
     est = estimate_memory(setup)
     pred.assumptions = list(est.assumptions)
     pred.trainable_params = est.trainable_params
     pred.weights_bytes = _item_bytes(est, "weights")
     pred.optimizer_bytes = _item_bytes(est, "optimizer states") or 0
-    with_grads = est if setup.grad_accum >= 2 else estimate_memory(setup.model_copy(update={"grad_accum": 2}))
+    with_grads = est if setup.grad_accum >= 2 else estimate_memory(replace(setup, grad_accum=2))
     pred.grad_bytes = _item_bytes(with_grads, "gradients")
     pred.peak_allocated_gib = est.peak_allocated_gib
     pred.peak_reserved_gib = est.peak_reserved_gib

@@ -8,7 +8,7 @@ transformers or rich (start-up matters: the whole command answers in a few hundr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +138,7 @@ def _comparison(
                 update |= {"lora_r": base.lora_r or 16, "lora_targets": base.lora_targets or ["all-linear"]}
             if strategy == "none":
                 update["grad_accum"] = base.grad_accum * max(dp, 1)
-            trial = base.model_copy(update=update)
+            trial = replace(base, **update)
             peak = peak_of(trial, reference_copy and method == "full")
             fits_on = [g for g, usable in gpus if verdict_for(peak, usable, near) == "fits"]
             smallest = min(

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import yaml
 
 from advisor.engine import CompiledRule
@@ -44,7 +47,18 @@ def render_rule(rule: CompiledRule) -> str:
         lines += [
             "## Fix",
             "",
-            yaml.safe_dump(s.fix.model_dump(exclude_defaults=True), sort_keys=False).strip(),
+            yaml.safe_dump(_non_default(s.fix), sort_keys=False).strip(),
             "",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _non_default(obj: Any) -> dict[str, Any]:
+    """The fields of a dataclass that differ from their defaults, in field order."""
+    out = {}
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        if value != default:
+            out[f.name] = value
+    return out

@@ -17,23 +17,15 @@ descriptor raise `HardwareError` whose message names the file and the 1-based li
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    computed_field,
-    field_validator,
-    model_validator,
-)
-from pydantic_core import PydanticCustomError
 
 try:  # the C loader is several times faster
     _Loader: type = yaml.CSafeLoader
@@ -60,6 +52,7 @@ __all__ = [
     "parse_network",
     "resolve_gpu",
     "suggest_gpu",
+    "validate_machine",
 ]
 
 
@@ -86,35 +79,35 @@ class HardwareError(Exception):
 # GPU catalog
 
 
-class NvlinkSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
+# The catalog's GPUs and the machines, as validated by advisor.schema.hardware (which builds these, and
+# holds the checks, bounds and descriptions): frozen dataclasses, so that the cached GPU catalog and
+# machines need no pydantic.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NvlinkSpec:
     generation: int
     links: int | None = None
     per_gpu_unidir_gbs: float
     typical_topology: Literal[
         "nvswitch_all_to_all", "bridged_pairs", "optional_2way_bridge_pairs", "hybrid_cube_mesh"
     ]
-    busbw_gbs: float = Field(description="realistic all-reduce busbw inside the NVLink domain, GB/s")
+    busbw_gbs: float  # realistic all-reduce busbw inside the NVLink domain, GB/s
     busbw_measured: bool
     busbw_source: str
 
 
-class PcieSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PcieSpec:
     generation: int
     lanes: int = 16
     unidir_gbs: float
-    busbw_gbs: float = Field(description="realistic all-reduce busbw when the ring crosses PCIe, GB/s")
+    busbw_gbs: float  # realistic all-reduce busbw when the ring crosses PCIe, GB/s
     busbw_measured: bool
     busbw_source: str
 
 
-class GpuSpec(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuSpec:
     """One GPU model of the catalog (advisor/data/gpus.yaml)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     id: str
     display_name: str
@@ -122,11 +115,11 @@ class GpuSpec(BaseModel):
     architecture: str
     compute_capability: str
     form_factor: str | None = None
-    nvidia_smi_name: list[str] = Field(default_factory=list)
-    aliases: list[str] = Field(default_factory=list)
+    nvidia_smi_name: list[str] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
     memory_gb_marketed: float | None = None
     nvidia_smi_memory_total_mib: int | None = None
-    usable_gib: float = Field(gt=0)
+    usable_gib: float
     memory_bandwidth_gbs: float
     bf16_dense_tflops: float | None = None
     fp16_dense_tflops: float | None = None
@@ -141,14 +134,7 @@ class GpuSpec(BaseModel):
     tdp_w: float | None = None
     confidence: Literal["high", "medium", "low"] = "medium"
     notes: str | None = None
-    source: list[str] = Field(default_factory=list)
-
-    @field_validator("compute_capability")
-    @classmethod
-    def _cc_format(cls, v: str) -> str:
-        if not re.fullmatch(r"\d+\.\d+", v):
-            raise ValueError(f"compute_capability must look like '8.0', got {v!r}")
-        return v
+    source: list[str] = field(default_factory=list)
 
     @property
     def cc(self) -> tuple[int, int]:
@@ -184,15 +170,17 @@ def normalize_gpu_name(name: str) -> str:
 def _catalog_and_index() -> tuple[dict[str, GpuSpec], dict[str, str]]:
     from advisor.cache import cached, file_stamps
 
-    return cached("gpus", file_stamps([GPUS_FILE]), _build_catalog_and_index)
+    return cached("gpus", str(GPUS_FILE), file_stamps([GPUS_FILE]), _build_catalog_and_index)
 
 
 def _build_catalog_and_index() -> tuple[dict[str, GpuSpec], dict[str, str]]:
+    from advisor.schema.hardware import validate_gpu
+
     raw = yaml.load(GPUS_FILE.read_text(encoding="utf-8"), Loader=_Loader)
     catalog: dict[str, GpuSpec] = {}
     index: dict[str, str] = {}
     for entry in raw["gpus"]:
-        spec = GpuSpec.model_validate(entry)
+        spec = validate_gpu(entry)
         if spec.id in catalog:
             raise RuntimeError(f"{GPUS_FILE}: duplicate GPU id {spec.id!r}")
         catalog[spec.id] = spec
@@ -292,145 +280,35 @@ def parse_network(network: str) -> tuple[str, float, int | None]:
     return kind.lower(), float(gbps), int(nics) if nics else None
 
 
-def _err(message: str, path: tuple[str | int, ...] = ()) -> PydanticCustomError:
-    return PydanticCustomError("hardware", "{message}", {"message": message, "path": path})
-
-
-class GpuGroup(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuGroup:
     """The GPUs of one node: all of one model."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
-
-    model: str = Field(description="GPU catalog key or alias, e.g. H100-NVL, A100-80GB, RTX-4090")
-    count: int = Field(ge=1, le=1024, description="GPUs per node")
-    memory_gib: float | None = Field(
-        default=None, gt=0, description="override of the catalog's usable memory per GPU, GiB"
-    )
-
-    @field_validator("model", mode="before")
-    @classmethod
-    def _number_as_name(cls, v: Any) -> Any:
-        # `model: 4090` is an int to YAML
-        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
-
-    @field_validator("model")
-    @classmethod
-    def _known_model(cls, v: str) -> str:
-        if resolve_gpu(v) is None:
-            raise _err(_unknown_gpu_message(v))
-        return v
+    model: str  # GPU catalog key or alias, e.g. H100-NVL, A100-80GB, RTX-4090
+    count: int  # GPUs per node
+    memory_gib: float | None = None  # override of the catalog's usable memory per GPU, GiB
 
 
-NvlinkValue = list[list[int]] | Literal["all"]
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Machine:
+    """A hardware descriptor: what a run executes on (validate_machine builds one from plain data)."""
 
-
-class Machine(BaseModel):
-    """A hardware descriptor: what a run executes on."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
-
-    name: str = Field(default="", description="machine name; a file descriptor defaults to its file stem")
+    name: str = ""
     gpus: GpuGroup
-    nvlink: NvlinkValue = Field(
-        default_factory=list,
-        description="groups of GPU indices joined by NVLink; `all` = every pair (NVSwitch); [] = none",
-    )
-    cpu_cores: int | None = Field(
-        default=None, ge=1, description="logical CPUs (vCPUs) per node the job may use; None = unknown"
-    )
-    ram_gib: float | None = Field(default=None, gt=0, description="host RAM per node, GiB; None = unknown")
-    nodes: int = Field(default=1, ge=1, description="number of identical nodes")
-    network: str | None = Field(
-        default=None,
-        description="inter-node fabric: <ib|eth|efa|roce>-<Gb/s per NIC>g[x<NICs per node>] or none; "
-        "without xN, ib/efa/roce mean one NIC per GPU and eth one NIC per node",
-    )
-    notes: str | None = Field(default=None, description="free text shown by `hardware show`")
+    nvlink: list[list[int]] | Literal["all"] = field(default_factory=list)  # `all` = NVSwitch; [] = none
+    cpu_cores: int | None = None  # logical CPUs per node the job may use; None = unknown
+    ram_gib: float | None = None  # host RAM per node, GiB; None = unknown
+    nodes: int = 1
+    network: str | None = None  # <ib|eth|efa|roce>-<Gb/s per NIC>g[x<NICs per node>]
+    notes: str | None = None
 
-    @field_validator("nvlink", mode="before")
-    @classmethod
-    def _nvlink_shape(cls, v: Any) -> Any:
-        if v is None or v is False:
-            return []
-        if isinstance(v, str):
-            low = v.strip().lower()
-            if low == "all":
-                return "all"
-            if low in ("none", ""):
-                return []
-            raise _err(f"nvlink must be `all`, `none` or a list of GPU index groups, got {v!r}")
-        if not isinstance(v, list):
-            raise _err(f"nvlink must be `all`, `none` or a list of GPU index groups, got {v!r}")
-        out: list[list[int]] = []
-        for i, group in enumerate(v):
-            if not isinstance(group, list):
-                raise _err(
-                    f"nvlink[{i}] must be a list of GPU indices such as [0, 1], got {group!r}", ("nvlink", i)
-                )
-            for j, idx in enumerate(group):
-                if not isinstance(idx, int) or isinstance(idx, bool):
-                    raise _err(f"nvlink[{i}][{j}] must be a GPU index, got {idx!r}", ("nvlink", i, j))
-            out.append(list(group))
-        return out
-
-    @field_validator("network", mode="before")
-    @classmethod
-    def _network_format(cls, v: Any) -> Any:
-        if v is None or v is False:
-            return None
-        if not isinstance(v, str):
-            raise _err(f"network must be a string such as ib-400g, eth-100g or none, got {v!r}")
-        if v.strip().lower() in ("none", ""):
-            return None
-        try:
-            parse_network(v)
-        except ValueError as exc:
-            raise _err(str(exc)) from None
-        return v.strip().lower()
-
-    @model_validator(mode="after")
-    def _consistent(self) -> Machine:
-        count = self.gpus.count
-        gpu = resolve_gpu(self.gpus.model)
-        if isinstance(self.nvlink, list):
-            seen: dict[int, int] = {}
-            for i, group in enumerate(self.nvlink):
-                if len(group) < 2:
-                    raise _err(f"nvlink[{i}] joins fewer than two GPUs: {group}", ("nvlink", i))
-                for j, idx in enumerate(group):
-                    if not 0 <= idx < count:
-                        raise _err(
-                            f"nvlink[{i}][{j}]: GPU index {idx} is out of range: this machine has "
-                            f"{count} GPU{'s' if count != 1 else ''} per node (0..{count - 1})",
-                            ("nvlink", i, j),
-                        )
-                    if idx in seen:
-                        where = "twice in this group" if seen[idx] == i else f"also in nvlink[{seen[idx]}]"
-                        raise _err(
-                            f"nvlink[{i}][{j}]: GPU {idx} is {where}; NVLink groups must not overlap "
-                            "(merge groups that share a GPU)",
-                            ("nvlink", i, j),
-                        )
-                    seen[idx] = i
-        has_links = self.nvlink == "all" or bool(self.nvlink)
-        if has_links and gpu is not None and gpu.nvlink is None and count > 1:
-            raise _err(f"{gpu.display_name} has no NVLink, so nvlink must be [] (or none)", ("nvlink",))
-        if self.nodes > 1 and self.network is None:
-            raise _err(
-                f"nodes: {self.nodes} needs `network` (e.g. ib-400g, eth-100g) to say how the nodes "
-                "are joined",
-                ("nodes",),
-            )
-        return self
-
-    @computed_field  # type: ignore[prop-decorator]
     @property
     def gpu(self) -> GpuSpec:
         """The catalog GPU, with `gpus.memory_gib` applied when given."""
         spec = resolve_gpu(self.gpus.model)
         assert spec is not None  # validated
         if self.gpus.memory_gib is not None and self.gpus.memory_gib != spec.usable_gib:
-            spec = spec.model_copy(update={"usable_gib": self.gpus.memory_gib})
+            spec = replace(spec, usable_gib=self.gpus.memory_gib)
         return spec
 
     @property
@@ -448,7 +326,24 @@ class Machine(BaseModel):
 
     def to_descriptor(self) -> dict[str, Any]:
         """The descriptor as plain data (what a YAML file would hold), without computed fields."""
-        return self.model_dump(exclude={"gpu"}, exclude_none=True, exclude_defaults=False)
+        return _plain(self)
+
+
+def _plain(value: Any) -> Any:
+    """A dataclass as nested dicts and lists, leaving out None values."""
+    if is_dataclass(value):
+        items = ((f.name, getattr(value, f.name)) for f in fields(value))
+        return {k: _plain(v) for k, v in items if v is not None}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def validate_machine(data: Any) -> Machine:
+    """A Machine from a descriptor's mapping; raises pydantic.ValidationError (a ValueError)."""
+    from advisor.schema.hardware import validate_machine as validate
+
+    return validate(data)
 
 
 def machine_yaml(machine: Machine) -> str:
@@ -480,7 +375,9 @@ def _yaml_scalar(value: Any) -> str:
 
 def hardware_schema() -> dict[str, Any]:
     """JSON schema of the hardware descriptor."""
-    schema = Machine.model_json_schema(mode="validation")
+    from advisor.schema.hardware import json_schema
+
+    schema = json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "gpu-advise hardware descriptor"
     return schema
@@ -525,7 +422,7 @@ def _duplicate_keys(node: yaml.Node) -> Iterator[yaml.Node]:
             yield from _duplicate_keys(item)
 
 
-_FIELD_NAMES = {"": set(Machine.model_fields), "gpus": set(GpuGroup.model_fields)}
+_FIELD_NAMES = {"": {f.name for f in fields(Machine)}, "gpus": {f.name for f in fields(GpuGroup)}}
 
 
 def _describe(error: Any) -> tuple[tuple[str | int, ...], bool, str]:
@@ -555,7 +452,8 @@ def _parse_cached(text: str, source: str, default_name: str) -> Machine:
     from advisor.cache import cached, file_stamps
 
     key = (text, source, default_name, file_stamps([GPUS_FILE]))
-    return cached("machine", key, lambda: _parse_descriptor(text, source, default_name=default_name))
+    slot = os.path.abspath(source)
+    return cached("machine", slot, key, lambda: _parse_descriptor(text, source, default_name=default_name))
 
 
 def _parse_descriptor(text: str, source: str, *, default_name: str | None = None) -> Machine:
@@ -579,8 +477,10 @@ def _parse_descriptor(text: str, source: str, *, default_name: str | None = None
     data = yaml.load(text, Loader=_Loader)
     if default_name and isinstance(data, dict) and not data.get("name"):
         data["name"] = default_name
+    from pydantic import ValidationError
+
     try:
-        return Machine.model_validate(data)
+        return validate_machine(data)
     except ValidationError as exc:
         problems = [_describe(e) for e in exc.errors()]
         lines = []

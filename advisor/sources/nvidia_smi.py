@@ -23,7 +23,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 
-from advisor.sources.hardware import HardwareError, Machine, resolve_gpu, suggest_gpu
+from advisor.sources.hardware import HardwareError, Machine, resolve_gpu, suggest_gpu, validate_machine
 
 __all__ = [
     "SmiGpu",
@@ -349,7 +349,7 @@ def machine_from_smi(
         "cpu_cores": cpu_cores,
         "ram_gib": ram_gib,
     }
-    return Machine.model_validate(data)
+    return validate_machine(data)
 
 
 def _run_smi(exe: str, args: list[str], timeout: float) -> str:

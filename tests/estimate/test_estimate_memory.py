@@ -221,3 +221,33 @@ def test_mixtral_and_fsdp_run():
     )
     assert 8 < est.peak_gib < 40
     assert any(it.name == "distributed buffers" for it in est.items)
+
+
+def test_training_setup_checks_and_converts_like_pydantic_lax_mode():
+    model = pc("gpt2")
+    s = TrainingSetup(
+        model=model,
+        lora_dropout=0,
+        gpu_memory_gib=80,
+        micro_batch=4.0,
+        gradient_checkpointing=1,
+        lora_targets=("q_proj",),
+        ds_reduce_bucket_size=None,
+    )
+    assert s.lora_dropout == 0.0 and isinstance(s.lora_dropout, float)
+    assert isinstance(s.gpu_memory_gib, float) and s.micro_batch == 4 and isinstance(s.micro_batch, int)
+    assert s.gradient_checkpointing is True and s.lora_targets == ["q_proj"]
+    assert s.ds_reduce_bucket_size is None and s.model is model
+    for bad in (
+        {"method": "dora"},
+        {"micro_batch": 2.5},
+        {"precision": None, "strategy": None},
+        {"amp": 2},
+        {"optimizer": 8},
+        {"lora_targets": "q_proj"},
+        {"model": {"model_type": "gpt2"}},
+    ):
+        with pytest.raises(ValueError, match="TrainingSetup"):
+            TrainingSetup(**{"model": model, **bad})
+    with pytest.raises(TypeError):
+        TrainingSetup(model=model, micro_batch_size=4)  # unknown field

@@ -5,9 +5,20 @@ output equals the published/measured counts; config values cross-checked against
 pytorch/torchtune:torchtune/models/*/_model_builders.py"), and the per-layer figures listed under it.
 """
 
+import dataclasses
+import json
+import pickle
+
 import pytest
 
-from advisor.estimate import ParamCount, UnknownModelTypeError, _meta, count_params, resolve_model
+from advisor.estimate import (
+    LinearShape,
+    ParamCount,
+    UnknownModelTypeError,
+    _meta,
+    count_params,
+    resolve_model,
+)
 
 SRC = "memory-model.md 8.2"
 
@@ -184,5 +195,7 @@ def test_unknown_type_without_transformers(monkeypatch):
 
 def test_paramcount_is_serialisable():
     pc = resolve_model("gpt2").count()
-    again = ParamCount.model_validate_json(pc.model_dump_json())
+    data = json.loads(json.dumps(dataclasses.asdict(pc)))
+    again = ParamCount(**data | {"linears": [LinearShape(**lin) for lin in data["linears"]]})
     assert again == pc
+    assert pickle.loads(pickle.dumps(pc)) == pc

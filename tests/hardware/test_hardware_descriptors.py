@@ -9,11 +9,11 @@ import pytest
 from advisor.sources.hardware import (
     MACHINES_DIR,
     HardwareError,
-    Machine,
     builtin_machines,
     hardware_schema,
     load_hardware,
     machine_yaml,
+    validate_machine,
 )
 
 EXPECTED_MACHINES = {
@@ -243,17 +243,17 @@ def test_missing_file():
 
 
 def test_machine_model_validates_directly():
-    m = Machine.model_validate({"name": "x", "gpus": {"model": "A100-80GB", "count": 2}, "nvlink": [[0, 1]]})
+    m = validate_machine({"name": "x", "gpus": {"model": "A100-80GB", "count": 2}, "nvlink": [[0, 1]]})
     assert m.gpu.id == "A100-SXM-80GB"
     assert m.to_descriptor()["gpus"] == {"model": "A100-80GB", "count": 2}
     with pytest.raises(ValueError):
-        Machine.model_validate({"gpus": {"model": "A100-80GB", "count": 2}, "nvlink": [[0, 2]]})
+        validate_machine({"gpus": {"model": "A100-80GB", "count": 2}, "nvlink": [[0, 2]]})
 
 
 def test_machine_yaml_round_trips(tmp_path):
     machines = list(builtin_machines().values())
     machines.append(
-        Machine.model_validate(
+        validate_machine(
             {
                 "name": "yes",  # YAML 1.1 would read a plain `yes` as True
                 "gpus": {"model": "H100", "count": 8, "memory_gib": 79.2},

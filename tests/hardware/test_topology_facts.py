@@ -17,11 +17,11 @@ from advisor.facts.topology import (
     slowest_link_busbw_gbs,
     tf32_supported,
 )
-from advisor.sources.hardware import Machine, gpu_catalog, load_hardware
+from advisor.sources.hardware import Machine, gpu_catalog, load_hardware, validate_machine
 
 
 def machine(**kw) -> Machine:
-    return Machine.model_validate({"name": "t", **kw})
+    return validate_machine({"name": "t", **kw})
 
 
 def test_4xh100_nvl_pairs():

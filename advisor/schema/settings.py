@@ -1,0 +1,95 @@
+"""Validation of project settings (`[tool.gpu-advise]` / `.gpu-advise.toml`): the result is an
+advisor.settings.Settings. The JSON schema printed by `gpu-advise schema` comes from these models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from advisor import settings as views
+from advisor.schema import to_view
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
+
+
+class RunSettings(_Model):
+    """A run declared by hand, or settings for a run found by discovery (matched by path)."""
+
+    path: str = Field(
+        description="launch script or config file that roots the run, relative to the settings file"
+    )
+    name: str | None = None
+    hardware: str | None = None
+    effective_batch: int | None = Field(
+        None,
+        alias="effective-batch",
+        description="the effective batch this run was tuned for (GA101 baseline)",
+    )
+    learning_rate: float | None = Field(None, alias="learning-rate")
+    dataset_samples: int | None = Field(None, alias="dataset-samples")
+    dataset_tokens: int | None = Field(None, alias="dataset-tokens")
+
+
+class Thresholds(_Model):
+    single_gpu_hours: float = Field(
+        12.0, alias="single-gpu-hours", description="GA402: below this many hours on one GPU, stay on one GPU"
+    )
+    workers_per_process: int = Field(
+        2,
+        alias="workers-per-process",
+        description="GA202: DataLoader workers per process before we suggest fewer",
+    )
+    near_memory_fraction: float = Field(
+        0.10,
+        alias="near-memory-fraction",
+        description="GA404: warn when the peak is within this fraction of usable memory",
+    )
+    prediction_tolerance: float = Field(
+        0.15,
+        alias="prediction-tolerance",
+        description="--verify: report predictions further than this from measurements",
+    )
+
+
+class Settings(_Model):
+    select: list[str] | None = None
+    extend_select: list[str] = Field(default_factory=list, alias="extend-select")
+    ignore: list[str] = Field(default_factory=list)
+    severity: dict[str, Literal["error", "warning", "info"]] = Field(default_factory=dict)
+    fail_on: Literal["error", "warning", "info"] | None = Field(None, alias="fail-on")
+    per_file_ignores: dict[str, list[str]] = Field(default_factory=dict, alias="per-file-ignores")
+    key_ignores: dict[str, dict[str, list[str]]] = Field(default_factory=dict, alias="key-ignores")
+    hardware: str | None = None
+    runs: list[RunSettings] = Field(default_factory=list)
+    extend_rules: list[str] = Field(default_factory=list, alias="extend-rules")
+    thresholds: Thresholds = Field(default_factory=Thresholds.model_construct)
+    baseline: str | None = None
+    dataset_samples: int | None = Field(None, alias="dataset-samples")
+    dataset_tokens: int | None = Field(None, alias="dataset-tokens")
+
+    # where the settings were read from; relative paths in them are relative to its folder
+    source: Path | None = Field(None, exclude=True)
+
+
+VIEWS = {"Settings": views.Settings, "RunSettings": views.RunSettings, "Thresholds": views.Thresholds}
+
+
+def validate_settings(data: Any, source: Path) -> views.Settings:
+    """The settings table as Settings read from `source`; raises pydantic.ValidationError."""
+    settings = Settings.model_validate(data)
+    settings.source = source
+    return to_view(settings, VIEWS)
+
+
+def known_keys(section: str) -> list[str]:
+    """The keys a settings section ("", "thresholds" or "runs") accepts, as written in the file."""
+    model: type[BaseModel] = {"thresholds": Thresholds, "runs": RunSettings}.get(section, Settings)
+    return [f.alias or name for name, f in model.model_fields.items() if name != "source"]
+
+
+def json_schema() -> dict[str, Any]:
+    return Settings.model_json_schema(by_alias=True)

@@ -1,0 +1,68 @@
+"""The on-disk cache (advisor/cache.py): hits, misses, and one entry per slot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from advisor import cache
+from advisor.settings import find_settings
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "cache"
+    monkeypatch.delenv("GPU_ADVISE_NO_CACHE", raising=False)
+    monkeypatch.setenv("GPU_ADVISE_CACHE_DIR", str(folder))
+    return folder / "gpu-advise"
+
+
+def test_a_hit_is_the_pickled_value(cache_dir: Path) -> None:
+    builds = []
+
+    def build() -> dict[str, int]:
+        builds.append(1)
+        return {"a": 1}
+
+    assert cache.cached("thing", "/x", ("k", 1), build) == {"a": 1}
+    assert cache.cached("thing", "/x", ("k", 1), build) == {"a": 1}
+    assert len(builds) == 1
+    assert len(list(cache_dir.glob("thing-*.pickle"))) == 1
+
+
+def test_a_new_key_replaces_the_entries_of_its_slot_only(cache_dir: Path) -> None:
+    for version in range(3):
+        assert cache.cached("thing", "/x", version, lambda v=version: v) == version
+    cache.cached("thing", "/y", 0, lambda: "other")
+    cache.cached("other", "/x", 0, lambda: "other name")
+    x = cache.entry_path(cache_dir, "thing", "/x", 2)
+    assert sorted(p.name for p in cache_dir.glob("thing-*.pickle")) == sorted(
+        [x.name, cache.entry_path(cache_dir, "thing", "/y", 0).name]
+    )
+    assert len(list(cache_dir.glob("other-*.pickle"))) == 1
+    assert cache.cached("thing", "/x", 2, lambda: "rebuilt") == 2  # still a hit
+
+
+def test_a_corrupt_entry_is_rebuilt(cache_dir: Path) -> None:
+    cache.cached("thing", "/x", 0, lambda: "first")
+    cache.entry_path(cache_dir, "thing", "/x", 0).write_bytes(b"not a pickle")
+    assert cache.cached("thing", "/x", 0, lambda: "second") == "second"
+    assert cache.cached("thing", "/x", 0, lambda: "third") == "second"
+
+
+def test_no_cache(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPU_ADVISE_NO_CACHE", "1")
+    assert cache.cached("thing", "/x", 0, lambda: "a") == "a"
+    assert cache.cached("thing", "/x", 0, lambda: "b") == "b"
+    assert not cache_dir.exists()
+
+
+def test_editing_a_settings_file_keeps_one_entry(cache_dir: Path, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    settings = project / ".gpu-advise.toml"
+    for n in (1, 2, 3):
+        settings.write_text(f"ignore = ['GA{n}']\n", encoding="utf-8")
+        assert find_settings(project).ignore == [f"GA{n}"]
+    assert len(list(cache_dir.glob("settings-*.pickle"))) == 1
