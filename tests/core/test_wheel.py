@@ -18,6 +18,15 @@ from tests.conftest import REPO
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
+    # build from a clean copy: an in-tree build reuses build/ and may ship files of an older tree
+    source = out / "src"
+    shutil.copytree(
+        REPO,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".git", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", "tests"
+        ),
+    )
     build = subprocess.run(
         [
             sys.executable,
@@ -29,7 +38,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "--no-build-isolation",
             "-w",
             str(out),
-            str(REPO),
+            str(source),
         ],
         capture_output=True,
         text=True,
