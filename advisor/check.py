@@ -221,7 +221,6 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     run_contexts = []
     for plan in plans:
         names = run_names(plan)
-        names["thresholds"] = settings.thresholds
         docs = {
             "training": plan.spec.training,
             "accelerate": plan.spec.accelerate,
@@ -332,6 +331,9 @@ def summarize(plan: RunPlan, names: dict[str, Any]) -> RunSummary:
         hardware=plan.hardware.name if plan.hardware is not None else None,
         strategy=run.strategy,
     )
+    if run.serving:
+        summary.notes.append("inference server (vLLM): not a training run; only placement rules apply")
+        return summary
     if estimates:
         from advisor.facts.estimates import summary_notes
 

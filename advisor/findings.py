@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -11,6 +12,15 @@ from advisor.sources.document import Location
 
 Severity = Literal["error", "warning", "info"]
 SEVERITY_RANK: dict[str, int] = {"info": 0, "warning": 1, "error": 2}
+
+# A number standing on its own in a message ("on line 10", "4 processes"), not part of a name
+# such as GA201 or bf16: a keyless fingerprint must not move when lines are added above.
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)*(?!\w|\.\d)")
+
+
+def stable_message(message: str) -> str:
+    """The message with its stand-alone numbers replaced by '#', for keyless fingerprints."""
+    return _NUMBER.sub("#", message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +65,11 @@ class Finding:
         return (self.rule, str(self.location.file), self.location.line, self.location.col, self.message)
 
     def fingerprint(self, relative_file: str) -> str:
-        """Stable across line moves: rule, file and key path, never line numbers."""
-        key = self.location.key or f"@{self.message}"
+        """Stable across line moves: rule, file and key path, never line numbers.
+
+        A finding without a key path falls back on its message with the numbers in it normalised
+        (a GA900 message names the line of its comment); the baseline counts repeats.
+        """
+        key = self.location.key or f"@{stable_message(self.message)}"
         raw = "\0".join((self.rule, relative_file, key))
         return hashlib.sha256(raw.encode()).hexdigest()[:16]

@@ -241,7 +241,12 @@ def _build_training(plan: RunPlan, spec: RunSpec) -> None:
     aliases = TRAINING_ALIASES.get(dialect, {})
     defaults = AXOLOTL_DEFAULTS if dialect == "axolotl" else {}
 
-    if _reads_training_arguments(spec):
+    reads = reads_training_arguments(spec)
+    plan.training.set(
+        "reads_training_arguments",
+        Value(reads, None, "derived", note=None if reads else "the run reads no TrainingArguments"),
+    )
+    if reads:
         for key, default in {**TRAINING_DEFAULTS, **defaults}.items():
             plan.training.set(key, Value(default, None, "default", note="default"))
 
@@ -272,15 +277,18 @@ def _build_training(plan: RunPlan, spec: RunSpec) -> None:
             _override(plan.training, aliases.get(key, key), _word_value(word, spec.root))
 
 
-def _reads_training_arguments(spec: RunSpec) -> bool:
+def reads_training_arguments(spec: RunSpec) -> bool:
     """Whether the run's settings are TrainingArguments (so their defaults apply): a training file,
     a TrainingArguments flag on the command line, or a launcher that always reads them. A script
-    with its own flags (OpenRLHF's --micro_train_batch_size, say) gets no made-up defaults."""
+    with its own flags (OpenRLHF's --micro_train_batch_size, say) gets no made-up defaults, and
+    neither does a bare accelerate or DeepSpeed config (no training file, no command).
+
+    The plan computes this once (`training.reads_training_arguments`); everything else reads that."""
     if spec.training is not None:
         return True
     command = spec.command
     if command is None:
-        return spec.accelerate is not None
+        return False
     if command.launcher in {"llamafactory", "trl", "axolotl"}:
         return True
     from advisor.sources.known_keys import known_keys

@@ -1083,10 +1083,13 @@ def gen_accelerate() -> None:
     top["mixed_precision"] = {"type": "str", "choices": _enum_values(PrecisionType), "optional": True}
     top["rdzv_backend"] = {"type": "str", "optional": True, "default": "static"}
     top["main_process_port"] = {"type": "int", "optional": True}
+    # ClusterConfig.gpu_ids: Optional[str], never converted: _validate_launch_command calls
+    # args.gpu_ids.split(","), so `gpu_ids: 0` (an int in YAML) fails with AttributeError.
     top["gpu_ids"] = {
-        "type": "int|str",
+        "type": "str",
         "optional": True,
-        "note": "'all' or a comma list; a single id reads as an int in YAML",
+        "note": "'all' or a comma list of ids; accelerate launch calls gpu_ids.split(','), so an unquoted "
+        "single id (an int in YAML) fails: quote it",
     }
     # `accelerate config` itself writes downcast_bf16: 'no' (read only on TPU, as a truthy flag)
     top["downcast_bf16"] = {"type": "bool|str", "default": False}

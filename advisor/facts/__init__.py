@@ -41,7 +41,14 @@ def run_names(plan: Any) -> dict[str, Any]:
     for key, builder in _builders():
         names[key] = builder(plan, names)
     names["settings"] = plan.settings
+    names["thresholds"] = _thresholds(plan)
     return names
+
+
+def _thresholds(plan: Any) -> Any:
+    from advisor.settings import Thresholds
+
+    return getattr(plan.project, "thresholds", None) or Thresholds()
 
 
 def document_names(doc: Document) -> dict[str, Any]:

@@ -52,15 +52,40 @@ def _value(ns: Namespace, key: str) -> Value | None:
     return entry if isinstance(entry, Value) else None
 
 
-def _int(v: Value | None) -> int | None:
+def count(v: Value | None) -> int | None:
+    """A process, node, accumulation or batch count: a whole number >= 1, else None.
+
+    Accepts an int (not a bool) or a string of digits; rejects 1.5, "1e3", 8.0, 0 and negatives
+    (argparse's type=int and accelerate's config reader reject them too)."""
     if v is None or not v.known:
         return None
     val = v.value
-    if isinstance(val, str):
-        val = coerce_text(val)
-    if isinstance(val, bool) or not isinstance(val, int | float):
+    if isinstance(val, bool):
         return None
-    return int(val)
+    if isinstance(val, str) and re.fullmatch(r"\s*\d+\s*", val):
+        val = int(val)
+    if isinstance(val, int) and val >= 1:
+        return val
+    return None
+
+
+def count_value(v: Value, what: str) -> Value:
+    """v as a count (a copy with an int value), or unknown with a reason that names the value.
+    Unknown values pass through unchanged; the plan's Value is never mutated."""
+    if not v.known:
+        return v
+    n = count(v)
+    if n is None:
+        return Value(
+            None,
+            v.origin,
+            v.source,
+            related=list(v.related),
+            unknown=f"{what} {v.value!r} is not a positive whole number",
+        )
+    if n == v.value and type(v.value) is int:
+        return v
+    return Value(n, v.origin, v.source, related=list(v.related), note=v.note)
 
 
 def strict_int(value: Any) -> int | None:
@@ -79,9 +104,21 @@ def machine_gpu_count(plan: RunPlan) -> int | None:
     return None if hw is None else hw.gpus.count
 
 
+def _exclusion(plan: RunPlan) -> tuple[Value, list[int]] | None:
+    """deepspeed `--exclude localhost:0` / `--exclude host:0,1`: (the flag, the local GPU indices it
+    takes away). None when there is no exclusion of one host's GPUs (several hosts, a whole host)."""
+    exclude = _value(plan.launch, "exclude")
+    if exclude is None or not exclude.known:
+        return None
+    text = str(exclude.value).strip()
+    m = re.fullmatch(r"[^:@\s]+:([\d,]+)", text)
+    ids = parse_gpu_list(m.group(1)) if m else None
+    return (exclude, sorted(set(ids))) if ids else None
+
+
 def visible_gpus(plan: RunPlan) -> GpuList:
     """The GPUs a run's processes can see (physical indices), from CUDA_VISIBLE_DEVICES and the
-    launcher's own selection (accelerate gpu_ids, deepspeed --include)."""
+    launcher's own selection (accelerate gpu_ids, deepspeed --include / --exclude)."""
     launcher = plan.launch.launcher
     cvd = _value(plan.env, "CUDA_VISIBLE_DEVICES")
     mask: list[int] | None = None
@@ -101,6 +138,11 @@ def visible_gpus(plan: RunPlan) -> GpuList:
             m = re.search(r":([\d,]+)", str(include.value))
             ids = parse_gpu_list(m.group(1)) if m else None
             return GpuList(ids, include.origin, via="include")
+        excluded = _exclusion(plan)
+        total = machine_gpu_count(plan)
+        if excluded is not None and total is not None and _value(plan.launch, "num_gpus") is None:
+            flag, gone = excluded
+            return GpuList([i for i in range(total) if i not in gone], flag.origin, via="exclude")
         if filters:
             return GpuList(None, None)  # deepspeed deletes CUDA_VISIBLE_DEVICES here
         return GpuList(mask, mask_origin, via="CUDA_VISIBLE_DEVICES" if mask is not None else None)
@@ -108,34 +150,50 @@ def visible_gpus(plan: RunPlan) -> GpuList:
     gpu_ids = _value(plan.accelerate, "gpu_ids")
     if launcher in {"accelerate", "trl", "axolotl", None} and gpu_ids is not None and gpu_ids.known:
         ids = parse_gpu_list(gpu_ids.value)
-        if ids is not None:
+        if ids:  # an empty gpu_ids selects nothing we can count: left to the GPUs otherwise visible
             if mask is not None:
                 ids = [mask[i] for i in ids if i < len(mask)]
             return GpuList(ids, gpu_ids.origin, via="gpu_ids")
     return GpuList(mask, mask_origin, via="CUDA_VISIBLE_DEVICES" if mask is not None else None)
 
 
+# Places that set the size of one model-parallel dimension; the same dimension written twice
+# (accelerate's parallelism_config_sp_size and DeepSpeed's sequence_parallel_size) counts once.
+_PARALLEL_DIMENSIONS: dict[str, tuple[tuple[str, str], ...]] = {
+    "tp": (
+        ("accelerate", "parallelism_config.parallelism_config_tp_size"),
+        ("training", "tensor_parallel_size"),
+        ("deepspeed", "tensor_parallel.autotp_size"),
+    ),
+    "cp": (
+        ("accelerate", "parallelism_config.parallelism_config_cp_size"),
+        ("training", "context_parallel_size"),
+        # axolotl's ring-attention degree (renamed context_parallel_size in later axolotl)
+        ("training", "sequence_parallel_degree"),
+    ),
+    "sp": (
+        ("accelerate", "parallelism_config.parallelism_config_sp_size"),
+        ("deepspeed", "sequence_parallel_size"),
+    ),
+}
+
+
 def _parallel_divisor(plan: RunPlan) -> tuple[int, list[Location]]:
-    """tp x cp x sp: processes that share one data-parallel replica."""
+    """tp x cp x sp: processes that share one data-parallel replica (the largest size written for
+    each dimension, multiplied across dimensions)."""
+    spaces = {"accelerate": plan.accelerate, "training": plan.training, "deepspeed": plan.deepspeed}
     divisor, where = 1, []
-    candidates = [
-        (plan.accelerate, "parallelism_config.parallelism_config_tp_size"),
-        (plan.accelerate, "parallelism_config.parallelism_config_cp_size"),
-        (plan.accelerate, "parallelism_config.parallelism_config_sp_size"),
-        (plan.training, "tensor_parallel_size"),
-        (plan.training, "context_parallel_size"),
-        (plan.training, "sequence_parallel_degree"),
-        (plan.deepspeed, "sequence_parallel_size"),
-        (plan.deepspeed, "tensor_parallel.autotp_size"),
-    ]
-    for ns, key in candidates:  # lookup, never child(): reading must not add empty sections
-        entry = ns.lookup(key)
-        v = entry if isinstance(entry, Value) else None
-        n = _int(v)
-        if n and n > 1:
-            divisor *= n
-            if v is not None and v.origin is not None:
-                where.append(v.origin)
+    for places in _PARALLEL_DIMENSIONS.values():
+        best, best_at = 1, None
+        for space, key in places:  # lookup, never child(): reading must not add empty sections
+            entry = spaces[space].lookup(key)
+            v = entry if isinstance(entry, Value) else None
+            n = count(v)
+            if n is not None and n > best:
+                best, best_at = n, v.origin if v is not None else None
+        divisor *= best
+        if best > 1 and best_at is not None:
+            where.append(best_at)
     return divisor, where
 
 
@@ -219,6 +277,133 @@ def _query_reason(plan: RunPlan, key: str) -> str:
     return f"--{key} {shown} is a command substitution that counts the GPUs at run time"
 
 
+# ------------------------------------------------------------------------------------------------
+# Slurm: `--num_machines $SLURM_NNODES` takes its value from `#SBATCH --nodes N`
+# ------------------------------------------------------------------------------------------------
+
+_SLURM_NODES = ("SLURM_NNODES", "SLURM_JOB_NUM_NODES")
+_SLURM_GPUS = ("SLURM_GPUS_ON_NODE", "SLURM_GPUS_PER_NODE")
+# the #SBATCH options that set each group of variables, in order of preference
+_SBATCH_FOR = {
+    _SLURM_NODES: ("nodes",),
+    _SLURM_GPUS: ("gpus_per_node", "ntasks_per_node"),
+}
+
+
+def _refers_to(raw: str, names: tuple[str, ...], variables: dict[str, Any], depth: int = 0) -> bool:
+    """The shell word uses one of these variables, directly or through the script's variables."""
+    for name in _VAR_REF.findall(raw):
+        if name in names:
+            return True
+        word = variables.get(name)
+        if (
+            depth < 6
+            and word is not None
+            and _refers_to(getattr(word, "raw", "") or "", names, variables, depth + 1)
+        ):
+            return True
+    return re.search(r"\b(" + "|".join(names) + r")\b", raw) is not None if "$((" in raw else False
+
+
+def _sbatch_count(plan: RunPlan, keys: tuple[str, ...]) -> Value | None:
+    sb = plan.launch.entry("sbatch")
+    if not isinstance(sb, Namespace):
+        return None
+    for key in keys:
+        v = _value(sb, key)
+        if v is None or not v.known:
+            continue
+        text = str(v.value)
+        if key == "nodes" and not re.fullmatch(r"\d+", text.strip()):
+            continue  # "--nodes 2-4": sbatch may give any count in the range
+        m = re.fullmatch(r"\s*(?:[a-z0-9_]+:)?(\d+)\s*", text)  # --gpus-per-node h100:8
+        if m and int(m.group(1)) >= 1:
+            return Value(
+                int(m.group(1)), v.origin, "launch", note=f"#SBATCH --{key.replace('_', '-')} {text}"
+            )
+    return None
+
+
+def _with_sbatch(plan: RunPlan, key: str, value: Value) -> Value:
+    """An unknown launcher count whose shell word reads $SLURM_NNODES / $SLURM_JOB_NUM_NODES (or the
+    per-node GPU variables): its value under the script's own #SBATCH directives, at the #SBATCH
+    line. Otherwise the value itself."""
+    if value.known or value.source != "launch":
+        return value
+    word = _launch_word(plan, key)
+    if word is None:
+        return value
+    variables = _script_variables(plan)
+    seeds: dict[str, Value] = {}
+    for names, keys in _SBATCH_FOR.items():
+        if _refers_to(word.raw or "", names, variables):
+            sb = _sbatch_count(plan, keys)
+            if sb is None:
+                return value
+            seeds.update({n: sb for n in names})
+    if not seeds:
+        return value
+    resolved = _reread_with(plan, key, {n: int(v.value) for n, v in seeds.items()})
+    if resolved is None:
+        return value
+    first = next(iter(seeds.values()))
+    shown = " / ".join(f"${n}" for n in seeds)
+    return Value(
+        coerce_text(resolved),
+        first.origin,
+        "launch",
+        related=[loc for loc in (value.origin,) if loc is not None],
+        note=f"--{key} {word.raw} = {resolved} with {shown} from {first.note}",
+    )
+
+
+def _reread_with(plan: RunPlan, key: str, env: dict[str, int]) -> str | None:
+    """Read the launch script again with these variables exported first; the flag's text then."""
+    command = plan.spec.command
+    root = plan.spec.root
+    text = getattr(root, "text", None)
+    if command is None or not isinstance(text, str):
+        return None
+    from advisor.sources.launch import read_launch
+
+    prefix = "export " + " ".join(f"{k}={v}" for k, v in env.items()) + "\n"
+    doc = read_launch(root.path, prefix + text)
+    for other in getattr(doc.data, "commands", []) or []:
+        if other.span.line == command.span.line + 1 and other.launcher == command.launcher:
+            word = other.launcher_args.get(key)
+            return word.text if word is not None and word.text is not None else None
+    return None
+
+
+def _dataparallel(plan: RunPlan) -> tuple[Value | None, bool]:
+    """`python train.py` with the HF Trainer on several visible GPUs: nn.DataParallel over all of
+    them (config-formats.md §1.2: n_gpu = torch.cuda.device_count(), train_batch_size = per-device
+    x n_gpu). (the number of GPUs, pinned); (None, True) when it does not apply."""
+    if plan.launch.launcher != "python" or not has_training_arguments(plan):
+        return None, True
+    visible = visible_gpus(plan)
+    if visible.ids is not None:
+        n = len(visible.ids)
+        return (
+            Value(n, visible.origin, "launch", note=f"nn.DataParallel over the {n} visible GPUs")
+            if n > 1
+            else None
+        ), True
+    if visible.unknown is not None:
+        return Value(None, visible.origin, "derived", unknown=visible.unknown), True
+    total = machine_gpu_count(plan)
+    reason = "plain python with the HF Trainer wraps the model in nn.DataParallel over every visible GPU"
+    if total is None:
+        return Value(
+            None, plan.root_location, "derived", unknown=f"{reason}, and no hardware is given", note=reason
+        ), False
+    if total <= 1:
+        return None, True
+    return Value(
+        total, plan.root_location, "derived", note=f"{reason}: all {total} GPUs of the machine"
+    ), False
+
+
 def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
     """(processes per node, nodes, pinned). pinned=False when the count follows the machine the
     run lands on (every visible GPU), not a number written in the run's files."""
@@ -241,22 +426,38 @@ def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
             ), masked
         return Value(n_visible, origin, "derived", note=f"{reason}: {visible_note}"), masked
 
+    def launch_count(key: str, v: Value) -> Value:
+        return count_value(_with_sbatch(plan, key, v), f"--{key}" if v.source == "launch" else key)
+
     root = plan.root_location
     if launcher in {"accelerate", "trl", "axolotl"}:
         nproc = _value(plan.accelerate, "num_processes")
         machines = _value(plan.accelerate, "num_machines")
-        n_machines = _int(machines) or 1
-        machines_value = machines if machines is not None and machines.known else Value(1, None, "default")
+        machines_value = (
+            launch_count("num_machines", machines) if machines is not None else Value(1, None, "default")
+        )
+        n_machines = count(machines_value) or 1
         if nproc is not None and not nproc.known:
             if nproc.source == "launch" and _queries_gpus(plan, "num_processes"):
                 value, pinned = follows_machine(_query_reason(plan, "num_processes"), nproc.origin)
                 return value, machines_value, pinned
-            return nproc, machines_value, True
-        total = _int(nproc)
-        if total is not None and total > 0:
+            nproc = _with_sbatch(plan, "num_processes", nproc)
+            if not nproc.known:
+                return nproc, machines_value, True
+        if nproc is not None:
+            checked = count_value(nproc, "--num_processes" if nproc.source == "launch" else "num_processes")
+            if not checked.known:
+                return checked, machines_value, True
+            total = int(checked.value)
             per_node = max(total // n_machines, 1)
             note = f"num_processes {total} over {n_machines} machines" if n_machines > 1 else None
-            return Value(per_node, nproc.origin, nproc.source, note=note), machines_value, True
+            if checked.note:
+                note = f"{checked.note}; {note}" if note else checked.note
+            return (
+                Value(per_node, checked.origin, checked.source, related=list(checked.related), note=note),
+                machines_value,
+                True,
+            )
         dist = plan.accelerate.distributed_type
         if plan.spec.accelerate is not None and (dist is False or str(dist).upper() == "NO"):
             return (
@@ -295,15 +496,14 @@ def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
         nnodes = _value(plan.launch, "nnodes")
         nodes_value = Value(1, None, "default", note="torchrun --nnodes defaults to 1")
         if nnodes is not None:
+            nnodes = _with_sbatch(plan, "nnodes", nnodes)
             if not nnodes.known:
                 nodes_value = nnodes
             else:
-                top = str(nnodes.value).split(":")[-1]
-                nodes_value = Value(
-                    int(top) if top.isdigit() else None,
-                    nnodes.origin,
-                    "launch",
-                    unknown=None if top.isdigit() else f"--nnodes {nnodes.value}",
+                top = str(nnodes.value).split(":")[-1]  # --nnodes 1:4 (elastic): the most
+                nodes_value = count_value(
+                    Value(top, nnodes.origin, "launch", related=list(nnodes.related), note=nnodes.note),
+                    "--nnodes",
                 )
         if nproc is None:
             return (
@@ -317,32 +517,68 @@ def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
             if _queries_gpus(plan, "nproc_per_node"):
                 value, pinned = follows_machine(_query_reason(plan, "nproc_per_node"), nproc.origin)
                 return value, nodes_value, pinned
-            return nproc, nodes_value, True
+            nproc = _with_sbatch(plan, "nproc_per_node", nproc)
+            if not nproc.known:
+                return nproc, nodes_value, True
         if str(nproc.value).lower() in {"gpu", "auto"}:
             value, pinned = follows_machine(
                 f"--nproc_per_node {nproc.value} takes every visible GPU", nproc.origin
             )
             return value, nodes_value, pinned
-        n = _int(nproc)
-        if n is None:
-            return (
-                Value(None, nproc.origin, "launch", unknown=f"--nproc_per_node {nproc.value}"),
-                nodes_value,
-                True,
-            )
-        return Value(n, nproc.origin, "launch"), nodes_value, True
+        return count_value(nproc, "--nproc_per_node"), nodes_value, True
 
     if launcher == "deepspeed":
         num_nodes = _value(plan.launch, "num_nodes")
-        nodes_value = num_nodes if num_nodes is not None else Value(1, None, "default")
+        nodes_value = (
+            launch_count("num_nodes", num_nodes) if num_nodes is not None else Value(1, None, "default")
+        )
         num_gpus = _value(plan.launch, "num_gpus")
         if num_gpus is not None:
             if not num_gpus.known:
                 if _queries_gpus(plan, "num_gpus"):
                     value, _ = follows_machine(_query_reason(plan, "num_gpus"), num_gpus.origin)
                     return value, nodes_value, False
-                return num_gpus, nodes_value, True
-            return Value(_int(num_gpus), num_gpus.origin, "launch"), nodes_value, True
+                num_gpus = _with_sbatch(plan, "num_gpus", num_gpus)
+                if not num_gpus.known:
+                    return num_gpus, nodes_value, True
+            return count_value(num_gpus, "--num_gpus"), nodes_value, True
+        if visible.via == "include" and visible.ids is not None:
+            return (
+                Value(
+                    len(visible.ids),
+                    visible.origin,
+                    "launch",
+                    note="GPUs selected for the deepspeed launcher",
+                ),
+                nodes_value,
+                True,
+            )
+        excluded = _exclusion(plan)
+        if excluded is not None and _value(plan.launch, "include") is None:
+            flag, gone = excluded
+            reason = (
+                f"the deepspeed launcher takes the machine's GPUs except GPU "
+                f"{','.join(str(i) for i in gone)} (--exclude {flag.value})"
+            )
+            total = machine_gpu_count(plan)
+            if total is None:
+                return (
+                    Value(
+                        None,
+                        flag.origin,
+                        "derived",
+                        unknown=f"{reason}, and no hardware is given",
+                        note=reason,
+                    ),
+                    nodes_value,
+                    False,
+                )
+            left = len([i for i in range(total) if i not in gone])
+            return (
+                Value(left, flag.origin, "derived", note=f"{reason}: {left} of the machine's {total} GPUs"),
+                nodes_value,
+                False,
+            )
         if visible.ids is not None:
             return (
                 Value(
@@ -362,18 +598,22 @@ def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
     if launcher == "llamafactory":
         env_n = _value(plan.env, "NPROC_PER_NODE")
         nnodes = _value(plan.env, "NNODES")
-        nodes_value = nnodes if nnodes is not None else Value(1, None, "default")
+        nodes_value = count_value(nnodes, "NNODES") if nnodes is not None else Value(1, None, "default")
         if env_n is not None:
-            return Value(_int(env_n), env_n.origin, "launch", unknown=env_n.unknown), nodes_value, True
+            return (
+                count_value(
+                    Value(env_n.value, env_n.origin, "launch", unknown=env_n.unknown), "NPROC_PER_NODE"
+                ),
+                nodes_value,
+                True,
+            )
         value, pinned = follows_machine("llamafactory-cli starts torchrun on every visible GPU", root)
         return value, nodes_value, pinned
 
     if launcher == "python":
-        return (
-            Value(1, root, "launch", note="plain python starts one process"),
-            Value(1, None, "default"),
-            True,
-        )
+        n_gpu, pinned = _dataparallel(plan)
+        note = n_gpu.note if n_gpu is not None and n_gpu.note else "plain python starts one process"
+        return Value(1, root, "launch", note=note), Value(1, None, "default"), pinned
 
     return (
         Value(
@@ -461,42 +701,16 @@ def deepspeed_valid_world_sizes(
 
 COMMON_WORLD_SIZES = (1, 2, 4, 8, 16, 32, 64)
 
-# TrainingArguments written as script flags: these say the script parses TrainingArguments.
-_TA_FLAGS = frozenset(
-    {
-        "per_device_train_batch_size",
-        "gradient_accumulation_steps",
-        "output_dir",
-        "num_train_epochs",
-        "learning_rate",
-        "bf16",
-        "fp16",
-        "deepspeed",
-        "fsdp",
-        "max_steps",
-        "save_strategy",
-        "logging_steps",
-        "dataloader_num_workers",
-    }
-)
-
 
 def has_training_arguments(plan: RunPlan) -> bool:
-    """The run's script reads TrainingArguments (a TrainingArguments/TRL/LLaMA-Factory/axolotl
-    file, a launcher that always does, or TrainingArguments flags on the command line)."""
-    if plan.spec.training is not None:
-        return True
-    command = plan.spec.command
-    if command is None:
-        return False
-    if command.launcher in {"llamafactory", "trl", "axolotl"}:
-        return True
-    if any(k in _TA_FLAGS for k in command.script_args):
-        return True
-    from advisor.sources.known_keys import known_keys
+    """The run's script reads TrainingArguments: the plan's `training.reads_training_arguments`
+    (advisor.plan.reads_training_arguments, computed once when the plan is built)."""
+    v = _value(plan.training, "reads_training_arguments")
+    if v is not None and isinstance(v.value, bool):
+        return v.value
+    from advisor.plan import reads_training_arguments
 
-    keys = known_keys("training_args")
-    return any(k in keys for k in command.script_args)
+    return reads_training_arguments(plan.spec)
 
 
 def deepspeed_consumer(plan: RunPlan) -> str | None:
@@ -745,7 +959,7 @@ def batch_conflicts(plan: RunPlan) -> list[dict[str, Any]]:
         elif acc_file is None and plan.spec.deepspeed is None and has_ta:
             # accelerate's DeepSpeed plugin builds the config with this value (an int, from the
             # ACCELERATE_GRADIENT_ACCUMULATION_STEPS environment variable)
-            as_int = _int(acc_gas)
+            as_int = count(acc_gas)
             if as_int is not None:
                 shown = Value(as_int, acc_gas.origin, acc_gas.source)
                 pair(
@@ -775,16 +989,16 @@ def batch_facts(plan: RunPlan) -> Namespace:
     ns.set("selected_via", Value(visible.via if visible.ids is not None else None, visible.origin, "derived"))
 
     world = None
-    n_per_node, n_nodes = _int(per_node), _int(nodes)
-    if per_node.known and nodes.known and (n_per_node is None or n_nodes is None):
-        bad = per_node if n_per_node is None else nodes
-        per_node = Value(
-            None, bad.origin, "derived", unknown=f"{bad.value!r} is not a number of processes or nodes"
-        )
-    if per_node.known and nodes.known and n_per_node is not None and n_nodes is not None:
-        world = n_per_node * n_nodes
+    per_node = count_value(per_node, "processes per node")
+    nodes = count_value(nodes, "nodes")
+    if per_node.known and nodes.known:
+        world = int(per_node.value) * int(nodes.value)
         related = [loc for loc in (nodes.origin,) if loc is not None]
-        ns.set("world_size", Value(world, per_node.origin, "derived", related=related, note=per_node.note))
+        note = (
+            "; ".join(n for n in (per_node.note, nodes.note) if n and nodes.source != "default")
+            or per_node.note
+        )
+        ns.set("world_size", Value(world, per_node.origin, "derived", related=related, note=note))
     else:
         reason = per_node.unknown or nodes.unknown or "unknown"
         ns.set("world_size", Value(None, per_node.origin, "derived", unknown=reason))
@@ -808,34 +1022,61 @@ def batch_facts(plan: RunPlan) -> Namespace:
     else:
         ns.set(
             "dp_size",
-            Value(dp, per_node.origin, "derived", unknown=None if dp is not None else "world size unknown"),
+            Value(
+                dp,
+                per_node.origin,
+                "derived",
+                unknown=None if dp is not None else ns.entry("world_size").unknown or "world size unknown",
+            ),
         )
 
     micro, accum = _micro_and_accum(plan)
+    ds = native_deepspeed_batch(plan, dp)
+    ds_origin = None
+    if ds is not None:
+        anchor = next(
+            v
+            for v in (
+                _ds_scalar(plan, k)
+                for k in ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")
+            )
+            if v is not None
+        )
+        ds_origin = anchor.origin
+        derived = f"DeepSpeed's batch derivation at {dp} data-parallel processes"
+        micro = Value(
+            ds.micro, _ds_origin(plan, "train_micro_batch_size_per_gpu", anchor), "deepspeed", note=derived
+        )
+        accum = Value(
+            ds.gas, _ds_origin(plan, "gradient_accumulation_steps", anchor), "deepspeed", note=derived
+        )
     ns.set("per_device", micro)
     ns.set("accumulation", accum)
-    if (
-        dp is not None
-        and micro.known
-        and accum.known
-        and isinstance(micro.value, int)
-        and isinstance(accum.value, int)
-    ):
-        eff = micro.value * accum.value * dp
+    n_gpu, _ = _dataparallel(plan)
+    ns.set("dataparallel_gpus", n_gpu or Value(None, None, "derived"))
+    if n_gpu is not None and not n_gpu.known:
+        ns.set("effective_batch", Value(None, n_gpu.origin, "derived", unknown=n_gpu.unknown))
+    elif dp is not None and micro.known and accum.known:
+        m, g = int(micro.value), int(accum.value)
+        gpus = int(n_gpu.value) if n_gpu is not None else 1
+        eff = m * g * dp * gpus
         related = [loc for loc in (accum.origin, per_node.origin) if loc is not None]
+        if n_gpu is not None:
+            note = f"{m} per device x {gpus} GPUs under nn.DataParallel x {g} accumulation"
+        else:
+            note = f"{m} per device x {g} accumulation x {dp} data-parallel processes"
+        if ds is not None:
+            note += " (DeepSpeed's batch derivation)"
         ns.set(
             "effective_batch",
-            Value(
-                eff,
-                micro.origin,
-                "derived",
-                related=related,
-                note=f"{micro.value} per device x {accum.value} accumulation x {dp} data-parallel processes",
-            ),
+            Value(eff, ds_origin or micro.origin, "derived", related=related, note=note),
         )
-        ns.set("per_process_batch", Value(micro.value * accum.value, micro.origin, "derived"))
+        ns.set("per_process_batch", Value(m * g * gpus, micro.origin, "derived"))
     else:
-        ns.set("effective_batch", Value(None, micro.origin, "derived", unknown="world size or batch unknown"))
+        reason = (
+            micro.unknown or accum.unknown or ns.entry("dp_size").unknown or "world size or batch unknown"
+        )
+        ns.set("effective_batch", Value(None, micro.origin, "derived", unknown=reason))
 
     ns.set("deepspeed_consumer", Value(deepspeed_consumer(plan), None, "derived"))
     ns.set("deepspeed_problems", Value(deepspeed_batch_check(plan, micro, accum, world, dp), None, "derived"))
@@ -845,11 +1086,18 @@ def batch_facts(plan: RunPlan) -> Namespace:
 
 def _micro_and_accum(plan: RunPlan) -> tuple[Value, Value]:
     t = plan.training
-    micro = _value(t, "per_device_train_batch_size") or Value(None, None, "default", unknown="no batch size")
+    if has_training_arguments(plan):
+        no_batch = "no per-device batch size is written"
+    else:
+        no_batch = (
+            "no per-device batch size: the run reads no TrainingArguments "
+            "(no training file and no TrainingArguments flags on a command)"
+        )
+    micro = _value(t, "per_device_train_batch_size") or Value(None, None, "default", unknown=no_batch)
     accum = _value(t, "gradient_accumulation_steps") or Value(1, None, "default")
     batch_size = _value(t, "batch_size")
     if t.dialect == "axolotl" and batch_size is not None and accum.source == "default":
-        m, b = _int(micro), _int(batch_size)
+        m, b = count(micro), count(batch_size)
         if m and b:
             accum = Value(
                 b // m, batch_size.origin, "training_args", note=f"batch_size {b} // micro_batch_size {m}"
@@ -862,17 +1110,27 @@ def _micro_and_accum(plan: RunPlan) -> tuple[Value, Value]:
             micro = ds_micro
         if ds_accum is not None and strict_int(ds_accum.value) is not None and accum.source == "default":
             accum = ds_accum
-    micro = _as_int_value(micro)
-    accum = _as_int_value(accum)
-    return micro, accum
+    return count_value(micro, "the per-device batch size"), count_value(accum, "gradient_accumulation_steps")
 
 
-def _as_int_value(v: Value) -> Value:
-    """A copy whose value is an int where the text is one (never mutate the plan's Value)."""
-    if v.known and isinstance(v.value, str):
-        coerced = coerce_text(v.value)
-        if isinstance(coerced, int) and not isinstance(coerced, bool):
-            return Value(coerced, v.origin, v.source, related=list(v.related), note=v.note)
-    if v.known and isinstance(v.value, float) and v.value.is_integer():
-        return Value(int(v.value), v.origin, v.source, related=list(v.related), note=v.note)
-    return v
+def _ds_origin(plan: RunPlan, key: str, anchor: Value) -> Location | None:
+    v = _ds_scalar(plan, key)
+    return v.origin if v is not None else anchor.origin
+
+
+def native_deepspeed_batch(plan: RunPlan, dp: int | None) -> DsBatch | None:
+    """DeepSpeed alone (no TrainingArguments): the batch values as DeepSpeed derives them at this
+    data-parallel size (§3.1), when they resolve without an error."""
+    if dp is None or deepspeed_consumer(plan) != "native":
+        return None
+    values = [
+        _ds_scalar(plan, k)
+        for k in ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")
+    ]
+    if any(_is_auto(v) for v in values):
+        return None
+    ints = [strict_int(v.value) if v is not None else None for v in values]
+    if any(v is not None and n is None for v, n in zip(values, ints, strict=True)):
+        return None
+    result = deepspeed_batch(ints[0], ints[1], ints[2], dp)
+    return result if result.error is None else None

@@ -39,6 +39,30 @@ def decodes_media(plan: Any) -> bool:
     return False
 
 
+def running_processes(plan: Any, batch: Any) -> int | None:
+    """The training processes per node that get a GPU: the launch's count, capped at the GPUs the
+    job can see (more ranks than visible GPUs is GA304's error; the ranks past the last GPU fail,
+    and GA304's fix starts one per visible GPU). A plain `python` run is one process."""
+    procs = batch.processes_per_node
+    if not isinstance(procs, int) or isinstance(procs, bool):
+        return None
+    visible = batch.entry("visible_gpus")
+    machine = getattr(plan, "hardware", None)
+    count = machine.gpus.count if machine is not None else None
+    n_visible: int | None = None
+    if isinstance(visible, Value) and visible.known and isinstance(visible.value, list):
+        ids = visible.value
+        if count is not None:  # CUDA stops at the first index the machine does not have
+            first_bad = next((i for i, g in enumerate(ids) if not isinstance(g, int) or g >= count), None)
+            ids = ids[:first_bad] if first_bad is not None else ids
+        n_visible = len(ids)
+    elif count is not None:
+        n_visible = count
+    if n_visible is not None and 0 < n_visible < procs:
+        return n_visible
+    return procs
+
+
 def data_facts(plan: Any, names: dict[str, Any]) -> Namespace:
     ns = Namespace("data")
     workers_entry = plan.training.entry("dataloader_num_workers")
@@ -48,15 +72,21 @@ def data_facts(plan: Any, names: dict[str, Any]) -> Namespace:
     ns.set("workers", Value(workers, origin, source))
     ns.set("workers_written", Value(source != "default", origin, "derived"))
     batch = names["batch"]
-    procs = batch.processes_per_node
+    declared = batch.processes_per_node
+    procs = running_processes(plan, batch)
     if workers is not None and isinstance(procs, int):
-        ns.set("processes_per_node", Value(procs, batch.entry("processes_per_node").origin, "derived"))
+        proc_origin = batch.entry("processes_per_node").origin
+        ns.set("processes_per_node", Value(procs, proc_origin, "derived"))
+        if isinstance(declared, int) and declared != procs:
+            # GA304 reports the mismatch; judge the workers of the processes that can run
+            ns.set("declared_processes_per_node", Value(declared, proc_origin, "derived"))
         ns.set("workers_per_node", Value(workers * procs, origin, "derived"))
         # each rank is a process of its own besides its workers
         ns.set("cpu_processes_per_node", Value((workers + 1) * procs, origin, "derived"))
-        world = batch.world_size
-        if isinstance(world, int):
-            ns.set("workers_total", Value(workers * world, origin, "derived"))
+        nodes = batch.nodes
+        if isinstance(nodes, int) and not isinstance(nodes, bool) and nodes >= 1:
+            ns.set("processes_total", Value(procs * nodes, proc_origin, "derived"))
+            ns.set("workers_total", Value(workers * procs * nodes, origin, "derived"))
     hw = names.get("hardware")
     if hw:
         ns.set("cpu_cores", Value(hw.cpu_cores, None, "hardware"))

@@ -5,19 +5,67 @@ from __future__ import annotations
 from typing import Any
 
 from advisor.provenance import Namespace, Value
-from advisor.sources.document import Document, Location, pointer
+from advisor.sources import known_keys as kk
+from advisor.sources.document import Document, KeyPath, Location, SourceProblem, pointer
+
+# Dialects whose tool reads the YAML with OmegaConf.load (LLaMA-Factory's read_args): OmegaConf's
+# loader adds a float resolver, so 1e-5 is a float there even though the values then go through
+# HfArgumentParser.parse_dict without conversion.
+YAML12_FLOAT_DIALECTS = frozenset({"llamafactory", "llamafactory_v1"})
 
 
-def problem_items(doc: Document, code: str) -> list[dict[str, Any]]:
+def _section_of(dialect: str, path: KeyPath) -> tuple[str, ...]:
+    """The longest described section that holds ``path`` (``()``, the top level, at least)."""
+    described = kk.sections(dialect)
+    for n in range(len(path) - 1, 0, -1):
+        prefix = path[:n]
+        if all(isinstance(p, str) for p in prefix) and prefix in described:
+            return prefix  # type: ignore[return-value]
+    return ()
+
+
+def number_string_matters(doc: Document, path: KeyPath) -> bool:
+    """Whether a number-looking string (1e-5) at ``path`` reaches the consumer as a string.
+
+    Only where the consumer does not convert it: HfArgumentParser files (parse_yaml_file) and
+    accelerate configs. axolotl (pydantic lax mode) and TRL recipes (argparse defaults go through the
+    field's type) convert it; LLaMA-Factory's OmegaConf loader reads it as a float; for a file whose
+    consumer we do not know (a Hydra hparams.yaml, say) nothing is judged.
+    """
+    from advisor.facts.keys import dialect_of
+
+    dialect = dialect_of(doc)
+    if dialect is None or dialect in YAML12_FLOAT_DIALECTS:
+        return False
+    return not kk.coerces(dialect, _section_of(dialect, path))
+
+
+def yaml11_surprises(doc: Document) -> list[SourceProblem]:
+    """The reader's GA003 problems that matter to the file's consumer."""
+    if doc.kind == "unknown":
+        return []  # no known consumer: whether 'yes' or '1e-5' surprises it cannot be judged
+    return [
+        p
+        for p in doc.problems
+        if p.code == "GA003" and (p.detail != "number-string" or number_string_matters(doc, p.key))
+    ]
+
+
+def _items(doc: Document, problems: list[SourceProblem]) -> list[dict[str, Any]]:
     return [
         {
             "location": Location(doc.path, p.span.line, p.span.col, pointer(p.key) or None),
             "message": p.message,
             "severity": p.severity,
         }
-        for p in doc.problems
-        if p.code == code
+        for p in problems
     ]
+
+
+def problem_items(doc: Document, code: str) -> list[dict[str, Any]]:
+    if code == "GA003":
+        return _items(doc, yaml11_surprises(doc))
+    return _items(doc, [p for p in doc.problems if p.code == code])
 
 
 def document_facts(doc: Document) -> Namespace:

@@ -41,6 +41,10 @@ NEAR_FRACTION_DEFAULT = 0.10
 # A run with max_steps that takes less than this on one GPU is a smoke test (often of the multi-GPU
 # setup itself): GA402/GA405 leave it alone.
 SMOKE_TEST_HOURS = 0.25
+# The sequence length assumed when a run writes none (stated in the run's notes): 2048 tokens, the
+# context of the Llama-2 generation and a common SFT cutoff; TRL's SFTConfig default (1024) and
+# LLaMA-Factory's cutoff_len default (2048) bracket it.
+ASSUMED_SEQ_LEN = 2048
 RUN_LENGTH_UNKNOWN = (
     "the run's length is unknown (max_steps, or dataset-samples / dataset-tokens in the settings)"
 )
@@ -297,6 +301,23 @@ def _precision(names: dict[str, Any], plan: Any, a: list[str]) -> str | None:
             return "fp16"
         a.append("bf16: auto: estimated as bf16")
         return "bf16"
+    if plan.training.reads_training_arguments and plan.training.dialect in {"hf", "trl"}:
+        # TrainingArguments with neither bf16 nor fp16 trains without autocast: in the dtype the
+        # model was loaded in, which is fp32 unless torch_dtype/dtype says otherwise.
+        dtype = _written(plan.training, "torch_dtype", "dtype")
+        low = (
+            str(dtype.value).strip().lower().replace("torch.", "")
+            if dtype is not None and dtype.known
+            else ""
+        )
+        if low in {"bfloat16", "bf16"}:
+            a.append("no bf16/fp16 flag: trains in the model's load dtype, bfloat16")
+            return "bf16"
+        if low in {"float16", "fp16", "half"}:
+            a.append("no bf16/fp16 flag: trains in the model's load dtype, float16")
+            return "fp16"
+        a.append("no bf16/fp16 flag: TrainingArguments trains in fp32 (its default)")
+        return "fp32"
     return None
 
 
@@ -320,39 +341,17 @@ def _strategy(
     """(estimator strategy, reason when unknown, where the strategy is set)."""
     run = names.get("run")
     sv = run.entry("strategy") if run is not None else None
-    strategy = sv.value if isinstance(sv, Value) and sv.known else None
-    origin = sv.origin if isinstance(sv, Value) else None
-    t = plan.training
-    # scripts with their own DeepSpeed flags (DeepSpeed-Chat, OpenRLHF: --zero_stage N)
-    no_ds_file = plan.spec.deepspeed is None
-    if strategy in {None, "ddp", "single"} and no_ds_file:
-        stage = _written(t, "zero_stage")
-        n = _int(stage)
-        if n is not None and 0 <= n <= 3:
-            a.append(f"ZeRO stage {n} from the script's --zero_stage flag")
-            return ("ddp" if n == 0 else f"zero{n}"), None, stage.origin if stage else None
-        flag = _written(t, "deepspeed", "deepspeed_config")
-        if flag is not None and (not flag.known or _truth(flag)):
-            return (
-                None,
-                "DeepSpeed is on but no DeepSpeed config was read (missing file, or built by the script)",
-                None,
-            )
-        dist = _written(t, "dist_config.name")  # LLaMA-Factory v1: dist_config: {name: deepspeed | fsdp2}
-        if dist is not None and dist.known and str(dist.value).lower().startswith("fsdp"):
-            return "fsdp", None, dist.origin
-        if dist is not None and dist.known and "deepspeed" in str(dist.value).lower():
-            return None, "DeepSpeed is on but no DeepSpeed config was read (missing file)", None
-        if plan.launch.launcher == "deepspeed":
-            return (
-                None,
-                "the deepspeed launcher runs without a DeepSpeed config file: the ZeRO stage is unknown",
-                None,
-            )
+    if not isinstance(sv, Value):
+        return None, "the distribution strategy is unknown", None
+    strategy = sv.value if sv.known else None
+    origin = sv.origin
     if strategy is None:
-        world = names["batch"].entry("world_size")
-        why = world.unknown if isinstance(world, Value) and world.unknown else "unknown"
+        why = sv.unknown or "unknown"
+        if why.startswith(("DeepSpeed is on", "the deepspeed launcher")):
+            return None, why, None
         return None, f"the distribution strategy is unknown ({why})", None
+    if sv.note and "--zero_stage" in sv.note:
+        a.append(f"ZeRO stage {strategy[4:]} from the script's --zero_stage flag")
     if strategy == "single":
         return "none", None, origin
     if strategy == "ddp":
@@ -363,20 +362,7 @@ def _strategy(
     if strategy in {"zero1", "zero2", "zero3"}:
         return strategy, None, origin
     if strategy == "fsdp":
-        sharding = run.fsdp_sharding if run is not None else None
-        if sharding is None:
-            words = _written(t, "fsdp")
-            low = str(words.value).lower() if words is not None else ""
-            sharding = (
-                "SHARD_GRAD_OP" if "shard_grad_op" in low else "NO_SHARD" if "no_shard" in low else None
-            )
-            fr = _entry(plan.accelerate, "fsdp_config.fsdp_reshard_after_forward")
-            if sharding is None and fr is not None and _truth(fr) is False:
-                sharding = "SHARD_GRAD_OP"
-            ss = _entry(plan.accelerate, "fsdp_config.fsdp_sharding_strategy")
-            if sharding is None and ss is not None and ss.known:
-                sharding = str(ss.value).upper()
-                sharding = {"1": "FULL_SHARD", "2": "SHARD_GRAD_OP", "3": "NO_SHARD"}.get(sharding, sharding)
+        sharding = run.fsdp_sharding  # run.py always sets it for an FSDP run (FULL_SHARD by default)
         if sharding == "NO_SHARD":
             return "ddp", None, origin
         if sharding in {"SHARD_GRAD_OP", "HYBRID_SHARD_ZERO2"}:
@@ -518,11 +504,11 @@ def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
 
     seq_v = _seq_len(plan)
     if seq_v is None:
-        out.reason = (
-            "the sequence length is not set (max_seq_length / max_length / cutoff_len / sequence_len / "
-            "model_max_length)"
+        seq_v = Value(ASSUMED_SEQ_LEN, None, "default")
+        a.append(
+            f"sequence length not set (max_seq_length / max_length / cutoff_len / sequence_len / "
+            f"model_max_length): assumed {ASSUMED_SEQ_LEN} tokens"
         )
-        return out
     if not seq_v.known:
         out.reason = f"the sequence length cannot be resolved statically ({seq_v.unknown})"
         return out
@@ -648,6 +634,7 @@ class Analysis:
     hard_peak: float = 0.0  # without paged optimizer state (CUDA unified memory spills to the host)
     single_peak: float | None = None
     ddp_peak: float | None = None
+    no_offload_peak: float | None = None  # the same run with offload turned off (when it offloads)
     fit_notes: list[str] = field(default_factory=list)  # the pessimistic readings behind the fit claims
     time: Any = None  # TimeEstimate
     time_reason: str | None = None
@@ -798,6 +785,11 @@ def analyse(
         assumptions=list(m.assumptions),
         hard_peak=hard,
     )
+    if setup.offload_optimizer != "none" or setup.offload_params != "none":
+        an.no_offload_peak = peak_of(
+            replace(setup, offload_optimizer="none", offload_params="none", metric="nvidia-smi"),
+            reference_copy,
+        )
     if compare:
         judged, an.fit_notes = pessimistic(setup)
         an.single_peak = peak_of(single_gpu_setup(judged, dp), reference_copy)
@@ -933,6 +925,11 @@ def _fill(ns: Namespace, inputs: PlanInputs, an: Analysis) -> None:
             put("single_gpu_peak", round(an.single_peak, 1))
             put("fits_single_gpu", verdict_for(an.single_peak, an.usable, inputs.near_fraction) == "fits")
             put("fit_notes", an.fit_notes)
+        if an.no_offload_peak is not None:
+            without = verdict_for(an.no_offload_peak, an.usable, inputs.near_fraction)
+            put("peak_without_offload_gib", round(an.no_offload_peak, 1), at)
+            put("verdict_without_offload", without)
+            put("fits_without_offload", without == "fits")
         if an.ddp_peak is not None:
             put("ddp_peak", round(an.ddp_peak, 1))
             put("ddp_fits", verdict_for(an.ddp_peak, an.usable, inputs.near_fraction) == "fits")

@@ -63,6 +63,9 @@ def _loc(doc: Document, path: KeyPath, *, value: bool = False) -> Location:
 
 def key_items(doc: Document) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {"unknown_keys": [], "removed_keys": [], "type_errors": []}
+    if doc.kind == "launch":
+        out["type_errors"] = launch_flag_errors(doc)
+        return out
     dialect = dialect_of(doc)
     if dialect is None or not isinstance(doc.data, dict):
         return out
@@ -151,10 +154,18 @@ def _check_section(
             {
                 "location": _loc(doc, path, value=True),
                 "key": key,
-                "message": f"{key}: {problem}",
+                "message": f"{key}: {problem}{_quote_hint(doc, ft, value)}",
                 "severity": "error",
             }
         )
+
+
+def _quote_hint(doc: Document, ft: kk.FieldType, value: Any) -> str:
+    """For a number where only a string is taken (accelerate `gpu_ids: 0`): how to write it."""
+    if ft.kinds != ("str",) or isinstance(value, bool) or not isinstance(value, int | float):
+        return ""
+    quote = '"' if doc.path.suffix.lower() == ".json" else "'"
+    return f"; quote it: {quote}{value}{quote}"
 
 
 _DIALECT_NAMES = {
@@ -170,3 +181,62 @@ _DIALECT_NAMES = {
 
 def _article(name: str) -> str:
     return ("an " if name[0].lower() in "aeiou" else "a ") + name
+
+
+# --------------------------------------------------------------------------------------------------
+# TrainingArguments flags on a launch command line
+# --------------------------------------------------------------------------------------------------
+
+# transformers.hf_argparser.string_to_bool: what `--bf16 X` accepts (not on/off).
+_HF_BOOL_WORDS = frozenset({"yes", "true", "t", "y", "1", "no", "false", "f", "n", "0"})
+
+# Launchers whose script flags are not read by an argparse built from TrainingArguments: vLLM has
+# its own options, axolotl passes `--key=value` overrides to its pydantic config.
+_NOT_TRAINING_FLAGS = frozenset({"vllm", "axolotl"})
+
+
+def _flag_problem(ft: kk.FieldType, text: str) -> str | None:
+    """Why argparse (HfArgumentParser: string values go through the field's type) refuses ``text``."""
+    if ft.kinds == ("bool",):
+        if text.strip().lower() in _HF_BOOL_WORDS:
+            return None
+        return f"expected a boolean (true/false, yes/no, 1/0), got {text!r}"
+    return kk.check_type(ft, text, coerces=True)
+
+
+def launch_flag_errors(doc: Document) -> list[dict[str, Any]]:
+    """Values of TrainingArguments flags after the script (`train.py --per_device_train_batch_size=abc`)
+    that the script's HfArgumentParser cannot convert: argparse exits at start-up, on the cluster."""
+    script = doc.data
+    commands = getattr(script, "commands", None) or []
+    known = kk.known_keys("training_args")
+    out: list[dict[str, Any]] = []
+    for idx, cmd in enumerate(commands):
+        if cmd.launcher in _NOT_TRAINING_FLAGS:
+            continue
+        names = [k for k in cmd.script_args if k in known]
+        if not names:
+            continue  # a script with its own flags, none of them TrainingArguments'
+        for key in names:
+            word = cmd.script_args[key]
+            if word.text is None or word.raw.startswith("-"):
+                continue  # unknown statically, or a bare flag (argparse's own error, or a store_true)
+            ft = kk.field_type("training_args", key)
+            if ft is None:
+                continue
+            if " " in word.text and not {"list", "str", "any", "dict"} & set(ft.kinds):
+                continue  # several words: argparse would complain about the extra ones, not the type
+            problem = _flag_problem(ft, word.text)
+            if problem is None:
+                continue
+            path = ("commands", idx, "script_args", key)
+            out.append(
+                {
+                    "location": _loc(doc, path, value=True),
+                    "key": key,
+                    "message": f"--{key} {word.text}: {problem}; the script's argument parser "
+                    "converts the flag with the field's type and exits at start-up",
+                    "severity": "error",
+                }
+            )
+    return out

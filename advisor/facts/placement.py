@@ -41,6 +41,71 @@ def tensor_parallel_size(plan: Any) -> Value | None:
     return None
 
 
+SERVING_LAUNCHERS = {"vllm"}
+
+
+def _size(plan: Any, key: str) -> Value | None:
+    e = plan.launch.lookup(key)
+    if isinstance(e, Value) and e.known and not isinstance(e.value, bool):
+        try:
+            return Value(int(e.value), e.origin, e.source)
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+def _serving_facts(plan: Any, ns: Namespace, selected: list[int] | None, selection_origin: Any) -> Namespace:
+    """A vLLM server: one engine per data-parallel rank, each on tp x pp GPUs, taken in order from
+    the visible GPUs (the first tp x pp x dp of them); a TP group is tp consecutive GPUs of that
+    block. It is not a training run: no process count, batch or data-loading facts."""
+    machine = plan.hardware
+    ns.set("serving", Value(True, plan.root_location, "derived"))
+    tp = _size(plan, "tensor_parallel_size")
+    pp = _size(plan, "pipeline_parallel_size")
+    dp = _size(plan, "data_parallel_size")
+    tp_n = tp.value if tp is not None and tp.value > 0 else 1
+    needed = (
+        tp_n * (pp.value if pp is not None and pp.value > 0 else 1) * (dp.value if dp and dp.value > 0 else 1)
+    )
+    if machine is None:
+        ns.set("consistent", Value(False, None, "derived"))
+        return ns
+    count = machine.gpus.count
+    local = list(selected) if selected is not None else list(range(count))
+    ns.set("machine_gpus", Value(count, None, "hardware"))
+    # enough GPUs that exist for every engine (else vLLM stops at start-up; nothing to judge here)
+    fits = len(local) >= needed and all(g < count for g in local[:needed])
+    ns.set("consistent", Value(fits, None, "derived"))
+    if not fits:
+        return ns
+    used = local[:needed]
+    ns.set("gpu_ids", Value(used, selection_origin, "derived"))
+    ns.set("placed_at", Value(used, selection_origin or (tp.origin if tp else None), "derived"))
+    ns.set("gpus_per_node", Value(len(used), selection_origin, "derived"))
+    groups = topology.nvlink_groups(machine)
+    has_nvlink = bool(groups) and any(len(g) > 1 for g in groups)
+    ns.set("has_nvlink", Value(has_nvlink, None, "hardware"))
+    ns.set("partial_nvlink", Value(has_nvlink and machine.nvlink != "all", None, "hardware"))
+    ns.set(
+        "proper_subset",
+        Value(selected is not None and len(set(selected)) < count, selection_origin, "derived"),
+    )
+    ns.set("nvlink_groups", Value([sorted(g) for g in groups if max(g) < count], None, "hardware"))
+    # (no nvlink_group_for_job: the GA301 job-placement judgement is about training all-reduces)
+    gpu = machine.gpu
+    if gpu.nvlink is not None:
+        ns.set("nvlink_busbw_gbs", Value(gpu.nvlink.busbw_gbs, None, "hardware"))
+    ns.set("pcie_busbw_gbs", Value(gpu.pcie.busbw_gbs, None, "hardware"))
+    if tp is not None and tp.value > 1:
+        ns.set("tp_size", tp)
+        ns.set("nvlink_group_for_tp", Value(topology.nvlink_group_for(machine, tp_n), None, "derived"))
+        blocks = [used[i : i + tp_n] for i in range(0, len(used) - len(used) % tp_n, tp_n)]
+        over_pcie = [b for b in blocks if not topology.all_nvlinked(machine, b)]
+        ns.set("tp_groups", Value(blocks, tp.origin, "derived"))
+        ns.set("tp_groups_over_pcie", Value(over_pcie, tp.origin, "derived"))
+    return ns
+
+
 def count_problems(
     plan: Any,
     per_node: Any,
@@ -110,6 +175,48 @@ def count_problems(
     return out
 
 
+_COUNT_KEYS = {
+    "torchrun": ("launch", "nproc_per_node"),
+    "deepspeed": ("launch", "num_gpus"),
+    "accelerate": ("accelerate", "num_processes"),
+    "trl": ("accelerate", "num_processes"),
+    "axolotl": ("accelerate", "num_processes"),
+    "llamafactory": ("env", "NPROC_PER_NODE"),
+}
+
+
+def process_count_fix(plan: Any, per_node: Any, n_visible: int) -> Value | None:
+    """GA304's fix: the written process count (torchrun --nproc_per_node, accelerate
+    num_processes, deepspeed --num_gpus, NPROC_PER_NODE), as a Value at its position whose value is
+    the number of visible GPUs. None where the count is not a plain number written in one place
+    (a shell variable, a GPU query): that is for the user to change."""
+    launcher = plan.launch.launcher
+    if launcher is None and plan.spec.accelerate is not None:
+        launcher = "accelerate"
+    where = _COUNT_KEYS.get(launcher)
+    if where is None or n_visible < 1:
+        return None
+    group, key = where
+    entry = plan.namespaces()[group].entry(key)
+    if not isinstance(entry, Value) or not entry.known or entry.origin is None:
+        return None
+    try:
+        written = int(entry.value)
+    except (TypeError, ValueError):
+        return None
+    if isinstance(entry.value, bool) or written != per_node:
+        return None
+    if entry.source == "launch":
+        command = plan.spec.command
+        words = {} if command is None else (command.env if group == "env" else command.launcher_args)
+        word = words.get(key)
+        if word is None or not (word.raw or "").isdigit():
+            return None
+    elif not entry.origin.key:
+        return None
+    return Value(n_visible, entry.origin, entry.source)
+
+
 def placement_facts(plan: Any, names: dict[str, Any]) -> Namespace:
     ns = Namespace("placement")
     machine = plan.hardware
@@ -122,6 +229,9 @@ def placement_facts(plan: Any, names: dict[str, Any]) -> Namespace:
     ns.set("selected_by_index", Value(selected is not None, selection_origin, "derived"))
     ns.set("selection", Value(selected, selection_origin, "derived"))
     ns.set("selected_via", Value(batch.selected_via, selection_origin, "derived"))
+    ns.set("serving", Value(False, None, "derived"))
+    if plan.launch.launcher in SERVING_LAUNCHERS:
+        return _serving_facts(plan, ns, selected, selection_origin)
     tp = tensor_parallel_size(plan)
     if tp is not None:
         ns.set("tp_size", tp)
@@ -132,6 +242,10 @@ def placement_facts(plan: Any, names: dict[str, Any]) -> Namespace:
     proc_origin = batch.entry("processes_per_node").origin
     problems = count_problems(plan, per_node, selected, selection_origin, proc_origin, batch.selected_via)
     ns.set("count_problems", Value(problems, None, "derived"))
+    if isinstance(per_node, int) and any(p["kind"] in ("too_many", "idle") for p in problems):
+        fix = process_count_fix(plan, per_node, problems[0]["visible"])
+        if fix is not None:
+            ns.set("process_count_fix", fix)
     # the layout is physically possible: every process has a GPU that exists (else GA304 says so,
     # and the link rules would judge a layout that cannot start)
     ns.set("consistent", Value(not any(p["severity"] == "error" for p in problems), None, "derived"))
@@ -189,6 +303,7 @@ def placement_facts(plan: Any, names: dict[str, Any]) -> Namespace:
         slow = slowest == "pcie" or (slowest == "network" and busbw < FAST_NETWORK_GBS)
         ns.set("slow_interconnect", Value(slow, selection_origin, "derived"))
     if tp is not None and tp.value <= k:
+        ns.set("nvlink_group_for_tp", Value(topology.nvlink_group_for(machine, tp.value), None, "derived"))
         blocks = [used[i : i + tp.value] for i in range(0, k - k % tp.value, tp.value)]
         over_pcie = [b for b in blocks if not topology.all_nvlinked(machine, b)]
         ns.set("tp_groups", Value(blocks, tp.origin, "derived"))

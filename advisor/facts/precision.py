@@ -285,6 +285,30 @@ def in_force_mode(sources: dict[str, Value | None]) -> Value:
     return Value(None, None, "derived", unknown="no file sets the precision")
 
 
+def ds_auto_edits(plan: Any) -> dict[str, Value]:
+    """GA504's fix for a DeepSpeed file that disagrees with TrainingArguments: where to write
+    "auto" for fp16 and for bf16. An existing `enabled` is replaced; a missing block is added as
+    {"enabled": "auto"} (harmless: the HF Trainer fills it from TrainingArguments)."""
+    doc = plan.spec.deepspeed
+    if doc is None:
+        return {}
+    from advisor.sources.document import Location
+
+    out = {}
+    for dtype, blocks in (("fp16", ("fp16",)), ("bf16", ("bf16", "bfloat16"))):
+        for block in blocks:
+            v = plan.deepspeed.lookup(f"{block}.enabled")
+            if isinstance(v, Value) and v.origin is not None and v.origin.key:
+                out[dtype] = Value("auto", v.origin, "derived")
+                break
+            parent = plan.deepspeed.lookup(block)
+            if parent is not None:
+                break  # a block that is not a mapping, or has no `enabled`: leave it to the user
+        else:
+            out[dtype] = Value({"enabled": "auto"}, Location(doc.path, 1, 1, f"/{dtype}"), "derived")
+    return out
+
+
 def precision_facts(plan: Any, names: dict[str, Any]) -> Namespace:
     ns = Namespace("precision")
     sources = {
@@ -297,7 +321,14 @@ def precision_facts(plan: Any, names: dict[str, Any]) -> Namespace:
             ns.set(key, v)
     # What is in force: TrainingArguments' bf16/fp16 override accelerate's env; DeepSpeed "auto" follows.
     ns.set("mode", in_force_mode(sources))
-    ns.set("conflicts", Value(precision_conflicts(plan), None, "derived"))
+    conflicts = precision_conflicts(plan)
+    ns.set("conflicts", Value(conflicts, None, "derived"))
+    ds_items = [c for c in conflicts if c["kind"] == "ds_vs_ta"]
+    for i, c in enumerate(ds_items):
+        c["fix_here"] = i == 0  # one fix sets both blocks: offer it on the first finding only
+    if ds_items:
+        for dtype, v in ds_auto_edits(plan).items():
+            ns.set(f"ds_auto_{dtype}", v)
     ns.set("bf16_requests", Value(bf16_requests(plan), None, "derived"))
     tf32 = _entry(plan.training, "tf32")
     if tf32 is not None and _truth(tf32) is True:

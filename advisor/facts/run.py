@@ -24,12 +24,49 @@ def _origin(v: Value | None) -> Location | None:
     return v.origin if v is not None else None
 
 
+def _distributed_type(plan: Any) -> str | None:
+    """accelerate's merged distributed_type (file, then --multi_gpu / --use_deepspeed / --use_fsdp)."""
+    v = _entry(plan.accelerate, "distributed_type")
+    return str(v.value).upper() if v is not None and v.value not in (None, "") else None
+
+
+def accelerate_deepspeed(plan: Any) -> bool:
+    """accelerate's deepspeed_config section is in force: distributed_type DEEPSPEED, or no
+    distributed_type while a DeepSpeed file is used."""
+    dist = _distributed_type(plan)
+    if dist is not None:
+        return dist == "DEEPSPEED"
+    return (
+        plan.spec.deepspeed is not None
+        or _entry(plan.accelerate, "deepspeed_config.deepspeed_config_file") is not None
+    )
+
+
+def accelerate_fsdp(plan: Any) -> bool:
+    """accelerate's fsdp_config section is in force: distributed_type FSDP."""
+    return _distributed_type(plan) == "FSDP"
+
+
+def _script_zero_stage(plan: Any) -> Value | None:
+    """A script's own --zero_stage N (DeepSpeed-Chat, OpenRLHF) when no DeepSpeed file is read."""
+    if plan.spec.deepspeed is not None:
+        return None
+    v = _entry(plan.training, "zero_stage")
+    if v is None or v.source == "default":
+        return None
+    raw = v.value
+    if isinstance(raw, int) and not isinstance(raw, bool) and 0 <= raw <= 3:
+        return Value(raw, v.origin, v.source, note="ZeRO stage from the script's --zero_stage flag")
+    return None
+
+
 def zero_stage(plan: Any) -> Value | None:
-    """The ZeRO stage in force: the DeepSpeed file's, else accelerate's zero_stage."""
-    for ns, path in (
-        (plan.deepspeed, "zero_optimization.stage"),
-        (plan.accelerate, "deepspeed_config.zero_stage"),
-    ):
+    """The ZeRO stage in force: the DeepSpeed file's, else accelerate's zero_stage (only when
+    accelerate runs DeepSpeed), else a script's own --zero_stage flag."""
+    places = [(plan.deepspeed, "zero_optimization.stage")]
+    if accelerate_deepspeed(plan):
+        places.append((plan.accelerate, "deepspeed_config.zero_stage"))
+    for ns, path in places:
         v = _entry(ns, path)
         if (
             v is not None
@@ -38,7 +75,10 @@ def zero_stage(plan: Any) -> Value | None:
             and str(v.value).isdigit()
         ):
             return Value(int(v.value), v.origin, v.source)
-    dist = str(plan.accelerate.distributed_type or "").upper()
+    script = _script_zero_stage(plan)
+    if script is not None:
+        return script
+    dist = _distributed_type(plan)
     if dist == "DEEPSPEED" and not plan.deepspeed:
         return Value(
             2,
@@ -56,13 +96,40 @@ def _fsdp_off(value: Any) -> bool:
 
 
 def _fsdp(plan: Any) -> Value | None:
-    dist = _entry(plan.accelerate, "distributed_type")
-    if dist is not None and str(dist.value).upper() == "FSDP":
-        return dist
+    if accelerate_fsdp(plan):
+        return _entry(plan.accelerate, "distributed_type")
+    if _distributed_type(plan) == "DEEPSPEED":
+        return None
     for key in ("fsdp", "fsdp_version", "fsdp_config.fsdp_version", "fsdp_config.version"):
         v = _entry(plan.training, key)
         if v is not None and not _fsdp_off(v.value):
             return v
+    dist = _entry(plan.training, "dist_config.name")  # LLaMA-Factory v1: dist_config: {name: fsdp2}
+    if dist is not None and str(dist.value).lower().startswith("fsdp"):
+        return dist
+    return None
+
+
+def _deepspeed_unread(plan: Any) -> str | None:
+    """DeepSpeed is on but no DeepSpeed config was read: the ZeRO stage (so the strategy) is unknown."""
+    if plan.spec.deepspeed is not None:
+        return None
+    t = plan.training
+    flag = _entry(t, "deepspeed") or _entry(t, "deepspeed_config")
+    if (
+        flag is not None
+        and flag.source != "default"
+        and flag.value not in (False, None, "", "false", "False")
+    ):
+        return "DeepSpeed is on but no DeepSpeed config was read (missing file, or built by the script)"
+    unresolved = t.lookup("deepspeed")
+    if isinstance(unresolved, Value) and not unresolved.known and unresolved.source != "default":
+        return "DeepSpeed is on but no DeepSpeed config was read (missing file, or built by the script)"
+    dist = _entry(t, "dist_config.name")
+    if dist is not None and "deepspeed" in str(dist.value).lower():
+        return "DeepSpeed is on but no DeepSpeed config was read (missing file)"
+    if plan.launch.launcher == "deepspeed":
+        return "the deepspeed launcher runs without a DeepSpeed config file: the ZeRO stage is unknown"
     return None
 
 
@@ -74,9 +141,13 @@ def fsdp_sharding(plan: Any) -> Value:
     name), from TrainingArguments' `fsdp` words (`full_shard auto_wrap`, `shard_grad_op`, ...) or
     `fsdp_config.reshard_after_forward`. The default is FULL_SHARD.
     """
-    places = [
-        (plan.accelerate, "fsdp_config.fsdp_sharding_strategy"),
-        (plan.accelerate, "fsdp_config.fsdp_reshard_after_forward"),
+    places = []
+    if accelerate_fsdp(plan):
+        places += [
+            (plan.accelerate, "fsdp_config.fsdp_sharding_strategy"),
+            (plan.accelerate, "fsdp_config.fsdp_reshard_after_forward"),
+        ]
+    places += [
         (plan.training, "fsdp_config.fsdp_sharding_strategy"),
         (plan.training, "fsdp_config.sharding_strategy"),
         (plan.training, "fsdp_config.fsdp_reshard_after_forward"),
@@ -115,12 +186,16 @@ def offload(plan: Any) -> tuple[Value | None, Value | None]:
     `"device": "none"` (and accelerate's `offload_*_device: none`) is no offload.
     """
     opt = param = None
-    for ns, path, which in (
+    ds_places = [
         (plan.deepspeed, "zero_optimization.offload_optimizer.device", "opt"),
         (plan.deepspeed, "zero_optimization.offload_param.device", "param"),
-        (plan.accelerate, "deepspeed_config.offload_optimizer_device", "opt"),
-        (plan.accelerate, "deepspeed_config.offload_param_device", "param"),
-    ):
+    ]
+    if accelerate_deepspeed(plan):
+        ds_places += [
+            (plan.accelerate, "deepspeed_config.offload_optimizer_device", "opt"),
+            (plan.accelerate, "deepspeed_config.offload_param_device", "param"),
+        ]
+    for ns, path, which in ds_places:
         v = _entry(ns, path)
         if v is not None and str(v.value).lower() in OFFLOAD_DEVICES:
             if which == "opt":
@@ -130,8 +205,9 @@ def offload(plan: Any) -> tuple[Value | None, Value | None]:
     legacy = _entry(plan.deepspeed, "zero_optimization.cpu_offload")
     if legacy is not None and legacy.value is True:
         opt = opt or legacy
+    fsdp_places = [(plan.accelerate, "fsdp_config.fsdp_offload_params")] if accelerate_fsdp(plan) else []
     for ns, path in (
-        (plan.accelerate, "fsdp_config.fsdp_offload_params"),
+        *fsdp_places,
         (plan.training, "fsdp_config.offload_params"),
         (plan.training, "fsdp_config.fsdp_offload_params"),
         (plan.training, "fsdp_config.cpu_offload"),
@@ -154,82 +230,6 @@ def _device(v: Value | None) -> str:
     return text if text in OFFLOAD_DEVICES else "cpu"
 
 
-def offload_fit(
-    plan: Any,
-    names: dict[str, Any],
-    strategy: str | None,
-    sharding: str | None,
-    opt: Value | None,
-    param: Value | None,
-) -> dict[str, Any] | None:
-    """Peak GPU memory with the run's offload and without it, from the estimator (model config from
-    the shipped catalog or the local HF cache; offline). None when the model or machine is unknown."""
-    try:
-        from advisor.estimate import TrainingSetup, estimate_memory, resolve_model
-    except Exception:  # pragma: no cover - the estimator is optional for rules
-        return None
-    machine = plan.hardware
-    name = plan.model.name
-    if machine is None or not isinstance(name, str) or strategy is None:
-        return None
-    from advisor.facts.precision import accelerate_mode, deepspeed_mode, in_force_mode, training_mode
-
-    batch = names.get("batch")
-    try:
-        info = resolve_model(name, online=False)
-        if info is None:
-            return None
-        if strategy == "fsdp":
-            strat = "fsdp_grad_op" if sharding in {"SHARD_GRAD_OP", "HYBRID_SHARD_ZERO2"} else "fsdp"
-        elif strategy in {"zero1", "zero2", "zero3"}:
-            strat = strategy
-        elif strategy in {"ddp", "zero0"}:
-            strat = "ddp"
-        else:
-            strat = "none"
-        dp = batch.dp_size if batch is not None and isinstance(batch.dp_size, int) else 1
-        mode = in_force_mode(
-            {
-                "training": training_mode(plan),
-                "accelerate": accelerate_mode(plan),
-                "deepspeed": deepspeed_mode(plan),
-            }
-        ).value
-        method = plan.model.method if plan.model.method in {"full", "lora", "qlora"} else "full"
-        micro = batch.per_device if batch is not None and isinstance(batch.per_device, int) else None
-        seq = plan.model.seq_len if isinstance(plan.model.seq_len, int) else None
-        ckpt = plan.training.gradient_checkpointing
-        common: dict[str, Any] = {
-            "model": info.count(),
-            "method": method,
-            "micro_batch": micro,
-            "seq_len": seq,
-            "gradient_checkpointing": ckpt if isinstance(ckpt, bool) else None,
-            "precision": mode if mode in {"bf16", "fp16", "fp32"} else None,
-            "strategy": strat,
-            "world_size": max(dp, 1),
-            "gpu_memory_gib": float(machine.memory_gib),
-        }
-        with_off = estimate_memory(
-            TrainingSetup(
-                **common,
-                offload_optimizer=_device(opt) if opt else "none",
-                offload_params=_device(param) if param else "none",
-            )
-        )
-        without = estimate_memory(TrainingSetup(**common))
-    except Exception:
-        return None
-    return {
-        "peak_gib": round(with_off.peak_gib, 1),
-        "peak_without_gib": round(without.peak_gib, 1),
-        "gpu_gib": round(float(machine.memory_gib), 1),
-        "fits_without": without.verdict == "fits",
-        "verdict_without": without.verdict,
-        "model": info.hub_id or name,
-    }
-
-
 def run_facts(plan: Any, names: dict[str, Any]) -> Namespace:
     ns = Namespace("run")
     stage = zero_stage(plan)
@@ -241,6 +241,8 @@ def run_facts(plan: Any, names: dict[str, Any]) -> Namespace:
         ns.set("fsdp_sharding", sharding)
     elif stage is not None:
         strategy = Value(f"zero{stage.value}", stage.origin, stage.source, note=stage.note)
+    elif (why := _deepspeed_unread(plan)) is not None:
+        strategy = Value(None, None, "derived", unknown=why)
     else:
         world = names["batch"].world_size
         if isinstance(world, int):
@@ -265,15 +267,12 @@ def run_facts(plan: Any, names: dict[str, Any]) -> Namespace:
         "offload_device",
         Value(_device(opt or param) if (opt or param) else None, _origin(opt or param), "derived"),
     )
-    if opt or param:
-        fit = offload_fit(
-            plan, names, strategy.value, sharding.value if sharding is not None else None, opt, param
-        )
-        ns.set("offload_fit", Value(fit, None, "derived"))
     missing = [
         {"location": r.named_at, "raw": r.raw, "role": r.role} for r in plan.spec.references if r.path is None
     ]
     ns.set("missing_references", Value(missing, None, "derived"))
     ns.set("name", Value(plan.name, plan.root_location, "derived"))
     ns.set("launcher", Value(plan.launch.launcher, plan.root_location, "derived"))
+    # an inference server (vLLM): placement facts apply, training ones do not
+    ns.set("serving", Value(plan.launch.launcher == "vllm", plan.root_location, "derived"))
     return ns

@@ -349,7 +349,6 @@ def build_run_reports(paths: list[Path], hardware: str | None, online: bool) -> 
     reports = []
     for plan in plans:
         names = run_names(plan)
-        names["thresholds"] = settings.thresholds
         inputs = plan_inputs(plan, names)
         if inputs.setup is None:
             reports.append({"version": 1, "run": plan.name, "unknown": inputs.reason})

@@ -49,6 +49,10 @@ class SourceProblem:
     span: Span
     key: KeyPath = ()
     severity: Literal["error", "warning", "info"] | None = None  # None: the rule's default
+    # What kind of problem, for facts that judge it by the file's consumer. GA003: "number-string"
+    # (1e-5 read as a string), "bool-word" (yes/no/on/off read as a boolean), "sexagesimal" (1:30
+    # or 010 read as an integer).
+    detail: str | None = None
 
 
 def pointer(path: KeyPath) -> str:

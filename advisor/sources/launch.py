@@ -7,8 +7,10 @@ file position of every character, then the commands are walked top to bottom wit
 variables the script assigns. A value that depends on something only known at run time (a command
 substitution, a script argument, an environment variable the script does not set) stays unknown,
 with the reason. Launch commands (accelerate, torchrun, deepspeed, python, llamafactory-cli, trl,
-axolotl) are recognised through the usual wrappers (`srun`, `nohup`, `env`, `bash -c`, ...) and
-their arguments are split into launcher flags, the training script and the script's own flags.
+axolotl, and the vLLM server: `vllm serve`, `python -m vllm.entrypoints.openai.api_server`,
+`trl vllm-serve`, launcher "vllm") are recognised through the usual wrappers (`srun`, `nohup`,
+`env`, `bash -c`, ...) and their arguments are split into launcher flags, the training script
+and the script's own flags.
 
 Static approximations (documented, deliberate):
 - Commands in `if`/`case`/loop bodies and after `&&`/`||` are read like any other command. An
@@ -49,7 +51,8 @@ class Word:
 
 @dataclass(slots=True)
 class LaunchCommand:
-    launcher: str  # "accelerate" | "torchrun" | "deepspeed" | "python" | "llamafactory" | "trl" | "axolotl"
+    # "accelerate" | "torchrun" | "deepspeed" | "python" | "llamafactory" | "trl" | "axolotl" | "vllm"
+    launcher: str
     span: Span  # where the command starts
     env: dict[str, Word] = field(default_factory=dict)
     launcher_args: dict[str, Word] = field(default_factory=dict)
@@ -1005,6 +1008,31 @@ _TRL_COMMANDS = {
     "prm",
     "gspo",
 }
+# vLLM's server (`vllm serve MODEL`, `python -m vllm.entrypoints.openai.api_server`, `trl vllm-serve`):
+# not a training run, but its parallel sizes say which GPUs it spreads over.
+_VLLM_SHORTS = (
+    ("tp", "tensor_parallel_size"),
+    ("pp", "pipeline_parallel_size"),
+    ("dp", "data_parallel_size"),
+)
+_VLLM_BOOLS = {
+    "trust_remote_code",
+    "enforce_eager",
+    "enable_prefix_caching",
+    "enable_chunked_prefill",
+    "enable_lora",
+    "disable_log_requests",
+    "disable_log_stats",
+    "enable_expert_parallel",
+    "enable_auto_tool_choice",
+    "headless",
+    "help",
+}
+_VLLM_MODULES = {
+    "vllm.entrypoints.openai.api_server",
+    "vllm.entrypoints.api_server",
+    "vllm.entrypoints.cli.main",
+}
 _PYTHON_RE = re.compile(r"python(?:[0-9]+(?:\.[0-9]+)?)?")
 _PY_VALUE_OPTS = {"-W", "-X", "-Q"}
 
@@ -1071,6 +1099,7 @@ _LAUNCHER_NAMES = {
     "lmf",
     "trl",
     "axolotl",
+    "vllm",
 }
 _RESERVED_OPEN = {"if", "while", "until", "{"}
 _RESERVED_CLOSE = {"fi", "done", "esac", "}"}
@@ -1892,6 +1921,8 @@ class _Shell:
             cmd, koffs = self.python(fields, i + 1)
         elif base in ("llamafactory-cli", "lmf") and nxt == "train":
             cmd, koffs = self.subcommand("llamafactory", fields, i + 1, _NO_FLAGS)
+        elif (base, nxt) in (("vllm", "serve"), ("trl", "vllm-serve")):
+            cmd, koffs = self.vllm(fields, i + 2)
         elif base == "trl" and nxt in _TRL_COMMANDS:
             cmd, koffs = self.subcommand("trl", fields, i + 1, _ACCELERATE)
         elif base == "axolotl" and nxt == "train":
@@ -2036,6 +2067,41 @@ class _Shell:
         self.script_flags(fields, i + 1, cmd, koffs, spec if launcher == "trl" else None)
         return cmd, koffs
 
+    def vllm(self, fields: list[_Field], i: int) -> tuple[LaunchCommand, dict]:
+        """A vLLM server: every flag goes to launcher_args (dashes as underscores, -tp/-pp/-dp
+        spelled out), the model (a positional word or --model) to launcher_args["model"]. There is
+        no training script and no TrainingArguments."""
+        cmd = LaunchCommand("vllm", Span(1, 1))
+        koffs: dict = {}
+        n = len(fields)
+        while i < n:
+            f = fields[i]
+            if not _is_flag(f):
+                word = self.word(f)
+                if "model" not in cmd.launcher_args and not cmd.positional:
+                    cmd.launcher_args["model"] = word
+                    koffs[("launcher_args", "model")] = f.offset()
+                cmd.positional.append(word)
+                i += 1
+                continue
+            sp = f.split_eq()
+            if sp is not None:
+                key = _norm(sp[0], _VLLM_SHORTS)
+                koffs[("launcher_args", key)] = f.offset()
+                cmd.launcher_args[key] = self.word(sp[1])
+                i += 1
+                continue
+            key = _norm(f.text if f.text is not None else f.known_prefix, _VLLM_SHORTS)
+            koffs[("launcher_args", key)] = f.offset()
+            nxt = fields[i + 1] if i + 1 < n else None
+            if nxt is None or _is_flag(nxt) or key in _VLLM_BOOLS or key.startswith("no_"):
+                cmd.launcher_args[key] = self.true_word(f)
+                i += 1
+            else:
+                cmd.launcher_args[key] = self.word(nxt)
+                i += 2
+        return cmd, koffs
+
     def python(self, fields: list[_Field], i: int) -> tuple[LaunchCommand | None, dict]:
         n = len(fields)
         pyargs: dict[str, Word] = {}
@@ -2084,6 +2150,10 @@ class _Shell:
             return self.spec_launch("accelerate", _ACCELERATE, fields, i)
         if mod == "deepspeed.launcher.runner":
             return self.spec_launch("deepspeed", _DEEPSPEED, fields, i)
+        if mod in _VLLM_MODULES:
+            if mod == "vllm.entrypoints.cli.main" and (i >= n or fields[i].text != "serve"):
+                return None, {}
+            return self.vllm(fields, i + (1 if mod == "vllm.entrypoints.cli.main" else 0))
         launcher = "axolotl" if mod is not None and mod.startswith("axolotl.cli.train") else "python"
         cmd = LaunchCommand(launcher, Span(1, 1), launcher_args=pyargs if launcher == "python" else {})
         cmd.script = self.word(module)

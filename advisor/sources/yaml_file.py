@@ -4,6 +4,10 @@ The composer gives every node its mark, and the YAML 1.1 resolver has already ta
 scalar, so values come out exactly as `yaml.safe_load` would produce them. We build the values
 ourselves (not `construct_document`) to bound alias expansion and nesting depth, and to see
 duplicate keys, which PyYAML silently resolves to the last one.
+
+An alias (`learning_rate: *lr`) is the anchored node itself once composed, so its own position is
+lost; when the text has aliases we compose with PyYAML's Python composer over the same parser, which
+records the mark of each alias event under its place in the parent node.
 """
 
 from __future__ import annotations
@@ -21,6 +25,24 @@ try:  # the C composer is several times faster
 except AttributeError:  # pragma: no cover - libyaml missing
     _Loader = yaml.SafeLoader
 
+
+class _AliasLoader(yaml.composer.Composer, _Loader):  # type: ignore[misc, valid-type]
+    """The Python composer (same events, same resolver) that keeps where each alias is written."""
+
+    def __init__(self, text: str) -> None:
+        _Loader.__init__(self, text)
+        yaml.composer.Composer.__init__(self)
+        # (id(parent node), id(key node) or item index) -> mark of the alias written there
+        self.alias_marks: dict[tuple[int, int], yaml.Mark] = {}
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        if parent is not None and index is not None and self.check_event(yaml.AliasEvent):
+            # a sequence passes the item's position, a mapping the key node of the value
+            where = index if isinstance(index, int) else id(index)
+            self.alias_marks[(id(parent), where)] = self.peek_event().start_mark
+        return super().compose_node(parent, index)
+
+
 MAX_NODES = 200_000
 MAX_DEPTH = 64
 
@@ -30,7 +52,17 @@ _YAML12_BOOL = {"true", "false", "True", "False", "TRUE", "FALSE"}
 
 
 class YamlTooLarge(Exception):
-    pass
+    """Kept for callers that catch it; the limits now raise YamlLimitError, which carries a mark."""
+
+
+class YamlLimitError(yaml.MarkedYAMLError):
+    """A size or depth limit hit while building values; problem_mark is the node where it was hit."""
+
+    def __init__(self, problem: str, mark: yaml.Mark | None) -> None:
+        super().__init__(problem=problem, problem_mark=mark)
+
+    def __str__(self) -> str:
+        return str(self.problem)
 
 
 @dataclass(slots=True)
@@ -42,12 +74,17 @@ class YamlResult:
 
 
 def _span(node: yaml.Node) -> Span:
-    return Span(node.start_mark.line + 1, node.start_mark.column + 1)
+    return _mark_span(node.start_mark)
+
+
+def _mark_span(mark: yaml.Mark) -> Span:
+    return Span(mark.line + 1, mark.column + 1)
 
 
 class _Builder:
     def __init__(self, loader: Any) -> None:
         self.loader = loader
+        self.alias_marks: dict[tuple[int, int], yaml.Mark] = getattr(loader, "alias_marks", {})
         self.key_spans: dict[KeyPath, Span] = {}
         self.value_spans: dict[KeyPath, Span] = {}
         self.problems: list[SourceProblem] = []
@@ -56,26 +93,31 @@ class _Builder:
         # billion-laughs document is refused in time linear in its text.
         self.built: dict[int, tuple[Any, int]] = {}
 
-    def build(self, node: yaml.Node, path: KeyPath, depth: int) -> Any:
+    def build(self, node: yaml.Node, path: KeyPath, depth: int, alias: yaml.Mark | None = None) -> Any:
+        """Build ``node`` at ``path``; ``alias`` is the mark of the alias written there, if any."""
+        if alias is not None:
+            self.value_spans.setdefault(path, _mark_span(alias))
         if id(node) in self.built:
             value, size = self.built[id(node)]
-            self._count(size)
+            self._count(size, alias or node.start_mark)
             return value
         before = self.visited
-        value = self._build(node, path, depth)
+        value = self._build(node, path, depth, alias)
         if isinstance(node, yaml.MappingNode | yaml.SequenceNode):
             self.built[id(node)] = (value, self.visited - before)
         return value
 
-    def _count(self, n: int) -> None:
+    def _count(self, n: int, mark: yaml.Mark) -> None:
         self.visited += n
         if self.visited > MAX_NODES:
-            raise YamlTooLarge(f"more than {MAX_NODES} nodes once aliases are expanded (an alias bomb?)")
+            raise YamlLimitError(
+                f"more than {MAX_NODES} nodes once aliases are expanded (an alias bomb?)", mark
+            )
 
-    def _build(self, node: yaml.Node, path: KeyPath, depth: int) -> Any:
-        self._count(1)
+    def _build(self, node: yaml.Node, path: KeyPath, depth: int, alias: yaml.Mark | None = None) -> Any:
+        self._count(1, alias or node.start_mark)
         if depth > MAX_DEPTH:
-            raise YamlTooLarge(f"nested deeper than {MAX_DEPTH} levels")
+            raise YamlLimitError(f"nested deeper than {MAX_DEPTH} levels", alias or node.start_mark)
         self.value_spans.setdefault(path, _span(node))
         if isinstance(node, yaml.MappingNode):
             self.loader.flatten_mapping(node)
@@ -94,16 +136,20 @@ class _Builder:
                         )
                     )
                 self.key_spans[child] = _span(key_node)
-                out[key] = self.build(value_node, child, depth + 1)
+                out[key] = self.build(
+                    value_node, child, depth + 1, self.alias_marks.get((id(node), id(key_node)))
+                )
             return out
         if isinstance(node, yaml.SequenceNode):
             items = []
             for i, item in enumerate(node.value):
-                self.key_spans[(*path, i)] = _span(item)
-                items.append(self.build(item, (*path, i), depth + 1))
+                alias = self.alias_marks.get((id(node), i))
+                self.key_spans[(*path, i)] = _mark_span(alias) if alias is not None else _span(item)
+                items.append(self.build(item, (*path, i), depth + 1, alias))
             return items
         value = self.loader.construct_object(node)
-        self._check_yaml11(node, value, path)
+        if alias is None:  # an alias repeats a value already judged where its anchor is written
+            self._check_yaml11(node, value, path)
         return value
 
     def build_scalar_key(self, node: yaml.Node) -> Any:
@@ -124,6 +170,7 @@ class _Builder:
                     f"write it with a decimal point, e.g. {_with_decimal_point(text)}",
                     _span(node),
                     path,
+                    detail="number-string",
                 )
             )
         elif isinstance(value, bool) and text not in _YAML12_BOOL:
@@ -134,6 +181,7 @@ class _Builder:
                     f"write {str(value).lower()} or quote it if you meant the string",
                     _span(node),
                     path,
+                    detail="bool-word",
                 )
             )
         elif (
@@ -147,6 +195,7 @@ class _Builder:
                     f"'{text}' is read as the integer {value} by PyYAML (YAML 1.1 sexagesimal or octal)",
                     _span(node),
                     path,
+                    detail="sexagesimal",
                 )
             )
 
@@ -159,8 +208,8 @@ def _with_decimal_point(text: str) -> str:
 
 
 def parse_yaml(text: str) -> YamlResult:
-    """Parse one YAML document. Raises yaml.YAMLError (with a mark) or YamlTooLarge."""
-    loader = _Loader(text)
+    """Parse one YAML document. Raises yaml.YAMLError (with a mark; YamlLimitError for the limits)."""
+    loader = _AliasLoader(text) if "*" in text else _Loader(text)
     try:
         root = loader.get_single_node()
         builder = _Builder(loader)
@@ -178,6 +227,8 @@ def yaml_error_span(exc: yaml.YAMLError) -> Span:
 
 
 def yaml_error_message(exc: yaml.YAMLError) -> str:
+    if isinstance(exc, YamlLimitError):
+        return f"YAML rejected: {exc.problem}"
     problem = getattr(exc, "problem", None)
     context = getattr(exc, "context", None)
     parts = [p for p in (context, problem) if p]

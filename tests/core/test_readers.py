@@ -94,3 +94,47 @@ def test_read_document_classifies_by_content_not_name(tmp_path: Path) -> None:
         "config.json": "deepspeed",
         "open_instruct.conf": "deepspeed",
     }
+
+
+def test_yaml11_problems_carry_their_kind() -> None:
+    r = parse_yaml("lr: 1e-5\nbf16: yes\nt: 1:30\n")
+    assert {p.key: p.detail for p in r.problems if p.code == "GA003"} == {
+        ("lr",): "number-string",
+        ("bf16",): "bool-word",
+        ("t",): "sexagesimal",
+    }
+
+
+def test_alias_value_is_located_at_the_alias_not_the_anchor() -> None:
+    r = parse_yaml("base: &lr 2.0e-5\nother: 1\nlearning_rate: *lr\nids: [1, *lr]\nm: &m {a: 1}\nn: *m\n")
+    assert r.data["learning_rate"] == 2e-5 and r.data["n"] == {"a": 1}
+    assert r.value_spans[("learning_rate",)] == Span(3, 16)
+    assert r.value_spans[("base",)] == Span(1, 7)  # the anchor keeps its own place
+    assert r.key_spans[("ids", 1)] == Span(4, 10) and r.value_spans[("ids", 1)] == Span(4, 10)
+    assert r.value_spans[("n",)] == Span(6, 4)
+
+
+def test_alias_of_a_yaml11_scalar_is_reported_once_at_the_anchor() -> None:
+    r = parse_yaml("base: &lr 1e-5\nlearning_rate: *lr\n")
+    assert [p.key for p in r.problems if p.code == "GA003"] == [("base",)]
+
+
+def test_alias_keeps_merge_keys_and_without_aliases_the_c_composer_gives_the_same_values() -> None:
+    text = "base: &b {lr: 1.0e-5, bf16: true}\nrun:\n  <<: *b\n  bf16: false\n"
+    r = parse_yaml(text)
+    assert r.data["run"] == {"lr": 1e-5, "bf16": False}
+    plain = parse_yaml("run:\n  lr: 1.0e-5\n  bf16: false\n")
+    assert plain.data["run"] == r.data["run"]
+
+
+def test_alias_bomb_is_located_where_the_limit_is_hit(tmp_path: Path) -> None:
+    rows = ["a: &a [x, x, x, x, x, x, x, x, x]"]
+    for i in range(9):
+        prev, cur = chr(97 + i), chr(98 + i)
+        rows.append(f"{cur}: &{cur} [" + ", ".join([f"*{prev}"] * 9) + "]")
+    p = tmp_path / "bomb.yaml"
+    p.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    problem = read_document(p).problems[0]
+    assert problem.code == "GA001" and "alias bomb" in problem.message
+    assert problem.message.startswith("YAML rejected:")
+    assert problem.span == Span(6, 12)  # the first alias on the line where 200,000 nodes are passed

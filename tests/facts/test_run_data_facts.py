@@ -101,14 +101,15 @@ def test_offload_fit_uses_the_estimator(facts_of) -> None:
         hardware="8xH100-SXM",
         run="launch.sh",
     )
-    fit = names["run"].offload_fit
-    assert fit is not None and fit["model"] == "meta-llama/Llama-3.2-1B"
-    assert fit["fits_without"] is True and fit["peak_without_gib"] < fit["gpu_gib"]
+    est = names["estimates"]
+    assert est.model == "meta-llama/Llama-3.2-1B" and names["run"].entry("offload_fit") is None
+    assert est.fits_without_offload is True and est.peak_without_offload_gib < est.gpu_memory_gib
+    assert any("sequence length not set" in a for a in est.assumptions)
 
 
 def test_offload_fit_is_none_without_a_model(facts_of) -> None:
     ds = '{"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}}\n'
-    assert facts_of({"ds.json": ds}, hardware="8xH100-SXM")["run"].offload_fit is None
+    assert facts_of({"ds.json": ds}, hardware="8xH100-SXM")["estimates"].peak_without_offload_gib is None
 
 
 def test_workers_against_cores(facts_of) -> None:

@@ -148,7 +148,6 @@ def test_llamafactory_trl_axolotl() -> None:
         "    --gradient_accumulation_steps 2\n"
         "axolotl train examples/llama-3/lora-1b.yml --launcher torchrun -- --nproc_per_node=2\n"
         "python -m axolotl.cli.train cfg.yml\n"
-        "trl vllm-serve --model m\n"  # a server, not a training command
         "llamafactory-cli webui\n"
     )
     lf, trl, axo, axo_py = script.commands
@@ -161,6 +160,45 @@ def test_llamafactory_trl_axolotl() -> None:
     assert texts(axo.launcher_args) == {"launcher": "torchrun", "nproc_per_node": "2"}
     assert axo_py.launcher == "axolotl" and axo_py.module
     assert [w.text for w in axo_py.positional] == ["cfg.yml"]
+
+
+def test_vllm_server_forms() -> None:
+    script = read(
+        "CUDA_VISIBLE_DEVICES=0,1 vllm serve meta-llama/Llama-3.1-8B --tensor-parallel-size 2 "
+        "--enforce-eager \\\n"
+        "    --port 8000\n"
+        "python -m vllm.entrypoints.openai.api_server --model m -tp=4 --pipeline-parallel-size 2\n"
+        "srun --nodes=1 trl vllm-serve --model $MODEL --tensor_parallel_size 2 --data_parallel_size 2 &\n"
+        "python3 -m vllm.entrypoints.cli.main serve m -tp 2\n"
+        "vllm bench latency --model m\n"  # not a server
+    )
+    serve, api, trl, cli = script.commands
+    assert {c.launcher for c in script.commands} == {"vllm"}
+    assert all(c.script is None and not c.script_args for c in script.commands)
+    assert texts(serve.launcher_args) == {
+        "model": "meta-llama/Llama-3.1-8B",
+        "tensor_parallel_size": "2",
+        "enforce_eager": "true",
+        "port": "8000",
+    }
+    assert serve.env["CUDA_VISIBLE_DEVICES"].text == "0,1"
+    assert at(serve.launcher_args["tensor_parallel_size"]) == (1, 84)
+    assert texts(api.launcher_args) == {
+        "model": "m",
+        "tensor_parallel_size": "4",
+        "pipeline_parallel_size": "2",
+    }
+    assert trl.launcher_args["model"].text is None
+    assert texts(trl.launcher_args)["tensor_parallel_size"] == "2"
+    assert texts(trl.launcher_args)["data_parallel_size"] == "2"
+    assert texts(cli.launcher_args) == {"model": "m", "tensor_parallel_size": "2"}
+
+
+def test_corpus_trl_vllm_serve() -> None:
+    script = corpus_script("huggingface__open-r1__slurm__train.slurm")
+    vllm, acc = script.commands
+    assert vllm.launcher == "vllm" and acc.launcher == "accelerate"
+    assert vllm.launcher_args["tensor_parallel_size"].raw == "$TP"
 
 
 # --- environment, wrappers, separators -----------------------------------------------------------
@@ -618,7 +656,8 @@ def test_corpus_slurm_accelerate() -> None:
 def test_corpus_alignment_handbook_bash_c() -> None:
     script = corpus_script("huggingface__alignment-handbook__recipes__launch.slurm")
     assert script.sbatch["gres"].text == "gpu:8"
-    (cmd,) = script.commands
+    server, cmd = script.commands  # `trl vllm-serve ... &` on the last node, then the training
+    assert server.launcher == "vllm"
     assert cmd.launcher == "accelerate" and cmd.span == Span(168, 8)
     assert cmd.env["ACCELERATE_LOG_LEVEL"].text == "info"
     assert cmd.env["NCCL_ASYNC_ERROR_HANDLING"].text == "1"
