@@ -94,6 +94,7 @@ HELPERS: dict[str, Any] = {
     "isinstance_str": lambda x: isinstance(x, str),
     "is_number": lambda x: isinstance(x, int | float) and not isinstance(x, bool),
     "gib": _fmt_gib,
+    "show": lambda x: _show(x),
     "join": _join,
     "plural": _plural,
     "lower": lambda x: str(x).lower(),
@@ -307,13 +308,17 @@ class Engine:
     def _locate(self, rule: CompiledRule, ev: Any, ctx: Context) -> tuple[Location, list[Location]]:
         related: list[Location] = []
         location = ctx.fallback
-        if rule.spec.at:
-            target = _resolve(ev, ctx.names, rule.spec.at)
+        for path in (rule.spec.at or "").split(" or "):  # `a or b`: the first that has a position
+            if not path.strip():
+                continue
+            target = _resolve(ev, ctx.names, path.strip())
             loc = _location_of(target)
-            if loc is not None:
-                location = loc
+            if loc is None:
+                continue
+            location = loc
             if isinstance(target, Value):
                 related.extend(target.related)
+            break
         for path in rule.spec.related:
             target = _resolve(ev, ctx.names, path)
             if isinstance(target, list):

@@ -398,7 +398,6 @@ def measured_namespace(rv: RunVerification, names: dict[str, Any], fallback: Loc
         "param_bytes",
         "grad_bytes",
         "optimizer_bytes",
-        "oom",
         "oom_rank",
         "oom_at_step",
         "error",
@@ -407,8 +406,19 @@ def measured_namespace(rv: RunVerification, names: dict[str, Any], fallback: Loc
         put(key, m.get(key))
     put("world_size", m.get("world_size"), _origin(batch, "world_size"))
     put("effective_batch", m.get("effective_batch"), _origin(batch, "effective_batch"))
-    if rv.scaling:
-        put("scaling_efficiency", rv.scaling.get("efficiency"))
-        put("scaling_processes", rv.scaling.get("processes"))
+    if rv.status == "oom":  # where it ran out, located at the per-device batch it ran out with
+        pred = rv.predicted
+        total = m.get("device_total_gib")
+        oom = {
+            "rank": m.get("oom_rank"),
+            "step": m.get("oom_at_step"),
+            "device": m.get("device_name") or "the GPU",
+            "total_gib": total or None,
+            "predicted_gib": pred.peak_allocated_gib if pred is not None else None,
+        }
+        put("oom", oom, _origin(names.get("training"), "per_device_train_batch_size"))
+    scaling = rv.scaling or {}
+    put("scaling_efficiency", m.get("scaling_efficiency", scaling.get("efficiency")))
+    put("scaling_processes", m.get("scaling_processes", scaling.get("processes")))
     ns.set("comparisons", Value(rv.comparisons, root, "measured"))
     return ns

@@ -11,8 +11,9 @@ unchanged). They enter the rule engine three ways, all declarative:
    place. A finding both ways is confirmed (evidence "measured"), a finding only with the measured
    facts is added, a static finding the measurement does not reproduce is refuted (dropped, and
    said so in the run's notes);
-3. an out-of-memory in the probe is GA401 does-not-fit with evidence "measured"; a GA402 finding
-   quotes the measured scaling efficiency.
+3. rules that read both (GA401 reads `measured.oom`, GA402 `measured.scaling_efficiency`) ran
+   statically over an empty `measured` namespace and are judged again with it: a finding the
+   measurement changes or adds carries evidence "measured".
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from advisor.findings import Finding
@@ -328,23 +328,10 @@ def load_recorded(path: Path, plans: list[Any]) -> Verification:
 
 
 # ---- the stage ----------------------------------------------------------------------------------
-def _reads(rule: Any, pattern: re.Pattern[str]) -> bool:
+def _reads(rule: Any, pattern: re.Pattern[str], message: bool = False) -> bool:
     spec = rule.spec
-    text = " ".join([spec.when or "", spec.for_each or "", *spec.requires])
+    text = " ".join([spec.when or "", spec.for_each or "", *spec.requires, spec.message if message else ""])
     return bool(pattern.search(text))
-
-
-def _selected(code: str, name: str, engine: Any, catalog: list[Any], options: Any) -> bool:
-    if any(r.code == code for r in engine.rules):
-        return True
-    if any(r.code == code for r in catalog):
-        return False  # in the catalog but not selected
-    from advisor.engine import matches
-
-    stub = SimpleNamespace(spec=SimpleNamespace(code=code, name=name, aliases=[]))
-    if options.select is not None and not matches(stub, options.select):  # type: ignore[arg-type]
-        return False
-    return not matches(stub, options.ignore)  # type: ignore[arg-type]
 
 
 def _overlay_batch(batch: Namespace, measured: dict[str, Any]) -> Namespace:
@@ -399,13 +386,10 @@ def apply_measurements(
         return list(sub.evaluate("run", [Context(use_names, ctx.fallback, ctx.run, ctx.documents)]))
 
     out = list(findings)
-    # 1. rules over the measured namespace
-    for f in run_rules([r for r in engine.rules if _reads(r, _READS_MEASURED)], mnames):
-        f.evidence = "measured"
-        out.append(f)
-        rv.added.append(f"{f.rule} {f.location.file.name}:{f.location.line}:{f.location.col}")
-    # 2. measured batch facts shadow the static ones
+    # measured batch facts shadow the static ones they check
     batch = names.get("batch")
+    changed: set[str] = set()
+    onames = mnames
     if (
         rv.ok
         and rv.measured.get("faithful", True)
@@ -414,99 +398,70 @@ def apply_measurements(
     ):
         overlay = _overlay_batch(batch, rv.measured)
         changed = {k for k in BATCH_KEYS if getattr(overlay, k) != getattr(batch, k)}
-        # re-judge the rules that read a figure the measurement changed, and the rules about the
-        # effective batch itself (the measured quantity: a finding both ways is confirmed)
+        onames = dict(mnames)
+        onames["batch"] = overlay
+    # 1. the rules that read `measured` (statically they saw an empty namespace), judged again with it:
+    # a finding the measurement changes is confirmed, one only with it added, one it drops refuted
+    measuring = [r for r in engine.rules if _reads(r, _READS_MEASURED, message=True)]
+    codes = {r.code for r in measuring}
+    shadowed = {r.code for r in measuring if any(_reads(r, _batch_key(k)) for k in changed)}
+    static = [f for f in out if f.run == plan.name and f.rule in codes]
+    for m in run_rules(measuring, onames):
+        twin = next((f for f in static if _key(f) == _key(m)), None)
+        twin = twin or next((f for f in static if f.rule == m.rule), None)
+        if twin is None:
+            m.evidence = "measured"
+            out.append(m)
+            rv.added.append(f"{m.rule} {_where(m)}")
+            continue
+        static.remove(twin)
+        if m.message.rstrip() != twin.message.rstrip() or twin.rule in shadowed:
+            twin.message = m.message.rstrip()
+            twin.evidence = "measured"
+            rv.confirmed.append(f"{twin.rule} {_where(twin)}")
+    mw, mb = rv.measured.get("world_size"), rv.measured.get("effective_batch")
+    for f in static:
+        out.remove(f)
+        rv.refuted.append(
+            f"{f.rule} at {_where(f)} not confirmed: measured world size {mw}, effective batch {mb} "
+            "(static finding dropped)"
+        )
+    # 2. the other rules that read a batch figure the measurement changed, and the rules about the
+    # effective batch itself (the measured quantity: a finding both ways is confirmed)
+    if onames is not mnames:
         judged = [
             r
             for r in engine.rules
-            if not _reads(r, _READS_MEASURED)
-            and any(_reads(r, _batch_key(k)) for k in (changed | {"effective_batch"}))
+            if r.code not in codes and any(_reads(r, _batch_key(k)) for k in (changed | {"effective_batch"}))
         ]
         if judged:
-            onames = dict(mnames)
-            onames["batch"] = overlay
             remeasured = {_key(f): f for f in run_rules(judged, onames)}
-            codes = {r.code for r in judged}
+            judged_codes = {r.code for r in judged}
             about_batch = {r.code for r in judged if _reads(r, _batch_key("effective_batch"))}
-            static = {_key(f): f for f in out if f.run == plan.name and f.rule in codes}
-            mw, mb = rv.measured.get("world_size"), rv.measured.get("effective_batch")
-            for key, f in static.items():
-                where = f"{f.location.file.name}:{f.location.line}:{f.location.col}"
+            static_by_key = {_key(f): f for f in out if f.run == plan.name and f.rule in judged_codes}
+            for key, f in static_by_key.items():
                 if key in remeasured:
                     f.evidence = "measured"
                     f.message = remeasured[key].message.rstrip()
                     if f.rule in about_batch:
                         f.message += " (confirmed by the --verify measurement)"
-                    rv.confirmed.append(f"{f.rule} {where}")
+                    rv.confirmed.append(f"{f.rule} {_where(f)}")
                 else:
                     out.remove(f)
                     rv.refuted.append(
-                        f"{f.rule} at {where} not confirmed: measured world size {mw}, effective batch {mb} "
-                        "(static finding dropped)"
+                        f"{f.rule} at {_where(f)} not confirmed: measured world size {mw}, "
+                        f"effective batch {mb} (static finding dropped)"
                     )
             for key, m in remeasured.items():
-                if key not in static:
+                if key not in static_by_key:
                     m.evidence = "measured"
                     out.append(m)
-                    rv.added.append(f"{m.rule} {m.location.file.name}:{m.location.line}:{m.location.col}")
-    # 3. out of memory: GA401; scaling: GA402 quotes it
-    if (
-        rv.status == "oom"
-        and rv.measured.get("device") == "cuda"
-        and _selected("GA401", "does-not-fit", engine, catalog, options)
-    ):
-        out = _oom_finding(rv, plan, names, out, overrides)
-    eff = rv.measured.get("scaling_efficiency")
-    if eff is not None:
-        timing = " (CPU timings)" if rv.measured.get("cpu_timings") else ""
-        for f in out:
-            if f.rule == "GA402" and f.run == plan.name:
-                f.message = (
-                    f"{f.message.rstrip()} Measured: scaling efficiency {eff:.0%} at "
-                    f"{rv.measured.get('scaling_processes')} processes{timing}."
-                )
-                f.evidence = "measured"
-                rv.confirmed.append("GA402")
+                    rv.added.append(f"{m.rule} {_where(m)}")
     return out
 
 
-def _oom_finding(
-    rv: RunVerification, plan: Any, names: dict[str, Any], findings: list[Finding], overrides: dict[str, str]
-) -> list[Finding]:
-    m = rv.measured
-    pred = rv.predicted
-    predicted = ""
-    if pred is not None and pred.peak_allocated_gib is not None:
-        predicted = f"; predicted peak {pred.peak_allocated_gib:.1f} GiB allocated"
-    device = m.get("device_name") or "the GPU"
-    total = m.get("device_total_gib")
-    cap = f" ({total:.1f} GiB)" if total else ""
-    text = (
-        f"measured: the --verify probe ran out of memory on rank {m.get('oom_rank')} at optimizer step "
-        f"{m.get('oom_at_step')} on {device}{cap}{predicted}"
-    )
-    for f in findings:
-        if f.rule == "GA401" and f.run == plan.name:
-            f.evidence = "measured"
-            f.message = f"{f.message.rstrip()} ({text})"
-            rv.confirmed.append("GA401")
-            return findings
-    training = names.get("training")
-    entry = training.entry("per_device_train_batch_size") if isinstance(training, Namespace) else None
-    location = entry.origin if isinstance(entry, Value) and entry.origin is not None else plan.root_location
-    findings.append(
-        Finding(
-            rule="GA401",
-            name="does-not-fit",
-            severity=overrides.get("GA401", "error"),  # type: ignore[arg-type]
-            message=f"the run does not fit in GPU memory: {text}",
-            location=location,
-            run=plan.name,
-            evidence="measured",
-        )
-    )
-    rv.added.append("GA401")
-    return findings
+def _where(f: Finding) -> str:
+    return f"{f.location.file.name}:{f.location.line}:{f.location.col}"
 
 
 def _probe_all(

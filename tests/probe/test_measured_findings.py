@@ -13,9 +13,9 @@ from advisor.check import CheckOptions, build_plans, resolve_settings, run_check
 from advisor.engine import Context, Engine, load_catalog
 from advisor.facts import run_names
 from advisor.findings import Finding
-from advisor.probe.results import RunVerification, aggregate, status_of
+from advisor.probe.results import aggregate, status_of
 from advisor.probe.spec import ProbeOptions, ProbeSpec, Skip, build_spec
-from advisor.probe.stage import RECORDED_FILE, apply_measurements
+from advisor.probe.stage import RECORDED_FILE
 from tests.probe.conftest import SEQ, TINY_CONFIG, tiny_project
 
 LAUNCH = "torchrun --nproc_per_node 2 train.py train.yaml"
@@ -154,6 +154,20 @@ def test_out_of_memory_in_the_probe_is_ga401_measured(tmp_path, monkeypatch) -> 
     assert _at(f) == "train.yaml:3:30"
 
 
+@pytest.mark.parametrize(
+    ("settings", "expect"),
+    [('[severity]\nGA401 = "warning"\n', "warning"), ('ignore = ["GA401"]\n', None)],
+)
+def test_ga401_from_an_out_of_memory_comes_from_the_rule_file(
+    tmp_path, monkeypatch, settings, expect
+) -> None:
+    tiny_project(tmp_path, LAUNCH, TRAIN)
+    _record(tmp_path, {"device": "cuda", "oom": True, "oom_rank": 0, "oom_at_step": 1}, status="oom")
+    result = _check(tmp_path, monkeypatch, settings)
+    ga401 = [f for f in result.findings if f.rule == "GA401"]
+    assert [f.severity for f in ga401] == ([expect] if expect else [])
+
+
 def _context(root: Path):
     options = CheckOptions()
     settings = resolve_settings([root], options)
@@ -172,32 +186,28 @@ def _context(root: Path):
     )
 
 
-def test_ga402_quotes_the_measured_scaling_efficiency(tmp_path) -> None:
-    tiny_project(tmp_path, LAUNCH, TRAIN)
-    plan, names, ctx, engine, catalog, settings = _context(tmp_path)
-    static = Finding(
-        rule="GA402",
-        name="stay-on-one-gpu",
-        severity="warning",
-        message="Stay on one GPU.",
-        location=plan.root_location,
-        run=plan.name,
+def test_ga402_quotes_the_measured_scaling_efficiency(tmp_path, monkeypatch) -> None:
+    (tmp_path / "launch.sh").write_text(
+        "#!/bin/bash\naccelerate launch --num_processes 2 train.py sft.yaml\n"
     )
-    rv = RunVerification(
-        name=plan.name,
-        status="ok",
-        measured={
-            "world_size": 2,
-            "effective_batch": 8,
-            "cpu_timings": True,
-            "scaling_efficiency": 0.62,
-            "scaling_processes": 2,
-        },
+    (tmp_path / "sft.yaml").write_text(
+        "model_name_or_path: Qwen/Qwen2.5-1.5B\nuse_peft: true\nbf16: true\nper_device_train_batch_size: 4\n"
+        "gradient_accumulation_steps: 4\nmax_length: 1024\nnum_train_epochs: 1\n"
     )
-    out = apply_measurements(rv, plan, names, ctx, engine, catalog, [static], settings, CheckOptions())
-    ga402 = [f for f in out if f.rule == "GA402"]
-    assert ga402[0].evidence == "measured"
-    assert ga402[0].message.endswith("Measured: scaling efficiency 62% at 2 processes (CPU timings).")
+    (tmp_path / "train.py").write_text("print('train')\n")
+    (tmp_path / ".gpu-advise.toml").write_text('[[runs]]\npath = "launch.sh"\ndataset-samples = 20000\n')
+    monkeypatch.chdir(tmp_path)
+    before = run_check([Path(".")], CheckOptions(hardware="2xH100-PCIe"))
+    static = [f for f in before.findings if f.rule == "GA402"]
+    assert len(static) == 1 and static[0].evidence is None
+    _record(tmp_path, {"world_size": 2, "cpu_timings": True}, scaling={"efficiency": 0.62, "processes": 2})
+    result = run_check([Path(".")], CheckOptions(hardware="2xH100-PCIe"))
+    ga402 = [f for f in result.findings if f.rule == "GA402"]
+    assert len(ga402) == 1 and ga402[0].evidence == "measured"
+    assert (
+        ga402[0].message
+        == static[0].message + " Measured: scaling efficiency 62% at 2 processes (CPU timings)."
+    )
 
 
 def test_aggregate_sums_samples_over_ranks_and_takes_the_slowest_rank() -> None:
