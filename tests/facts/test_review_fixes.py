@@ -11,7 +11,6 @@ from advisor.provenance import Value
 
 TRAIN = {"train.py": "print('train')\n"}
 MODEL = "--model_name_or_path meta-llama/Llama-3.2-1B --bf16 True --per_device_train_batch_size 4"
-CORPUS = Path("/work/shared/corpus/launch")
 
 
 def launch(cmd: str, **extra: str) -> dict[str, str]:
@@ -170,8 +169,8 @@ def test_bare_accelerate_config_gets_no_training_defaults(facts_of) -> None:
 
 
 # 9. Slurm node counts from #SBATCH
-def test_accelerate_slurm_example_takes_nodes_from_sbatch(facts_of) -> None:
-    text = (CORPUS / "huggingface__accelerate__examples__slurm__submit_multinode.sh").read_text()
+def test_accelerate_slurm_example_takes_nodes_from_sbatch(facts_of, corpus: Path) -> None:
+    text = (corpus / "launch" / "huggingface__accelerate__examples__slurm__submit_multinode.sh").read_text()
     batch = facts_of({"launch.sh": text})["batch"]
     assert batch.nodes == 4 and batch.world_size == 16
     assert batch.entry("nodes").origin.line == 7  # the #SBATCH --nodes=4 line
@@ -187,8 +186,8 @@ def test_torchrun_nnodes_from_sbatch(facts_of) -> None:
     assert batch.nodes == 2 and batch.processes_per_node == 8 and batch.world_size == 16
 
 
-def test_handbook_slurm_without_sbatch_nodes_stays_unknown(facts_of) -> None:
-    text = (CORPUS / "huggingface__alignment-handbook__recipes__launch.slurm").read_text()
+def test_handbook_slurm_without_sbatch_nodes_stays_unknown(facts_of, corpus: Path) -> None:
+    text = (corpus / "launch" / "huggingface__alignment-handbook__recipes__launch.slurm").read_text()
     batch = facts_of({"launch.slurm": text}, run="launch.slurm:168")["batch"]
     # no #SBATCH --nodes: the count is given to sbatch at submission, so it stays unknown
     assert batch.world_size is None and "SLURM_NNODES" in batch.entry("world_size").unknown
