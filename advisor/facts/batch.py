@@ -221,19 +221,11 @@ _GPU_QUERY = re.compile(
 _VAR_REF = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 
 
-def counts_gpus_at_run_time(raw: str, variables: dict[str, Any], depth: int = 0) -> bool:
+def counts_gpus_at_run_time(raw: str, variables: dict[str, Any]) -> bool:
     """True when a shell word's value comes from counting the GPUs of the machine it runs on
     (`$(nvidia-smi -L | wc -l)`, `$(python -c 'import torch; print(torch.cuda.device_count())')`),
     following the script's own variables."""
-    if _GPU_QUERY.search(raw):
-        return True
-    if depth > 6:
-        return False
-    for name in _VAR_REF.findall(raw):
-        word = variables.get(name)
-        if word is not None and counts_gpus_at_run_time(getattr(word, "raw", "") or "", variables, depth + 1):
-            return True
-    return False
+    return _gpu_query_text(raw, variables) is not None
 
 
 def _launch_word(plan: RunPlan, key: str) -> Any:
