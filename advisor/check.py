@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -59,21 +59,10 @@ class RunSummary:
     measured: dict[str, Any] | None = None  # --verify: what the probe measured for this run
 
     def as_json(self) -> dict[str, Any]:
-        extra = {"measured": self.measured} if self.measured is not None else {}
-        return {
-            "name": self.name,
-            "launcher": self.launcher,
-            "world_size": self.world_size,
-            "effective_batch": self.effective_batch,
-            "effective_batch_formula": self.effective_batch_formula,
-            "hardware": self.hardware,
-            "strategy": self.strategy,
-            "peak_vram_gib": self.peak_vram_gib,
-            "gpu_memory_gib": self.gpu_memory_gib,
-            "est_hours_single_gpu": self.est_hours_single_gpu,
-            "est_hours": self.est_hours,
-            "notes": self.notes,
-        } | extra
+        out = asdict(self)
+        if self.measured is None:
+            del out["measured"]
+        return out
 
 
 @dataclass(slots=True)
