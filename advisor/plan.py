@@ -49,39 +49,14 @@ TRAINING_DEFAULTS: dict[str, Any] = {
 }
 AXOLOTL_DEFAULTS = {"per_device_train_batch_size": 1, "gradient_accumulation_steps": 1, "num_train_epochs": 1}
 
-# accelerate launch flags -> the accelerate config key they override.
+# accelerate launch mode flags -> the distributed_type they select. Every other flag that names an
+# accelerate config key (top level or deepspeed_config, from the shipped key data) overrides that key.
 _ACCELERATE_MODE_FLAGS = {
     "multi_gpu": "MULTI_GPU",
     "use_deepspeed": "DEEPSPEED",
     "use_fsdp": "FSDP",
     "cpu": "NO",
 }
-_ACCELERATE_DS_FLAGS = {
-    "zero_stage",
-    "offload_optimizer_device",
-    "offload_param_device",
-    "gradient_accumulation_steps",
-    "gradient_clipping",
-    "zero3_init_flag",
-    "zero3_save_16bit_model",
-    "deepspeed_config_file",
-    "deepspeed_hostfile",
-    "deepspeed_multinode_launcher",
-}
-_ACCELERATE_TOP_FLAGS = {
-    "num_processes",
-    "num_machines",
-    "machine_rank",
-    "gpu_ids",
-    "mixed_precision",
-    "main_process_ip",
-    "main_process_port",
-    "same_network",
-    "rdzv_backend",
-    "num_cpu_threads_per_process",
-    "dynamo_backend",
-}
-
 # Launchers that run a Python script whose flags are TrainingArguments.
 SCRIPT_LAUNCHERS = {"accelerate", "torchrun", "deepspeed", "python", "trl", "llamafactory", "axolotl"}
 
@@ -212,6 +187,10 @@ def build_plan(spec: RunSpec, hardware: Any = None, settings: Any = None) -> Run
 
 
 def _apply_accelerate_flags(plan: RunPlan, command: Any, root: Document) -> None:
+    from advisor.sources.known_keys import known_keys
+
+    top_keys = known_keys("accelerate")
+    deepspeed_keys = known_keys("accelerate", ("deepspeed_config",))
     for flag, word in command.launcher_args.items():
         value = _word_value(word, root)
         if flag in _ACCELERATE_MODE_FLAGS and value.value is True:
@@ -220,11 +199,11 @@ def _apply_accelerate_flags(plan: RunPlan, command: Any, root: Document) -> None
                 "distributed_type",
                 Value(_ACCELERATE_MODE_FLAGS[flag], value.origin, "launch", note=f"--{flag}"),
             )
-        elif flag in _ACCELERATE_TOP_FLAGS:
+        elif flag in top_keys:
             if flag == "gpu_ids" and value.known:
                 value.value = str(word.text)
             _override(plan.accelerate, flag, value)
-        elif flag in _ACCELERATE_DS_FLAGS:
+        elif flag in deepspeed_keys:
             _override(plan.accelerate.child("deepspeed_config"), flag, value)
         elif flag.startswith("fsdp_"):
             _override(plan.accelerate.child("fsdp_config"), flag, value)
