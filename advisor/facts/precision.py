@@ -24,11 +24,6 @@ from advisor.provenance import Namespace, Value
 MODES = {"bf16", "fp16", "fp32", "fp8"}
 
 
-def _entry(ns: Namespace, dotted: str) -> Value | None:
-    e = ns.lookup(dotted)
-    return e if isinstance(e, Value) and e.known else None
-
-
 def _truth(v: Value | None) -> bool | str | None:
     if v is None:
         return None
@@ -54,7 +49,7 @@ def training_mode(plan: Any) -> Value | None:
     """bf16/fp16/fp32 as TrainingArguments asks, only when written (defaults say fp32 silently).
     axolotl's `bf16: auto` gives "auto" (bf16 where the GPU has it)."""
     t = plan.training
-    bf16, fp16 = _entry(t, "bf16"), _entry(t, "fp16")
+    bf16, fp16 = t.known_value("bf16"), t.known_value("fp16")
     b, f = _truth(bf16), _truth(fp16)
     if b is True and _written(bf16):
         assert bf16 is not None
@@ -65,7 +60,7 @@ def training_mode(plan: Any) -> Value | None:
     if b == "auto" and _written(bf16):
         assert bf16 is not None
         return Value("auto", bf16.origin, bf16.source)
-    pure = _entry(t, "pure_bf16")
+    pure = t.known_value("pure_bf16")
     if pure is not None and _truth(pure) is True:
         return Value("bf16", pure.origin, pure.source)
     explicit = [v for v in (bf16, fp16) if _written(v) and _truth(v) is False]
@@ -75,7 +70,7 @@ def training_mode(plan: Any) -> Value | None:
 
 
 def accelerate_mode(plan: Any) -> Value | None:
-    v = _entry(plan.accelerate, "mixed_precision")
+    v = plan.accelerate.known_value("mixed_precision")
     if v is None:
         return None
     raw = v.value
@@ -89,7 +84,7 @@ def deepspeed_mode(plan: Any) -> Value | None:
     ds = plan.deepspeed
     autos = []
     for key in ("bf16.enabled", "bfloat16.enabled", "fp16.enabled"):
-        v = _entry(ds, key)
+        v = ds.known_value(key)
         truth = _truth(v)
         if truth is True:
             assert v is not None
@@ -98,7 +93,7 @@ def deepspeed_mode(plan: Any) -> Value | None:
             autos.append(v)
     if autos:
         return Value("auto", autos[0].origin, autos[0].source)
-    explicit = [_entry(ds, k) for k in ("bf16.enabled", "fp16.enabled")]
+    explicit = [ds.known_value(k) for k in ("bf16.enabled", "fp16.enabled")]
     explicit = [v for v in explicit if v is not None]
     if explicit:
         return Value("fp32", explicit[0].origin, explicit[0].source)
@@ -110,7 +105,7 @@ def _ds_flags(plan: Any) -> dict[str, Value]:
     out = {}
     for dtype, keys in (("fp16", ("fp16.enabled",)), ("bf16", ("bf16.enabled", "bfloat16.enabled"))):
         for key in keys:
-            v = _entry(plan.deepspeed, key)
+            v = plan.deepspeed.known_value(key)
             if v is not None and _truth(v) in (True, False):
                 out[dtype] = v
                 break
@@ -127,7 +122,7 @@ def precision_conflicts(plan: Any) -> list[dict[str, Any]]:
     """GA504's evidence: one item per pair of files that disagree, with what the consumer does."""
     out: list[dict[str, Any]] = []
     t = plan.training
-    bf16, fp16 = _entry(t, "bf16"), _entry(t, "fp16")
+    bf16, fp16 = t.known_value("bf16"), t.known_value("fp16")
     ta = training_mode(plan)
     acc = accelerate_mode(plan)
     ds_flags = _ds_flags(plan)
@@ -226,7 +221,7 @@ def bf16_requests(plan: Any) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     t = plan.training
     for key, what in (("bf16", "bf16"), ("bf16_full_eval", "bf16"), ("pure_bf16", "bf16"), ("tf32", "tf32")):
-        v = _entry(t, key)
+        v = t.known_value(key)
         if v is not None and _written(v) and _truth(v) is True:
             out.append(
                 {
@@ -330,7 +325,7 @@ def precision_facts(plan: Any, names: dict[str, Any]) -> Namespace:
         for dtype, v in ds_auto_edits(plan).items():
             ns.set(f"ds_auto_{dtype}", v)
     ns.set("bf16_requests", Value(bf16_requests(plan), None, "derived"))
-    tf32 = _entry(plan.training, "tf32")
+    tf32 = plan.training.known_value("tf32")
     if tf32 is not None and _truth(tf32) is True:
         ns.set("tf32", tf32)
     hw = names.get("hardware")

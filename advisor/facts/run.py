@@ -15,18 +15,13 @@ _FSDP_STRATEGIES = ["FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD", "
 PARAM_SHARDING = {"FULL_SHARD", "HYBRID_SHARD"}
 
 
-def _entry(ns: Namespace, dotted: str) -> Value | None:
-    e = ns.lookup(dotted)
-    return e if isinstance(e, Value) and e.known else None
-
-
 def _origin(v: Value | None) -> Location | None:
     return v.origin if v is not None else None
 
 
 def _distributed_type(plan: Any) -> str | None:
     """accelerate's merged distributed_type (file, then --multi_gpu / --use_deepspeed / --use_fsdp)."""
-    v = _entry(plan.accelerate, "distributed_type")
+    v = plan.accelerate.known_value("distributed_type")
     return str(v.value).upper() if v is not None and v.value not in (None, "") else None
 
 
@@ -38,7 +33,7 @@ def accelerate_deepspeed(plan: Any) -> bool:
         return dist == "DEEPSPEED"
     return (
         plan.spec.deepspeed is not None
-        or _entry(plan.accelerate, "deepspeed_config.deepspeed_config_file") is not None
+        or plan.accelerate.known_value("deepspeed_config.deepspeed_config_file") is not None
     )
 
 
@@ -51,7 +46,7 @@ def _script_zero_stage(plan: Any) -> Value | None:
     """A script's own --zero_stage N (DeepSpeed-Chat, OpenRLHF) when no DeepSpeed file is read."""
     if plan.spec.deepspeed is not None:
         return None
-    v = _entry(plan.training, "zero_stage")
+    v = plan.training.known_value("zero_stage")
     if v is None or v.source == "default":
         return None
     raw = v.value
@@ -67,7 +62,7 @@ def zero_stage(plan: Any) -> Value | None:
     if accelerate_deepspeed(plan):
         places.append((plan.accelerate, "deepspeed_config.zero_stage"))
     for ns, path in places:
-        v = _entry(ns, path)
+        v = ns.known_value(path)
         if (
             v is not None
             and isinstance(v.value, int | str)
@@ -82,7 +77,7 @@ def zero_stage(plan: Any) -> Value | None:
     if dist == "DEEPSPEED" and not plan.deepspeed:
         return Value(
             2,
-            _origin(_entry(plan.accelerate, "distributed_type")),
+            _origin(plan.accelerate.known_value("distributed_type")),
             "default",
             note="accelerate's DeepSpeed plugin defaults to ZeRO stage 2",
         )
@@ -97,14 +92,14 @@ def _fsdp_off(value: Any) -> bool:
 
 def _fsdp(plan: Any) -> Value | None:
     if accelerate_fsdp(plan):
-        return _entry(plan.accelerate, "distributed_type")
+        return plan.accelerate.known_value("distributed_type")
     if _distributed_type(plan) == "DEEPSPEED":
         return None
     for key in ("fsdp", "fsdp_version", "fsdp_config.fsdp_version", "fsdp_config.version"):
-        v = _entry(plan.training, key)
+        v = plan.training.known_value(key)
         if v is not None and not _fsdp_off(v.value):
             return v
-    dist = _entry(plan.training, "dist_config.name")  # LLaMA-Factory v1: dist_config: {name: fsdp2}
+    dist = plan.training.known_value("dist_config.name")  # LLaMA-Factory v1: dist_config: {name: fsdp2}
     if dist is not None and str(dist.value).lower().startswith("fsdp"):
         return dist
     return None
@@ -115,7 +110,7 @@ def _deepspeed_unread(plan: Any) -> str | None:
     if plan.spec.deepspeed is not None:
         return None
     t = plan.training
-    flag = _entry(t, "deepspeed") or _entry(t, "deepspeed_config")
+    flag = t.known_value("deepspeed") or t.known_value("deepspeed_config")
     if (
         flag is not None
         and flag.source != "default"
@@ -125,7 +120,7 @@ def _deepspeed_unread(plan: Any) -> str | None:
     unresolved = t.lookup("deepspeed")
     if isinstance(unresolved, Value) and not unresolved.known and unresolved.source != "default":
         return "DeepSpeed is on but no DeepSpeed config was read (missing file, or built by the script)"
-    dist = _entry(t, "dist_config.name")
+    dist = t.known_value("dist_config.name")
     if dist is not None and "deepspeed" in str(dist.value).lower():
         return "DeepSpeed is on but no DeepSpeed config was read (missing file)"
     if plan.launch.launcher == "deepspeed":
@@ -154,7 +149,7 @@ def fsdp_sharding(plan: Any) -> Value:
         (plan.training, "fsdp_config.reshard_after_forward"),
     ]
     for ns, path in places:
-        v = _entry(ns, path)
+        v = ns.known_value(path)
         if v is None:
             continue
         raw = v.value
@@ -167,7 +162,7 @@ def fsdp_sharding(plan: Any) -> Value:
             return Value("FULL_SHARD" if text == "TRUE" else "SHARD_GRAD_OP", v.origin, v.source)
         if text in _FSDP_STRATEGIES:
             return Value(text, v.origin, v.source)
-    words = _entry(plan.training, "fsdp")
+    words = plan.training.known_value("fsdp")
     if words is not None:
         raw = words.value
         text = " ".join(str(x) for x in raw) if isinstance(raw, list) else str(raw)
@@ -196,13 +191,13 @@ def offload(plan: Any) -> tuple[Value | None, Value | None]:
             (plan.accelerate, "deepspeed_config.offload_param_device", "param"),
         ]
     for ns, path, which in ds_places:
-        v = _entry(ns, path)
+        v = ns.known_value(path)
         if v is not None and str(v.value).lower() in OFFLOAD_DEVICES:
             if which == "opt":
                 opt = opt or v
             else:
                 param = param or v
-    legacy = _entry(plan.deepspeed, "zero_optimization.cpu_offload")
+    legacy = plan.deepspeed.known_value("zero_optimization.cpu_offload")
     if legacy is not None and legacy.value is True:
         opt = opt or legacy
     fsdp_places = [(plan.accelerate, "fsdp_config.fsdp_offload_params")] if accelerate_fsdp(plan) else []
@@ -212,11 +207,11 @@ def offload(plan: Any) -> tuple[Value | None, Value | None]:
         (plan.training, "fsdp_config.fsdp_offload_params"),
         (plan.training, "fsdp_config.cpu_offload"),
     ):
-        v = _entry(ns, path)
+        v = ns.known_value(path)
         if v is not None and (v.value is True or str(v.value).lower() == "true"):
             param = param or v
             opt = opt or v
-    fsdp = _entry(plan.training, "fsdp")
+    fsdp = plan.training.known_value("fsdp")
     if fsdp is not None and "offload" in str(fsdp.value):
         param = param or fsdp
         opt = opt or fsdp
