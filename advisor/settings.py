@@ -49,6 +49,7 @@ class Settings:
     hardware: str | None = None
     runs: list[RunSettings] = field(default_factory=list)
     extend_rules: list[str] = field(default_factory=list)
+    allowed_roots: list[str] = field(default_factory=list)
     thresholds: Thresholds = field(default_factory=Thresholds)
     baseline: str | None = None
     dataset_samples: int | None = None

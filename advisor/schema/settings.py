@@ -66,6 +66,11 @@ class Settings(_Model):
     hardware: str | None = None
     runs: list[RunSettings] = Field(default_factory=list)
     extend_rules: list[str] = Field(default_factory=list, alias="extend-rules")
+    allowed_roots: list[str] = Field(
+        default_factory=list,
+        alias="allowed-roots",
+        description="folders outside the project that configs may name (relative to the settings file)",
+    )
     thresholds: Thresholds = Field(default_factory=Thresholds.model_construct)
     baseline: str | None = None
     dataset_samples: int | None = Field(None, alias="dataset-samples")
