@@ -10,8 +10,48 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
+
+# Where a user reports an internal error (the project publishes no Project-URL yet).
+ISSUES_URL = "https://github.com/gpu-advise/gpu-advise/issues"
+EXIT_INTERNAL = 3  # 0 clean, 1 findings, 2 the tool could not do its job, 3 a bug in the tool
+
+
+def _internal_error(exc: BaseException) -> typer.Exit:
+    """One line on stderr, never a traceback (GPU_ADVISE_DEBUG=1 re-raises for developers)."""
+    if os.environ.get("GPU_ADVISE_DEBUG") == "1":
+        raise exc
+    detail = " ".join(str(exc).split())[:300] or "(no message)"
+    typer.echo(
+        f"gpu-advise: internal error: {type(exc).__name__}: {detail}; "
+        f"please report it at {ISSUES_URL} with the command and files",
+        err=True,
+    )
+    return typer.Exit(EXIT_INTERNAL)
+
+
+class _GuardedGroup(TyperGroup):
+    """Every command runs inside this: an uncaught exception is an internal error (exit 3), never a
+    traceback and never exit 1, which means findings; Ctrl-C says so and exits 130."""
+
+    def invoke(self, ctx: Any) -> Any:
+        from typer.exceptions import Abort, TyperException
+
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, Abort, TyperException):  # exits and usage errors that typer reports itself
+            raise
+        except BrokenPipeError:
+            raise  # click quiets a closed stdout (`gpu-advise plan | head`)
+        except KeyboardInterrupt:
+            typer.echo("gpu-advise: interrupted", err=True)
+            raise typer.Exit(130) from None
+        except Exception as exc:
+            raise _internal_error(exc) from None
+
 
 app = typer.Typer(
+    cls=_GuardedGroup,
     name="gpu-advise",
     help="Config linter and static advisor for multi-GPU training.",
     add_completion=False,
@@ -193,7 +233,7 @@ def check(
     threshold = (fail_on.value if fail_on else None) or result.settings.fail_on or "warning"
     code = 0
     if result.errors:
-        code = 2
+        code = _errors_exit_code(result)
     elif not exit_zero and any(at_or_above(f.severity, threshold) for f in result.findings):
         code = 1
     if verify_required and verification is not None and verification.unavailable:
@@ -207,6 +247,23 @@ def check(
         _emit(text, output)
     if code:
         raise typer.Exit(code)
+
+
+def _errors_exit_code(result: Any) -> int:
+    """Rule evaluation errors: 2 when every failing rule is a user's own rule file (theirs to fix),
+    3 when a built-in rule or the engine failed (ours: an internal error)."""
+    import re
+
+    from advisor.report.sarif import is_builtin
+
+    by_code = {r.code: r for r in getattr(result, "rules", [])}
+    for err in result.errors:
+        # advisor/engine.py Engine.evaluate writes "rule CODE (FILE) failed on ..."
+        m = re.match(r"rule (\S+) \(", str(err))
+        rule = by_code.get(m.group(1)) if m else None
+        if rule is None or is_builtin(rule):
+            return EXIT_INTERNAL
+    return 2
 
 
 def _render(
@@ -550,7 +607,7 @@ def write_baseline(
     if result.errors:
         for err in result.errors:
             typer.echo(f"gpu-advise: internal error: {err}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(_errors_exit_code(result))
 
 
 @app.command("schema")
@@ -631,6 +688,8 @@ def main() -> None:
     except KeyboardInterrupt:
         typer.echo("gpu-advise: interrupted", err=True)
         sys.exit(130)
+    except Exception as exc:  # outside a command (start-up, option parsing): still one line
+        sys.exit(_internal_error(exc).exit_code)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,13 @@ CONSEQUENCES = {
 }
 
 
+# Rule expressions walk these lists in comprehensions, which the evaluator caps (simpleeval's
+# MAX_COMPREHENSION_LENGTH, 10,000 by default): a script with 10,001 `os.makedirs` calls made GA601 fail
+# with "internal error". A few sites per kind say all there is to say; the rest become a count.
+MAX_SITES_PER_KIND = 20
+MAX_DEVICE_MAP_SITES = 20
+
+
 @cache
 def _analyse(text: str) -> ScriptFacts:
     return analyse_script(text)
@@ -57,28 +64,18 @@ def script_facts(plan: Any, names: dict[str, Any]) -> Namespace:
     path = _shown(doc.path)
     ns.set("path", Value(str(path), Location(path, 1, 1), "script"))
     ns.set("uses_trainer", Value(facts.uses_trainer, None, "script"))
-    ns.set(
-        "unguarded_side_effects",
-        Value(
-            [
-                {
-                    "location": Location(path, s.line, s.col),
-                    "call": s.call,
-                    "kind": s.kind,
-                    "function": s.function,
-                    "consequence": CONSEQUENCES.get(s.kind, "each one writes the same output"),
-                }
-                for s in facts.side_effects
-                if not s.guarded
-            ],
-            None,
-            "script",
-        ),
-    )
+    effects, omitted = _bounded_side_effects(facts, path)
+    ns.set("unguarded_side_effects", Value(effects, None, "script"))
+    ns.set("unguarded_side_effects_omitted", Value(omitted, None, "script"))
     ns.set(
         "device_map_auto",
         Value(
-            [{"location": Location(path, line, col)} for line, col in facts.device_map_auto], None, "script"
+            [
+                {"location": Location(path, line, col)}
+                for line, col in facts.device_map_auto[:MAX_DEVICE_MAP_SITES]
+            ],
+            None,
+            "script",
         ),
     )
     if facts.syntax_error is not None:
@@ -87,3 +84,32 @@ def script_facts(plan: Any, names: dict[str, Any]) -> Namespace:
             "syntax_error", Value({"location": Location(path, line, col), "message": message}, None, "script")
         )
     return ns
+
+
+def _bounded_side_effects(facts: ScriptFacts, path: Path) -> tuple[list[dict[str, Any]], int]:
+    """The unguarded side effects, at most MAX_SITES_PER_KIND of each kind (the last one kept says how
+    many more of its kind there are), and the number left out."""
+    by_kind: dict[str, list[Any]] = {}
+    for effect in facts.side_effects:
+        if not effect.guarded:
+            by_kind.setdefault(effect.kind, []).append(effect)
+    items: list[dict[str, Any]] = []
+    omitted = 0
+    for kind, effects in by_kind.items():
+        extra = len(effects) - MAX_SITES_PER_KIND
+        for i, s in enumerate(effects[:MAX_SITES_PER_KIND]):
+            consequence = CONSEQUENCES.get(kind, "each one writes the same output")
+            if extra > 0 and i == MAX_SITES_PER_KIND - 1:
+                consequence += f" ({extra} more unguarded {s.call}() calls are not listed)"
+            items.append(
+                {
+                    "location": Location(path, s.line, s.col),
+                    "call": s.call,
+                    "kind": s.kind,
+                    "function": s.function,
+                    "consequence": consequence,
+                }
+            )
+        omitted += max(extra, 0)
+    items.sort(key=lambda item: (item["location"].line, item["location"].col))
+    return items, omitted
