@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from advisor.boundary import ProjectBoundary, project_boundary
 from advisor.discover import DocumentCache, discover
 from advisor.engine import Context, Engine, RuleError, load_catalog, select_rules
 from advisor.facts import document_fallback, document_names, run_names
 from advisor.findings import Finding
+from advisor.paths import resolved
 from advisor.plan import RunPlan, build_plan
 from advisor.settings import Settings, find_settings
 
@@ -79,14 +83,73 @@ class CheckResult:
     verification: Any = None  # advisor.probe.stage.Verification when measurements were made or recorded
 
 
-def _load_hardware(name: str, base: Path | None = None) -> Any:
+def _load_hardware(name: str, base: Path | None = None, named_by: SettingsRef | None = None) -> Any:
+    """A built-in machine or a descriptor file. A file named by the settings (`named_by`) must lie
+    inside the project boundary; one given with -H is the user's own choice."""
     from advisor.sources.hardware import HardwareError, load_hardware
 
-    candidate = (base / name) if base is not None and not Path(name).is_absolute() else Path(name)
+    written = Path(os.path.expanduser(name))
+    candidate = (base / written) if base is not None and not written.is_absolute() else written
+    if named_by is not None:
+        for path in {candidate, written}:  # load_hardware also tries the name relative to the current folder
+            if _names_a_file(name, path):
+                named_by.check(path)
     try:
-        return load_hardware(str(candidate) if candidate.is_file() else name)
+        return load_hardware(str(candidate) if _is_file(candidate) else name)
     except HardwareError as exc:
         raise CheckError(str(exc)) from None
+
+
+def _names_a_file(name: str, path: Path) -> bool:
+    """Whether a hardware value is meant as a file: it exists, or it is written like a path."""
+    return _is_file(path) or "/" in name or "~" in name or Path(name).suffix.lower() in (".yaml", ".yml")
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsRef:
+    """A file named in the settings (hardware, extend-rules, baseline): opened only inside the boundary."""
+
+    settings: Settings
+    key: str
+    value: str
+    boundary: ProjectBoundary
+
+    def check(self, path: Path) -> None:
+        reason = self.boundary.outside_reason(path)
+        if reason is not None:
+            raise CheckError(
+                f"{setting_position(self.settings, self.key, self.value)}: {self.key}: {reason}"
+                " (list the folder in allowed-roots to read it)"
+            )
+
+
+def setting_position(settings: Settings, key: str, value: str) -> str:
+    """file:line:col of a value in the settings file (of its key when the value is not found)."""
+    from advisor.sources.read import ReadRefused, read_text_file
+
+    source = settings.source
+    if source is None:
+        return "settings"
+    try:
+        lines = read_text_file(source).splitlines()
+    except ReadRefused:
+        return str(source)
+    key_line = None
+    for number, line in enumerate(lines, 1):
+        for quoted in (f'"{value}"', f"'{value}'"):
+            col = line.find(quoted)
+            if col >= 0:
+                return f"{source}:{number}:{col + 1}"
+        if key_line is None and line.strip().startswith(key):
+            key_line = number
+    return f"{source}:{key_line or 1}:1"
 
 
 def resolve_settings(paths: list[Path], options: CheckOptions) -> Settings:
@@ -96,29 +159,44 @@ def resolve_settings(paths: list[Path], options: CheckOptions) -> Settings:
     return find_settings(start)
 
 
+def _check_seed(path: Path) -> None:
+    """A path on the command line must exist; a symlink loop is named as one."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise CheckError(f"{path}: symlink loop") from None
+        if exc.errno == errno.ENOENT:
+            raise CheckError(f"{path}: no such file or folder") from None
+        raise CheckError(f"{path}: {exc.strerror or exc}") from None
+    except ValueError:
+        raise CheckError(f"{path}: invalid path") from None
+
+
 def build_plans(
-    paths: list[Path], options: CheckOptions, settings: Settings
+    paths: list[Path], options: CheckOptions, settings: Settings, boundary: ProjectBoundary | None = None
 ) -> tuple[list[RunPlan], list[Any]]:
     for p in paths:
-        if not p.exists():
-            raise CheckError(f"{p}: no such file or folder")
+        _check_seed(p)
+    boundary = boundary or project_boundary(settings, paths)
     seeds = list(paths)
-    folders = [p.resolve() for p in paths if p.is_dir()]
+    folders = [resolved(p) for p in paths if p.is_dir()]
     for declared in settings.runs:
         candidate = settings.root / declared.path
         if not candidate.exists():
             raise CheckError(f"{settings.source}: run path '{declared.path}' does not exist")
         # a declared run inside a checked folder is a run even when its name says nothing (no suffix)
-        if any(candidate.resolve().is_relative_to(f) for f in folders) and candidate not in seeds:
+        if any(resolved(candidate).is_relative_to(f) for f in folders) and candidate not in seeds:
             seeds.append(candidate)
-    cache = DocumentCache()
+    cache = DocumentCache(boundary)
     specs, documents = discover(seeds, cache)
 
     default_hw = None
     if options.hardware:
         default_hw = _load_hardware(options.hardware)
     elif settings.hardware:
-        default_hw = _load_hardware(settings.hardware, settings.root)
+        named_by = SettingsRef(settings, "hardware", settings.hardware, boundary)
+        default_hw = _load_hardware(settings.hardware, settings.root, named_by)
     else:
         descriptors = [d for d in documents if d.kind == "hardware" and d.ok]
         if len(descriptors) == 1:
@@ -129,7 +207,8 @@ def build_plans(
         run_settings = settings.run_for(spec.root.path)
         hw = default_hw
         if run_settings is not None and run_settings.hardware and not options.hardware:
-            hw = _load_hardware(run_settings.hardware, settings.root)
+            named_by = SettingsRef(settings, "hardware", run_settings.hardware, boundary)
+            hw = _load_hardware(run_settings.hardware, settings.root, named_by)
         plan = build_plan(spec, hardware=hw, settings=run_settings)
         plan.project, plan.online = settings, options.online
         if run_settings is not None and run_settings.name:
@@ -168,8 +247,11 @@ def attach_baselines(
                 base_seeds.append(base_root / rel)
         if not base_seeds:
             return
+        # the base revision's files are bounded by its own tree (plus the allowed roots), not the checkout's
+        allowed = project_boundary(settings, base_seeds).roots
+        base_boundary = ProjectBoundary((resolved(base_root), *(r for r in allowed if r != resolved(root))))
         with contextlib.chdir(base_cwd):
-            base_plans, _ = build_plans(base_seeds, options, settings)
+            base_plans, _ = build_plans(base_seeds, options, settings, base_boundary)
             by_name = {}
             for bp in base_plans:
                 batch = batch_facts(bp)
@@ -191,10 +273,15 @@ def attach_baselines(
 
 def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     settings = resolve_settings(paths, options)
-    plans, documents = build_plans(paths, options, settings)
+    boundary = project_boundary(settings, paths)
+    plans, documents = build_plans(paths, options, settings, boundary)
     if options.base:
         attach_baselines(plans, paths, options, settings)
 
+    for folder in settings.extend_rules:
+        SettingsRef(settings, "extend-rules", folder, boundary).check(
+            settings.root / os.path.expanduser(folder)
+        )
     try:
         extra = [settings.root / d for d in settings.extend_rules] + list(options.rules_dirs)
         catalog = load_catalog(extra)
@@ -296,7 +383,9 @@ def post_engine(
     )
     baseline_path = options.baseline
     if baseline_path is None and settings.baseline:
-        baseline_path = settings.root / settings.baseline
+        baseline_path = settings.root / os.path.expanduser(settings.baseline)
+        boundary = project_boundary(settings, [settings.root])
+        SettingsRef(settings, "baseline", settings.baseline, boundary).check(baseline_path)
     report = None
     if baseline_path is not None:
         try:

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from advisor.paths import relative
-from advisor.sources.document import Document, Location, Span
-from advisor.sources.read import CONFIG_SUFFIXES, SHELL_SUFFIXES, read_document
+from advisor.boundary import ProjectBoundary
+from advisor.paths import relative, resolved
+from advisor.sources.document import Document, Location, SourceProblem, Span
+from advisor.sources.read import CONFIG_SUFFIXES, SHELL_SUFFIXES, ReadRefused, read_bytes, read_document
 
 SKIP_DIRS = {
     ".git",
@@ -44,8 +45,9 @@ class Reference:
 
     named_at: Location
     raw: str
-    path: Path | None  # None: does not exist
+    path: Path | None  # None: does not exist, or lies outside the project (then `outside` says why)
     role: str  # "accelerate", "training_args", "deepspeed", "script", "fsdp_config"
+    outside: str | None = None  # why the file is not read: it lies outside the project boundary
 
 
 @dataclass(slots=True)
@@ -73,63 +75,134 @@ class RunSpec:
 
 
 class DocumentCache:
-    """Each file is read once per invocation, however many runs name it."""
+    """Each file is read once per invocation, however many runs name it. `boundary` bounds which files
+    a reference may open (None: only the seeds' own project, see advisor.boundary)."""
 
-    def __init__(self) -> None:
+    def __init__(self, boundary: ProjectBoundary | None = None) -> None:
         self._docs: dict[Path, Document] = {}
+        self.boundary = boundary
 
     def get(self, path: Path, hint: Any = None) -> Document:
-        key = path.resolve()
+        key = resolved(path)
         doc = self._docs.get(key)
         if doc is None:
             doc = read_document(path, hint)
             self._docs[key] = doc
         return doc
 
+    def refused(self, path: Path, reason: str) -> Document:
+        """A GA001 document for a path that is not read (an unreadable folder, a file outside)."""
+        key = Path(os.path.abspath(path))
+        doc = Document(key, "unknown", problems=[SourceProblem("GA001", reason, Span(1, 1))])
+        self._docs.setdefault(key, doc)
+        return self._docs[key]
+
     def all(self) -> list[Document]:
         return list(self._docs.values())
 
 
-def iter_files(seeds: list[Path]) -> list[Path]:
+@dataclass(slots=True)
+class WalkProblem:
+    """A folder or file met while walking a checked folder that cannot be read (a permission error,
+    a symlink loop, a file outside the project): reported as GA001 on that path, never a traceback."""
+
+    path: Path
+    reason: str
+
+
+def iter_files(
+    seeds: list[Path], boundary: ProjectBoundary | None = None, problems: list[WalkProblem] | None = None
+) -> list[Path]:
+    """The files to check: each seed file, and the config files found by walking each seed folder.
+
+    Folders are walked without following symlinked folders (no loops); a file found in a folder that
+    is a symlink leaving the boundary is not read (the seeds themselves are: the user named them)."""
     out: list[Path] = []
     seen: set[Path] = set()
+    problems = problems if problems is not None else []
 
     def add(p: Path) -> None:
-        key = p.resolve()
+        key = resolved(p)
         if key not in seen:
             seen.add(key)
             out.append(p)
 
+    def unreadable(exc: OSError) -> None:
+        where = Path(exc.filename) if exc.filename else Path("?")
+        problems.append(WalkProblem(where, f"cannot read folder: {exc.strerror or exc}"))
+
     for seed in seeds:
-        if seed.is_dir():
-            for dirpath, dirnames, filenames in os.walk(seed):
-                dirnames[:] = sorted(
-                    d
-                    for d in dirnames
-                    if d not in SKIP_DIRS and not d.endswith(".egg-info") and not _is_venv(Path(dirpath, d))
-                )
-                for name in sorted(filenames):
-                    p = Path(dirpath, name)
-                    if p.suffix.lower() in CONFIG_SUFFIXES:
-                        add(p)
-        else:
+        if not seed.is_dir():
             add(seed)
+            continue
+        for dirpath, dirnames, filenames in os.walk(seed, onerror=unreadable):
+            dirnames[:] = sorted(
+                d
+                for d in dirnames
+                if d not in SKIP_DIRS and not d.endswith(".egg-info") and not _is_venv(Path(dirpath, d))
+            )
+            for name in sorted(filenames):
+                p = Path(dirpath, name)
+                if p.suffix.lower() not in CONFIG_SUFFIXES:
+                    continue
+                if os.path.islink(p) and boundary is not None and not boundary.contains(p):
+                    problems.append(WalkProblem(p, boundary.outside_reason(p) or "outside the project"))
+                    continue
+                add(p)
     return out
 
 
 def _is_venv(path: Path) -> bool:
-    return (path / "pyvenv.cfg").exists()
+    try:
+        return (path / "pyvenv.cfg").is_file()
+    except OSError:  # an unreadable folder is reported by the walk itself
+        return False
 
 
-def _resolve(raw: str, bases: list[Path]) -> Path | None:
-    candidate = Path(os.path.expanduser(raw))
+def _lexically_inside(path: Path, boundary: ProjectBoundary) -> bool:
+    """Whether the path, `..` collapsed but symlinks not followed, lies in a root."""
+    flat = Path(os.path.abspath(path))
+    return any(flat == root or flat.is_relative_to(root) for root in boundary.roots)
+
+
+def resolve_reference(
+    raw: str, named_in: Path, bases: list[Path], boundary: ProjectBoundary | None
+) -> tuple[Path | None, str | None]:
+    """The file a reference names, or (None, why it is not read) when it leaves the boundary.
+
+    A path outside the boundary is judged before anything touches it: not even its existence is
+    looked up. An absolute path, `~`, `..` that climbs out of the naming file's folder, and a
+    symlink inside the project that points out all count as outside."""
+    try:
+        candidate = Path(os.path.expanduser(raw))
+    except (RuntimeError, ValueError):
+        candidate = Path(raw)
     if candidate.is_absolute():
-        return candidate if candidate.is_file() else None
+        if boundary is not None and not boundary.contains(candidate):
+            return None, boundary.outside_reason(candidate)
+        return (candidate if _is_file(candidate) else None), None
+    outside: Path | None = None
     for base in bases:
         p = base / candidate
-        if p.is_file():
-            return p
-    return None
+        if boundary is None or boundary.contains(p):
+            if _is_file(p):
+                return p, None
+            continue
+        # outside: a link in the project that points out, or a path climbing out of the naming folder
+        if outside is None and (
+            (_lexically_inside(p, boundary) and os.path.lexists(p)) or base == named_in.parent
+        ):
+            outside = p
+    if outside is not None and boundary is not None:
+        return None, boundary.outside_reason(outside)
+    return None, None
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def _bases(doc_path: Path) -> list[Path]:
@@ -145,8 +218,11 @@ def _bases(doc_path: Path) -> list[Path]:
     return bases
 
 
-def _ref(doc: Document, raw: str, span: Span, role: str, key: str | None = None) -> Reference:
-    return Reference(Location(doc.path, span.line, span.col, key), raw, _resolve(raw, _bases(doc.path)), role)
+def _ref(
+    doc: Document, raw: str, span: Span, role: str, cache: DocumentCache, key: str | None = None
+) -> Reference:
+    path, outside = resolve_reference(raw, doc.path, _bases(doc.path), cache.boundary)
+    return Reference(Location(doc.path, span.line, span.col, key), raw, path, role, outside)
 
 
 def discover(seeds: list[Path], cache: DocumentCache | None = None) -> tuple[list[RunSpec], list[Document]]:
@@ -157,36 +233,38 @@ def discover(seeds: list[Path], cache: DocumentCache | None = None) -> tuple[lis
     and only the runs that contain a given file are kept.
     """
     cache = cache or DocumentCache()
-    docs = [cache.get(p) for p in iter_files(seeds)]
+    walk_problems: list[WalkProblem] = []
+    docs = [cache.get(p) for p in iter_files(seeds, cache.boundary, walk_problems)]
+    docs.extend(cache.refused(w.path, w.reason) for w in walk_problems)
     runs = _build_runs(docs, cache)
     orphans = _unreached_config_seeds(seeds, docs, runs)
     if not orphans:
         return runs, cache.all()
-    referrers = find_referrers(orphans, {d.path.resolve() for d in docs}, cache)
+    referrers = find_referrers(orphans, {resolved(d.path) for d in docs}, cache)
     if not referrers:
         return runs, cache.all()
-    own = {d.path.resolve() for d in docs}
+    own = {resolved(d.path) for d in docs}
     runs = [
         r
         for r in _build_runs(docs + referrers, cache)
-        if r.root.path.resolve() in own or any(d.path.resolve() in own for d in r.documents)
+        if resolved(r.root.path) in own or any(resolved(d.path) in own for d in r.documents)
     ]
-    used = {d.path.resolve() for r in runs for d in (*r.documents, r.script) if d is not None}
-    unused = {d.path.resolve() for d in referrers} - used
-    return runs, [d for d in cache.all() if d.path.resolve() not in unused]
+    used = {resolved(d.path) for r in runs for d in (*r.documents, r.script) if d is not None}
+    unused = {resolved(d.path) for d in referrers} - used
+    return runs, [d for d in cache.all() if resolved(d.path) not in unused]
 
 
 def _unreached_config_seeds(seeds: list[Path], docs: list[Document], runs: list[RunSpec]) -> list[Document]:
     """Config files named as seeds that no launch command among the seeds reaches."""
-    files = {p.resolve() for p in seeds if p.is_file()}
+    files = {resolved(p) for p in seeds if _is_file(p)}
     if not files:
         return []
-    reached = {d.path.resolve() for r in runs if r.command is not None for d in r.documents}
+    reached = {resolved(d.path) for r in runs if r.command is not None for d in r.documents}
     return [
         d
         for d in docs
-        if d.path.resolve() in files
-        and d.path.resolve() not in reached
+        if resolved(d.path) in files
+        and resolved(d.path) not in reached
         and d.kind in RUN_KINDS | {"unknown"}
         and d.path.suffix.lower() in CONFIG_SUFFIXES - SHELL_SUFFIXES
     ]
@@ -194,9 +272,9 @@ def _unreached_config_seeds(seeds: list[Path], docs: list[Document], runs: list[
 
 def project_root(path: Path) -> Path | None:
     """The nearest folder at or above path with .git, pyproject.toml or .gpu-advise.toml."""
-    here = path.resolve().parent if path.is_file() else path.resolve()
+    here = resolved(path).parent if _is_file(path) else resolved(path)
     for folder in (here, *here.parents):
-        if any((folder / marker).exists() for marker in (".git", "pyproject.toml", ".gpu-advise.toml")):
+        if any(os.path.lexists(folder / m) for m in (".git", "pyproject.toml", ".gpu-advise.toml")):
             return folder
     return None
 
@@ -206,10 +284,10 @@ MAX_SCAN_FILES = 20_000
 MAX_SCAN_BYTES = 1024 * 1024
 
 
-def _scan_files(root: Path) -> list[tuple[Path, bytes]]:
+def _scan_files(root: Path, boundary: ProjectBoundary | None) -> list[tuple[Path, bytes]]:
     """Config and launch files under root, with their bytes; bounded so that a project root that
     turns out to be a home folder stays cheap (hidden folders, environments and build output are
-    skipped)."""
+    skipped). Only regular files inside the boundary are read: a FIFO or a link out is passed by."""
     out: list[tuple[Path, bytes]] = []
     dirs = 0
     for dirpath, dirnames, filenames in os.walk(root):
@@ -230,10 +308,11 @@ def _scan_files(root: Path) -> list[tuple[Path, bytes]]:
                 continue
             if len(out) >= MAX_SCAN_FILES:
                 return out
+            if boundary is not None and not boundary.contains(path):
+                continue
             try:
-                if path.stat().st_size <= MAX_SCAN_BYTES:
-                    out.append((path, path.read_bytes()))
-            except OSError:
+                out.append((path, read_bytes(path, MAX_SCAN_BYTES)))
+            except ReadRefused:
                 continue
     return out
 
@@ -244,10 +323,10 @@ def find_referrers(targets: list[Document], known: set[Path], cache: DocumentCac
     filter first; a file that passes is read, and discovery decides whether it really references
     the target. Searched: the project root (.git, pyproject.toml or .gpu-advise.toml above the
     file), else the current folder when the file is below it, else the file's own folder."""
-    cwd = Path.cwd().resolve()
+    cwd = resolved(Path.cwd())
     roots: dict[Path, list[Document]] = {}
     for doc in targets:
-        path = doc.path.resolve()
+        path = resolved(doc.path)
         root = project_root(path)
         if root is None:
             root = cwd if path.is_relative_to(cwd) and cwd != Path(cwd.anchor) else path.parent
@@ -255,12 +334,12 @@ def find_referrers(targets: list[Document], known: set[Path], cache: DocumentCac
     found: list[Document] = []
     seen = set(known)
     for root, docs in roots.items():
-        files = _scan_files(root)
+        files = _scan_files(root, cache.boundary)
         names = {d.path.name.encode() for d in docs}
         for _ in range(3):  # ds.json <- train.yaml <- launch.sh, and one more level
             new: list[Document] = []
             for path, data in files:
-                key = path.resolve()
+                key = resolved(path)
                 if key in seen or not any(name in data for name in names):
                     continue
                 doc = cache.get(path)
@@ -290,10 +369,10 @@ def _build_runs(docs: list[Document], cache: DocumentCache) -> list[RunSpec]:
             run = RunSpec(name=name, root=doc, command=command, command_index=i)
             _attach_from_command(run, doc, command, cache)
             runs.append(run)
-            reached.update(d.path.resolve() for d in run.documents)
+            reached.update(resolved(d.path) for d in run.documents)
 
     for doc in docs:
-        if doc.kind not in RUN_KINDS or doc.path.resolve() in reached:
+        if doc.kind not in RUN_KINDS or resolved(doc.path) in reached:
             continue
         run = RunSpec(name=relative(doc.path), root=doc)
         if doc.kind == "accelerate":
@@ -304,18 +383,18 @@ def _build_runs(docs: list[Document], cache: DocumentCache) -> list[RunSpec]:
             run.training = doc
         _attach_nested(run, cache)
         runs.append(run)
-        reached.update(d.path.resolve() for d in run.documents)
+        reached.update(resolved(d.path) for d in run.documents)
 
     # A DeepSpeed or accelerate file that a later run pulled in should not also stand alone.
-    pulled = {d.path.resolve() for r in runs for d in r.documents if d is not r.root}
-    return [r for r in runs if r.command is not None or r.root.path.resolve() not in pulled]
+    pulled = {resolved(d.path) for r in runs for d in r.documents if d is not r.root}
+    return [r for r in runs if r.command is not None or resolved(r.root.path) not in pulled]
 
 
 def _attach_from_command(run: RunSpec, doc: Document, command: Any, cache: DocumentCache) -> None:
     args = command.launcher_args
     config = args.get("config_file") or (args.get("accelerate_config") if command.launcher == "trl" else None)
     if config is not None and config.text:
-        ref = _ref(doc, config.text, config.span, "accelerate")
+        ref = _ref(doc, config.text, config.span, "accelerate", cache)
         run.references.append(ref)
         if ref.path:
             run.accelerate = cache.get(ref.path, "accelerate")
@@ -327,7 +406,7 @@ def _attach_from_command(run: RunSpec, doc: Document, command: Any, cache: Docum
                 training_word = word
                 break
     if training_word is not None and training_word.text:
-        ref = _ref(doc, training_word.text, training_word.span, "training_args")
+        ref = _ref(doc, training_word.text, training_word.span, "training_args", cache)
         run.references.append(ref)
         if ref.path:
             training = cache.get(ref.path)
@@ -338,13 +417,13 @@ def _attach_from_command(run: RunSpec, doc: Document, command: Any, cache: Docum
     if ds_word is None and command.launcher == "deepspeed":
         ds_word = command.script_args.get("deepspeed_config")
     if ds_word is not None and ds_word.text and ds_word.text.lower() != "true":
-        ref = _ref(doc, ds_word.text, ds_word.span, "deepspeed")
+        ref = _ref(doc, ds_word.text, ds_word.span, "deepspeed", cache)
         run.references.append(ref)
         if ref.path:
             run.deepspeed = cache.get(ref.path, "deepspeed")
 
     if command.script is not None and command.script.text and not command.module:
-        ref = _ref(doc, command.script.text, command.script.span, "script")
+        ref = _ref(doc, command.script.text, command.script.span, "script", cache)
         run.references.append(ref)
         if ref.path and ref.path.suffix == ".py":
             run.script = cache.get(ref.path, "script")
@@ -362,7 +441,7 @@ def _attach_nested(run: RunSpec, cache: DocumentCache) -> None:
         raw = holder.get(path)
         if not isinstance(raw, str) or not raw.strip():
             continue
-        ref = _ref(holder, raw, holder.span(path, value=True), "deepspeed", "/" + "/".join(path))
+        ref = _ref(holder, raw, holder.span(path, value=True), "deepspeed", cache, "/" + "/".join(path))
         run.references.append(ref)
         if ref.path and run.deepspeed is None:
             run.deepspeed = cache.get(ref.path, "deepspeed")

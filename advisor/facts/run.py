@@ -263,9 +263,18 @@ def run_facts(plan: Any, names: dict[str, Any]) -> Namespace:
         Value(_device(opt or param) if (opt or param) else None, _origin(opt or param), "derived"),
     )
     missing = [
-        {"location": r.named_at, "raw": r.raw, "role": r.role} for r in plan.spec.references if r.path is None
+        {"location": r.named_at, "raw": r.raw, "role": r.role}
+        for r in plan.spec.references
+        if r.path is None and r.outside is None
     ]
     ns.set("missing_references", Value(missing, None, "derived"))
+    # files named by the run that lie outside the project boundary: not read (advisor/boundary.py)
+    outside = [
+        {"location": r.named_at, "raw": r.raw, "role": r.role, "reason": r.outside}
+        for r in plan.spec.references
+        if r.outside is not None
+    ]
+    ns.set("outside_references", Value(outside, None, "derived"))
     ns.set("name", Value(plan.name, plan.root_location, "derived"))
     ns.set("launcher", Value(plan.launch.launcher, plan.root_location, "derived"))
     # an inference server (vLLM): placement facts apply, training ones do not

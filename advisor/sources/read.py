@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from pathlib import Path
 
 from advisor.sources.classify import classify_mapping, looks_like_launch_script, training_dialect
@@ -21,18 +24,105 @@ def _fail(path: Path, kind: DocumentKind, message: str, span: Span | None = None
     return Document(path, kind, problems=[SourceProblem("GA001", message, span or Span(1, 1))])
 
 
+class ReadRefused(Exception):
+    """A file that is not read: not a regular file, too large, or not readable. The message is one
+    line naming the path (never the content)."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _not_regular(mode: int) -> str | None:
+    for test, name in _KINDS:
+        if test(mode):
+            return f"not a regular file ({name}); not read"
+    return None if stat.S_ISREG(mode) else "not a regular file; not read"
+
+
+def _os_reason(exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return "symlink loop; not read"
+    return f"cannot read file: {exc.strerror or exc}"
+
+
+def read_bytes(path: Path, limit: int = MAX_BYTES) -> bytes:
+    """The bytes of a regular file, at most `limit` of them; raises ReadRefused otherwise.
+
+    The one way gpu-advise reads a file it did not write. stat first, so a FIFO, a device or a
+    socket is never opened; then open with O_NONBLOCK (a FIFO swapped in after the stat cannot
+    block the open) and fstat the descriptor, which is what is really read. At most limit + 1 bytes
+    are read, so a file that grows, or lies about its size, cannot exhaust memory."""
+    try:
+        reason = _not_regular(os.stat(path).st_mode)
+    except OSError as exc:
+        raise ReadRefused(path, _os_reason(exc)) from None
+    except ValueError:  # a NUL byte in the name
+        raise ReadRefused(path, "invalid file name; not read") from None
+    if reason:
+        raise ReadRefused(path, reason)
+    flags = (
+        os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    )
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise ReadRefused(path, _os_reason(exc)) from None
+    try:
+        info = os.fstat(fd)
+        reason = _not_regular(info.st_mode)
+        if reason:
+            raise ReadRefused(path, reason)
+        if info.st_size > limit:
+            raise ReadRefused(path, _too_large(info.st_size, limit))
+        chunks: list[bytes] = []
+        got = 0
+        while got <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+    except OSError as exc:
+        raise ReadRefused(path, _os_reason(exc)) from None
+    finally:
+        os.close(fd)
+    if got > limit:
+        raise ReadRefused(path, _too_large(got, limit, at_least=True))
+    return b"".join(chunks)
+
+
+def _too_large(size: int, limit: int, at_least: bool = False) -> str:
+    shown = f"more than {limit / 1e6:.0f} MB" if at_least else f"{size / 1e6:.1f} MB"
+    return f"file is {shown}, over the {limit / 1e6:.0f} MB limit for a config; not read"
+
+
+def read_text_file(path: Path, limit: int = MAX_BYTES) -> str:
+    """A regular file's UTF-8 text (BOM dropped); raises ReadRefused (one line, no content) otherwise."""
+    raw = read_bytes(path, limit)
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ReadRefused(path, f"not valid UTF-8 (line {line}); not read") from None
+
+
 def read_text(path: Path) -> tuple[str | None, Document | None]:
     """The file's text, or a Document carrying the GA001 problem that stopped us."""
     try:
-        size = path.stat().st_size
-    except OSError as exc:
-        return None, _fail(path, "unknown", f"cannot read file: {exc.strerror}")
-    if size > MAX_BYTES:
-        return None, _fail(path, "unknown", f"file is {size / 1e6:.1f} MB, over the 10 MB limit for a config")
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        return None, _fail(path, "unknown", f"cannot read file: {exc.strerror}")
+        raw = read_bytes(path)
+    except ReadRefused as exc:
+        return None, _fail(path, "unknown", exc.reason)
     if b"\x00" in raw[:8192]:
         return None, _fail(path, "unknown", "binary file (NUL bytes), not a text config")
     try:
