@@ -9,6 +9,7 @@ from advisor.estimate.memory import (
     TrainingSetup,
     estimate_memory,
     lora_params,
+    resolve_setup,
     what_if,
 )
 from advisor.estimate.models import ModelInfo, catalog_ids, read_safetensors_params, resolve_model
@@ -33,5 +34,6 @@ __all__ = [
     "lora_params",
     "read_safetensors_params",
     "resolve_model",
+    "resolve_setup",
     "what_if",
 ]

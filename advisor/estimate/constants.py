@@ -24,6 +24,10 @@ ALLOCATOR_FRAG = 0.10
 NF4_BYTES = 0.5 + 4 / 64  # 4-bit codes + one fp32 absmax per 64-weight block
 NF4_DQ_BYTES = 0.5 + 1 / 64 + 4 / (64 * 256)  # double quantization: 8-bit absmax + fp32 per 256 blocks
 
+# LLM.int8 storage (bitsandbytes Int8Params): one int8 code per weight + one fp32 scale (SCB) per output row
+# (4 bytes / d_in per weight; d_in ~ 4096 for 7B-class models).
+INT8_BYTES = 1.0 + 4 / 4096
+
 # Logits + cross-entropy, bytes per (token x vocab) element at the start of backward (memory-model.md 6.5):
 # fp32 log-softmax output saved (4) + its incoming fp32 grad (4) + the fp32 grad it produces (4).
 LOGITS_STANDARD = 12.0

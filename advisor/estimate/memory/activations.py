@@ -1,0 +1,165 @@
+"""Saved activations, backward working set and logits/loss bytes per token, as autograd keeps them in
+the Hugging Face implementations (fp32 RMSNorm upcasts, SDPA/FA2 vs eager, per-call autocast casts, PEFT
+adapter input casts) and in torchtune's recipes. memory-model.md sections 6.4-6.5.
+
+Every tensor's size follows the dtype facts: matmul outputs and attention tensors the compute dtype
+(`r.cb`), the residual stream and norm inputs the storage dtype (`r.br`), adapter inputs the adapter dtype.
+"""
+
+from __future__ import annotations
+
+from advisor.estimate import constants as K
+from advisor.estimate.memory.resolve import ResolvedSetup
+from advisor.estimate.params import LinearShape
+
+__all__ = ["layer_bytes", "logits_bytes", "outside_bytes"]
+
+
+def _lin_input(r: ResolvedSetup, d: int, src: int, consumers: list[LinearShape]) -> float:
+    """Bytes saved for one tensor of width d (dtype bytes src) that feeds the given Linear layers."""
+    if not consumers:
+        return 0.0
+    if r.full:
+        if r.autocast and src == 4:
+            return 2.0 * d * len(consumers)  # autocast casts non-leaf inputs again for every call
+        return float((2 if r.autocast else src) * d)
+    hit = [c for c in consumers if c.name in r.targets]
+    if not hit:
+        return 0.0  # frozen Linear: the input gradient needs the weight, not the input
+    drop = r.lora_dropout > 0
+    if r.hf:
+        if r.autocast:  # PEFT casts x to the fp32 adapter dtype, autocast casts it back for lora_A
+            return float(len(hit) * (2 + (1 if drop else 0)) * d)
+        if drop:
+            return float(len(hit) * (1 + r.ab) * d)
+        return float((r.ab * d * len(hit)) if src != r.ab else src * d)
+    if drop:
+        return float(len(hit) * (1 + src) * d)
+    return float(src * d)
+
+
+def _norm_out_bytes(r: ResolvedSetup) -> int:
+    """dtype bytes of a norm's output (the input of the next Linear)."""
+    if r.pc.norm == "layer" and r.autocast:
+        return 4  # autocast's fp32 op list includes layer_norm
+    return r.br
+
+
+def _norm_saved(r: ResolvedSetup, h: int, trainable: bool) -> float:
+    pc = r.pc
+    fused = r.s.torch_compile or r.s.liger_kernel
+    if pc.norm == "layer":  # native layer_norm saves its input; autocast runs it in fp32 (an fp32 copy)
+        return float(_norm_out_bytes(r) * h)
+    if fused:
+        return float(r.br * h)
+    if r.s.framework == "torchtune":
+        return float((8 if trainable else 6) * h)
+    if pc.model_type.startswith("gemma"):
+        return float((8 if trainable else 4) * h)
+    return float(4 * h + (r.br * h if trainable else 0))
+
+
+def _attn_core(r: ResolvedSetup) -> float:
+    """q/k/v, attention output, softmax stats or scores; per token per layer (o_proj input excluded)."""
+    pc = r.pc
+    cb = 2 if r.autocast else r.cb
+    q, kv, nh = pc.q_dim, pc.kv_dim, pc.heads
+    drop = pc.attn_dropout > 0
+    if r.attn == "eager":
+        kv_saved = 2 * q if (pc.block == "gated" and pc.kv_heads != pc.heads) else 2 * kv  # repeat_kv copies
+        sm = 4 if (r.autocast or pc.block == "gated") else cb
+        mm_in = 2 if r.autocast else cb
+        separate = drop or mm_in != sm
+        per_score = sm + (mm_in if separate else 0) + (1 if drop else 0)
+        # eager: the P @ V matmul saves P and V, not its output; o_proj's input copy is counted by the caller
+        return cb * (q + kv_saved) + per_score * nh * r.seq
+    qk_norm = (4 + (r.br if r.full else 0)) * (q + kv) if pc.qk_norm else 0
+    return cb * (q + 2 * kv) + cb * q + 4 * nh + qk_norm
+
+
+def layer_bytes(r: ResolvedSetup) -> tuple[float, float]:
+    """(saved activation bytes per token for one decoder layer, backward working set per token)."""
+    pc = r.pc
+    h = pc.hidden
+    full = r.full
+    by_src: dict[str, list[LinearShape]] = {}
+    for lin in pc.linears:
+        if lin.name == "router" or lin.name.startswith(("experts.", "shared_expert")):
+            continue
+        by_src.setdefault(lin.feeds_from, []).append(lin)
+    if pc.parallel_block and pc.norms_per_layer == 1:  # one LayerNorm feeds attention and MLP (Phi-2, Falcon)
+        by_src["attn_in"] = by_src.get("attn_in", []) + by_src.pop("mlp_in", [])
+    a = pc.norms_per_layer * _norm_saved(r, h, trainable=full)
+    nb = _norm_out_bytes(r)
+    a += _lin_input(r, h, nb, by_src.get("attn_in", []))
+    a += _attn_core(r)
+    a += _lin_input(r, pc.q_dim, 2 if r.autocast else r.cb, by_src.get("attn_out", []))
+    a += _lin_input(r, h, nb, by_src.get("mlp_in", []))
+    lo = r.lin_out
+    if pc.block == "gated":
+        if pc.moe_experts:
+            k, ei = pc.moe_active, pc.expert_intermediate
+            experts = [lin for lin in pc.linears if lin.name.startswith("experts.")]
+            e_in = [lin for lin in experts if lin.feeds_from == "mlp_in"]
+            e_act = [lin for lin in experts if lin.feeds_from == "mlp_act"]
+            per_expert = (2 if r.s.liger_kernel else 3) * lo * ei
+            per_expert += _lin_input(r, h, nb, e_in) + _lin_input(r, ei, lo, e_act) + lo * h
+            a += k * per_expert + 4 * pc.moe_experts
+            if pc.shared_expert_intermediate:
+                si = pc.shared_expert_intermediate
+                sh = [lin for lin in pc.linears if lin.name.startswith("shared_expert.")]
+                a += 3 * lo * si + _lin_input(r, h, nb, [x for x in sh if x.feeds_from == "mlp_in"])
+                a += _lin_input(r, si, lo, [x for x in sh if x.feeds_from == "mlp_act"]) + 2 * lo
+            i_act = k * ei
+        else:
+            i = pc.intermediate
+            a += (2 if r.s.liger_kernel else 3) * lo * i  # gate out, act out, up out (mul saves both)
+            a += _lin_input(r, i, lo, by_src.get("mlp_act", []))
+            i_act = i
+    else:
+        i = pc.intermediate
+        a += lo * i  # fc1 output, saved by GELU
+        a += _lin_input(r, i, lo, by_src.get("mlp_act", []))
+        i_act = i
+    if pc.hidden_dropout > 0:
+        a += 2 * h  # two residual-branch dropout masks (1 byte each)
+    work = (2 if r.autocast else r.cb) * (3 * i_act + 2 * h)
+    if r.attn == "eager":
+        work += 6 * pc.heads * r.seq
+    return a, work
+
+
+def outside_bytes(r: ResolvedSetup) -> float:
+    """Saved activations outside the decoder layers, per token."""
+    pc = r.pc
+    h = pc.hidden
+    out = 0.0
+    if pc.embd_dropout > 0:
+        out += h
+    if pc.block == "bert":
+        out += _norm_saved(r, h, trainable=r.full)
+    if r.s.task == "causal_lm":
+        out += _norm_saved(r, h, trainable=r.full)  # final norm
+        if r.full and r.s.loss != "fused" and not r.s.liger_kernel:
+            out += (2 if r.autocast else r.br) * h  # lm_head input
+    return out
+
+
+def logits_bytes(r: ResolvedSetup) -> tuple[float, float, str]:
+    """(peak bytes during the loss backward, bytes left when the lm_head grad is formed, label)."""
+    pc = r.pc
+    T = r.tokens
+    if r.s.task != "causal_lm":
+        return 0.0, 0.0, "classification head (negligible)"
+    V = pc.vocab
+    if r.s.loss == "fused" or r.s.liger_kernel:
+        x = K.LOGITS_FUSED_PER_H * pc.hidden * T
+        return x, x, "fused linear+CE: never materialises tokens x vocab"
+    if r.s.loss == "chunked":
+        per = K.LOGITS_CHUNKED_COMPILED if r.s.torch_compile else K.LOGITS_CHUNKED
+        label = (
+            f"chunked CE ({K.CE_CHUNKS} chunks{', compiled' if r.s.torch_compile else ''}): {per:.2f} B/logit"
+        )
+        return per * T * V, 2.0 * T * V * (K.CE_CHUNKS - 1) / K.CE_CHUNKS, label
+    per = K.LOGITS_STANDARD + (K.LOGITS_SOFTCAP_EXTRA if pc.final_logit_softcapping else 0.0)
+    return per * T * V, 2.0 * T * V, f"fp32-upcast cross-entropy: {per:.0f} B per token x vocab"

@@ -1,0 +1,204 @@
+"""Phase-aware peak GPU memory per device for a training setup (memory-model.md section 6).
+
+    peak_allocated = static terms + max over phases (the terms live in it) + every-phase buffers
+    peak_reserved  = peak_allocated + ALLOCATOR_FRAG * (the churning part: everything but static terms)
+    peak_smi       = peak_reserved + CUDA context (+ NCCL for multi-GPU) + paged optimizer state
+
+backward start   saved activations + logits/loss buffers (+ gradients when they persist: gradient
+                 accumulation, zero_grad(set_to_none=False)) + autocast weight copies + dequant buffer
+end of backward  all gradients (+ the last recomputed layer with checkpointing)
+optimizer step   gradients + optimizer temporaries (+ DeepSpeed's fp32 gradient partition)
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from advisor.estimate import constants as K
+from advisor.estimate.memory import terms
+from advisor.estimate.memory.optimizers import optimizer_profile
+from advisor.estimate.memory.resolve import resolve_setup
+from advisor.estimate.memory.setup import MemoryEstimate, MemoryItem, Term, TrainingSetup
+
+__all__ = ["estimate_memory", "what_if"]
+
+_PHASE_LABELS = {
+    terms.BACKWARD: "backward start (activations + logits)",
+    terms.END: "end of backward (all gradients)",
+    terms.STEP: "optimizer step",
+}
+
+
+def _phase_terms(setup: TrainingSetup) -> tuple[list[Term], list[Term], dict[str, list[Term]], dict]:
+    """(static terms, every-phase terms, the terms of each phase, side figures)."""
+    r = resolve_setup(setup)
+    s = setup
+    t = terms.trainables(r)
+    p = terms.placement(r)
+    weights, host = terms.weights(r, t, p)
+    g, head_grad, grad_note = terms.gradients(r, t, p)
+    opt = terms.optimizer_states(r, t, p, g)
+    host += opt.host
+    if opt.grads_offloaded:
+        g = 0.0  # FSDP moves the shards; DeepSpeed reduces straight into the fp32 CPU partition
+    step = terms.step_temporaries(r, t, p)
+    act = terms.activations(r)
+    grads_persist = (s.grad_accum > 1 or not s.zero_grad_set_to_none) and not s.optimizer_in_backward
+    ddp_buckets, live = terms.distributed_buffers(r, t, p)
+    backward = [
+        act.saved,
+        terms.logits(r, head_grad, grads_persist),
+        act.work,
+        Term(
+            "gradients",
+            g if grads_persist else 0.0,
+            (terms.BACKWARD,),
+            grad_note + "; kept across micro-batches",
+        ),
+        terms.autocast_copies(r, p),
+        terms.dequant_buffer(r),
+    ]
+    grads = Term("gradients", g, (terms.END, terms.STEP), grad_note)
+    end = [
+        grads,
+        Term("last layer recompute + backward working set", act.work.bytes + act.last_layer, (terms.END,)),
+    ]
+    phases = {terms.BACKWARD: backward, terms.END: end, terms.STEP: [grads, step]}
+    side = {"r": r, "trainable": t.count, "host": host, "soft": opt.soft}
+    return [weights, opt.term, ddp_buckets], [live], phases, side
+
+
+_ALWAYS_SHOWN = {
+    "weights",
+    "activations",
+    "logits + loss",
+    "backward working set",
+    "last layer recompute + backward working set",
+    "optimizer-step temporaries",
+}
+
+
+def _shown(tm: Term, phase: str, soft: float) -> bool:
+    """A breakdown row for every term with bytes, and for the terms that define the phase even at 0."""
+    if tm.bytes or tm.name in _ALWAYS_SHOWN:
+        return True
+    if tm.name == "optimizer states":
+        return bool(soft)
+    return tm.name == "gradients" and phase != terms.BACKWARD
+
+
+def estimate_memory(setup: TrainingSetup) -> MemoryEstimate:
+    static_terms, live_terms, phases, side = _phase_terms(setup)
+    s, r = setup, side["r"]
+    A = r.assumptions
+    soft = side["soft"]
+    totals = {name: sum(tm.bytes for tm in ts) for name, ts in phases.items()}
+    phase = max(totals, key=lambda k: totals[k])
+    dyn = totals[phase]
+    static = sum(tm.bytes for tm in static_terms)
+    live = sum(tm.bytes for tm in live_terms)
+    alloc = static + dyn + live
+    frag = K.ALLOCATOR_FRAG * (dyn + live)
+    reserved = alloc + frag
+    ctx = (s.cuda_context_gib if s.cuda_context_gib is not None else K.CUDA_CONTEXT_GIB) * K.GIB
+    nccl = K.NCCL_GIB * K.GIB if (s.world_size > 1 and s.strategy != "none") else 0.0
+    smi = reserved + ctx + nccl + soft
+    if s.cuda_context_gib is None and s.metric == "nvidia-smi":
+        A.append(
+            f"CUDA context assumed {K.CUDA_CONTEXT_GIB} GiB (lazy-loading CUDA >= 11.7; older stacks ~1.3)"
+        )
+
+    gi = K.GIB
+    shown = [tm for tm in (*static_terms, *phases[phase], *live_terms) if _shown(tm, phase, soft)]
+    items = [MemoryItem(name=tm.name, gib=tm.bytes / gi, note=tm.note) for tm in shown]
+    if s.metric in ("reserved", "nvidia-smi"):
+        items.append(
+            MemoryItem(
+                name="allocator overhead",
+                gib=frag / gi,
+                note=f"reserved - allocated ~ {K.ALLOCATOR_FRAG:.0%} of the churning memory",
+            )
+        )
+    if s.metric == "nvidia-smi":
+        items.append(MemoryItem(name="CUDA context" + (" + NCCL" if nccl else ""), gib=(ctx + nccl) / gi))
+        if soft:
+            items.append(
+                MemoryItem(
+                    name="paged optimizer states",
+                    gib=soft / gi,
+                    note="unified memory, resident while it fits",
+                )
+            )
+
+    peak = {"allocated": alloc, "reserved": reserved, "nvidia-smi": smi}[s.metric] / gi
+    band = K.BAND_BASE
+    if s.method == "qlora" or (s.strategy in ("fsdp", "fsdp_grad_op", "zero2", "zero3") and r.n > 1):
+        band = K.BAND_SHARDED_OR_QUANT
+    fits = verdict = None
+    if s.gpu_memory_gib is not None:
+        need = smi / gi
+        fits = need <= s.gpu_memory_gib
+        if need > s.gpu_memory_gib * (1 + band):
+            verdict = "oom"
+        elif need < s.gpu_memory_gib * (1 - band):
+            verdict = "fits"
+        else:
+            verdict = "borderline"
+    return MemoryEstimate(
+        items=items,
+        peak_gib=peak,
+        low_gib=peak * (1 - band),
+        high_gib=peak * (1 + band),
+        metric=s.metric,
+        peak_allocated_gib=alloc / gi,
+        peak_reserved_gib=reserved / gi,
+        peak_smi_gib=smi / gi,
+        phase=_PHASE_LABELS[phase],
+        phases_gib={_PHASE_LABELS[k]: v / gi for k, v in totals.items()},
+        host_gib=side["host"] / gi,
+        soft_gib=soft / gi,
+        trainable_params=side["trainable"],
+        dtypes=r.dtypes.as_dict(),
+        fits=fits,
+        verdict=verdict,
+        assumptions=A,
+    )
+
+
+def what_if(setup: TrainingSetup) -> list[tuple[str, float]]:
+    """The biggest single knobs and the GiB each saves at the peak (nvidia-smi metric), largest first."""
+    base = estimate_memory(replace(setup, metric="nvidia-smi")).peak_smi_gib
+    trials: list[tuple[str, TrainingSetup]] = []
+    s = setup
+    if not s.gradient_checkpointing:
+        trials.append(("enable gradient checkpointing", replace(s, gradient_checkpointing=True)))
+    if (s.micro_batch or 1) > 1:
+        trials.append(
+            (
+                f"micro-batch 1 (x{s.micro_batch} gradient accumulation keeps the effective batch)",
+                replace(s, micro_batch=1, grad_accum=s.grad_accum * (s.micro_batch or 1)),
+            )
+        )
+    opt = optimizer_profile(s.optimizer or "adamw_torch_fused")
+    if opt is not None and opt.states is None and opt.mult >= 2:
+        trials.append(("8-bit AdamW (optim=adamw_bnb_8bit)", replace(s, optimizer="adamw_8bit")))
+    if s.task == "causal_lm" and s.loss == "standard" and not s.liger_kernel:
+        trials.append(("fused linear cross-entropy (use_liger_kernel=True)", replace(s, liger_kernel=True)))
+    if s.method == "full" and s.strategy not in ("zero3", "fsdp"):
+        n = s.world_size if s.world_size > 1 else 8
+        trials.append((f"ZeRO-3 across {n} GPUs", replace(s, strategy="zero3", world_size=n)))
+    if s.method == "full":
+        trials.append(
+            (
+                "LoRA r=16 on all linear layers",
+                replace(s, method="lora", lora_r=16, lora_targets=["all-linear"], lora_dropout=0.05),
+            )
+        )
+    if s.method == "lora":
+        trials.append(("QLoRA (4-bit NF4 base)", replace(s, method="qlora")))
+    out = []
+    for label, trial in trials:
+        saved = base - estimate_memory(replace(trial, metric="nvidia-smi")).peak_smi_gib
+        if saved > 0.05:
+            out.append((label, round(saved, 2)))
+    return sorted(out, key=lambda x: -x[1])

@@ -1,0 +1,192 @@
+"""The estimator's input (TrainingSetup, checked like pydantic's lax mode) and its output."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args, get_type_hints
+
+from advisor.estimate.params import ParamCount
+
+Offload = Literal["none", "cpu", "nvme"]
+Metric = Literal["allocated", "reserved", "nvidia-smi"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrainingSetup:
+    """One run, per GPU. ``None`` means "not known": the estimator assumes a value and says so.
+
+    A frozen dataclass checked by ``_check_setup`` (types, choices, int -> float like pydantic's lax mode),
+    not a pydantic model: it is built on every check of a run, and pydantic's import and schema building
+    cost a pre-commit hook more than the estimate itself. Change it with dataclasses.replace().
+    """
+
+    model: ParamCount
+    method: Literal["full", "lora", "qlora"] = "full"
+    lora_r: int | None = None
+    lora_targets: list[str] | None = None  # module names (q_proj, ...), or ["all-linear"]
+    lora_dropout: float | None = None
+    micro_batch: int | None = None  # per-device train batch size
+    seq_len: int | None = None  # tokens per sequence as fed (padded length, or packed length)
+    grad_accum: int = 1
+    gradient_checkpointing: bool | None = None
+    precision: Literal["bf16", "fp16", "fp32"] | None = None
+    amp: bool | None = None  # True: fp32 weights + autocast (no torch_dtype at load); False: 16-bit weights
+    optimizer: str | None = None  # HF `optim` string (adamw_torch, adamw_torch_fused, paged_adamw_8bit, ...)
+    strategy: Literal["none", "ddp", "fsdp", "fsdp_grad_op", "zero1", "zero2", "zero3"] = "none"
+    world_size: int = 1  # data-parallel shards
+    offload_optimizer: Offload = "none"
+    offload_params: Offload = "none"
+    attn_implementation: Literal["sdpa", "flash_attention_2", "eager", "flex_attention"] | None = None
+    loss: Literal["standard", "chunked", "fused"] = "standard"  # fused: Liger FLCE / cut-cross-entropy
+    liger_kernel: bool = False  # HF use_liger_kernel: fused RMSNorm/SwiGLU/RoPE + fused linear CE
+    task: Literal["causal_lm", "sequence_classification"] = "causal_lm"
+    framework: Literal["hf", "torchtune"] = "hf"  # HF Trainer/TRL/PEFT layouts, or torchtune recipes
+    torch_compile: bool = False
+    activation_offloading: bool = False
+    optimizer_in_backward: bool = False
+    qlora_double_quant: bool = True
+    prepare_kbit_training: bool | None = None  # PEFT prepare_model_for_kbit_training (HF QLoRA)
+    zero_grad_set_to_none: bool = True  # torch >= 2.0 default
+    gradient_as_bucket_view: bool = False  # DDP
+    # DeepSpeed bucket sizes in elements (resolve HF "auto" before passing: reduce h^2, prefetch 0.9 h^2);
+    # None = DeepSpeed's defaults (5e8, 5e8, 5e7, 1e9), stated as an assumption
+    ds_reduce_bucket_size: float | None = None
+    ds_allgather_bucket_size: float | None = None
+    ds_prefetch_bucket_size: float | None = None
+    ds_max_live_parameters: float | None = None
+    # The three dtype facts (issue 10 section 1), each as the consumer resolves it; None = derived from
+    # `precision`/`amp` (the compute dtype and "fp32 load under autocast"), as before they existed.
+    # storage_dtype: the base (frozen, or fully trained) weights as held during training;
+    # trainable_dtype: the trainable parameters (LoRA adapters; PEFT upcasts them to fp32);
+    # autocast: the autocast dtype, or "off" (DeepSpeed, pure 16-bit loops, fp32);
+    # master_weights: an fp32 master copy of the trainable parameters, the optimizer states in fp32 on it.
+    storage_dtype: Literal["fp32", "bf16", "fp16"] | None = None
+    trainable_dtype: Literal["fp32", "bf16", "fp16"] | None = None
+    autocast: Literal["bf16", "fp16", "off"] | None = None
+    master_weights: bool | None = None
+    quantization: Literal["nf4", "int8"] | None = None  # base Linear weights of a LoRA run (qlora method)
+    gpu_memory_gib: float | None = None  # usable memory per GPU, for the fit verdict
+    cuda_context_gib: float | None = None  # None -> constants.CUDA_CONTEXT_GIB
+    metric: Metric = "nvidia-smi"
+
+    def __post_init__(self) -> None:
+        _check_setup(self)
+
+
+def _setup_rules() -> dict[str, tuple[Any, tuple[Any, ...], bool]]:
+    """Per field: (the plain type, the allowed values of a Literal or (), whether None is allowed)."""
+    rules = {}
+    for name, hint in get_type_hints(TrainingSetup).items():
+        args = get_args(hint)
+        optional = type(None) in args
+        core = [a for a in args if a is not type(None)] if optional else [hint]
+        kind = core[0] if len(core) == 1 else hint
+        choices: tuple[Any, ...] = ()
+        if get_args(kind) and getattr(kind, "__origin__", None) is Literal:
+            kind, choices = str, get_args(kind)
+        elif getattr(kind, "__origin__", None) is list:
+            kind = list
+        rules[name] = (kind, choices, optional)
+    return rules
+
+
+_SETUP_RULES = _setup_rules()
+_NO = object()
+# Larger counts (a 401-digit bucket size, 1e400 steps) are not a setup: rejected, never overflowed.
+_MAX_INT = 10**15
+
+
+def _finite(v: int | float) -> bool:
+    try:
+        return math.isfinite(float(v)) and abs(float(v)) <= _MAX_INT
+    except OverflowError:
+        return False
+
+
+def _check_setup(s: TrainingSetup) -> None:
+    """What pydantic's lax mode did for this model: reject wrong types and unknown choices, turn whole
+    floats into ints, ints into floats and 0/1 into bools, copy lists. Raises ValueError."""
+    for name, (kind, choices, optional) in _SETUP_RULES.items():
+        v = getattr(s, name)
+        if v is None and optional:
+            continue
+        out: Any = _NO
+        if kind is float:
+            if isinstance(v, int | float) and not isinstance(v, bool) and _finite(v):
+                out = float(v)
+        elif kind is int:
+            if (isinstance(v, int) and abs(v) <= _MAX_INT) or (
+                isinstance(v, float) and _finite(v) and v.is_integer()
+            ):
+                out = int(v)
+        elif kind is bool:
+            if isinstance(v, bool):
+                out = v
+            elif isinstance(v, int) and v in (0, 1):
+                out = bool(v)
+        elif kind is str:
+            if isinstance(v, str) and not choices:
+                out = v
+            elif isinstance(v, str) and v in choices:
+                out = choices[choices.index(v)]  # the literal itself, not an equal str subclass
+        elif kind is list:
+            if isinstance(v, list | tuple) and all(isinstance(x, str) for x in v):
+                out = list(v)
+        elif isinstance(v, kind):
+            out = v
+        if out is _NO:
+            want = " | ".join(repr(c) for c in choices) if choices else getattr(kind, "__name__", str(kind))
+            want += " or None" if optional else ""
+            raise ValueError(f"TrainingSetup.{name}: expected {want}, got {v!r}")
+        if out is not v:
+            object.__setattr__(s, name, out)
+
+
+Phase = Literal["static", "backward start", "end of backward", "optimizer step", "every phase"]
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """One memory term: how many bytes, what they are, and the phases in which they are live."""
+
+    name: str
+    bytes: float
+    phases: tuple[Phase, ...]
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryItem:
+    name: str
+    gib: float
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryEstimate:
+    items: list[MemoryItem]
+    peak_gib: float  # in `metric`
+    low_gib: float
+    high_gib: float
+    metric: Metric
+    peak_allocated_gib: float
+    peak_reserved_gib: float
+    peak_smi_gib: float
+    phase: str  # which phase sets the peak
+    phases_gib: dict[str, float]  # dynamic part of each phase
+    host_gib: float = 0.0  # offloaded to CPU RAM / NVMe per process
+    soft_gib: float = 0.0  # paged (unified-memory) optimizer state: not in torch stats, can spill to CPU
+    trainable_params: int
+    dtypes: dict[str, str] = field(default_factory=dict)  # the storage/compute/optimizer dtypes assumed
+    fits: bool | None = None
+    verdict: Literal["fits", "borderline", "oom"] | None = None
+    assumptions: list[str] = field(default_factory=list)
+
+    def table(self) -> str:
+        rows = [f"{it.name:<34} {it.gib:8.2f} GiB  {it.note}" for it in self.items]
+        rows.append(
+            f"{'peak (' + self.metric + ')':<34} {self.peak_gib:8.2f} GiB  "
+            f"[{self.low_gib:.1f} .. {self.high_gib:.1f}], phase: {self.phase}"
+        )
+        return "\n".join(rows)

@@ -1,0 +1,332 @@
+"""The memory terms of one training process: each a small function of the resolved setup and its dtype
+facts, returning a Term (bytes, what it is, the phases it is live in). memory-model.md section 6.3-6.6.
+
+Phases: "static" (allocated once: weights, optimizer states, DDP buckets), "backward start" (saved
+activations, logits and loss), "end of backward" (all gradients), "optimizer step" (gradients and step
+temporaries), "every phase" (distributed buffers that churn throughout).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from advisor.estimate import constants as K
+from advisor.estimate.memory.activations import layer_bytes, logits_bytes, outside_bytes
+from advisor.estimate.memory.lora import lora_params
+from advisor.estimate.memory.resolve import ResolvedSetup, dtype_bytes
+from advisor.estimate.memory.setup import Term
+
+__all__ = ["Placement", "Trainables", "placement", "trainables"]
+
+BACKWARD = "backward start"
+END = "end of backward"
+STEP = "optimizer step"
+
+
+@dataclass(frozen=True, slots=True)
+class Trainables:
+    """What is trained and in which dtypes."""
+
+    lora: int  # adapter parameters (0 for a full fine-tune)
+    count: int  # trainable parameters
+    state_bytes: int  # bytes per element of the optimizer state when it follows the parameter dtype
+    grad_bytes: int  # bytes per gradient element
+    quantized: int  # base parameters stored quantized (QLoRA / 8-bit LoRA)
+    quant_bytes: float  # bytes per quantized parameter
+    unquant_bytes: int  # bytes per base parameter that is not quantized
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Which states are sharded across the data-parallel group."""
+
+    n: int
+    weights: bool
+    grads: bool
+    optimizer: bool
+
+
+def trainables(r: ResolvedSetup) -> Trainables:
+    s, pc, d = r.s, r.pc, r.dtypes
+    p_lora = lora_params(pc, r.lora_r, sorted(r.targets)) if not r.full else 0
+    count = pc.total if r.full else p_lora
+    # torch optimizers allocate their states like the parameter (torch/optim/adam.py:178-182 zeros_like)
+    sd = dtype_bytes(d.trainable)
+    gb = sd
+    if d.master:
+        gb = dtype_bytes(d.storage)  # DeepSpeed's 16-bit module produces 16-bit gradients
+    quant, qb, nonq = 0, 0.0, r.wb
+    if s.method == "qlora":
+        if r.hf:
+            quant = pc.layer_linear_weights  # bnb replaces every decoder Linear; lm_head stays
+        else:  # torchtune / torchao quantizes only the LoRA-wrapped Linears
+            quant = pc.layers * sum(lin.weight_params for lin in pc.linears if lin.name in r.targets)
+        nf4 = K.NF4_DQ_BYTES if s.qlora_double_quant else K.NF4_BYTES
+        qb = K.INT8_BYTES if d.quant == "int8" else nf4
+        # prepare_model_for_kbit_training casts every non-quantized parameter to fp32 (peft
+        # utils/other.py prepare_model_for_kbit_training)
+        nonq = 4 if r.prepare_kbit else r.wb
+    return Trainables(p_lora, count, sd, gb, quant, qb, nonq)
+
+
+def placement(r: ResolvedSetup) -> Placement:
+    n, strategy = r.n, r.s.strategy
+    return Placement(
+        n=n,
+        weights=strategy in ("zero3", "fsdp", "fsdp_grad_op") and n > 1,
+        grads=strategy in ("zero2", "zero3", "fsdp", "fsdp_grad_op") and n > 1,
+        optimizer=strategy not in ("none", "ddp") and n > 1,
+    )
+
+
+def weights(r: ResolvedSetup, t: Trainables, p: Placement) -> tuple[Term, float]:
+    """(the weights on the GPU, bytes offloaded to the host)."""
+    s, pc = r.s, r.pc
+    if t.quantized:
+        base = t.quantized * t.quant_bytes + (pc.total - t.quantized) * t.unquant_bytes
+        label = (r.dtypes.quant or "nf4").upper()
+        note = (
+            f"{label} {t.quantized / 1e9:.2f}B params x {t.quant_bytes:.3f} B + "
+            f"{(pc.total - t.quantized) / 1e9:.2f}B unquantized x {t.unquant_bytes} B"
+        )
+    else:
+        base = pc.total * r.wb
+        note = f"{pc.total / 1e9:.2f}B params x {r.wb} B"
+    adapters = t.lora * r.ab
+    if t.lora:
+        note += f" + LoRA {t.lora / 1e6:.1f}M x {r.ab} B"
+    on_gpu = (base + adapters) / (p.n if p.weights else 1)
+    host = 0.0
+    if s.offload_params != "none" and s.strategy in ("zero3", "fsdp"):
+        host, on_gpu = on_gpu, 0.0
+        note += f"; shards offloaded to {s.offload_params}"
+    elif s.offload_params != "none":
+        r.assumptions.append(
+            f"offload_params={s.offload_params} only applies to ZeRO-3/FSDP: ignored for {s.strategy}"
+        )
+    if p.weights:
+        note += f", sharded /{p.n}"
+    return Term("weights", on_gpu, ("static",), note), host
+
+
+def _state_bytes(r: ResolvedSetup, n_train: int, sd: int) -> float:
+    o, pc = r.opt, r.pc
+    if o.factored:
+        if r.full:
+            rows_cols = sum((lin.d_in + lin.d_out) * lin.count for lin in pc.linears) * pc.layers
+            rows_cols += (pc.vocab + pc.hidden) * (1 if pc.tied else 2)
+            vectors = pc.total - pc.layer_linear_weights - pc.embedding - pc.lm_head
+            return 4.0 * (rows_cols + vectors)
+        return 4.0 * n_train * 0.05
+    if o.states is not None:
+        return o.states * n_train
+    return o.mult * sd * n_train
+
+
+@dataclass(frozen=True, slots=True)
+class OptimizerStates:
+    term: Term
+    soft: float  # paged (unified-memory) state
+    host: float  # offloaded state (and FSDP's offloaded gradient shards)
+    grads_offloaded: bool
+
+
+def optimizer_states(r: ResolvedSetup, t: Trainables, p: Placement, grads_on_gpu: float) -> OptimizerStates:
+    s = r.s
+    if r.dtypes.master:
+        full = 4.0 * t.count + _state_bytes(r, t.count, 4)  # fp32 master + states on the fp32 copy
+        note = f"{r.opt.label} on fp32 master copy (DeepSpeed)"
+    else:
+        full = _state_bytes(r, t.count, t.state_bytes)
+        note = r.opt.label
+    o = full / p.n if p.optimizer else full
+    if p.optimizer:
+        note += f", sharded /{p.n}"
+    soft = host = 0.0
+    if r.opt.paged:
+        soft, o = o, 0.0
+        note += "; paged (CUDA unified memory): outside torch's allocator, may spill to CPU"
+    offloaded = False
+    if s.offload_optimizer != "none":
+        if s.strategy in ("zero1", "zero2", "zero3", "fsdp"):
+            host += o + soft + (4.0 * t.count / p.n if r.dtypes.master else 0.0)  # + fp32 grad partition
+            o, soft = 0.0, 0.0
+            note += f"; offloaded to {s.offload_optimizer}"
+            offloaded = True
+            if s.strategy == "fsdp":  # FSDP CPUOffload moves the gradient shards too
+                host += grads_on_gpu
+        else:
+            r.assumptions.append(
+                f"offload_optimizer needs DeepSpeed ZeRO or FSDP: ignored for strategy {s.strategy}"
+            )
+    return OptimizerStates(Term("optimizer states", o, ("static",), note), soft, host, offloaded)
+
+
+def gradients(r: ResolvedSetup, t: Trainables, p: Placement) -> tuple[float, float, str]:
+    """(all gradients on the GPU, the lm_head/embedding gradient, note)."""
+    s, pc = r.s, r.pc
+    g = t.count * t.grad_bytes / (p.n if p.grads else 1)
+    if s.optimizer_in_backward or r.opt.label.startswith(("LOMO", "AdaLomo")):
+        g = pc.largest_tensor * t.grad_bytes if r.full else g
+        note = "optimizer step fused into backward: ~largest tensor's gradient"
+    else:
+        note = f"{t.count / 1e6:.1f}M trainable x {t.grad_bytes} B" + (f", sharded /{p.n}" if p.grads else "")
+    head = (pc.lm_head if pc.lm_head else pc.embedding) * t.grad_bytes if r.full else 0.0
+    return g, head / (p.n if p.grads else 1), note
+
+
+def step_temporaries(r: ResolvedSetup, t: Trainables, p: Placement) -> Term:
+    s = r.s
+    largest = max(r.pc.largest_tensor, 1)
+    sd = t.state_bytes
+    if s.offload_optimizer != "none" or s.optimizer_in_backward or r.deepspeed:
+        tmp = 0.0
+    elif r.opt.temp == "foreach":
+        tmp = (t.count / (p.n if p.optimizer else 1)) * sd
+    elif r.opt.temp == "per_param":
+        tmp = (largest if r.full else 0) * sd
+    elif r.opt.temp == "adafactor":
+        tmp = 3.0 * (largest if r.full else 0) * 4
+    else:
+        tmp = 0.0
+    if r.dtypes.master and s.offload_optimizer == "none":
+        tmp += 4.0 * t.count / p.n  # the fp32 gradient partition DeepSpeed builds for the step
+    note = r.opt.label + ("; + fp32 grad partition" if r.dtypes.master else "")
+    return Term("optimizer-step temporaries", tmp, (STEP,), note)
+
+
+@dataclass(frozen=True, slots=True)
+class Activations:
+    saved: Term
+    last_layer: float  # one layer's saved activations (recomputed at the end of backward with checkpointing)
+    work: Term
+
+
+def activations(r: ResolvedSetup) -> Activations:
+    s, pc = r.s, r.pc
+    T = r.tokens
+    a_layer, work = layer_bytes(r)
+    L = pc.layers
+    outside = outside_bytes(r) * T
+    if r.gc:
+        kept = min(L, K.OFFLOAD_INFLIGHT_LAYERS) if s.activation_offloading else L
+        act = kept * r.br * pc.hidden * T + a_layer * T + outside
+        note = f"checkpointed: {L} layer inputs{' (offloaded)' if s.activation_offloading else ''} + 1 layer"
+    elif s.activation_offloading:
+        act = min(L, K.OFFLOAD_INFLIGHT_LAYERS) * a_layer * T + outside
+        note = "all saved activations offloaded to CPU except those in flight"
+    else:
+        act = L * a_layer * T + outside
+        note = f"{L} layers x {a_layer / 1024:.1f} KiB/token x {T} tokens"
+    if s.torch_compile and s.framework == "torchtune":
+        note += ", compiled (fused norms)"
+    return Activations(
+        saved=Term("activations", act, (BACKWARD,), note),
+        last_layer=a_layer * T if r.gc else 0.0,
+        work=Term("backward working set", work * T, (BACKWARD,), "one layer's gradient temporaries"),
+    )
+
+
+def logits(r: ResolvedSetup, head_grad: float, grads_persist: bool) -> Term:
+    peak, after, note = logits_bytes(r)
+    live = max(peak, after + (0.0 if grads_persist else head_grad))
+    return Term("logits + loss", live, (BACKWARD,), note)
+
+
+def autocast_copies(r: ResolvedSetup, p: Placement) -> Term:
+    """16-bit casts of fp32 weights that autocast saves for backward (all matmul weights)."""
+    pc = r.pc
+    copies = 0.0
+    if r.dtypes.storage == "fp32" and r.dtypes.autocast is not None:
+        matmul_w = pc.layer_linear_weights + (pc.lm_head or pc.embedding if r.s.task == "causal_lm" else 0)
+        copies = 2.0 * matmul_w / (p.n if p.weights else 1)
+    return Term(
+        "autocast weight copies", copies, (BACKWARD,), "16-bit casts of fp32 weights saved for backward"
+    )
+
+
+def dequant_buffer(r: ResolvedSetup) -> Term:
+    x = 0.0
+    if r.s.method == "qlora":
+        x = 2.0 * max((lin.d_in * lin.d_out for lin in r.pc.linears), default=0)
+    label = "8-bit" if r.dtypes.quant == "int8" else "4-bit"
+    return Term(f"{label} dequant buffer", x, (BACKWARD,), "largest Linear in bf16")
+
+
+def distributed_buffers(r: ResolvedSetup, t: Trainables, p: Placement) -> tuple[Term, Term]:
+    """(DDP gradient buckets: static, the sharding engines' live buffers: every phase)."""
+    s, pc, n = r.s, r.pc, p.n
+    largest = max(pc.largest_tensor, 1)
+    static = live = 0.0
+    static_note = note = ""
+    h2 = float(pc.hidden * pc.hidden)
+    if s.strategy == "ddp" and n > 1 and not s.gradient_as_bucket_view:
+        static = t.count * t.grad_bytes
+        static_note = "DDP gradient buckets (a second copy of the grads; gradient_as_bucket_view=False)"
+    elif s.strategy in ("zero1", "zero2") and n > 1:
+        rb = s.ds_reduce_bucket_size if s.ds_reduce_bucket_size is not None else K.DS_BUCKET_DEFAULT
+        agb = s.ds_allgather_bucket_size if s.ds_allgather_bucket_size is not None else K.DS_BUCKET_DEFAULT
+        if s.ds_reduce_bucket_size is None or s.ds_allgather_bucket_size is None:
+            r.assumptions.append(
+                "DeepSpeed bucket sizes unset: assumed the 5e8-element defaults (~0.93 GiB each in 16-bit)"
+            )
+        live = 2.0 * (min(rb, t.count) + min(agb, t.count))
+        note = "ZeRO reduce + all-gather buckets"
+    elif s.strategy == "zero3" and n > 1:
+        rb = s.ds_reduce_bucket_size if s.ds_reduce_bucket_size is not None else K.DS_BUCKET_DEFAULT
+        pf = s.ds_prefetch_bucket_size if s.ds_prefetch_bucket_size is not None else K.DS_PREFETCH_DEFAULT
+        ml = s.ds_max_live_parameters if s.ds_max_live_parameters is not None else K.DS_MAX_LIVE_DEFAULT
+        if s.ds_reduce_bucket_size is None or s.ds_prefetch_bucket_size is None:
+            r.assumptions.append(
+                "ZeRO-3 bucket sizes unset: assumed DeepSpeed defaults (reduce 5e8, prefetch 5e7 elements; "
+                f"HF 'auto' would use h^2 = {h2:.2g} and 0.9 h^2)"
+            )
+        gathered = min(ml, max(pc.per_layer, largest) + pf)
+        live = 2.0 * (gathered + min(rb, t.count))
+        note = "ZeRO-3 gathered params (current + prefetch) + reduce bucket"
+    elif r.fsdp and n > 1:
+        live, note = _fsdp_working_set(r, t)
+    return (
+        Term("DDP gradient buckets", static, ("static",), static_note),
+        Term("distributed buffers", live, ("every phase",), note),
+    )
+
+
+def _fsdp_working_set(r: ResolvedSetup, t: Trainables) -> tuple[float, str]:
+    s, pc, n = r.s, r.pc, r.n
+    # unsharded (gathered) bytes: the compute dtype (MixedPrecision param_dtype) for 16-bit weights, the
+    # quantized storage for QLoRA's Linears
+    gather_b = r.cb
+    lora_layer = t.lora / max(pc.layers, 1)
+    if t.quantized:
+        quant_layer = t.quantized / max(pc.layers, 1)
+        unit = (
+            quant_layer * t.quant_bytes + (pc.per_layer - quant_layer) * t.unquant_bytes + lora_layer * r.ab
+        )
+        head_b = t.unquant_bytes
+    else:
+        unit = pc.per_layer * gather_b + lora_layer * r.ab
+        head_b = gather_b
+    unit_grad = (pc.per_layer if r.full else lora_layer) * max(t.grad_bytes, 2)
+    # HF/accelerate auto-wrap leaves embeddings + lm_head in the root unit (gathered for the whole step);
+    # torchtune's big-model recipes shard tok_embeddings and output separately (custom_sharded_layers).
+    if r.hf:
+        root = (pc.embedding + pc.lm_head + pc.final_norm) * head_b
+    else:
+        root = max(pc.embedding, pc.lm_head) * head_b
+    if s.strategy == "fsdp_grad_op":
+        live = unit * pc.layers + (pc.embedding + pc.lm_head) * head_b + unit_grad
+        note = "SHARD_GRAD_OP: params stay unsharded from forward to backward"
+    else:
+        live = root + K.FSDP_LIVE_UNITS * unit + unit_grad
+        note = (
+            f"FSDP working set: {'embeddings + lm_head' if r.hf else 'embedding or lm_head'} + "
+            f"{K.FSDP_LIVE_UNITS} unsharded layers + one unsharded layer gradient"
+        )
+    if s.grad_accum > 1 and r.full:
+        live += pc.total * 2.0 * (1 - 1 / n)
+        r.assumptions.append(
+            "FSDP with gradient accumulation: assumed accelerate's no_sync, which keeps unsharded "
+            "gradients between micro-batches (accelerate issue #2035)"
+        )
+    return live, note
