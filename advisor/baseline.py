@@ -99,7 +99,10 @@ def render_baseline(findings: list[Finding], path: Path) -> str:
             entry["count"] = n
         entries.append(entry)
     payload = {"version": VERSION, "tool": "gpu-advise", "entries": entries}
-    return json.dumps(payload, indent=2) + "\n"
+    # keys stay as they are (the file is data, read back by tools), but \u-escaped by strict JSON
+    from advisor.report.escape import strict_json
+
+    return strict_json(payload) + "\n"
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -164,9 +167,10 @@ def apply_baseline(findings: list[Finding], path: Path) -> tuple[list[Finding], 
 
 def describe(report: BaselineReport) -> str:
     from advisor.paths import relative
+    from advisor.report.escape import escape_text
 
     hidden = f"{report.matched} finding{'s' if report.matched != 1 else ''}"
-    text = f"baseline {relative(report.path)}: {hidden} hidden"
+    text = f"baseline {escape_text(relative(report.path))}: {hidden} hidden"
     if report.stale:
         text += (
             f"; {report.stale} entr{'ies' if report.stale != 1 else 'y'} no longer match "

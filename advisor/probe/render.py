@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from advisor.probe.results import RunVerification
+from advisor.report.escape import escape_text
 
 
 def _fmt(x: Any, unit: str = "") -> str:
@@ -136,4 +137,5 @@ def render_verification(verification: Any) -> str:
         )
     for rv in verification.runs:
         lines.extend(_run(rv))
-    return ("\n".join(lines) + "\n") if lines else ""
+    # run names, reasons and the launcher's log tail are not ours: one escaped line each
+    return ("\n".join(escape_text(line) for line in lines) + "\n") if lines else ""

@@ -1,9 +1,13 @@
 """`--format github`: GitHub Actions workflow commands, one annotation per finding.
 
-`::error file=F,line=L,col=C,title=T::message`. Escaping follows @actions/core (toolkit
-packages/core/src/command.ts): in the message `%`, `\\r`, `\\n` become `%25`, `%0D`, `%0A`; in
-property values `:` and `,` also become `%3A` and `%2C`. Annotations do not fail a job; the exit
-code does. Chosen automatically when GITHUB_ACTIONS=true and no --format is given.
+`::error file=F,line=L,col=C,title=T::message`. Escaping follows @actions/core
+(https://github.com/actions/toolkit, packages/core/src/command.ts: escapeData and escapeProperty;
+packages/core/src/utils.ts: toCommandValue, which passes strings through): in the message `%`,
+`\\r`, `\\n` become `%25`, `%0D`, `%0A`; in property values `:` and `,` also become `%3A` and `%2C`.
+Before that, every user string is made single-line by advisor.report.escape, so a config key holding
+`\\n::error file=README.md,line=1::x` cannot start a workflow command of its own; the only lines
+that start with `::` are our annotations. Annotations do not fail a job; the exit code does. Chosen
+automatically when GITHUB_ACTIONS=true and no --format is given.
 """
 
 from __future__ import annotations
@@ -12,11 +16,13 @@ from collections import Counter
 from typing import Any
 
 from advisor.paths import relative
+from advisor.report.escape import escape_result, escape_text
 
 COMMANDS = {"error": "error", "warning": "warning", "info": "notice"}
 
 
 def escape_data(text: str) -> str:
+    """toCommandValue's string case then escapeData: `%` first, so the escapes are not escaped again."""
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
@@ -32,20 +38,22 @@ def annotation(command: str, message: str, **properties: Any) -> str:
 def _message(f: Any) -> str:
     lines = [f.message]
     for r in f.related:
-        lines.append(f"related: {relative(r.file)}:{r.line}:{r.col}" + (f" ({r.key})" if r.key else ""))
+        where = f"{escape_text(relative(r.file))}:{r.line}:{r.col}"
+        lines.append(f"related: {where}" + (f" ({r.key})" if r.key else ""))
     if f.fix is not None and f.fix.description:
         lines.append(f"fix ({f.fix.safety}): {f.fix.description}")
     return "\n".join(lines)
 
 
 def render_github(result: Any) -> str:
+    result = escape_result(result)
     out = []
     for f in result.findings:
         out.append(
             annotation(
                 COMMANDS[f.severity],
                 _message(f),
-                file=relative(f.location.file),
+                file=escape_text(relative(f.location.file)),
                 line=f.location.line,
                 col=f.location.col,
                 title=f"gpu-advise {f.rule} ({f.name})",

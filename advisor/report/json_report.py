@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from advisor.check import CheckResult
 from advisor.findings import DELETE, Finding
 from advisor.report import location_json, relative
+from advisor.report.escape import escape_result, strict_json
 
 
-def finding_json(f: Finding) -> dict[str, Any]:
+def finding_json(f: Finding, original: Finding | None = None) -> dict[str, Any]:
+    """One finding; `f` already escaped for display, `original` (default f) gives the fingerprint
+    a baseline stores."""
     fix = None
     if f.fix is not None:
         fix = {
@@ -41,14 +43,15 @@ def finding_json(f: Finding) -> dict[str, Any]:
         "related": [location_json(r) for r in f.related],
         "fix": fix,
         "evidence": f.evidence,
-        "fingerprint": f.fingerprint(relative(f.location.file)),
+        "fingerprint": (original or f).fingerprint(relative((original or f).location.file)),
     }
 
 
 def render_json(result: CheckResult) -> str:
+    safe = escape_result(result)
     payload = {
         "version": 1,
-        "findings": [finding_json(f) for f in result.findings],
-        "runs": [r.as_json() for r in result.runs],
+        "findings": [finding_json(f, raw) for f, raw in zip(safe.findings, result.findings, strict=True)],
+        "runs": [r.as_json() for r in safe.runs],
     }
-    return json.dumps(payload, indent=2, default=str) + "\n"
+    return strict_json(payload) + "\n"

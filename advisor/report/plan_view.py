@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
+import math
 from typing import Any
 
 from advisor.facts import run_names
 from advisor.paths import relative
 from advisor.plan import RunPlan
 from advisor.provenance import Namespace, Value
+from advisor.report.escape import escape_text, escape_value, strict_json
 
 _SHOWN = ("launch", "env", "accelerate", "training", "deepspeed", "model", "batch", "run", "data", "hardware")
 
@@ -18,7 +19,30 @@ def _where(v: Value) -> str:
     extra = [f"overrides {relative(r.file)}:{r.line}" for r in v.related] if v.source != "derived" else []
     if v.note:
         extra.append(v.note)
-    return where + (f" ({'; '.join(extra)})" if extra else "")
+    return escape_text(where + (f" ({'; '.join(extra)})" if extra else ""))
+
+
+def _non_finite_note(value: Any) -> str | None:
+    """Strict JSON has no NaN or Infinity: such a value is printed as null, and the note says so."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"the value is {value!r} (printed as null: JSON has no NaN or Infinity)"
+    return None
+
+
+def _json_value(v: Value) -> dict[str, Any]:
+    notes = [n for n in (v.note, _non_finite_note(v.value)) if n]
+    return escape_value(
+        {
+            "value": v.value,
+            "unknown": v.unknown,
+            "source": v.source,
+            "file": relative(v.origin.file) if v.origin else None,
+            "line": v.origin.line if v.origin else None,
+            "column": v.origin.col if v.origin else None,
+            "related": [f"{relative(r.file)}:{r.line}:{r.col}" for r in v.related],
+            "note": "; ".join(notes) or None,
+        }
+    )
 
 
 def _rows(names: dict[str, Any]) -> list[tuple[str, Value]]:
@@ -43,40 +67,30 @@ def render_plans(plans: list[RunPlan], *, as_json: bool = False) -> str:
             names = run_names(plan)
             out.append(
                 {
-                    "name": plan.name,
-                    "files": [relative(d.path) for d in plan.spec.documents],
-                    "values": {
-                        key: {
-                            "value": v.value,
-                            "unknown": v.unknown,
-                            "source": v.source,
-                            "file": relative(v.origin.file) if v.origin else None,
-                            "line": v.origin.line if v.origin else None,
-                            "column": v.origin.col if v.origin else None,
-                            "related": [f"{relative(r.file)}:{r.line}:{r.col}" for r in v.related],
-                            "note": v.note,
-                        }
-                        for key, v in _rows(names)
-                    },
+                    "name": escape_text(plan.name),
+                    "files": [escape_text(relative(d.path)) for d in plan.spec.documents],
+                    "values": {escape_text(key): _json_value(v) for key, v in _rows(names)},
                 }
             )
-        return json.dumps(out, indent=2, default=str) + "\n"
+        return strict_json(out) + "\n"
     lines: list[str] = []
     for plan in plans:
         names = run_names(plan)
-        lines.append(f"run {plan.name}")
-        lines.append("  files: " + ", ".join(relative(d.path) for d in plan.spec.documents))
+        lines.append(f"run {escape_text(plan.name)}")
+        lines.append("  files: " + ", ".join(escape_text(relative(d.path)) for d in plan.spec.documents))
         for ref in plan.spec.references:
             if ref.path is None:
                 lines.append(
-                    f"  missing: {ref.raw} (named at {relative(ref.named_at.file)}:{ref.named_at.line})"
+                    escape_text(
+                        f"  missing: {ref.raw} (named at {relative(ref.named_at.file)}:{ref.named_at.line})"
+                    )
                 )
         rows = _rows(names)
         width = max((len(k) for k, _ in rows), default=10)
         for key, v in rows:
-            shown = f"? ({v.unknown})" if v.unknown else repr(v.value)
+            shown = escape_text(f"? ({v.unknown})" if v.unknown else repr(v.value))
             if len(shown) > 60:
                 shown = shown[:57] + "..."
-            lines.append(f"  {key:<{width}}  {shown:<24}  {_where(v)}")
+            lines.append(f"  {escape_text(key):<{width}}  {shown:<24}  {_where(v)}")
         lines.append("")
     return "\n".join(lines) + ("\n" if lines else "no runs found\n")

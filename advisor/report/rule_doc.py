@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 
 from advisor.engine import CompiledRule
+from advisor.report.escape import escape_text
 
 
 def render_rule(rule: CompiledRule) -> str:
@@ -50,7 +51,8 @@ def render_rule(rule: CompiledRule) -> str:
             yaml.safe_dump(_non_default(s.fix), sort_keys=False).strip(),
             "",
         ]
-    return "\n".join(lines) + "\n"
+    # a policy file (--rules, extend-rules) is user text: no terminal escapes, newlines kept
+    return escape_text("\n".join(lines), keep_newlines=True) + "\n"
 
 
 def _non_default(obj: Any) -> dict[str, Any]:

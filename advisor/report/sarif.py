@@ -9,13 +9,13 @@ folder the check ran in; columns count Unicode code points.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from advisor.paths import relative
+from advisor.report.escape import escape_result, escape_text, strict_json
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://gpu-advise.readthedocs.io/"
@@ -69,12 +69,13 @@ def _section(docs: str, title: str) -> str | None:
 
 def rule_descriptor(rule: Any) -> dict[str, Any]:
     s = rule.spec
-    docs = s.docs.strip()
-    what = _section(docs, "What it does") or s.summary
+    docs = escape_text(s.docs.strip(), keep_newlines=True)  # a policy file's text is user text too
+    summary = escape_text(s.summary)
+    what = _section(docs, "What it does") or summary
     descriptor: dict[str, Any] = {
         "id": s.code,
-        "name": s.name,
-        "shortDescription": {"text": s.summary},
+        "name": escape_text(s.name),
+        "shortDescription": {"text": summary},
         "fullDescription": {"text": what},
         "help": {"text": docs, "markdown": docs},
         "defaultConfiguration": {"level": LEVELS[s.severity], "enabled": True},
@@ -89,7 +90,8 @@ def rule_descriptor(rule: Any) -> dict[str, Any]:
     return descriptor
 
 
-def _result(f: Any, index: int, fixes_cache: dict[Path, Any]) -> dict[str, Any]:
+def _result(f: Any, raw: Any, index: int, fixes_cache: dict[Path, Any]) -> dict[str, Any]:
+    """`f` is the finding escaped for display; `raw` the original (fingerprint and fix edits)."""
     from advisor.fix import sarif_replacements
 
     result: dict[str, Any] = {
@@ -98,19 +100,19 @@ def _result(f: Any, index: int, fixes_cache: dict[Path, Any]) -> dict[str, Any]:
         "level": LEVELS[f.severity],
         "message": {"text": f.message},
         "locations": [{"physicalLocation": _physical(f.location)}],
-        "partialFingerprints": {FINGERPRINT_KEY: f.fingerprint(relative(f.location.file))},
+        "partialFingerprints": {FINGERPRINT_KEY: raw.fingerprint(relative(raw.location.file))},
     }
     if f.related:
         result["relatedLocations"] = [
             {
                 "id": i,
                 "physicalLocation": _physical(r),
-                "message": {"text": r.key or f"{relative(r.file)}:{r.line}:{r.col}"},
+                "message": {"text": r.key or f"{escape_text(relative(r.file))}:{r.line}:{r.col}"},
             }
             for i, r in enumerate(f.related, 1)
         ]
     if f.fix is not None:
-        changes = sarif_replacements(f, fixes_cache)
+        changes = sarif_replacements(raw, fixes_cache)
         if changes:
             result["fixes"] = [
                 {
@@ -133,6 +135,8 @@ def _result(f: Any, index: int, fixes_cache: dict[Path, Any]) -> dict[str, Any]:
 
 
 def build_sarif(result: Any, exit_code: int) -> dict[str, Any]:
+    raw_findings = result.findings
+    result = escape_result(result)
     catalog = {r.code: r for r in getattr(result, "rules", [])}
     fired = sorted({f.rule for f in result.findings})
     descriptors = []
@@ -145,11 +149,11 @@ def build_sarif(result: Any, exit_code: int) -> dict[str, Any]:
         descriptors.append(rule_descriptor(rule))
     fixes_cache: dict[Path, Any] = {}
     results = []
-    for f in result.findings:
+    for f, raw in zip(result.findings, raw_findings, strict=True):
         if f.rule not in index:  # a finding from a rule we have no file for: describe it minimally
             index[f.rule] = len(descriptors)
             descriptors.append({"id": f.rule, "name": f.name})
-        results.append(_result(f, index[f.rule], fixes_cache))
+        results.append(_result(f, raw, index[f.rule], fixes_cache))
 
     notifications = [
         {"level": "error", "message": {"text": err}, "descriptor": {"id": "internal-error"}}
@@ -185,4 +189,4 @@ def build_sarif(result: Any, exit_code: int) -> dict[str, Any]:
 
 
 def render_sarif(result: Any, exit_code: int) -> str:
-    return json.dumps(build_sarif(result, exit_code), indent=2, default=str) + "\n"
+    return strict_json(build_sarif(result, exit_code)) + "\n"

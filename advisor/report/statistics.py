@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from typing import Any
+
+from advisor.report.escape import escape_result, strict_json
 
 
 def statistics(result: Any) -> list[dict[str, Any]]:
@@ -23,9 +24,9 @@ def statistics(result: Any) -> list[dict[str, Any]]:
 
 
 def render_statistics(result: Any, *, as_json: bool = False) -> str:
-    rows = statistics(result)
+    rows = statistics(escape_result(result))
     if as_json:
-        return json.dumps(rows, indent=2) + "\n"
+        return strict_json(rows) + "\n"
     if not rows:
         return "No findings.\n"
     width = max(len(str(r["count"])) for r in rows)

@@ -11,6 +11,7 @@ from itertools import groupby
 
 from advisor.check import CheckResult, RunSummary
 from advisor.report import relative
+from advisor.report.escape import escape_result, escape_text
 
 _CODES = {"error": "1;31", "warning": "33", "info": "36", "bold": "1", "dim": "2", "green": "32", "red": "31"}
 
@@ -49,9 +50,10 @@ def _run_line(run: RunSummary) -> str:
 
 def render_text(result: CheckResult, *, color: bool | None = None) -> str:
     s = _Style(bool(color))
+    result = escape_result(result)
     out: list[str] = []
     for file, group in groupby(result.findings, key=lambda f: str(f.location.file)):
-        out.append(s("bold", relative(file)))
+        out.append(s("bold", escape_text(relative(file))))
         for f in group:
             where = f"{f.location.line}:{f.location.col}"
             out.append(
@@ -60,7 +62,8 @@ def render_text(result: CheckResult, *, color: bool | None = None) -> str:
                 + s("dim", f"({f.name})")
             )
             for r in f.related:
-                out.append(f"          {s('dim', f'related: {relative(r.file)}:{r.line}:{r.col}')}")
+                where = f"{escape_text(relative(r.file))}:{r.line}:{r.col}"
+                out.append(f"          {s('dim', f'related: {where}')}")
             if f.fix is not None and f.fix.description:
                 out.append(f"          {s('green', 'fix')} ({f.fix.safety}): {f.fix.description}")
     if result.findings:

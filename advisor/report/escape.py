@@ -1,0 +1,131 @@
+"""One escaping step for every string a user (or an attacker's pull request) controls.
+
+Config keys and values, file names, run names and rule texts reach the reports. A raw ESC starts a
+terminal escape sequence (retitle, clear the screen, fake a hyperlink), a raw newline starts a line
+that GitHub Actions reads as a workflow command (`::error ...`), and bidi overrides make a line read
+differently from its bytes. `escape_text` shows each such character as a visible escape (`\\x1b`,
+`\\n`, `\\u202e`); `escape_result` applies it to every user string of a CheckResult before any
+reporter sees it, so no format escapes ad hoc. Format-specific escaping (GitHub's `%0A`, JSON's
+`\\u001b`) still happens in the reporter, on top of this.
+
+`strict_json` is the other half: JSON we print is parsed by strict parsers, so NaN and Infinity
+(which json.dumps writes by default) become null.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+# C0 controls (newline and tab included), DEL, C1 controls, bidi embeddings/overrides/isolates
+# (U+202A-U+202E, U+2066-U+2069), and the line/paragraph separators that some viewers break on.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _visible(match: re.Match[str]) -> str:
+    ch = match.group()
+    if ch in _NAMED:
+        return _NAMED[ch]
+    code = ord(ch)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+_UNSAFE_BUT_NEWLINE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def escape_text(text: str, *, keep_newlines: bool = False) -> str:
+    """The text with every control, DEL, C1 and bidi character shown as a visible escape.
+
+    keep_newlines: for multi-line documentation (a rule's docs in SARIF help text), `\\n` stays."""
+    pattern = _UNSAFE_BUT_NEWLINE if keep_newlines else _UNSAFE
+    return pattern.sub(_visible, text) if pattern.search(text) else text
+
+
+def escape_value(value: Any) -> Any:
+    """Strings escaped inside plain data (str, Path, list, tuple, dict); other values as they are."""
+    if isinstance(value, str):
+        return escape_text(value)
+    if isinstance(value, Path):
+        shown = str(value)
+        safe = escape_text(shown)
+        return value if safe == shown else Path(safe)
+    if isinstance(value, list):
+        return [escape_value(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(escape_value(v) for v in value)
+    if isinstance(value, dict):
+        return {escape_value(k): escape_value(v) for k, v in value.items()}
+    return value
+
+
+def _escape_location(loc: Any) -> Any:
+    return dataclasses.replace(loc, file=escape_value(loc.file), key=escape_value(loc.key))
+
+
+def _escape_fix(fix: Any) -> Any:
+    # Edits keep their real file and value: SARIF turns them into artifact changes read from disk,
+    # and JSON escapes their text; only the description is display text.
+    if fix is None:
+        return None
+    return dataclasses.replace(fix, description=escape_text(fix.description or ""))
+
+
+def escape_finding(finding: Any) -> Any:
+    return dataclasses.replace(
+        finding,
+        name=escape_text(finding.name),
+        message=escape_text(finding.message),
+        location=_escape_location(finding.location),
+        run=escape_value(finding.run),
+        related=[_escape_location(r) for r in finding.related],
+        fix=_escape_fix(finding.fix),
+    )
+
+
+def _escape_dataclass(obj: Any) -> Any:
+    """A copy of a dataclass whose str/Path/list/dict fields are escaped (for RunSummary and the like)."""
+    changes = {f.name: escape_value(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    return dataclasses.replace(obj, **changes)
+
+
+def escape_result(result: Any) -> Any:
+    """A shallow copy of a CheckResult whose findings, runs and errors are safe to print.
+
+    Findings keep their order, so `zip(result.findings, escape_result(result).findings)` pairs each
+    with its original (fingerprints are computed from the original: a baseline stores those)."""
+    findings = [escape_finding(f) for f in result.findings]
+    runs = [_escape_dataclass(r) if dataclasses.is_dataclass(r) else r for r in result.runs]
+    errors = [escape_text(str(e)) for e in result.errors]
+    return dataclasses.replace(result, findings=findings, runs=runs, errors=errors)
+
+
+def finite(value: Any) -> Any:
+    """Plain data with NaN and +/-Infinity replaced by None (what strict JSON can carry)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
+
+
+def strict_json(payload: Any, *, indent: int | None = 2) -> str:
+    """json.dumps that never writes NaN or Infinity (they become null) and stays ASCII."""
+    return json.dumps(finite(_plain(payload)), indent=indent, allow_nan=False, ensure_ascii=True)
+
+
+def _plain(value: Any) -> Any:
+    """Objects json cannot encode become their (escaped) str, as `default=str` did, before `finite`."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, dict):
+        return {k if isinstance(k, str) else str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return escape_text(str(value))

@@ -1,0 +1,141 @@
+"""Defect 7 of issue 9: user strings (config keys, file names) cannot inject terminal escapes or
+GitHub workflow commands into any report, and every JSON we print parses strictly.
+
+The attacker controls a YAML key (`\\x1b]0;pwned\\x07` retitles a terminal, `\\x1b[2J` clears it,
+`\\n::error file=README.md,line=1::x` would be a workflow command of its own) and a file name.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from advisor.cli import app
+from advisor.report.escape import escape_text, strict_json
+
+TITLE = "\x1b]0;pwned\x07"
+CLEAR = "\x1b[2J"
+COMMAND = "\n::error file=README.md,line=1::x"
+# accelerate refuses unknown keys, so each of these is a GA002 finding naming the key
+ACCELERATE = (
+    "compute_environment: LOCAL_MACHINE\n"
+    "distributed_type: MULTI_GPU\n"
+    "num_processes: 2\n"
+    f"{json.dumps('lr' + TITLE + CLEAR)}: 3\n"
+    f"{json.dumps('warmup' + COMMAND)}: 1\n"
+)
+NASTY_NAME = f"acc{CLEAR}\u202eevil{COMMAND.replace('/', '_')}.yaml"
+UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _run(args: list[str], cwd: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.chdir(cwd)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    return CliRunner().invoke(app, args, catch_exceptions=False)
+
+
+@pytest.fixture(params=["acc.yaml", NASTY_NAME], ids=["key", "key-and-file-name"])
+def project(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    (tmp_path / request.param).write_text(ACCELERATE, encoding="utf-8")
+    return tmp_path
+
+
+def _strict(text: str) -> Any:
+    def refuse(name: str) -> Any:
+        raise ValueError(f"non-standard JSON constant {name}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def _strings(data: Any) -> list[str]:
+    if isinstance(data, str):
+        return [data]
+    if isinstance(data, dict):
+        return [s for k, v in data.items() for s in (*_strings(k), *_strings(v))]
+    if isinstance(data, list):
+        return [s for v in data for s in _strings(v)]
+    return []
+
+
+def test_text_report_has_no_escape_byte(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for extra in ([], ["--statistics"]):
+        result = _run(["check", ".", "--format", "text", *extra], project, monkeypatch)
+        assert result.exit_code == 1, result.output
+        assert "GA002" in result.stdout
+        assert not UNSAFE.search(result.stdout.replace("\n", "")), repr(result.stdout)
+        # each finding is one line: the injected newline did not split the report
+        assert not any(line.startswith("::") for line in result.stdout.splitlines())
+
+
+def test_github_annotations_are_the_only_workflow_commands(project: Path, monkeypatch) -> None:
+    result = _run(["check", ".", "--format", "github"], project, monkeypatch)
+    assert result.exit_code == 1, result.output
+    lines = result.stdout.splitlines()
+    commands = [line for line in lines if line.startswith("::")]
+    assert len(commands) == 2  # one annotation per GA002 finding, nothing else
+    for line in commands:
+        command, properties = line.split("::")[1].split(" ", 1)
+        assert command == "error"
+        assert [p.split("=", 1)[0] for p in properties.split(",")] == ["file", "line", "col", "title"]
+    assert not UNSAFE.search(result.stdout.replace("\n", ""))
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif"])
+def test_json_and_sarif_parse_strictly_without_control_characters(
+    fmt: str, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = _run(["check", ".", "--format", fmt], project, monkeypatch)
+    assert result.exit_code == 1, result.output
+    assert not UNSAFE.search(result.stdout.replace("\n", ""))
+    data = _strict(result.stdout)
+    bad = [s for s in _strings(data) if UNSAFE.search(s) and not s.startswith("## ")]
+    assert not [s for s in bad if "\n" not in s or UNSAFE.search(s.replace("\n", ""))], bad
+    if fmt == "json":
+        where = sorted((f["rule"], f["line"], f["column"]) for f in data["findings"])
+        assert where == [("GA002", 4, 1), ("GA002", 5, 1)]
+        messages = [f["message"] for f in data["findings"]]
+        assert all("\n" not in m for m in messages)
+
+
+def test_statistics_json_parses_strictly(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = _run(["check", ".", "--format", "json", "--statistics"], project, monkeypatch)
+    assert result.exit_code == 1, result.output
+    rows = _strict(result.stdout)
+    assert [r["code"] for r in rows] == ["GA002"]
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_plan_escapes_keys_and_prints_strict_json(fmt: str, tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "train.yaml").write_text(
+        "output_dir: out\nper_device_train_batch_size: 2\nmax_grad_norm: .nan\nwarmup_ratio: .inf\n"
+        f"{json.dumps('lr' + TITLE + CLEAR + COMMAND)}: 3\n",
+        encoding="utf-8",
+    )
+    result = _run(["plan", "train.yaml", "--format", fmt], tmp_path, monkeypatch)
+    assert result.exit_code == 0, result.output
+    assert not UNSAFE.search(result.stdout.replace("\n", "")), result.stdout
+    assert not any(line.startswith("::") for line in result.stdout.splitlines())
+    if fmt == "json":
+        values = _strict(result.stdout)[0]["values"]
+        for key in ("training.max_grad_norm", "training.warmup_ratio"):  # null, and it says why
+            assert values[key]["value"] is None
+            assert values[key]["note"] or values[key]["unknown"]
+
+
+def test_escape_text_covers_c0_c1_del_and_bidi() -> None:
+    for ch in [*map(chr, range(0x20)), "\x7f", *map(chr, range(0x80, 0xA0)), "\u202a", "\u202e", "\u2066"]:
+        shown = escape_text(f"a{ch}b")
+        assert not UNSAFE.search(shown) and shown.startswith("a") and shown.endswith("b"), repr(ch)
+    assert escape_text("plain: 1,2 %") == "plain: 1,2 %"
+    assert escape_text(escape_text("x\x1b")) == escape_text("x\x1b")  # idempotent
+    assert "\n" in escape_text("a\nb", keep_newlines=True)
+
+
+def test_strict_json_never_writes_nan_or_infinity() -> None:
+    text = strict_json({"a": float("nan"), "b": [float("inf"), -float("inf"), 1.5], "c": Path("p")})
+    assert _strict(text) == {"a": None, "b": [None, None, 1.5], "c": "p"}
