@@ -455,6 +455,9 @@ class _Out:
 
 
 def render_text(reports: list[dict[str, Any]], *, color: bool = False) -> str:
+    from advisor.report.escape import escape_value
+
+    reports = escape_value(reports)  # run names, model names and paths are user strings
     out = _Out(color)
     st = out.style
     for i, rep in enumerate(reports):
@@ -575,7 +578,7 @@ def render_text(reports: list[dict[str, Any]], *, color: bool = False) -> str:
 
 
 def render_json(reports: list[dict[str, Any]], *, runs: bool) -> str:
-    import json
+    from advisor.report.escape import escape_value, strict_json
 
     payload: Any = {"version": 1, "runs": reports} if runs else reports[0]
-    return json.dumps(payload, indent=2, default=str) + "\n"
+    return strict_json(escape_value(payload)) + "\n"  # no NaN/Infinity, no raw control characters
