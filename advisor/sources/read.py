@@ -135,7 +135,43 @@ def read_text(path: Path) -> tuple[str | None, Document | None]:
 
 
 def read_document(path: Path, hint: DocumentKind | None = None) -> Document:
-    """Read, parse and classify one file. Never raises for bad content."""
+    """Read, parse and classify one file. Never raises for bad content.
+
+    `hint` is the kind another file names it as (`deepspeed: ds.json`). Such a file may be anything
+    (a pull request can name any file of the checkout), so when it does not parse, or parses but is
+    not that kind of file, the finding says so without quoting a line, key or value of it."""
+    doc = _read_document(path, hint)
+    return _as_named(doc, hint) if hint in _NAMED_KINDS else doc
+
+
+_NAMED_KINDS = {"deepspeed": "DeepSpeed config", "accelerate": "accelerate config"}
+
+
+def _as_named(doc: Document, hint: DocumentKind | None) -> Document:
+    label = _NAMED_KINDS[str(hint)]
+    failed = [p for p in doc.problems if p.code == "GA001" and p.severity != "warning"]
+    if failed:
+        span = failed[0].span
+        where = f"at line {span.line}, column {span.col}" if (span.line, span.col) != (1, 1) else "as a whole"
+        return _fail(doc.path, doc.kind, f"named as a {label}, but not readable {where}; not judged", span)
+    if not isinstance(doc.data, dict) or not doc.data:
+        return doc
+    if classify_mapping(doc.data, "json") == hint or any(_near_known(str(hint), k) for k in doc.data):
+        return doc
+    count = len(doc.data)
+    return _fail(
+        doc.path, doc.kind, f"named as a {label}, but none of its {count} top-level keys is one; not judged"
+    )
+
+
+def _near_known(dialect: str, key: object) -> bool:
+    """A known key of the dialect, or a near miss of one (a misspelt config is still that config)."""
+    from advisor.sources.known_keys import known_keys, suggest
+
+    return isinstance(key, str) and (key in known_keys(dialect) or suggest(dialect, key) is not None)
+
+
+def _read_document(path: Path, hint: DocumentKind | None) -> Document:
     text, failed = read_text(path)
     if failed is not None:
         if hint:
