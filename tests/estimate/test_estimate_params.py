@@ -177,20 +177,33 @@ OLMO2 = {
 }
 
 
+def test_olmo2_full_width_qk_norms():
+    # by hand: embed 256,000 + lm_head 256,000 + 2 x (attn 262,144 + mlp 393,216 + 2 norms 512 + q/k norms
+    # over q_dim and kv_dim 512) + final norm 256; transformers' Olmo2ForCausalLM on the meta device agrees
+    pc = count_params(OLMO2)
+    assert pc.source == "formula" and pc.qk_norm
+    assert pc.total == 1_825_024
+    assert pc.per_layer == 656_384 and pc.layers == 2 and not pc.tied
+
+
+# a model type without a shape in the table (StableLM: LayerNorm with bias, no q/k/v bias by default)
+STABLELM = {**OLMO2, "model_type": "stablelm", "num_key_value_heads": 4}
+
+
 @pytest.mark.skipif(not _meta.available(), reason="transformers/torch not installed")
 def test_unknown_type_counts_on_meta_device():
-    pc = count_params(OLMO2)
-    # by hand: embed 256,000 + lm_head 256,000 + 2 x (attn 262,144 + mlp 393,216 + 2 norms 512 + q/k norm 512)
-    # + final norm 256
+    pc = count_params(STABLELM)
+    # by hand: 2 x 256,000 (untied) + 2 x (attn 262,144 + mlp 393,216 + 2 LayerNorms 1,024)
+    # + final LayerNorm 512
     assert pc.source == "meta-device"
-    assert pc.total == 1_825_024
+    assert pc.total == 1_825_280
     assert pc.per_layer == 656_384 and pc.layers == 2 and not pc.tied
 
 
 def test_unknown_type_without_transformers(monkeypatch):
     monkeypatch.setattr(_meta, "available", lambda: False)
-    with pytest.raises(UnknownModelTypeError, match="olmo2"):
-        count_params(OLMO2)
+    with pytest.raises(UnknownModelTypeError, match="stablelm"):
+        count_params(STABLELM)
 
 
 def test_paramcount_is_serialisable():
