@@ -87,9 +87,21 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-__all__ = ["MAX_SCRIPT_BYTES", "ScriptFacts", "SideEffect", "analyse_script"]
+__all__ = ["MAX_SCRIPT_BYTES", "LoadCall", "ScriptFacts", "SideEffect", "analyse_script"]
 
 MAX_SCRIPT_BYTES = 2 * 1024 * 1024
+# from_pretrained keyword arguments that decide the memory of the loaded model (LoadCall)
+_LOAD_KWARGS = frozenset(
+    {
+        "dtype",
+        "torch_dtype",
+        "quantization_config",
+        "device_map",
+        "attn_implementation",
+        "load_in_4bit",
+        "load_in_8bit",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,10 +115,23 @@ class SideEffect:
 
 
 @dataclass(frozen=True, slots=True)
+class LoadCall:
+    """A ``*.from_pretrained(...)`` call and its model-loading keyword arguments as source text (a name
+    bound once by a plain assignment is replaced by the text of its value), for the memory estimator."""
+
+    callee: str  # e.g. "AutoModelForCausalLM.from_pretrained"
+    line: int
+    col: int
+    kwargs: tuple[tuple[str, str], ...]  # (dtype | torch_dtype | quantization_config | ..., source text)
+    has_star_kwargs: bool  # a **kwargs argument may carry any of them
+
+
+@dataclass(frozen=True, slots=True)
 class ScriptFacts:
     side_effects: tuple[SideEffect, ...] = ()
     device_map_auto: tuple[tuple[int, int], ...] = ()  # 1-based (line, col) of each "auto" value
     uses_trainer: bool = False  # an HF Trainer / TRL trainer is instantiated
+    load_calls: tuple[LoadCall, ...] = ()
     syntax_error: tuple[str, int, int] | None = None  # message, line, col
 
     @property
@@ -934,7 +959,35 @@ class _Analyser:
             side_effects=effects,
             device_map_auto=tuple(sorted(set(self.device_map))),
             uses_trainer=self.uses_trainer,
+            load_calls=self.load_calls(),
         )
+
+    def load_calls(self) -> tuple[LoadCall, ...]:
+        bound: dict[str, list[ast.expr]] = {}
+        for node in ast.walk(self.tree):
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+            ):
+                bound.setdefault(node.targets[0].id, []).append(node.value)
+        out = []
+        for node in ast.walk(self.tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            if node.func.attr != "from_pretrained":
+                continue
+            kwargs = []
+            for kw in node.keywords:
+                if kw.arg in _LOAD_KWARGS:
+                    value = kw.value
+                    if isinstance(value, ast.Name) and len(bound.get(value.id, ())) == 1:
+                        value = bound[value.id][0]
+                    kwargs.append((kw.arg, ast.unparse(value)[:2000]))
+            line, col = self.pos(node)
+            star = any(kw.arg is None for kw in node.keywords)
+            out.append(LoadCall(ast.unparse(node.func)[:200], line, col, tuple(kwargs), star))
+        return tuple(sorted(out, key=lambda c: (c.line, c.col)))
 
 
 _FLIP: dict[type, ast.cmpop] = {

@@ -78,6 +78,22 @@ def script_facts(plan: Any, names: dict[str, Any]) -> Namespace:
             "script",
         ),
     )
+    ns.set(
+        "load_calls",
+        Value(
+            [
+                {
+                    "location": Location(path, c.line, c.col),
+                    "callee": c.callee,
+                    "kwargs": dict(c.kwargs),
+                    "star_kwargs": c.has_star_kwargs,
+                }
+                for c in facts.load_calls
+            ],
+            None,
+            "script",
+        ),
+    )
     if facts.syntax_error is not None:
         message, line, col = facts.syntax_error
         ns.set(
