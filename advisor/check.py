@@ -155,6 +155,8 @@ def setting_position(settings: Settings, key: str, value: str) -> str:
 def resolve_settings(paths: list[Path], options: CheckOptions) -> Settings:
     if options.settings is not None:
         return options.settings
+    for p in paths:
+        _check_seed(p)
     start = paths[0] if paths else Path.cwd()
     return find_settings(start)
 

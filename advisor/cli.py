@@ -666,15 +666,17 @@ def hardware_detect(
     """Build a hardware descriptor from nvidia-smi on this machine, or from its saved output."""
     from advisor.sources.hardware import HardwareError, machine_yaml
     from advisor.sources.nvidia_smi import detect, machine_from_smi
+    from advisor.sources.read import ReadRefused, read_text_file
 
     try:
         if query is not None or topo is not None:
-            query_text = query.read_text(encoding="utf-8") if query else None
-            topo_text = topo.read_text(encoding="utf-8") if topo else None
+            # the safe reader: a FIFO or /dev/zero is refused at once, and at most 10 MB is read
+            query_text = read_text_file(query) if query else None
+            topo_text = read_text_file(topo) if topo else None
             machine = machine_from_smi(query_text, topo_text)
         else:
             machine = detect()
-    except (HardwareError, OSError) as exc:
+    except (HardwareError, OSError, ReadRefused) as exc:
         _die(str(exc))
         return
     if name:

@@ -7,7 +7,9 @@ command reaches is a run of its own. Folders are searched by content, not by fil
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,9 +95,10 @@ class DocumentCache:
     def refused(self, path: Path, reason: str) -> Document:
         """A GA001 document for a path that is not read (an unreadable folder, a file outside)."""
         key = Path(os.path.abspath(path))
-        doc = Document(key, "unknown", problems=[SourceProblem("GA001", reason, Span(1, 1))])
-        self._docs.setdefault(key, doc)
-        return self._docs[key]
+        problem = SourceProblem("GA001", reason, Span(1, 1))
+        doc = self._docs.setdefault(key, Document(key, "unknown"))
+        doc.problems.append(problem)
+        return doc
 
     def all(self) -> list[Document]:
         return list(self._docs.values())
@@ -145,11 +148,24 @@ def iter_files(
                 p = Path(dirpath, name)
                 if p.suffix.lower() not in CONFIG_SUFFIXES:
                     continue
-                if os.path.islink(p) and boundary is not None and not boundary.contains(p):
+                if not os.path.islink(p):
+                    add(p)
+                elif _is_loop(p):
+                    # reported on its folder: Path.resolve() on the loop itself raises (Python 3.11)
+                    problems.append(WalkProblem(Path(dirpath), f"'{name}' is a symlink loop; not read"))
+                elif boundary is not None and not boundary.contains(p):
                     problems.append(WalkProblem(p, boundary.outside_reason(p) or "outside the project"))
-                    continue
-                add(p)
+                else:
+                    add(p)
     return out
+
+
+def _is_loop(path: Path) -> bool:
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
 
 
 def _is_venv(path: Path) -> bool:
@@ -180,12 +196,12 @@ def resolve_reference(
     if candidate.is_absolute():
         if boundary is not None and not boundary.contains(candidate):
             return None, boundary.outside_reason(candidate)
-        return (candidate if _is_file(candidate) else None), None
+        return (candidate if _names_file(candidate) else None), None
     outside: Path | None = None
     for base in bases:
         p = base / candidate
         if boundary is None or boundary.contains(p):
-            if _is_file(p):
+            if _names_file(p):
                 return p, None
             continue
         # outside: a link in the project that points out, or a path climbing out of the naming folder
@@ -196,6 +212,15 @@ def resolve_reference(
     if outside is not None and boundary is not None:
         return None, boundary.outside_reason(outside)
     return None, None
+
+
+def _names_file(path: Path) -> bool:
+    """Something that is there and is not a folder: a FIFO or a device is returned too, so that the
+    reader refuses it by name (GA001) instead of calling it missing."""
+    try:
+        return not stat.S_ISDIR(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def _is_file(path: Path) -> bool:

@@ -528,10 +528,12 @@ def load_hardware(name_or_path: str | Path) -> Machine:
     text = str(name_or_path)
     path = Path(text).expanduser()
     if path.is_file():
+        from advisor.sources.read import ReadRefused, read_text_file
+
         try:
-            content = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise HardwareError(f"{text}: cannot read hardware descriptor: {exc}", file=text) from None
+            content = read_text_file(path)  # regular files only, at most 10 MB read
+        except ReadRefused as exc:
+            raise HardwareError(f"{text}: cannot read hardware descriptor: {exc.reason}", file=text) from None
         return _parse_cached(content, text, path.stem)
     for candidate in MACHINES_DIR.glob("*.yaml"):  # parse only the one asked for: start-up matters
         if candidate.stem.casefold() == text.casefold():

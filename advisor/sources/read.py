@@ -36,7 +36,7 @@ class ReadRefused(Exception):
 
 _KINDS = (
     (stat.S_ISDIR, "a folder"),
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISFIFO, "a FIFO"),
     (stat.S_ISCHR, "a character device"),
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISSOCK, "a socket"),
@@ -46,7 +46,7 @@ _KINDS = (
 def _not_regular(mode: int) -> str | None:
     for test, name in _KINDS:
         if test(mode):
-            return f"not a regular file ({name}); not read"
+            return f"not a regular file but {name}; not read"
     return None if stat.S_ISREG(mode) else "not a regular file; not read"
 
 
@@ -140,7 +140,12 @@ def read_document(path: Path, hint: DocumentKind | None = None) -> Document:
     `hint` is the kind another file names it as (`deepspeed: ds.json`). Such a file may be anything
     (a pull request can name any file of the checkout), so when it does not parse, or parses but is
     not that kind of file, the finding says so without quoting a line, key or value of it."""
-    doc = _read_document(path, hint)
+    text, failed = read_text(path)
+    if failed is not None:  # not read at all: the reason names the file, never its content
+        if hint:
+            failed.kind = hint
+        return failed
+    doc = _parse(path, text or "", hint)
     return _as_named(doc, hint) if hint in _NAMED_KINDS else doc
 
 
@@ -171,13 +176,7 @@ def _near_known(dialect: str, key: object) -> bool:
     return isinstance(key, str) and (key in known_keys(dialect) or suggest(dialect, key) is not None)
 
 
-def _read_document(path: Path, hint: DocumentKind | None) -> Document:
-    text, failed = read_text(path)
-    if failed is not None:
-        if hint:
-            failed.kind = hint
-        return failed
-    assert text is not None
+def _parse(path: Path, text: str, hint: DocumentKind | None) -> Document:
     suffix = path.suffix.lower()
     if suffix in PY_SUFFIXES or hint == "script":
         return Document(path, "script", data=None, text=text)
