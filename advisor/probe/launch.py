@@ -94,6 +94,8 @@ def child_env(spec: ProbeSpec, options: ProbeOptions, marker: str) -> dict[str, 
         env["CUDA_VISIBLE_DEVICES"] = spec.cuda_visible_devices
     if spec.device == "cpu":
         env["ACCELERATE_USE_CPU"] = "true"
+    if spec.out_dir:  # torchrun's torchelastic_* logs and the workers' temp files go with the staging
+        env["TMPDIR"] = str(Path(spec.out_dir) / "tmp")
     # the children must import this very package, also from a source checkout
     root = Path(__file__).resolve().parent.parent.parent
     if (root / "pyproject.toml").is_file():
@@ -184,6 +186,7 @@ def launch(
     marker = uuid.uuid4().hex
     cmd = command_for(spec, spec_path, options.python)
     env = child_env(spec, options, marker)
+    (out / "tmp").mkdir(parents=True, exist_ok=True)
     log_path = out / "launcher.log"
     start = time.monotonic()
     result = LaunchResult(command=cmd, returncode=None, wall_s=0.0, marker=marker)

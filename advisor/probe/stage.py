@@ -467,18 +467,31 @@ def _where(f: Finding) -> str:
 def _probe_all(
     run_contexts: list[tuple[Any, dict[str, Any], Any]], options: ProbeOptions, verification: Verification
 ) -> Verification:
-    verification.device = device_info(options.python)
-    if verification.device.get("error"):
-        verification.unavailable = verification.device["error"]
-        return verification
-    work = options.work_dir or Path(tempfile.mkdtemp(prefix="gpu-advise-verify-"))
+    """Probe every run. SIGINT, SIGTERM and SIGHUP end every probe process and remove the staging
+    folder, then exit 128 + the signal number with one line saying so (advisor/probe/signals.py)."""
+    from advisor.probe.signals import ProbeStopped, stop_on_signals, stopped_exit
+
+    work: Path | None = None
     try:
-        with _Progress(options.progress) as progress:
-            for plan, names, _ in run_contexts:
-                verification.runs.append(probe_run(plan, names, verification.device, options, work, progress))
-    finally:
-        if options.work_dir is None:
-            shutil.rmtree(work, ignore_errors=True)
+        with stop_on_signals() as guard:
+            try:
+                verification.device = device_info(options.python)
+                if verification.device.get("error"):
+                    verification.unavailable = verification.device["error"]
+                    return verification
+                work = options.work_dir or Path(tempfile.mkdtemp(prefix="gpu-advise-verify-"))
+                with _Progress(options.progress) as progress:
+                    for plan, names, _ in run_contexts:
+                        verification.runs.append(
+                            probe_run(plan, names, verification.device, options, work, progress)
+                        )
+            finally:
+                guard.hold()  # a signal from here on is recorded: the clean-up runs to its end
+                if work is not None and options.work_dir is None:
+                    shutil.rmtree(work, ignore_errors=True)
+            guard.check()
+    except ProbeStopped as stop:
+        stopped_exit(stop, staging=str(work) if work is not None and options.work_dir is None else None)
     return verification
 
 
