@@ -121,12 +121,14 @@ def write_atomic(path: Path, text: str) -> None:
 
 def load_baseline(path: Path) -> Counter[str]:
     """Fingerprint -> how many findings it may hide."""
+    from advisor.sources.read import ReadRefused, read_text_file
+
+    if not os.path.lexists(path):
+        raise BaselineError(f"{path}: baseline file not found (write one with `gpu-advise baseline`)")
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BaselineError(
-            f"{path}: baseline file not found (write one with `gpu-advise baseline`)"
-        ) from None
+        raw = json.loads(read_text_file(path))  # regular files only: a FIFO cannot hang the gate
+    except ReadRefused as exc:
+        raise BaselineError(f"{path}: cannot read baseline: {exc.reason}") from None
     except OSError as exc:
         raise BaselineError(f"{path}: cannot read baseline: {exc.strerror}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

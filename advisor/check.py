@@ -281,9 +281,12 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
         attach_baselines(plans, paths, options, settings)
 
     for folder in settings.extend_rules:
-        SettingsRef(settings, "extend-rules", folder, boundary).check(
-            settings.root / os.path.expanduser(folder)
-        )
+        named_by = SettingsRef(settings, "extend-rules", folder, boundary)
+        rules_dir = settings.root / os.path.expanduser(folder)
+        named_by.check(rules_dir)
+        if rules_dir.is_dir():  # a rule file in it may be a link that points out
+            for rule_file in sorted(rules_dir.glob("*.yaml")):
+                named_by.check(rule_file)
     try:
         extra = [settings.root / d for d in settings.extend_rules] + list(options.rules_dirs)
         catalog = load_catalog(extra)

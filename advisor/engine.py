@@ -1,19 +1,25 @@
 """The rule engine: loads rule files, evaluates them against facts, yields Findings.
 
 A rule is a declarative judgement over facts (see rules/*.yaml). Conditions, messages and fix
-values are Python-syntax expressions run by simpleeval: no imports, no attribute writes, no calls
-but the helpers below. Positions come from the provenance of the value a rule points `at`.
+values are Python-syntax expressions run by advisor.expr, a whitelist evaluator: they read fact
+values and call the helpers below, nothing else, with bounded work. An expression outside that
+language is refused when the rule file loads, with the file and line; one that fails or runs out of
+its budget while evaluating is that rule's error. Positions come from the provenance of the value a
+rule points `at`.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
+from advisor.expr import LIMITS, BudgetError, EvalError, Evaluator, ExprError, Expression, parse
 from advisor.findings import DELETE, SEVERITY_RANK, Edit, Finding, Fix, Severity
 from advisor.provenance import Namespace, Value
 from advisor.sources.document import Location
@@ -63,16 +69,61 @@ class RuleSpec:
     aliases: list[str] = field(default_factory=list)
 
 
+# ---------------------------------------------------------------------------------------------------
+# Helpers: the only functions an expression can call. They receive plain data (advisor/expr.py) and
+# bound what they build; the evaluator checks the size of what they return.
+
+
 def _fmt_gib(x: Any) -> str:
     return "?" if x is None else f"{float(x):.1f} GiB"
 
 
-def _join(items: Iterable[Any], sep: str = ", ") -> str:
-    return sep.join(str(i) for i in items)
+def _join(items: Any, sep: str = ", ") -> str:
+    if type(items) not in (list, tuple, str, dict):
+        raise TypeError(f"join() needs a list, not {type(items).__name__}")
+    if type(sep) is not str:
+        raise TypeError("join() needs a string separator")
+    pieces: list[str] = []
+    total = 0
+    for item in items:
+        piece = str(item)
+        total += len(piece) + len(sep)
+        if total > LIMITS.string_chars:
+            raise BudgetError(f"join() would build a string of more than {LIMITS.string_chars:,} characters")
+        pieces.append(piece)
+    return sep.join(pieces)
 
 
 def _plural(n: Any, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _round(x: Any, ndigits: Any = None) -> Any:
+    if ndigits is not None and (type(ndigits) is not int or abs(ndigits) > 100):
+        raise ValueError("round() takes at most 100 digits")
+    return round(x, ndigits)
+
+
+def _sum(items: Any, start: Any = 0) -> Any:
+    if type(items) not in (list, tuple) or any(type(v) not in (int, float, bool) for v in (start, *items)):
+        raise TypeError("sum() adds a list of numbers")
+    return sum(items, start)
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+def _isinstance_str(x: Any) -> bool:
+    return isinstance(x, str)
+
+
+def _lower(x: Any) -> str:
+    return str(x).lower()
+
+
+def _upper(x: Any) -> str:
+    return str(x).upper()
 
 
 HELPERS: dict[str, Any] = {
@@ -80,88 +131,144 @@ HELPERS: dict[str, Any] = {
     "min": min,
     "max": max,
     "abs": abs,
-    "round": round,
+    "round": _round,
     "int": int,
     "float": float,
     "str": str,
     "bool": bool,
     "sorted": sorted,
-    "sum": sum,
+    "sum": _sum,
     "any": any,
     "all": all,
     "list": list,
-    "set": set,
-    "isinstance_str": lambda x: isinstance(x, str),
-    "is_number": lambda x: isinstance(x, int | float) and not isinstance(x, bool),
+    "isinstance_str": _isinstance_str,
+    "is_number": _is_number,
     "gib": _fmt_gib,
     "show": lambda x: _show(x),
     "join": _join,
     "plural": _plural,
-    "lower": lambda x: str(x).lower(),
-    "upper": lambda x: str(x).upper(),
+    "lower": _lower,
+    "upper": _upper,
 }
 
 _TEMPLATE = re.compile(r"\{([^{}]+)\}")
+# `at`, `related`, `requires` and fix targets: dotted names, read by the engine, never evaluated
+_DOTTED = re.compile(r"[A-Za-z][A-Za-z0-9_]*(?:\.[A-Za-z][A-Za-z0-9_]*)*")
+MAX_RULE_FILE_BYTES = 1024 * 1024
+
+Template = tuple[tuple[str, Expression | None], ...]  # literal text, or an expression to show
 
 
 @dataclass(slots=True)
 class CompiledRule:
     spec: RuleSpec
     path: Path
-    when: Any
-    for_each: Any
-    message: list[tuple[str, Any]]  # literal text, parsed expression (or None)
-    fix_values: dict[str, Any]
-    fix_when: Any = None
+    when: Expression
+    for_each: Expression | None
+    message: Template
+    fix_values: dict[
+        str, tuple[str, Any]
+    ]  # target -> ("expr", Expression) | ("template", Template) | ("literal", v)
+    fix_when: Expression | None = None
+    fix_description: Template = ()
+    lines: dict[str, int] = field(default_factory=dict)  # field of the rule file -> its 1-based line
 
     @property
     def code(self) -> str:
         return self.spec.code
 
-
-def _evaluator(names: dict[str, Any]) -> Any:
-    from simpleeval import EvalWithCompoundTypes
-
-    return EvalWithCompoundTypes(functions=HELPERS, names=names)
-
-
-def _parse(expr: str, where: str) -> Any:
-    try:
-        return _evaluator({}).parse(expr)
-    except SyntaxError as exc:
-        raise RuleError(f"{where}: expression does not parse: {expr!r} ({exc.msg})") from None
+    def where(self, part: str) -> str:
+        """`FILE:LINE` of a field of the rule file (the file alone when its line is not known)."""
+        line = self.lines.get(part) or self.lines.get(part.split(".")[0])
+        return f"{self.path}:{line}" if line else str(self.path)
 
 
-def _compile_template(text: str, where: str) -> list[tuple[str, Any]]:
-    parts: list[tuple[str, Any]] = []
-    pos = 0
-    for m in _TEMPLATE.finditer(text):
-        parts.append((text[pos : m.start()], None))
-        parts.append(("", _parse(m.group(1), where)))
-        pos = m.end()
-    parts.append((text[pos:], None))
-    return parts
+class _Compiler:
+    """Parses one rule's expressions; a refusal names the rule file, the line and the field."""
+
+    def __init__(self, spec: RuleSpec, path: Path, lines: dict[str, int], text: str | None) -> None:
+        self.spec = spec
+        self.path = path
+        self.lines = lines
+        self.text_lines = text.splitlines() if text is not None else None
+
+    def fail(self, part: str, problem: str, source: str | None = None) -> RuleError:
+        line = self._line_of(part, source)
+        where = f"{self.path}:{line}" if line else str(self.path)
+        return RuleError(f"{where}: rule {self.spec.code}, {part}: {problem}")
+
+    def _line_of(self, part: str, source: str | None) -> int | None:
+        line = self.lines.get(part) or self.lines.get(part.split(".")[0])
+        if line and source and self.text_lines is not None:
+            # a template spread over several lines of a block scalar: find the line the expression starts on
+            needle = source.strip().splitlines()[0][:40] if source.strip() else ""
+            for i in range(line - 1, min(len(self.text_lines), line + 200)):
+                if needle and needle in self.text_lines[i]:
+                    return i + 1
+        return line
+
+    def expression(self, source: Any, part: str) -> Expression:
+        try:
+            return parse(source, HELPERS)
+        except ExprError as exc:
+            raise self.fail(part, str(exc), source if isinstance(source, str) else None) from None
+
+    def template(self, text: Any, part: str) -> Template:
+        if not isinstance(text, str):
+            raise self.fail(part, "must be text")
+        parts: list[tuple[str, Expression | None]] = []
+        pos = 0
+        for m in _TEMPLATE.finditer(text):
+            parts.append((text[pos : m.start()], None))
+            parts.append(("", self.expression(m.group(1), part)))
+            pos = m.end()
+        parts.append((text[pos:], None))
+        return tuple(parts)
+
+    def dotted(self, path: Any, part: str) -> None:
+        if not isinstance(path, str) or not _DOTTED.fullmatch(path.strip()):
+            raise self.fail(part, f"{path!r} is not a dotted name such as batch.world_size")
 
 
-def compile_rule(spec: RuleSpec, path: Path) -> CompiledRule:
-    where = f"{path} ({spec.code})"
-    fix_values: dict[str, Any] = {}
+def compile_rule(
+    spec: RuleSpec, path: Path, lines: dict[str, int] | None = None, text: str | None = None
+) -> CompiledRule:
+    """Parse and check every expression of a validated rule; raises RuleError with the file and line."""
+    lines = dict(lines or {})
+    c = _Compiler(spec, path, lines, text)
+    for req in spec.requires:
+        c.dotted(req, "requires")
+    for alt in (spec.at or "").split(" or "):
+        if alt.strip():
+            c.dotted(alt, "at")
+    for rel in spec.related:
+        c.dotted(rel, "related")
+    fix_values: dict[str, tuple[str, Any]] = {}
+    fix_when = None
+    description: Template = ()
     if spec.fix:
         for target, raw in spec.fix.set.items():
+            c.dotted(target, "fix")
             if isinstance(raw, str) and _TEMPLATE.fullmatch(raw):
-                fix_values[target] = ("expr", _parse(raw[1:-1], where))
+                fix_values[target] = ("expr", c.expression(raw[1:-1], "fix"))
             elif isinstance(raw, str) and "{" in raw:
-                fix_values[target] = ("template", _compile_template(raw, where))
+                fix_values[target] = ("template", c.template(raw, "fix"))
             else:
                 fix_values[target] = ("literal", raw)
+        for target in spec.fix.delete:
+            c.dotted(target, "fix")
+        fix_when = c.expression(spec.fix.when, "fix.when")
+        description = c.template(spec.fix.description, "fix.description") if spec.fix.description else ()
     return CompiledRule(
         spec=spec,
         path=path,
-        when=_parse(spec.when, where),
-        for_each=_parse(spec.for_each, where) if spec.for_each else None,
-        message=_compile_template(spec.message.strip(), where),
+        when=c.expression(spec.when, "when"),
+        for_each=c.expression(spec.for_each, "for_each") if spec.for_each else None,
+        message=c.template(spec.message.strip(), "message"),
         fix_values=fix_values,
-        fix_when=_parse(spec.fix.when, where) if spec.fix else None,
+        fix_when=fix_when,
+        fix_description=description,
+        lines=lines,
     )
 
 
@@ -173,32 +280,103 @@ def builtin_rules_dir() -> Path:
     return Path(__file__).resolve().parent / "_rules"
 
 
+def _read_rule_text(path: Path) -> str:
+    """A rule file's text: a regular file of at most MAX_RULE_FILE_BYTES (a FIFO or a device is refused)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise RuleError(f"{path}: a rule file must be a regular file")
+            with os.fdopen(fd, "rb", closefd=False) as fh:
+                data = fh.read(MAX_RULE_FILE_BYTES + 1)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise RuleError(f"{path}: cannot read rule file: {exc.strerror or exc}") from None
+    if len(data) > MAX_RULE_FILE_BYTES:
+        raise RuleError(f"{path}: rule file is larger than {MAX_RULE_FILE_BYTES // 1024} KiB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RuleError(f"{path}: rule file is not UTF-8: {exc.reason}") from None
+
+
+def _field_lines(node: Any) -> dict[str, int]:
+    """The line each field of a rule file starts on (its value's; a block scalar's first text line)."""
+    import yaml
+
+    def line(value: Any) -> int:
+        style = getattr(value, "style", None)
+        return value.start_mark.line + 1 + (1 if style in ("|", ">") else 0)
+
+    lines: dict[str, int] = {}
+    if not isinstance(node, yaml.MappingNode):
+        return lines
+    for k, v in node.value:
+        if not isinstance(k, yaml.ScalarNode):
+            continue
+        lines[k.value] = line(v)
+        if k.value == "fix" and isinstance(v, yaml.MappingNode):
+            for fk, fv in v.value:
+                if isinstance(fk, yaml.ScalarNode):
+                    lines[f"fix.{fk.value}"] = line(fv)
+    return lines
+
+
 def load_rule_file(path: Path) -> CompiledRule:
     import yaml
 
+    text = _read_rule_text(path)
     try:
-        raw = yaml.load(
-            path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        )
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RuleError(f"{path}: cannot read rule file: {exc}") from None
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+        try:
+            node = loader.get_single_node()
+            raw = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark else ""
         raise RuleError(
             f"{path}{line}: rule file is not valid YAML: {getattr(exc, 'problem', exc)}"
         ) from None
+    except RecursionError:
+        raise RuleError(f"{path}: rule file is nested too deeply") from None
     if not isinstance(raw, dict):
         raise RuleError(f"{path}:1: a rule file is a mapping with code, name, severity, when, message, docs")
     from advisor.schema.rules import validate_rule
 
+    lines = _field_lines(node)
     try:
         spec = validate_rule(raw)
     except Exception as exc:  # pydantic.ValidationError: name the fields
         errors = getattr(exc, "errors", lambda: [])()
+        first = errors[0]["loc"][0] if errors and errors[0].get("loc") else None
+        at = f":{lines[first]}" if isinstance(first, str) and first in lines else ""
         detail = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in errors) or str(exc)
-        raise RuleError(f"{path}: invalid rule file: {detail}") from None
-    return compile_rule(spec, path)
+        raise RuleError(f"{path}{at}: invalid rule file: {detail}") from None
+    return compile_rule(spec, path, lines, text)
+
+
+def _rules_to_data(rules: tuple[CompiledRule, ...]) -> list[dict[str, Any]]:
+    from advisor.datacodec import encode
+
+    return [{"path": str(r.path), "lines": r.lines, "spec": encode(r.spec)} for r in rules]
+
+
+def _rules_from_data(data: Any) -> tuple[CompiledRule, ...]:
+    """The cached catalog: validated specs as data, their expressions parsed and checked again."""
+    from advisor.datacodec import DataError, decode
+
+    if not isinstance(data, list):
+        raise DataError("the cached rule catalog is not a list")
+    return tuple(
+        compile_rule(
+            decode(RuleSpec, d["spec"]), Path(decode(str, d["path"])), decode(dict[str, int], d["lines"])
+        )
+        for d in data
+    )
 
 
 @cache
@@ -208,8 +386,17 @@ def _load_dir(directory: Path) -> tuple[CompiledRule, ...]:
     from advisor.cache import cached, file_stamps
 
     files = sorted(directory.glob("*.yaml"))
+    try:
+        stamps = file_stamps(files)
+    except OSError as exc:
+        raise RuleError(f"{directory}: cannot read rule files: {exc.strerror or exc}") from None
     return cached(
-        "rules", str(directory), file_stamps(files), lambda: tuple(load_rule_file(p) for p in files)
+        "rules",
+        str(directory),
+        stamps,
+        lambda: tuple(load_rule_file(p) for p in files),
+        to_data=_rules_to_data,
+        from_data=_rules_from_data,
     )
 
 
@@ -268,31 +455,46 @@ class Engine:
     def evaluate(self, scope: str, contexts: Iterable[Context]) -> Iterator[Finding]:
         rules = [r for r in self.rules if r.spec.scope == scope]
         for ctx in contexts:
+            ev = Evaluator(ctx.names, HELPERS)
             for rule in rules:
+                ev.reset()  # each rule has its own budget
                 try:
-                    yield from self._evaluate(rule, ctx)
+                    found = list(self._evaluate(rule, ctx, ev))
                 except Exception as exc:  # a broken rule must not take the others down
+                    # cli._errors_exit_code reads the code from "rule CODE (FILE) failed on ..."
                     self.errors.append(
                         f"rule {rule.code} ({rule.path.name}) failed on {ctx.run or ctx.fallback.file}: "
-                        f"{type(exc).__name__}: {exc}"
+                        f"{_describe(exc)}"
                     )
+                    continue
+                finally:
+                    ev.unbind("item")
+                yield from found
 
-    def _evaluate(self, rule: CompiledRule, ctx: Context) -> Iterator[Finding]:
+    def _evaluate(self, rule: CompiledRule, ctx: Context, ev: Evaluator) -> Iterator[Finding]:
         for req in rule.spec.requires:
             if not _truthy_path(ctx.names, req):
                 return
-        ev = _evaluator(dict(ctx.names))
         items: list[Any] = [None]
         if rule.for_each is not None:
-            items = list(ev.eval("", previously_parsed=rule.for_each) or [])
+            listed = ev.evaluate(rule.for_each)
+            if listed is None:
+                listed = []
+            if type(listed) not in (list, tuple):
+                raise EvalError(f"for_each gives {type(listed).__name__}, not a list")
+            items = list(listed)
         for item in items:
+            raw_item = None
             if rule.for_each is not None:
-                ev.names["item"] = item
-            if not ev.eval("", previously_parsed=rule.when):
+                ev.bind("item", item)
+                raw_item = ev.raw_of(item)
+            if not ev.evaluate(rule.when):
                 continue
             message = _render(ev, rule.message)
-            location, related = self._locate(rule, ev, ctx)
-            own = item.get("severity") if isinstance(item, dict) else None  # an item may carry its own
+            location, related = self._locate(rule, ctx, item, raw_item)
+            own = item.get("severity") if type(item) is dict else None  # an item may carry its own
+            if own is not None and own not in SEVERITY_RANK:
+                raise EvalError(f"item severity {own!r} is not one of {', '.join(SEVERITY_RANK)}")
             severity = self.severity_overrides.get(rule.code, own or rule.spec.severity)
             yield Finding(
                 rule=rule.code,
@@ -305,13 +507,15 @@ class Engine:
                 fix=self._fix(rule, ev, ctx),
             )
 
-    def _locate(self, rule: CompiledRule, ev: Any, ctx: Context) -> tuple[Location, list[Location]]:
+    def _locate(
+        self, rule: CompiledRule, ctx: Context, item: Any, raw_item: Any
+    ) -> tuple[Location, list[Location]]:
         related: list[Location] = []
         location = ctx.fallback
         for path in (rule.spec.at or "").split(" or "):  # `a or b`: the first that has a position
             if not path.strip():
                 continue
-            target = _resolve(ev, ctx.names, path.strip())
+            target = _resolve(ctx.names, path.strip(), item, raw_item)
             loc = _location_of(target)
             if loc is None:
                 continue
@@ -320,7 +524,7 @@ class Engine:
                 related.extend(target.related)
             break
         for path in rule.spec.related:
-            target = _resolve(ev, ctx.names, path)
+            target = _resolve(ctx.names, path, item, raw_item)
             if isinstance(target, list):
                 for t in target:
                     loc = _location_of(t)
@@ -336,14 +540,14 @@ class Engine:
                 unique.append(loc)
         return location, unique
 
-    def _fix(self, rule: CompiledRule, ev: Any, ctx: Context) -> Fix | None:
+    def _fix(self, rule: CompiledRule, ev: Evaluator, ctx: Context) -> Fix | None:
         spec = rule.spec.fix
-        if spec is None or not ev.eval("", previously_parsed=rule.fix_when):
+        if spec is None or rule.fix_when is None or not ev.evaluate(rule.fix_when):
             return None
         edits: list[Edit] = []
         for target, (kind, payload) in rule.fix_values.items():
             if kind == "expr":
-                value = ev.eval("", previously_parsed=payload)
+                value = ev.evaluate(payload)
             elif kind == "template":
                 value = _render(ev, payload)
             else:
@@ -357,30 +561,46 @@ class Engine:
             if edit is None:
                 return None
             edits.append(edit)
-        description = _render(ev, _compile_template(spec.description, rule.code)) if spec.description else ""
+        description = _render(ev, rule.fix_description) if rule.fix_description else ""
         return Fix(description=description, safety=spec.safety, edits=tuple(edits))
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, BudgetError):
+        return f"stopped: {exc} (rule expressions have bounded work)"
+    if isinstance(exc, EvalError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _step(node: Any, part: str) -> Any:
+    """One step down a dotted path the engine follows: namespace entries and mapping keys only."""
+    if isinstance(node, Namespace):
+        return node.read(part)
+    if isinstance(node, dict):
+        return node.get(part)
+    return None
 
 
 def _truthy_path(names: dict[str, Any], dotted: str) -> bool:
     head, _, rest = dotted.partition(".")
     node = names.get(head)
     for part in rest.split(".") if rest else []:
-        node = getattr(node, part, None) if node is not None else None
+        node = _step(node, part)
     return bool(node)
 
 
-def _resolve(ev: Any, names: dict[str, Any], dotted: str) -> Any:
-    """A dotted path gives the Value (with provenance), not only the plain value."""
+def _resolve(names: dict[str, Any], dotted: str, item: Any, raw_item: Any) -> Any:
+    """A dotted path gives the Value (with provenance), not only the plain value. `item` is the fact
+    the current for_each item was converted from, when it came from one."""
     head, _, rest = dotted.partition(".")
-    node = ev.names.get(head, names.get(head))
+    node = (raw_item if raw_item is not None else item) if head == "item" else names.get(head)
     if not rest:
         return node
     if isinstance(node, Namespace):
         return node.lookup(rest)
     for part in rest.split("."):
-        if node is None:
-            return None
-        node = node.get(part) if isinstance(node, dict) else getattr(node, part, None)
+        node = _step(node, part)
     return node
 
 
@@ -390,9 +610,9 @@ def _location_of(target: Any) -> Location | None:
     if isinstance(target, Value):
         return target.origin
     if isinstance(target, dict):
-        return _location_of(target.get("location"))
-    loc = getattr(target, "location", None)
-    return loc if isinstance(loc, Location) else None
+        loc = target.get("location")
+        return loc if isinstance(loc, Location) else None
+    return None
 
 
 def _edit_for(ctx: Context, target: str, value: Any) -> Edit | None:
@@ -412,14 +632,15 @@ def _edit_for(ctx: Context, target: str, value: Any) -> Edit | None:
     return None
 
 
-def _render(ev: Any, parts: list[tuple[str, Any]]) -> str:
+def _render(ev: Evaluator, parts: Template) -> str:
     out = []
-    for text, parsed in parts:
-        if parsed is None:
-            out.append(text)
-        else:
-            value = ev.eval("", previously_parsed=parsed)
-            out.append(_show(value))
+    total = 0
+    for text, expr in parts:
+        piece = text if expr is None else _show(ev.evaluate(expr))
+        total += len(piece)
+        if total > LIMITS.string_chars:
+            raise BudgetError(f"a message of more than {LIMITS.string_chars:,} characters")
+        out.append(piece)
     return "".join(out)
 
 
