@@ -5,6 +5,9 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from advisor.sources.classify import classify_mapping, looks_like_launch_script, training_dialect
@@ -56,6 +59,27 @@ def _os_reason(exc: OSError) -> str:
     return f"cannot read file: {exc.strerror or exc}"
 
 
+# --fix and --diff re-check the files as their planned edits would leave them, before anything is
+# written: inside `overlay(...)`, reads of those files (by resolved path) see the planned bytes.
+_OVERLAY: ContextVar[dict[str, bytes] | None] = ContextVar("gpu_advise_read_overlay", default=None)
+
+
+@contextmanager
+def overlay(files: dict[Path, bytes]) -> Iterator[None]:
+    token = _OVERLAY.set({os.path.realpath(p): data for p, data in files.items()} or None)
+    try:
+        yield
+    finally:
+        _OVERLAY.reset(token)
+
+
+def _planned(planned: dict[str, bytes], path: Path) -> bytes | None:
+    try:
+        return planned.get(os.path.realpath(path))
+    except (OSError, ValueError):
+        return None
+
+
 def read_bytes(path: Path, limit: int = MAX_BYTES) -> bytes:
     """The bytes of a regular file, at most `limit` of them; raises ReadRefused otherwise.
 
@@ -63,6 +87,11 @@ def read_bytes(path: Path, limit: int = MAX_BYTES) -> bytes:
     socket is never opened; then open with O_NONBLOCK (a FIFO swapped in after the stat cannot
     block the open) and fstat the descriptor, which is what is really read. At most limit + 1 bytes
     are read, so a file that grows, or lies about its size, cannot exhaust memory."""
+    planned = _OVERLAY.get()
+    if planned is not None and (hit := _planned(planned, path)) is not None:
+        if len(hit) > limit:
+            raise ReadRefused(path, _too_large(len(hit), limit))
+        return hit
     try:
         reason = _not_regular(os.stat(path).st_mode)
     except OSError as exc:
