@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from advisor.facts import topology
 from advisor.provenance import Namespace, Value
 
 
@@ -32,9 +33,11 @@ def hardware_facts(plan: Any) -> Namespace:
         "cpu_cores": machine.cpu_cores,
         "ram_gib": machine.ram_gib,
         "compute_capability": cc,
-        "bf16": cc is not None and cc >= 8.0,
-        "tf32": cc is not None and cc >= 8.0,
-        "fp8": cc is not None and cc >= 8.9,
+        # from the catalog, not from the compute capability: on ROCm torch reports the gfx target
+        # (MI250X gfx90a = 9.0) and CDNA2 has bf16 but neither TF32 nor FP8
+        "bf16": topology.bf16_supported(gpu),
+        "tf32": topology.tf32_supported(gpu),
+        "fp8": topology.fp8_supported(gpu),
         "network": machine.network,
         "nvlink_all": machine.nvlink == "all",
     }

@@ -123,9 +123,14 @@ def _intra_node_busbw(machine: Machine, local: set[int]) -> float:
     if len(local) < 2:
         return math.inf
     gpu = machine.gpu
+    link = gpu.peer_link
     for group in _local_groups(machine):
-        if local <= group and gpu.nvlink is not None:
-            return gpu.nvlink.busbw_gbs
+        if local <= group and link is not None:
+            if link.pair_busbw_gbs is not None and len(local) < len(group):
+                # a switchless mesh (AMD xGMI) gives each GPU one direct link per peer, so a job on k of
+                # its GPUs uses k-1 links: 2 of 8 MI300X measured 47.7 GB/s vs 312.9 with all 8 (stas00)
+                return min(link.busbw_gbs, link.pair_busbw_gbs * (len(local) - 1))
+            return link.busbw_gbs
     return gpu.pcie.busbw_gbs
 
 
@@ -158,17 +163,18 @@ def _spec(gpu: GpuSpec | Machine) -> GpuSpec:
 
 
 def bf16_supported(gpu: GpuSpec | Machine) -> bool:
-    """bf16 tensor cores: compute capability >= 8.0 (torch.cuda.is_bf16_supported() can say True
-    on V100/T4 through emulation; HF Trainer then does not stop bf16=True)."""
+    """bf16 tensor cores, from the catalog. NVIDIA: compute capability >= 8.0 (torch.cuda.is_bf16_supported()
+    can say True on V100/T4 through emulation; HF Trainer then does not stop bf16=True). AMD CDNA2/3: yes.
+    """
     spec = _spec(gpu)
-    return spec.cc >= (8, 0) and spec.bf16_native
+    return spec.bf16_native and (spec.vendor != "nvidia" or spec.cc >= (8, 0))
 
 
 def tf32_supported(gpu: GpuSpec | Machine) -> bool:
-    """TF32 tensor math: compute capability >= 8.0 (Ampere and later)."""
-    return _spec(gpu).cc >= (8, 0)
+    """TF32 tensor math, from the catalog: NVIDIA Ampere and later (cc >= 8.0), AMD CDNA3 but not CDNA2."""
+    return _spec(gpu).tf32_supported
 
 
 def fp8_supported(gpu: GpuSpec | Machine) -> bool:
-    """FP8 tensor cores: compute capability >= 8.9 (Ada, Hopper, Blackwell)."""
-    return _spec(gpu).cc >= (8, 9)
+    """FP8 tensor cores: the catalog has an FP8 rate (NVIDIA cc >= 8.9: Ada, Hopper, Blackwell; AMD MI300)."""
+    return _spec(gpu).fp8_dense_tflops is not None

@@ -21,9 +21,18 @@ class NvlinkSpec(BaseModel):
     links: int | None = None
     per_gpu_unidir_gbs: float
     typical_topology: Literal[
-        "nvswitch_all_to_all", "bridged_pairs", "optional_2way_bridge_pairs", "hybrid_cube_mesh"
+        "nvswitch_all_to_all",
+        "bridged_pairs",
+        "optional_2way_bridge_pairs",
+        "hybrid_cube_mesh",
+        "xgmi_full_mesh",
+        "xgmi_mixed",
     ]
     busbw_gbs: float = Field(description="realistic all-reduce busbw inside the NVLink domain, GB/s")
+    pair_busbw_gbs: float | None = Field(
+        default=None,
+        description="busbw when only two GPUs of a mesh take part (one direct link each, no switch), GB/s",
+    )
     busbw_measured: bool
     busbw_source: str
 
@@ -46,14 +55,23 @@ class GpuSpec(BaseModel):
 
     id: str
     display_name: str
-    vendor: str = "nvidia"
+    vendor: Literal["nvidia", "amd"] = "nvidia"
     architecture: str
-    compute_capability: str
+    compute_capability: str = Field(
+        description="what torch.cuda.get_device_capability() reports (on ROCm: the gfx target's major.minor)"
+    )
+    gfx_target: str | None = Field(default=None, description="AMD only: the ROCm gfx target, e.g. gfx942")
     form_factor: str | None = None
     nvidia_smi_name: list[str] = Field(default_factory=list)
+    rocm_smi_name: list[str] = Field(
+        default_factory=list, description="AMD only: names torch.cuda.get_device_name() and rocm-smi print"
+    )
     aliases: list[str] = Field(default_factory=list)
     memory_gb_marketed: float | None = None
     nvidia_smi_memory_total_mib: int | None = None
+    rocm_smi_vram_total_bytes: int | None = Field(
+        default=None, description="AMD only: rocm-smi --showmeminfo vram 'VRAM Total Memory (B)'"
+    )
     usable_gib: float = Field(gt=0)
     memory_bandwidth_gbs: float
     bf16_dense_tflops: float | None = None
@@ -64,6 +82,9 @@ class GpuSpec(BaseModel):
     tf32_supported: bool
     bf16_native: bool
     nvlink: NvlinkSpec | None = None
+    infinity_fabric: NvlinkSpec | None = Field(
+        default=None, description="AMD only: the Infinity Fabric (xGMI) peer link, as an NVLink record"
+    )
     pcie: PcieSpec
     p2p_supported: bool = True
     tdp_w: float | None = None
@@ -77,6 +98,17 @@ class GpuSpec(BaseModel):
         if not re.fullmatch(r"\d+\.\d+", v):
             raise ValueError(f"compute_capability must look like '8.0', got {v!r}")
         return v
+
+    @model_validator(mode="after")
+    def _vendor_fields(self) -> GpuSpec:
+        if self.vendor == "amd":
+            if self.nvlink is not None or self.nvidia_smi_name or self.nvidia_smi_memory_total_mib:
+                raise ValueError(f"{self.id}: an AMD GPU has no NVLink and no nvidia-smi fields")
+            if not self.rocm_smi_name or not self.gfx_target:
+                raise ValueError(f"{self.id}: an AMD GPU needs rocm_smi_name and gfx_target")
+        elif self.infinity_fabric is not None or self.rocm_smi_name or self.gfx_target:
+            raise ValueError(f"{self.id}: infinity_fabric, rocm_smi_name and gfx_target are AMD-only")
+        return self
 
 
 def _err(message: str, path: tuple[str | int, ...] = ()) -> PydanticCustomError:
@@ -120,7 +152,8 @@ class Machine(BaseModel):
     gpus: GpuGroup
     nvlink: NvlinkValue = Field(
         default_factory=list,
-        description="groups of GPU indices joined by NVLink; `all` = every pair (NVSwitch); [] = none",
+        description="groups of GPU indices joined by NVLink (AMD: Infinity Fabric); `all` = every pair "
+        "(NVSwitch, or an xGMI mesh); [] = none",
     )
     cpu_cores: int | None = Field(
         default=None, ge=1, description="logical CPUs (vCPUs) per node the job may use; None = unknown"
@@ -200,7 +233,7 @@ class Machine(BaseModel):
                         )
                     seen[idx] = i
         has_links = self.nvlink == "all" or bool(self.nvlink)
-        if has_links and gpu is not None and gpu.nvlink is None and count > 1:
+        if has_links and gpu is not None and gpu.peer_link is None and count > 1:
             raise _err(f"{gpu.display_name} has no NVLink, so nvlink must be [] (or none)", ("nvlink",))
         if self.nodes > 1 and self.network is None:
             raise _err(

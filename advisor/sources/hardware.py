@@ -88,9 +88,15 @@ class NvlinkSpec:
     links: int | None = None
     per_gpu_unidir_gbs: float
     typical_topology: Literal[
-        "nvswitch_all_to_all", "bridged_pairs", "optional_2way_bridge_pairs", "hybrid_cube_mesh"
+        "nvswitch_all_to_all",
+        "bridged_pairs",
+        "optional_2way_bridge_pairs",
+        "hybrid_cube_mesh",
+        "xgmi_full_mesh",
+        "xgmi_mixed",
     ]
     busbw_gbs: float  # realistic all-reduce busbw inside the NVLink domain, GB/s
+    pair_busbw_gbs: float | None = None  # busbw with only two GPUs of a switchless mesh, GB/s
     busbw_measured: bool
     busbw_source: str
 
@@ -111,14 +117,17 @@ class GpuSpec:
 
     id: str
     display_name: str
-    vendor: str = "nvidia"
+    vendor: Literal["nvidia", "amd"] = "nvidia"
     architecture: str
-    compute_capability: str
+    compute_capability: str  # torch.cuda.get_device_capability(); on ROCm the gfx target's major.minor
+    gfx_target: str | None = None  # AMD: e.g. gfx942
     form_factor: str | None = None
     nvidia_smi_name: list[str] = field(default_factory=list)
+    rocm_smi_name: list[str] = field(default_factory=list)  # AMD: torch / rocm-smi device names
     aliases: list[str] = field(default_factory=list)
     memory_gb_marketed: float | None = None
     nvidia_smi_memory_total_mib: int | None = None
+    rocm_smi_vram_total_bytes: int | None = None
     usable_gib: float
     memory_bandwidth_gbs: float
     bf16_dense_tflops: float | None = None
@@ -129,6 +138,7 @@ class GpuSpec:
     tf32_supported: bool
     bf16_native: bool
     nvlink: NvlinkSpec | None = None
+    infinity_fabric: NvlinkSpec | None = None  # AMD: the xGMI peer link
     pcie: PcieSpec
     p2p_supported: bool = True
     tdp_w: float | None = None
@@ -146,6 +156,25 @@ class GpuSpec:
     def has_nvlink(self) -> bool:
         return self.nvlink is not None
 
+    @property
+    def peer_link(self) -> NvlinkSpec | None:
+        """The GPU-to-GPU link a descriptor's `nvlink` groups stand for: NVLink, or AMD's Infinity Fabric."""
+        return self.nvlink if self.nvlink is not None else self.infinity_fabric
+
+    @property
+    def device_names(self) -> list[str]:
+        """The names the vendor's tools print for this GPU (nvidia-smi, or torch/rocm-smi on ROCm)."""
+        return [*self.nvidia_smi_name, *self.rocm_smi_name]
+
+    @property
+    def memory_total_mib(self) -> float | None:
+        """Total device memory as the vendor's tool reports it, MiB (None when not recorded)."""
+        if self.nvidia_smi_memory_total_mib is not None:
+            return float(self.nvidia_smi_memory_total_mib)
+        if self.rocm_smi_vram_total_bytes is not None:
+            return self.rocm_smi_vram_total_bytes / 2**20
+        return None
+
     def dense_tflops(self, precision: str) -> float | None:
         """Dense tensor peak for 'bf16' | 'fp16' | 'fp8' | 'tf32' (None: no such hardware path)."""
         return {
@@ -156,12 +185,12 @@ class GpuSpec:
         }.get(precision.lower())
 
 
-_VENDOR_PREFIX = re.compile(r"^(?:(?:nvidia|tesla|geforce|quadro)\b[\s\-_]*)+", re.IGNORECASE)
+_VENDOR_PREFIX = re.compile(r"^(?:(?:nvidia|tesla|geforce|quadro|amd|instinct)\b[\s\-_]*)+", re.IGNORECASE)
 _SEPARATORS = re.compile(r"[\s\-_]+")
 
 
 def normalize_gpu_name(name: str) -> str:
-    """Lower case, without a leading NVIDIA/Tesla/GeForce/Quadro and without spaces, '-' and '_'."""
+    """Lower case, without a leading NVIDIA/Tesla/GeForce/Quadro/AMD/Instinct and without spaces, '-', '_'."""
     text = _VENDOR_PREFIX.sub("", name.strip())
     return _SEPARATORS.sub("", text).lower()
 
@@ -179,16 +208,25 @@ def _build_catalog_and_index() -> tuple[dict[str, GpuSpec], dict[str, str]]:
     raw = yaml.load(GPUS_FILE.read_text(encoding="utf-8"), Loader=_Loader)
     catalog: dict[str, GpuSpec] = {}
     index: dict[str, str] = {}
+    device_keys: set[str] = set()  # keys that come from a vendor tool's device name
     for entry in raw["gpus"]:
         spec = validate_gpu(entry)
         if spec.id in catalog:
             raise RuntimeError(f"{GPUS_FILE}: duplicate GPU id {spec.id!r}")
         catalog[spec.id] = spec
-        for name in (spec.id, *spec.aliases, *spec.nvidia_smi_name):
+        for name in (spec.id, *spec.aliases):
             key = normalize_gpu_name(name)
             if index.get(key, spec.id) != spec.id:
                 raise RuntimeError(f"{GPUS_FILE}: {name!r} names both {index[key]} and {spec.id}")
             index[key] = spec.id
+        for name in spec.device_names:
+            key = normalize_gpu_name(name)
+            # nvidia-smi prints one name for some memory variants (RTX 3080 10/12 GB, 4060 Ti 8/16 GB):
+            # the first entry is the default, resolve_gpu(name, memory_mib=...) picks by memory
+            if key in index and index[key] != spec.id and key not in device_keys:
+                raise RuntimeError(f"{GPUS_FILE}: {name!r} names both {index[key]} and {spec.id}")
+            index.setdefault(key, spec.id)
+            device_keys.add(key)
     return catalog, index
 
 
@@ -205,8 +243,16 @@ _SMI_HEURISTICS: tuple[tuple[tuple[str, ...], tuple[str, ...], str], ...] = (
     (("h100", "nvl"), (), "H100-NVL"),
     (("h100", "pcie"), (), "H100-PCIe"),
     (("h100",), (), "H100-SXM"),
+    (("h200", "nvl"), (), "H200-NVL"),
     (("h200",), ("nvl",), "H200"),
-    (("b200",), (), "B200"),
+    (("h20",), ("h200",), "H20"),
+    (("h800",), (), "H800"),
+    (("gh200", "144"), (), "GH200-144GB"),
+    (("gh200",), (), "GH200"),
+    (("gb200",), (), "GB200"),
+    (("b200",), ("gb200",), "B200"),
+    (("a800", "pcie"), (), "A800-PCIe-80GB"),
+    (("a800",), (), "A800-SXM-80GB"),
     (("a100", "pcie", "40"), (), "A100-PCIe-40GB"),
     (("a100", "pcie"), (), "A100-PCIe-80GB"),
     (("a100", "40"), (), "A100-SXM-40GB"),
@@ -216,27 +262,45 @@ _SMI_HEURISTICS: tuple[tuple[tuple[str, ...], tuple[str, ...], str], ...] = (
     (("v100", "32"), (), "V100-SXM2-32GB"),
     (("v100",), (), "V100-SXM2-16GB"),
     (("rtx6000", "ada"), (), "RTX-6000-Ada"),
+    (("rtxpro6000", "maxq"), (), "RTX-PRO-6000-Max-Q"),
+    (("rtxpro6000",), (), "RTX-PRO-6000"),
+    (("mi300x",), (), "MI300X"),
+    (("mi325x",), (), "MI325X"),
+    (("mi250x",), (), "MI250X"),
 )
 
 
-def resolve_gpu(name: str) -> GpuSpec | None:
+def resolve_gpu(name: str, memory_mib: float | None = None) -> GpuSpec | None:
     """The catalog GPU a name means, or None.
 
-    Accepts catalog ids, aliases (short names such as 'H100', 'A100-80GB', '4090') and
-    nvidia-smi names with or without the 'NVIDIA ' / 'Tesla ' prefix; case, spaces, dashes and
-    underscores do not matter.
+    Accepts catalog ids, aliases (short names such as 'H100', 'A100-80GB', '4090') and the names
+    nvidia-smi (or torch/rocm-smi on ROCm) prints, with or without the 'NVIDIA ' / 'Tesla ' / 'AMD '
+    prefix; case, spaces, dashes and underscores do not matter. `memory_mib` (nvidia-smi's
+    memory.total) picks among cards that print the same name, such as the RTX 3080 10 GB and 12 GB.
     """
     if not isinstance(name, str) or not name.strip():
         return None
     catalog, index = _catalog_and_index()
     key = normalize_gpu_name(name)
     if key in index:
-        return catalog[index[key]]
+        spec = catalog[index[key]]
+        if memory_mib:
+            spec = _by_memory(catalog, key, memory_mib) or spec
+        return spec
     if _VENDOR_PREFIX.match(name.strip()):
         for need, avoid, gpu_id in _SMI_HEURISTICS:
             if all(n in key for n in need) and not any(a in key for a in avoid):
                 return catalog[gpu_id]
     return None
+
+
+def _by_memory(catalog: Mapping[str, GpuSpec], key: str, memory_mib: float) -> GpuSpec | None:
+    """Of the GPUs whose device name normalises to `key`, the one whose memory is closest."""
+    same_name = [g for g in catalog.values() if key in {normalize_gpu_name(n) for n in g.device_names}]
+    known = [(abs(g.memory_total_mib - memory_mib), g) for g in same_name if g.memory_total_mib]
+    if len(same_name) < 2 or not known:
+        return None
+    return min(known, key=lambda pair: pair[0])[1]
 
 
 def suggest_gpu(name: str, n: int = 3) -> list[str]:

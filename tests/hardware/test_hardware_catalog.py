@@ -140,7 +140,9 @@ def test_resolve_gpu(name, expected):
     assert gpu.id == expected
 
 
-@pytest.mark.parametrize("name", ["", "   ", "H100-NVLX", "A1000", "MI300X", "NVIDIA H200 NVL", "potato"])
+@pytest.mark.parametrize(
+    "name", ["", "   ", "H100-NVLX", "A1000", "MI400X", "NVIDIA GeForce GTX 1080", "potato"]
+)
 def test_resolve_gpu_unknown(name):
     assert resolve_gpu(name) is None
 
