@@ -43,6 +43,13 @@ class Namespace:
     def __getattr__(self, key: str) -> Any:
         if key.startswith("__"):
             raise AttributeError(key)
+        return self.read(key)
+
+    def read(self, key: str) -> Any:
+        """What a rule sees for `key`: the plain value, a child namespace, or None when unset or unknown.
+
+        Reads the namespace's own entries only, never a Python attribute: the rule evaluator (advisor/expr.py)
+        resolves `ns.key` through this."""
         item = self._values.get(key)
         if item is None:
             return None

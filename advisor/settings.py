@@ -131,8 +131,16 @@ def find_settings(start: Path) -> Settings:
 def _parse_cached(text: str, path: Path) -> Settings:
     """parse_settings through the on-disk cache (keyed by the text): start-up matters in hooks."""
     from advisor.cache import cached
+    from advisor.datacodec import decode, encode
 
-    return cached("settings", str(path), text, lambda: parse_settings(text, path))
+    return cached(
+        "settings",
+        str(path),
+        text,
+        lambda: parse_settings(text, path),
+        to_data=encode,
+        from_data=lambda data: decode(Settings, data),
+    )
 
 
 def settings_schema() -> dict[str, Any]:

@@ -199,7 +199,26 @@ def normalize_gpu_name(name: str) -> str:
 def _catalog_and_index() -> tuple[dict[str, GpuSpec], dict[str, str]]:
     from advisor.cache import cached, file_stamps
 
-    return cached("gpus", str(GPUS_FILE), file_stamps([GPUS_FILE]), _build_catalog_and_index)
+    return cached(
+        "gpus",
+        str(GPUS_FILE),
+        file_stamps([GPUS_FILE]),
+        _build_catalog_and_index,
+        to_data=_catalog_to_data,
+        from_data=_catalog_from_data,
+    )
+
+
+def _catalog_to_data(value: tuple[dict[str, GpuSpec], dict[str, str]]) -> Any:
+    from advisor.datacodec import encode
+
+    return encode(value)
+
+
+def _catalog_from_data(data: Any) -> tuple[dict[str, GpuSpec], dict[str, str]]:
+    from advisor.datacodec import decode
+
+    return decode(tuple[dict[str, GpuSpec], dict[str, str]], data)
 
 
 def _build_catalog_and_index() -> tuple[dict[str, GpuSpec], dict[str, str]]:
@@ -517,7 +536,16 @@ def _parse_cached(text: str, source: str, default_name: str) -> Machine:
 
     key = (text, source, default_name, file_stamps([GPUS_FILE]))
     slot = os.path.abspath(source)
-    return cached("machine", slot, key, lambda: _parse_descriptor(text, source, default_name=default_name))
+    from advisor.datacodec import decode, encode
+
+    return cached(
+        "machine",
+        slot,
+        key,
+        lambda: _parse_descriptor(text, source, default_name=default_name),
+        to_data=encode,
+        from_data=lambda data: decode(Machine, data),
+    )
 
 
 def _parse_descriptor(text: str, source: str, *, default_name: str | None = None) -> Machine:

@@ -18,7 +18,7 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder / "gpu-advise"
 
 
-def test_a_hit_is_the_pickled_value(cache_dir: Path) -> None:
+def test_a_hit_is_the_stored_value(cache_dir: Path) -> None:
     builds = []
 
     def build() -> dict[str, int]:
@@ -28,7 +28,7 @@ def test_a_hit_is_the_pickled_value(cache_dir: Path) -> None:
     assert cache.cached("thing", "/x", ("k", 1), build) == {"a": 1}
     assert cache.cached("thing", "/x", ("k", 1), build) == {"a": 1}
     assert len(builds) == 1
-    assert len(list(cache_dir.glob("thing-*.pickle"))) == 1
+    assert len(list(cache_dir.glob("thing-*.json"))) == 1
 
 
 def test_a_new_key_replaces_the_entries_of_its_slot_only(cache_dir: Path) -> None:
@@ -37,16 +37,16 @@ def test_a_new_key_replaces_the_entries_of_its_slot_only(cache_dir: Path) -> Non
     cache.cached("thing", "/y", 0, lambda: "other")
     cache.cached("other", "/x", 0, lambda: "other name")
     x = cache.entry_path(cache_dir, "thing", "/x", 2)
-    assert sorted(p.name for p in cache_dir.glob("thing-*.pickle")) == sorted(
+    assert sorted(p.name for p in cache_dir.glob("thing-*.json")) == sorted(
         [x.name, cache.entry_path(cache_dir, "thing", "/y", 0).name]
     )
-    assert len(list(cache_dir.glob("other-*.pickle"))) == 1
+    assert len(list(cache_dir.glob("other-*.json"))) == 1
     assert cache.cached("thing", "/x", 2, lambda: "rebuilt") == 2  # still a hit
 
 
 def test_a_corrupt_entry_is_rebuilt(cache_dir: Path) -> None:
     cache.cached("thing", "/x", 0, lambda: "first")
-    cache.entry_path(cache_dir, "thing", "/x", 0).write_bytes(b"not a pickle")
+    cache.entry_path(cache_dir, "thing", "/x", 0).write_bytes(b"not json {")
     assert cache.cached("thing", "/x", 0, lambda: "second") == "second"
     assert cache.cached("thing", "/x", 0, lambda: "third") == "second"
 
@@ -65,4 +65,40 @@ def test_editing_a_settings_file_keeps_one_entry(cache_dir: Path, tmp_path: Path
     for n in (1, 2, 3):
         settings.write_text(f"ignore = ['GA{n}']\n", encoding="utf-8")
         assert find_settings(project).ignore == [f"GA{n}"]
-    assert len(list(cache_dir.glob("settings-*.pickle"))) == 1
+    assert len(list(cache_dir.glob("settings-*.json"))) == 1
+
+
+def test_cached_settings_are_the_parsed_settings(cache_dir: Path, tmp_path: Path) -> None:
+    from advisor.settings import parse_settings
+
+    project = tmp_path / "project"
+    project.mkdir()
+    text = (
+        "select = ['GA2']\nseverity = {GA201 = 'info'}\nhardware = '4xH100-NVL'\n"
+        "[thresholds]\nsingle_gpu_hours = 6.5\n[[runs]]\npath = 'a.yaml'\neffective_batch = 64\n"
+    )
+    (project / ".gpu-advise.toml").write_text(text, encoding="utf-8")
+    fresh = parse_settings(text, project / ".gpu-advise.toml")
+    assert find_settings(project) == fresh  # a miss: built and stored
+    assert len(list(cache_dir.glob("settings-*.json"))) == 1
+    assert find_settings(project) == fresh  # a hit: rebuilt from the stored data
+
+
+def test_the_gpu_catalog_and_machines_round_trip_through_data() -> None:
+    from advisor.datacodec import decode, encode
+    from advisor.sources.hardware import GpuSpec, Machine, _build_catalog_and_index, builtin_machines
+
+    catalog, index = _build_catalog_and_index()
+    assert decode(tuple[dict[str, GpuSpec], dict[str, str]], encode((catalog, index))) == (catalog, index)
+    for machine in builtin_machines().values():
+        assert decode(Machine, encode(machine)) == machine
+
+
+def test_the_rule_catalog_round_trips_through_data() -> None:
+    from advisor.engine import _rules_from_data, _rules_to_data, builtin_rules_dir, load_rule_file
+
+    rules = tuple(load_rule_file(p) for p in sorted(builtin_rules_dir().glob("*.yaml")))
+    again = _rules_from_data(_rules_to_data(rules))
+    assert [r.spec for r in again] == [r.spec for r in rules]
+    assert [r.lines for r in again] == [r.lines for r in rules]
+    assert [r.when.source for r in again] == [r.when.source for r in rules]
