@@ -1,0 +1,332 @@
+"""Defect 3 of issue 9: files outside the project are neither read, echoed nor written.
+
+A config in a pull request names a file outside the checkout (an absolute path, `../`, `~`, a
+symlink that points out). gpu-advise must not open it: GA006 names the reference (the file, line
+and column of the value that names it) and the path, never the file's content. `allowed-roots` in
+the settings lets a named folder in; paths given on the command line are the user's own choice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from advisor.boundary import project_boundary
+from advisor.cli import app
+from advisor.settings import Settings
+
+SECRET = "OUTSIDE_SECRET_7f3a9c"  # a key only the outside file holds: GA002 would name it if it were read
+OUTSIDE_DS = json.dumps(
+    {
+        "train_micro_batch_size_per_gpu": 4,
+        "gradient_accumulation_steps": 1,
+        SECRET: 1,
+        "zero_optimization": {"stage": 2, f"{SECRET}_nested": 1},
+    },
+    indent=2,
+)
+
+
+@pytest.fixture
+def layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """tmp/project (a git work tree: it has a .git folder) and tmp/outside/ds.json beside it."""
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "ds.json").write_text(OUTSIDE_DS, encoding="utf-8")
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.chdir(project)
+    return project, outside
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+
+
+def _check(*args: str) -> tuple[int, dict[str, Any] | None, str]:
+    result = CliRunner().invoke(app, ["check", "--format", "json", *args], catch_exceptions=False)
+    output = result.stdout + (result.stderr or "")
+    assert "Traceback" not in output
+    try:
+        report = json.loads(result.stdout)
+    except ValueError:
+        report = None
+    return result.exit_code, report, output
+
+
+def _at(report: dict[str, Any], rule: str) -> set[tuple[str, int, int]]:
+    return {(f["file"], f["line"], f["column"]) for f in report["findings"] if f["rule"] == rule}
+
+
+@pytest.fixture
+def opened(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every path gpu-advise opens through the safe reader (the one way it reads a file it did not write)."""
+    paths: list[str] = []
+    real_open = os.open
+
+    def spy(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        paths.append(os.path.realpath(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr("advisor.sources.read.os.open", spy)
+    return paths
+
+
+@pytest.mark.parametrize(
+    "written",
+    ["ABSOLUTE", "../outside/ds.json", "./../outside/ds.json", "sub/../../outside/ds.json"],
+    ids=["absolute", "dotdot", "dot-dotdot", "down-then-up"],
+)
+def test_deepspeed_path_leaving_the_project_is_ga006_and_not_opened(
+    layout: tuple[Path, Path], opened: list[str], written: str
+) -> None:
+    project, outside = layout
+    value = str(outside / "ds.json") if written == "ABSOLUTE" else written
+    (project / "sub").mkdir()
+    _write(project, {"args.yaml": f"per_device_train_batch_size: 4\ndeepspeed: {value}\n"})
+    code, report, output = _check("args.yaml")
+    assert code == 1  # GA006 is a warning; the default --fail-on is warning
+    assert report is not None
+    assert _at(report, "GA006") == {("args.yaml", 2, 12)}
+    assert not _at(report, "GA004")  # it is not "missing": it is outside
+    assert SECRET not in output
+    assert str(outside / "ds.json") not in opened
+
+
+def test_home_folder_reference_is_outside(
+    layout: tuple[Path, Path], opened: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    project, outside = layout
+    monkeypatch.setenv("HOME", str(outside))
+    _write(project, {"args.yaml": "per_device_train_batch_size: 4\ndeepspeed: ~/ds.json\n"})
+    code, report, output = _check("args.yaml")
+    assert code == 1 and report is not None
+    assert _at(report, "GA006") == {("args.yaml", 2, 12)}
+    assert SECRET not in output
+    assert str(outside / "ds.json") not in opened
+
+
+def test_symlink_in_the_project_pointing_out_is_outside(layout: tuple[Path, Path], opened: list[str]) -> None:
+    project, outside = layout
+    (project / "configs").mkdir()
+    (project / "configs" / "ds.json").symlink_to(outside / "ds.json")
+    _write(project, {"args.yaml": "per_device_train_batch_size: 4\ndeepspeed: configs/ds.json\n"})
+    code, report, output = _check("args.yaml")
+    assert code == 1 and report is not None
+    assert _at(report, "GA006") == {("args.yaml", 2, 12)}
+    assert SECRET not in output
+    assert str(outside / "ds.json") not in opened
+
+
+def test_symlink_pointing_out_inside_a_checked_folder_is_not_read(
+    layout: tuple[Path, Path], opened: list[str]
+) -> None:
+    project, outside = layout
+    (project / "ds.json").symlink_to(outside / "ds.json")
+    code, report, output = _check(".")
+    assert report is not None
+    assert _at(report, "GA001") == {("ds.json", 1, 1)}
+    assert SECRET not in output
+    assert str(outside / "ds.json") not in opened
+    assert code == 1
+
+
+def test_launch_script_references_leaving_the_project(layout: tuple[Path, Path], opened: list[str]) -> None:
+    project, outside = layout
+    (outside / "acc.yaml").write_text(f"distributed_type: MULTI_GPU\nnum_processes: 2\n{SECRET}: 1\n")
+    _write(
+        project,
+        {
+            "launch.sh": (
+                "#!/bin/bash\n"
+                f"accelerate launch --config_file {outside / 'acc.yaml'} train.py"
+                " --deepspeed ../outside/ds.json\n"
+                "torchrun --nproc_per_node 2 ../outside/train.py\n"
+            ),
+            "train.py": "print('train')\n",
+        },
+    )
+    code, report, output = _check("launch.sh")
+    assert code == 1 and report is not None
+    col_ds = len(f"accelerate launch --config_file {outside / 'acc.yaml'} train.py --deepspeed ") + 1
+    assert _at(report, "GA006") == {("launch.sh", 2, 33), ("launch.sh", 2, col_ds), ("launch.sh", 3, 29)}
+    assert SECRET not in output
+    assert not {str(outside / n) for n in ("acc.yaml", "ds.json", "train.py")} & set(opened)
+
+
+def test_accelerate_deepspeed_config_file_leaving_the_project(
+    layout: tuple[Path, Path], opened: list[str]
+) -> None:
+    project, outside = layout
+    _write(
+        project,
+        {
+            "acc.yaml": (
+                "distributed_type: DEEPSPEED\nnum_processes: 2\n"
+                "deepspeed_config:\n  deepspeed_config_file: ../outside/ds.json\n"
+            )
+        },
+    )
+    code, report, output = _check("acc.yaml")
+    assert code == 1 and report is not None
+    assert _at(report, "GA006") == {("acc.yaml", 4, 26)}
+    assert SECRET not in output
+    assert str(outside / "ds.json") not in opened
+
+
+def test_allowed_roots_let_a_named_folder_in(layout: tuple[Path, Path], opened: list[str]) -> None:
+    project, outside = layout
+    _write(
+        project,
+        {
+            ".gpu-advise.toml": 'allowed-roots = ["../outside"]\n',
+            "args.yaml": "per_device_train_batch_size: 4\ndeepspeed: ../outside/ds.json\n",
+        },
+    )
+    code, report, _ = _check("args.yaml")
+    assert code == 1 and report is not None
+    assert not _at(report, "GA006")
+    # read now: its unknown keys are judged (GA002 names them, as for any DeepSpeed file of the project)
+    assert ("../outside/ds.json", 4, 3) in _at(report, "GA002")
+    assert str(outside / "ds.json") in opened
+
+
+def test_absolute_allowed_root(layout: tuple[Path, Path]) -> None:
+    project, outside = layout
+    _write(
+        project,
+        {
+            "pyproject.toml": f'[tool.gpu-advise]\nallowed-roots = ["{outside}"]\n',
+            "args.yaml": f"per_device_train_batch_size: 4\ndeepspeed: {outside / 'ds.json'}\n",
+        },
+    )
+    _, report, _ = _check("args.yaml")
+    assert report is not None
+    assert not _at(report, "GA006") and _at(report, "GA002")
+
+
+def test_a_path_given_on_the_command_line_is_read(layout: tuple[Path, Path]) -> None:
+    """The user asked for it: an outside seed is checked like any other file."""
+    _, outside = layout
+    _, report, _ = _check(str(outside / "ds.json"))
+    assert report is not None
+    assert any(f["rule"] == "GA002" and f["line"] == 4 for f in report["findings"])
+
+
+def test_text_file_named_as_deepspeed_config_is_not_quoted(layout: tuple[Path, Path]) -> None:
+    """Inside the project but not a DeepSpeed config (here shaped like /etc/shadow): GA001, no line of it."""
+    project, _ = layout
+    shadow = f"root:$6${SECRET}:19000:0:99999:7:::\n{SECRET}_user: hunter2\n"
+    _write(
+        project, {"notes.txt": shadow, "args.yaml": "per_device_train_batch_size: 4\ndeepspeed: notes.txt\n"}
+    )
+    code, report, output = _check("args.yaml")
+    assert report is not None
+    assert _at(report, "GA001") == {("notes.txt", 1, 1)}
+    assert not _at(report, "GA002")
+    assert SECRET not in output and "hunter2" not in output
+    assert code == 1
+
+
+def test_unparsable_file_named_as_deepspeed_config_is_not_quoted(layout: tuple[Path, Path]) -> None:
+    project, _ = layout
+    _write(
+        project,
+        {
+            "notes.json": f'{{"{SECRET}" 1}}',
+            "args.yaml": "per_device_train_batch_size: 4\ndeepspeed: notes.json\n",
+        },
+    )
+    _, report, output = _check("args.yaml")
+    assert report is not None
+    assert _at(report, "GA001") == {("notes.json", 1, len(SECRET) + 5)}
+    assert SECRET not in output
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [("extend-rules", "../outside"), ("hardware", "OUTSIDE/hw.yaml"), ("baseline", "../outside/base.json")],
+)
+def test_files_named_in_settings_must_lie_inside(layout: tuple[Path, Path], setting: str, value: str) -> None:
+    """A pull request may edit the settings too: what they name is bounded like any other reference."""
+    project, outside = layout
+    (outside / "hw.yaml").write_text(f"name: {SECRET}\ngpus: {{model: H100-SXM, count: 8}}\n")
+    (outside / "base.json").write_text(json.dumps({"version": 1, "entries": []}))
+    (outside / "XS001.yaml").write_text(f"code: XS001\nname: {SECRET}\n")
+    value = value.replace("OUTSIDE", str(outside))
+    written = json.dumps([value] if setting == "extend-rules" else value)
+    _write(
+        project,
+        {
+            ".gpu-advise.toml": f"# settings\n{setting} = {written}\n",
+            "args.yaml": "per_device_train_batch_size: 4\n",
+        },
+    )
+    code, _, output = _check("args.yaml")
+    assert code == 2
+    assert ".gpu-advise.toml:2:" in output
+    assert SECRET not in output
+
+
+def test_hardware_file_given_with_h_is_the_users_choice(layout: tuple[Path, Path]) -> None:
+    project, outside = layout
+    (outside / "hw.yaml").write_text("name: outside-box\ngpus: {model: H100-SXM, count: 8}\n")
+    _write(project, {"args.yaml": "per_device_train_batch_size: 4\n"})
+    code, report, _ = _check("args.yaml", "-H", str(outside / "hw.yaml"))
+    assert code == 0 and report is not None
+    assert report["runs"][0]["hardware"] == "outside-box"
+
+
+def test_fix_never_writes_outside_the_project(layout: tuple[Path, Path]) -> None:
+    """--fix --unsafe-fixes with `deepspeed: ../outside/ds.json`: the outside file stays as it was.
+
+    With the folder allowed, the same command does rewrite it (GA103), so the first half is a real check."""
+    project, outside = layout
+    args = "per_device_train_batch_size: 4\ngradient_accumulation_steps: 8\ndeepspeed: ../outside/ds.json\n"
+    _write(project, {"args.yaml": args})
+    before = (outside / "ds.json").read_bytes()
+    code, report, output = _check("args.yaml", "--fix", "--unsafe-fixes")
+    assert code == 1
+    assert (outside / "ds.json").read_bytes() == before
+    assert report is not None and _at(report, "GA006") == {("args.yaml", 3, 12)}
+    assert SECRET not in output
+
+    _write(project, {".gpu-advise.toml": 'allowed-roots = ["../outside"]\n'})
+    _check("args.yaml", "--fix", "--unsafe-fixes")
+    assert (outside / "ds.json").read_bytes() != before
+
+
+def test_project_root_is_the_git_work_tree(tmp_path: Path) -> None:
+    project = tmp_path / "repo"
+    (project / "configs" / "deep").mkdir(parents=True)
+    (project / ".git").write_text("gitdir: ../elsewhere\n")  # a worktree or submodule: .git is a file
+    boundary = project_boundary(Settings(), [project / "configs" / "deep"])
+    assert boundary.roots == (project.resolve(),)
+    assert boundary.contains(project / "configs" / "x.json")
+    assert not boundary.contains(tmp_path / "x.json")
+    assert boundary.outside_reason(tmp_path / "x.json") is not None
+    assert boundary.outside_reason(project / "a" / ".." / "b.json") is None
+
+
+def test_project_root_without_git_is_the_settings_folder_then_the_checked_folder(tmp_path: Path) -> None:
+    (tmp_path / "proj" / "sub").mkdir(parents=True)
+    settings = Settings(
+        source=tmp_path / "proj" / ".gpu-advise.toml", allowed_roots=["/shared/configs", "../lib"]
+    )
+    boundary = project_boundary(settings, [tmp_path / "proj" / "sub" / "args.yaml"])
+    assert boundary.roots == (
+        (tmp_path / "proj").resolve(),
+        Path("/shared/configs"),
+        (tmp_path / "lib").resolve(),
+    )
+    assert project_boundary(Settings(), [tmp_path / "proj" / "sub"]).roots == (
+        (tmp_path / "proj" / "sub").resolve(),
+    )
