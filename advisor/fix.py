@@ -25,12 +25,17 @@ import json
 import os
 import re
 import shlex
+import stat
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.findings import DELETE, Edit, Finding, Fix
+
+if TYPE_CHECKING:
+    from advisor.boundary import ProjectBoundary
 
 JSON_SUFFIXES = {".json", ".conf", ".jsonc", ".hjson"}
 SHELL_SUFFIXES = {".sh", ".bash", ".slurm", ".sbatch", ".zsh"}
@@ -75,10 +80,14 @@ class SourceFile:
 
 
 def load_source(path: Path) -> SourceFile:
+    """The file as the fixes are planned from: through the one safe reader (regular files only,
+    size-limited), which also serves the planned bytes of earlier fix rounds."""
+    from advisor.sources.read import ReadRefused, read_bytes
+
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise FixError(f"cannot read {path}: {exc.strerror}") from None
+        raw = read_bytes(path)
+    except ReadRefused as exc:
+        raise FixError(f"cannot read {path}: {exc.reason}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -513,8 +522,10 @@ class FixOutcome:
         from advisor.paths import relative
 
         out: list[str] = []
+        from advisor.report.escape import escape_text
+
         for path, (before, after) in sorted(self.changes.items(), key=lambda kv: str(kv[0])):
-            rel = relative(path)
+            rel = escape_text(relative(path))  # a file name cannot add lines to the patch
             lines = difflib.unified_diff(
                 before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{rel}", f"b/{rel}"
             )
@@ -642,49 +653,156 @@ def sarif_replacements(finding: Finding, cache: dict[Path, SourceFile]) -> list[
     return [{"file": path, "replacements": reps} for path, reps in changes.items()]
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+# ---------------------------------------------------------------- writing
+
+
+@dataclass(frozen=True, slots=True)
+class WriteTarget:
+    """The real file a fix writes (symlinks followed) and what it looked like when it was read."""
+
+    path: Path  # as the finding names it (what the user sees)
+    real: Path  # symlinks resolved: the file whose bytes change; a link stays a link
+    raw: bytes
+    stat: os.stat_result
+
+
+def _writable(st: os.stat_result, path: Path) -> bool:
+    """From the mode bits, not from EACCES: root may write anything, but a file its owner made
+    read-only is refused all the same."""
+    if os.geteuid() != 0:
+        return os.access(path, os.W_OK, follow_symlinks=True)
+    return bool(st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+
+
+def write_target(path: Path, raw: bytes, boundary: ProjectBoundary | None = None) -> WriteTarget:
+    """Where a fix of `path` may be written, or FixError with a one-line reason."""
+    real = Path(os.path.realpath(path))
+    if boundary is not None:
+        reason = boundary.outside_reason(real)
+        if reason is not None:
+            raise FixError(reason.replace("; not read", "; --fix writes only inside the project"))
     try:
-        mode: int | None = path.stat().st_mode & 0o7777
-    except OSError:
-        mode = None
-    tmp = path.with_name(f".{path.name}.gpu-advise-{os.getpid()}.tmp")
+        st = os.stat(real)
+    except OSError as exc:
+        raise FixError(f"cannot stat it: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise FixError("not a regular file")
+    if not _writable(st, real):
+        raise FixError("the file is read-only; not rewritten (make it writable to apply the fix)")
+    return WriteTarget(path, real, raw, st)
+
+
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino, a.st_size, a.st_mtime_ns) == (b.st_dev, b.st_ino, b.st_size, b.st_mtime_ns)
+
+
+def _unchanged(target: WriteTarget) -> str | None:
+    """None when the real file still holds exactly the bytes the fixes were planned from."""
+    from advisor.sources.read import ReadRefused, read_bytes
+
     try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        now = os.stat(target.real)
+        current = read_bytes(target.real)
+    except (OSError, ReadRefused) as exc:
+        return f"cannot read it again: {getattr(exc, 'reason', None) or exc}"
+    if current != target.raw or not _same_file(now, target.stat):
+        return "changed while the fixes were planned; not overwritten"
+    return None
+
+
+def before_replace(target: WriteTarget) -> None:
+    """Called just before the final check and the rename (a seam for tests of a concurrent edit)."""
+
+
+def write_fixed(target: WriteTarget, data: bytes) -> None:
+    """Write `data` to the real file, keeping links, mode and owner. Raises FixError (one line).
+
+    A file with one name is replaced atomically: a temporary file in its folder (same mode and
+    owner), fsync, then rename over it. A file with several hard links is written in place
+    (truncate and write the same inode after the checks), because a rename would leave the other
+    names with the old bytes; the same in-place write serves a file whose owner we cannot give to a
+    new file (not root, someone else's file we may write). Either way the bytes on disk are
+    compared with the bytes the fixes were planned from just before the write."""
+    folder = target.real.parent
+    in_place = target.stat.st_nlink > 1 or (
+        os.geteuid() != 0 and (target.stat.st_uid, target.stat.st_gid) != (os.geteuid(), os.getegid())
+    )
+    if in_place:
+        _write_in_place(target, data)
+        return
+    try:
+        folder_st = os.stat(folder)
+    except OSError as exc:
+        raise FixError(f"cannot stat its folder: {exc.strerror or exc}") from None
+    if not _writable(folder_st, folder):
+        raise FixError(f"its folder {folder} is read-only; not rewritten")
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.real.name}.", suffix=".gpu-advise.tmp", dir=folder)
+    except OSError as exc:
+        raise FixError(f"cannot write in its folder: {exc.strerror or exc}") from None
+    tmp = Path(tmp_name)
+    try:
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fchmod(fh.fileno(), stat.S_IMODE(target.stat.st_mode))
+                if os.geteuid() == 0:
+                    os.fchown(fh.fileno(), target.stat.st_uid, target.stat.st_gid)
+                os.fsync(fh.fileno())
+            before_replace(target)
+            changed = _unchanged(target)
+            if changed:
+                raise FixError(changed)
+            os.replace(tmp, target.real)
+        except OSError as exc:
+            raise FixError(f"cannot write it: {exc.strerror or exc}") from None
     finally:
         if tmp.exists():
             tmp.unlink()
 
 
-def apply_fixes(
-    findings: list[Finding],
-    *,
-    unsafe: bool = False,
-    write: bool = True,
-    checked_texts: dict[Path, str] | None = None,
-) -> FixOutcome:
-    """Plan and (unless write is False) write the fixes. A file that changed on disk since it was
-    read for planning is not overwritten."""
-    outcome = plan_fixes(findings, unsafe=unsafe, checked_texts=checked_texts)
-    if not write:
-        return outcome
-    sources = outcome.sources
+def _write_in_place(target: WriteTarget, data: bytes) -> None:
+    before_replace(target)
+    changed = _unchanged(target)
+    if changed:
+        raise FixError(changed)
+    try:
+        fd = os.open(target.real, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        raise FixError(f"cannot open it for writing: {exc.strerror or exc}") from None
+    try:
+        if not os.path.samestat(os.fstat(fd), target.stat):
+            raise FixError("changed while the fixes were planned; not overwritten")
+        os.ftruncate(fd, 0)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except OSError as exc:
+        raise FixError(f"cannot write it: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace a file's bytes the way --fix does (links, mode and owner kept)."""
+    write_fixed(write_target(path, Path(path).read_bytes()), data)
+
+
+def _write_changes(
+    outcome: FixOutcome, originals: dict[Path, SourceFile], boundary: ProjectBoundary | None
+) -> None:
+    """Write each changed file; a file that cannot be written is refused with its reason and its
+    fixes no longer count as applied."""
     for path, (_, after) in list(outcome.changes.items()):
-        src = sources[path.resolve()]
+        src = originals[path.resolve()]
         try:
-            current = path.read_bytes()
-        except OSError as exc:
-            outcome.refused.append((path, f"cannot read it again: {exc.strerror}"))
+            target = write_target(path, src.raw, boundary)
+            write_fixed(target, _encode(src, after))
+        except FixError as exc:
+            outcome.refused.append((path, str(exc)))
             continue
-        if current != src.raw:
-            outcome.refused.append((path, "changed while the fixes were planned; not overwritten"))
-            continue
-        write_atomic(path, _encode(src, after))
         outcome.written.append(path)
     if outcome.refused:
         refused = {p.resolve() for p, _ in outcome.refused}
@@ -696,26 +814,71 @@ def apply_fixes(
             for f in outcome.applied
             if not any(e.file.resolve() in refused for e in (f.fix.edits if f.fix else ()))
         ]
+
+
+def apply_fixes(
+    findings: list[Finding],
+    *,
+    unsafe: bool = False,
+    write: bool = True,
+    checked_texts: dict[Path, str] | None = None,
+    boundary: ProjectBoundary | None = None,
+) -> FixOutcome:
+    """Plan one round of fixes and (unless write is False) write them. A file that changed on disk
+    since it was read for planning is not overwritten."""
+    outcome = plan_fixes(findings, unsafe=unsafe, checked_texts=checked_texts)
+    if write:
+        _write_changes(outcome, outcome.sources, boundary)
     return outcome
 
 
 def fix_until_stable(
-    result: Any, recheck: Callable[[], Any], *, unsafe: bool, rounds: int = 5
+    result: Any,
+    recheck: Callable[[], Any],
+    *,
+    unsafe: bool,
+    rounds: int = 5,
+    write: bool = True,
+    boundary: ProjectBoundary | None = None,
+    final: Callable[[], Any] | None = None,
 ) -> tuple[Any, FixOutcome]:
-    """Apply fixes, check again, and repeat while fixes change files (a fix may uncover another),
-    so that a second `--fix` changes nothing. Returns the last check and what was done overall."""
+    """Plan fixes, check the planned text again, and repeat while fixes change it (a fix may
+    uncover another), all in memory; then write each file once, or with write=False only report.
+    So `--diff` shows exactly what `--fix` writes, and a second `--fix` changes nothing.
+
+    `recheck` runs the check; during the rounds it reads the planned bytes (advisor.sources.read
+    overlay). After writing, `final` (default: recheck) checks the files as they are on disk; its
+    result is returned. With write=False the files are as they were, and so is the result returned
+    (the first one: `--diff` exits as the check of the unchanged files does)."""
+    from advisor.sources.read import overlay
+
+    planned: dict[Path, bytes] = {}  # resolved path -> bytes after the rounds so far
+    originals: dict[Path, SourceFile] = {}  # resolved path -> the file as first read from disk
     total = FixOutcome()
+    first = result
     for _ in range(rounds):
         texts = {d.path: d.text for d in result.documents if getattr(d, "text", None) is not None}
-        outcome = apply_fixes(result.findings, unsafe=unsafe, checked_texts=texts)
+        with overlay(planned):
+            outcome = plan_fixes(result.findings, unsafe=unsafe, checked_texts=texts)
+        for key, src in outcome.sources.items():
+            originals.setdefault(key, src)
         total.applied.extend(outcome.applied)
         total.skipped = outcome.skipped
-        total.refused.extend(outcome.refused)
-        total.written.extend(p for p in outcome.written if p not in total.written)
-        for path, (before, after) in outcome.changes.items():
-            first = total.changes.get(path, (before, after))[0]
-            total.changes[path] = (first, after)
-        if not outcome.written:
+        if not outcome.changes:
             break
-        result = recheck()
+        for path, (_, after) in outcome.changes.items():
+            planned[path.resolve()] = _encode(outcome.sources[path.resolve()], after)
+        with overlay(planned):
+            result = recheck()
+    for key, data in planned.items():
+        src = originals[key]
+        after = data.decode("utf-8")[1 if src.bom else 0 :]
+        if after != src.text:
+            total.changes[src.path] = (src.text, after)
+    total.sources = originals
+    if not write:
+        return first, total
+    _write_changes(total, originals, boundary)
+    if total.written or total.refused or final is not None:
+        result = (final or recheck)()
     return result, total
