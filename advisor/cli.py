@@ -300,21 +300,33 @@ def _fix(
     result: Any, seeds: list[Path], options: Any, *, unsafe: bool, diff: bool, output: Path | None
 ) -> Any:
     """--fix / --unsafe-fixes / --diff: apply (or show) the fixes, then check again."""
+    from advisor.boundary import project_boundary
     from advisor.check import run_check
-    from advisor.fix import apply_fixes, fix_until_stable
+    from advisor.fix import fix_until_stable
     from advisor.paths import relative
+    from advisor.report.escape import escape_text
 
-    if diff:
-        texts = {d.path: d.text for d in result.documents if getattr(d, "text", None) is not None}
-        outcome = apply_fixes(result.findings, unsafe=unsafe, write=False, checked_texts=texts)
-    else:
-        result, outcome = fix_until_stable(result, lambda: run_check(seeds, options), unsafe=unsafe)
+    # the fix rounds re-check in memory without the probe; --verify probes the files as written
+    probe, options.verify = options.verify, None
+
+    def final() -> Any:
+        options.verify = probe
+        return run_check(seeds, options)
+
+    result, outcome = fix_until_stable(
+        result,
+        lambda: run_check(seeds, options),
+        unsafe=unsafe,
+        write=not diff,
+        boundary=project_boundary(result.settings, seeds),
+        final=final if probe is not None else None,
+    )
     for f, why in outcome.skipped:
         loc = f.location
         where = f"{relative(loc.file)}:{loc.line}:{loc.col}"
-        typer.echo(f"gpu-advise: not fixed: {where} {f.rule}: {why}", err=True)
+        typer.echo(escape_text(f"gpu-advise: not fixed: {where} {f.rule}: {why}"), err=True)
     for path, why in outcome.refused:
-        typer.echo(f"gpu-advise: not written: {relative(path)}: {why}", err=True)
+        typer.echo(escape_text(f"gpu-advise: not written: {relative(path)}: {why}"), err=True)
     if diff:
         _emit(outcome.diff(), output)
         typer.echo(f"gpu-advise: would apply {outcome.summary()}", err=True)
