@@ -187,6 +187,7 @@ def _report(
     busbw: float | None,
     extra_assumptions: list[str],
     name: str | None = None,
+    dtype_sources: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     from advisor.facts.estimates import analyse, verdict_for
 
@@ -249,6 +250,7 @@ def _report(
             "host_gib": round(an.memory.host_gib, 2),
             "paged_gib": round(an.memory.soft_gib, 2),
         },
+        "dtypes": _dtype_rows(an.memory.dtypes, dtype_sources or {}),
         "breakdown": an.items,
         "verdict": an.verdict,
         "verdicts": [
@@ -273,6 +275,41 @@ def _report(
             "hours": round(te.hours_n_gpus, 3) if te.hours_n_gpus is not None else None,
         }
     return out
+
+
+DTYPE_ROWS = (
+    ("storage", "weights"),
+    ("trainable", "trainable"),
+    ("compute", "compute"),
+    ("optimizer", "optimizer"),
+)
+
+
+def _dtype_rows(resolved: dict[str, str], sources: dict[str, str]) -> list[dict[str, str]]:
+    """The storage, trainable, compute and optimizer dtypes the estimate assumed, and where each is from."""
+    return [
+        {"what": label, "dtype": resolved[key], "source": sources.get(key, "assumed (no file sets it)")}
+        for key, label in DTYPE_ROWS
+        if key in resolved
+    ]
+
+
+def run_dtype_sources(dtypes: Any) -> dict[str, str]:
+    """Where each dtype fact of a run came from (advisor.facts.precision.RunDtypes)."""
+    if dtypes is None:
+        return {}
+    master = dtypes.master.dtype == "fp32"
+    return {
+        "storage": dtypes.storage.source
+        + (
+            f"; Linear weights {dtypes.quantization.dtype}: {dtypes.quantization.source}"
+            if dtypes.quantization.dtype
+            else ""
+        ),
+        "trainable": dtypes.trainable.source,
+        "compute": dtypes.autocast.source,
+        "optimizer": dtypes.master.source if master else "follows the trainable parameters' dtype",
+    }
 
 
 def build_model_report(req: Request) -> dict[str, Any]:
@@ -331,6 +368,15 @@ def build_model_report(req: Request) -> dict[str, Any]:
         max_steps=None,
         busbw=busbw,
         extra_assumptions=extra,
+        dtype_sources=(
+            {
+                "storage": f"--precision {req.precision}: loaded in {req.precision}",
+                "compute": f"--precision {req.precision}",
+                "optimizer": "follows the trainable parameters' dtype",
+            }
+            if req.precision
+            else {}
+        ),
     )
 
 
@@ -366,6 +412,7 @@ def build_run_reports(paths: list[Path], hardware: str | None, online: bool) -> 
                 busbw=inputs.busbw_gbs,
                 extra_assumptions=inputs.assumptions,
                 name=plan.name,
+                dtype_sources=run_dtype_sources(inputs.dtypes),
             )
         )
     return reports
@@ -484,6 +531,8 @@ def render_text(reports: list[dict[str, Any]], *, color: bool = False) -> str:
             f"{s['gpus']} GPU{'s' if s['gpus'] != 1 else ''}, {strategy}{off}"
             + (f", on {hw['name']}" if hw else "")
         )
+        for d in rep.get("dtypes", []):
+            out.line(f"{d['what'] + ':':<11}{d['dtype']}" + st(f"  ({d['source']})", "dim"))
         out.line()
         out.line(st("Memory per GPU at the peak (nvidia-smi)", "bold"))
         top = max((it["gib"] for it in rep["breakdown"]), default=0.0)

@@ -66,8 +66,8 @@ def test_a_lora_run_is_mapped_onto_the_estimator(tmp_path: Path) -> None:
     [
         ("model_name_or_path: someone/not-a-model\nmax_length: 1024\n", "not found offline"),
         (
-            "model_name_or_path: Qwen/Qwen2.5-1.5B\nmax_length: 1024\nload_in_8bit: true\nuse_peft: true\n",
-            "8-bit",
+            "model_name_or_path: Qwen/Qwen2.5-1.5B\nmax_length: 1024\nload_in_8bit: true\n",
+            "8-bit quantized base without LoRA",
         ),
         (
             "model_name_or_path: Qwen/Qwen2.5-1.5B\nmax_length: 1024\noptim: galore_adamw\n",

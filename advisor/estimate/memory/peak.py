@@ -17,7 +17,7 @@ from dataclasses import replace
 from advisor.estimate import constants as K
 from advisor.estimate.memory import terms
 from advisor.estimate.memory.optimizers import optimizer_profile
-from advisor.estimate.memory.resolve import resolve_setup
+from advisor.estimate.memory.resolve import ResolvedSetup, resolve_setup
 from advisor.estimate.memory.setup import MemoryEstimate, MemoryItem, Term, TrainingSetup
 
 __all__ = ["estimate_memory", "what_if"]
@@ -85,6 +85,13 @@ def _shown(tm: Term, phase: str, soft: float) -> bool:
     if tm.name == "optimizer states":
         return bool(soft)
     return tm.name == "gradients" and phase != terms.BACKWARD
+
+
+def _dtype_summary(r: ResolvedSetup) -> dict[str, str]:
+    out = r.dtypes.as_dict()
+    if not r.opt.follows_param_dtype:
+        out["optimizer"] = r.opt.label + (" on an fp32 master copy" if r.dtypes.master else "")
+    return out
 
 
 def estimate_memory(setup: TrainingSetup) -> MemoryEstimate:
@@ -158,7 +165,7 @@ def estimate_memory(setup: TrainingSetup) -> MemoryEstimate:
         host_gib=side["host"] / gi,
         soft_gib=soft / gi,
         trainable_params=side["trainable"],
-        dtypes=r.dtypes.as_dict(),
+        dtypes=_dtype_summary(r),
         fits=fits,
         verdict=verdict,
         assumptions=A,

@@ -1,0 +1,652 @@
+"""A run's RunPlan mapped onto the estimator's TrainingSetup (or the precise reason there is none).
+
+Every input the files leave open is either a stated assumption or the reason the estimate is unknown;
+dtype facts (storage, compute, optimizer state) come from advisor.facts.precision.run_dtypes. Numbers
+that are not finite or are absurdly large are treated as unknown, never converted (1e400, .nan, a
+401-digit bucket size).
+
+Nothing here imports torch or transformers; the estimator is imported once a run has what it needs.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from advisor.provenance import Namespace, Value
+from advisor.sources.document import Location
+
+NEAR_FRACTION_DEFAULT = 0.10
+# A run with max_steps that takes less than this on one GPU is a smoke test (often of the multi-GPU
+# setup itself): GA402/GA405 leave it alone.
+SMOKE_TEST_HOURS = 0.25
+# The sequence length assumed when a run writes none (stated in the run's notes): 2048 tokens, the
+# context of the Llama-2 generation and a common SFT cutoff; TRL's SFTConfig default (1024) and
+# LLaMA-Factory's cutoff_len default (2048) bracket it.
+ASSUMED_SEQ_LEN = 2048
+RUN_LENGTH_UNKNOWN = (
+    "the run's length is unknown (max_steps, or dataset-samples / dataset-tokens in the settings)"
+)
+
+SEQ_KEYS = (
+    "max_seq_length",
+    "max_length",
+    "cutoff_len",
+    "sequence_len",
+    "model_max_length",
+    "max_seq_len",
+    "seq_length",
+    "block_size",
+)
+# Keys of trainers whose memory the estimator does not model: online RL generates with the policy and
+# holds reference/reward/critic models.
+RL_KEYS = (
+    "num_generations",
+    "use_vllm",
+    "actor_model_name_or_path",
+    "critic_model_name_or_path",
+    "reward_pretrain",
+    "reward_model_path",
+    "ppo_epochs",
+    "rollout_batch_size",
+)
+# Keys that change what is trained or how the optimizer stores its state in ways the estimator does not
+# model: vision-language towers and projector-only stages, partial freezing, low-rank/block optimizers.
+UNMODELLED_KEYS = {
+    "vision_tower": "a vision-language model (vision tower + projector)",
+    "mm_projector_type": "a vision-language model (vision tower + projector)",
+    "tune_mm_mlp_adapter": "projector-only training of a vision-language model",
+    "freeze_backbone": "a partly frozen model",
+    "freeze_trainable_layers": "a partly frozen model",
+    "use_galore": "the GaLore optimizer (low-rank optimizer states)",
+    "use_apollo": "the APOLLO optimizer",
+    "use_badam": "BAdam (one block trained at a time)",
+    "use_adam_mini": "Adam-mini (blockwise second moments)",
+    "use_muon": "the Muon optimizer",
+    "unfrozen_parameters": "a partly frozen model (axolotl unfrozen_parameters)",
+}
+PREFERENCE_STAGES = {"dpo", "kto", "orpo", "simpo"}
+REFERENCE_FREE = {"orpo", "simpo", "cpo"}
+_ATTN = {
+    "flash_attention_2": "flash_attention_2",
+    "flash_attention_3": "flash_attention_2",
+    "fa2": "flash_attention_2",
+    "fa3": "flash_attention_2",
+    "sdpa": "sdpa",
+    "eager": "eager",
+    "disabled": "eager",
+    "flex_attention": "flex_attention",
+}
+STRATEGY_LABEL = {
+    "none": "1 GPU, no sharding",
+    "ddp": "DDP",
+    "zero1": "ZeRO-1",
+    "zero2": "ZeRO-2",
+    "zero3": "ZeRO-3",
+    "fsdp": "FSDP (FULL_SHARD)",
+    "fsdp_grad_op": "FSDP (SHARD_GRAD_OP)",
+}
+
+
+# ---- small readers --------------------------------------------------------------------------------
+def _entry(ns: Any, dotted: str) -> Value | None:
+    if ns is None:
+        return None
+    e = ns.lookup(dotted) if isinstance(ns, Namespace) else None
+    return e if isinstance(e, Value) else None
+
+
+def _written(ns: Any, *keys: str) -> Value | None:
+    """The first key that a file or flag sets (not a built-in default), known or not."""
+    for key in keys:
+        v = _entry(ns, key)
+        if v is not None and v.source != "default":
+            return v
+    return None
+
+
+def _truth(v: Value | None) -> bool | None:
+    if v is None or not v.known:
+        return None
+    raw = v.value
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, int | float):
+        return bool(raw)
+    if isinstance(raw, str):
+        low = raw.strip().lower()
+        if low in {"true", "yes", "1", "on"}:
+            return True
+        # anything else is a mode name, e.g. axolotl gradient_checkpointing: unsloth / offload
+        return low not in {"false", "no", "0", "off", "none", ""}
+    return None
+
+
+# Counts above this are not a configuration but a typo or an attack (1e400 steps, a 401-digit bucket size).
+MAX_COUNT = 1e15
+
+
+def _number(v: Value | None) -> float | None:
+    """A finite number of sane size, or None (non-finite and absurd values are unknown, not converted)."""
+    if v is None or not v.known or isinstance(v.value, bool):
+        return None
+    raw = v.value
+    try:
+        if isinstance(raw, int | float):
+            x = float(raw)
+        elif isinstance(raw, str) and len(raw) <= 64:
+            x = float(raw.strip())
+        else:
+            return None
+    except (ValueError, OverflowError):
+        return None
+    return x if math.isfinite(x) and abs(x) <= MAX_COUNT else None
+
+
+def _int(v: Value | None) -> int | None:
+    x = _number(v)
+    return int(x) if x is not None and x.is_integer() else None
+
+
+def _absurd(v: Value | None) -> str | None:
+    """Why a written number is unusable (for the reason), or None when it is fine or absent."""
+    if v is None or not v.known or v.value is None or isinstance(v.value, bool):
+        return None
+    if isinstance(v.value, int | float) and _number(v) is None:
+        shown = str(v.value) if isinstance(v.value, float) else f"a {len(str(abs(v.value)))}-digit number"
+        where = f" ({v.origin.file.name}:{v.origin.line})" if v.origin is not None else ""
+        return f"{shown}{where} is not a finite number of sane size"
+    return None
+
+
+def _origin(*values: Value | None) -> Location | None:
+    for v in values:
+        if v is not None and v.origin is not None:
+            return v.origin
+    return None
+
+
+# ---- the plan as estimator inputs -----------------------------------------------------------------
+@dataclass
+class PlanInputs:
+    """A run's TrainingSetup (or the reason there is none) and what the time model needs."""
+
+    setup: Any = None  # advisor.estimate.TrainingSetup
+    reason: str | None = None
+    info: Any = None  # advisor.estimate.ModelInfo
+    model_value: Value | None = None
+    machine: Any = None
+    dp: int = 1
+    world: int = 1
+    strategy_origin: Location | None = None
+    near_fraction: float = NEAR_FRACTION_DEFAULT
+    total_tokens: float | None = None
+    max_steps: int | None = None
+    busbw_gbs: float | None = None
+    reference_copy: bool = False  # preference training keeps a frozen reference model
+    quiet: bool = False  # no summary note for the missing estimate
+    dtypes: Any = None  # advisor.facts.precision.RunDtypes: the dtype facts and where each came from
+    assumptions: list[str] = field(default_factory=list)
+    related: list[Location] = field(default_factory=list)
+
+
+def _method(plan: Any, quant: str | None) -> tuple[str | None, str | None]:
+    """(method, reason when it cannot be estimated). `quant` is the base weights' quantization (nf4/int8):
+    LoRA on a quantized base is the estimator's "qlora" method, with the quantization as a dtype input."""
+    t = plan.training
+    derived = plan.model.method if plan.model.method in {"full", "lora", "qlora"} else "full"
+    lora_flags = ("use_peft_lora", "use_lora", "lora_enable", "use_peft")
+    lora = derived in {"lora", "qlora"} or any(_truth(_written(t, k)) for k in lora_flags)
+    if _truth(_written(t, "q_lora")) or derived == "qlora":
+        return "qlora", None
+    if quant is not None and lora:
+        return "qlora", None
+    if quant is not None:
+        kind = "an 8-bit" if quant == "int8" else "a 4-bit"
+        return (
+            None,
+            f"{kind} quantized base without LoRA adapters is not a training setup the estimator models",
+        )
+    return ("lora" if lora else "full"), None
+
+
+UNSLOTH_KEYS = (
+    "use_unsloth",
+    "use_unsloth_gc",
+    "unsloth_lora_mlp",
+    "unsloth_lora_qkv",
+    "unsloth_lora_o",
+    "unsloth_cross_entropy_loss",
+    "unsloth_rms_norm",
+    "unsloth_rope",
+)
+_UNSLOTH_IMPORT = re.compile(r"^\s*(?:from|import)\s+unsloth\b", re.MULTILINE)
+
+
+def _unsloth(plan: Any, names: dict[str, Any]) -> str | None:
+    """Where the run uses Unsloth (its own kernels, checkpointing and loader), or None."""
+    t = plan.training
+    for key in UNSLOTH_KEYS:
+        v = _written(t, key)
+        if v is not None and _truth(v):
+            return f"{key} at {v.origin.file.name}:{v.origin.line}" if v.origin else key
+    gc = _written(t, "gradient_checkpointing")
+    if gc is not None and gc.known and str(gc.value).strip().lower() == "unsloth":
+        return "gradient_checkpointing: unsloth"
+    script = names.get("script")
+    for call in script.load_calls if script is not None and isinstance(script.load_calls, list) else []:
+        if str(call.get("callee", "")).split(".")[0].startswith("Fast"):
+            loc = call["location"]
+            return f"{call['callee']} at {loc.file.name}:{loc.line}"
+    doc = plan.spec.script
+    text = doc.text if doc is not None else None
+    if isinstance(text, str) and len(text) <= 2_000_000:
+        m = _UNSLOTH_IMPORT.search(text)
+        if m is not None:
+            return f"import unsloth at {doc.path.name}:{text.count(chr(10), 0, m.start()) + 1}"
+    return None
+
+
+def _lora_targets(plan: Any) -> list[str] | None:
+    t = plan.training
+    if _truth(_written(t, "lora_target_linear")):
+        return ["all-linear"]
+    v = _written(t, "lora_target_modules", "lora_target", "target_modules")
+    if v is None or not v.known or v.value is None:
+        return None
+    raw = v.value
+    if isinstance(raw, str):
+        parts = [p.strip() for p in raw.replace(" ", ",").split(",") if p.strip()]
+    elif isinstance(raw, list):
+        parts = [str(p).strip() for p in raw if str(p).strip()]
+    else:
+        return None
+    if any(p.lower() in {"all", "all-linear", "all_linear"} for p in parts):
+        return ["all-linear"]
+    return parts or None
+
+
+def _seq_len(plan: Any) -> Value | None:
+    v = _entry(plan.model, "seq_len")
+    if v is not None and v.source != "default" and _int(v):
+        return v
+    for key in SEQ_KEYS:
+        v = _written(plan.training, key)
+        if v is not None and (_int(v) or not v.known):
+            return v
+    return None
+
+
+def _gradient_checkpointing(plan: Any) -> bool | None:
+    t = plan.training
+    if t.dialect == "llamafactory":  # LLaMA-Factory turns it on unless told not to
+        off = _truth(_written(t, "disable_gradient_checkpointing"))
+        return not off
+    for v in (
+        _written(t, "gradient_checkpointing", "activation_checkpointing"),
+        _entry(plan.accelerate, "fsdp_config.fsdp_activation_checkpointing"),
+        _entry(t, "fsdp_config.activation_checkpointing"),
+        _entry(t, "fsdp_config.fsdp_activation_checkpointing"),
+    ):
+        truth = _truth(v)
+        if truth:
+            return True
+    v = _written(t, "gradient_checkpointing", "activation_checkpointing")
+    return _truth(v) if v is not None else None
+
+
+def _attn(plan: Any) -> str | None:
+    t = plan.training
+    v = _written(t, "attn_implementation", "flash_attn")
+    if v is not None and v.known and isinstance(v.value, str):
+        return _ATTN.get(v.value.strip().lower())
+    if _truth(_written(t, "flash_attention", "use_flash_attn", "use_flash_attention_2")):
+        return "flash_attention_2"
+    if _truth(_written(t, "sdp_attention")):
+        return "sdpa"
+    return None
+
+
+def _liger(plan: Any) -> bool:
+    t = plan.training
+    if _truth(_written(t, "use_liger_kernel", "enable_liger_kernel", "liger_fused_linear_cross_entropy")):
+        return True
+    plugins = _written(t, "plugins")
+    return bool(plugins and plugins.known and "liger" in str(plugins.value).lower())
+
+
+def _dtype_inputs(
+    plan: Any, names: dict[str, Any], strategy: str, method: str, info: Any, a: list[str]
+) -> tuple[dict[str, Any], Any]:
+    """The estimator's dtype fields (storage, trainable, autocast, master, quantization, compute precision)
+    from the consumers' rules (advisor.facts.precision.run_dtypes), and the facts with their sources."""
+    from advisor.facts.precision import dtype_name, run_dtypes
+
+    config = info.config if info is not None and isinstance(info.config, dict) else {}
+    checkpoint = dtype_name(config.get("dtype") or config.get("torch_dtype"))
+    rd = run_dtypes(plan, names, strategy=strategy, method=method, checkpoint=checkpoint)
+    storage = rd.storage.dtype if rd.storage.dtype in {"fp32", "bf16", "fp16"} else None
+    if rd.storage.assumed:
+        # not written anywhere: left to the estimator's stated 16-bit assumption, and judged with an fp32
+        # load where a claim must hold whatever the files left open (pessimistic)
+        storage = None
+    autocast = rd.autocast.dtype if rd.autocast.dtype in {"bf16", "fp16", "off"} else None
+    # the compute dtype (the time model's precision); None when nothing is known (the estimator says so)
+    precision = autocast if autocast not in (None, "off") else storage
+    kw = {
+        "precision": precision,
+        "storage_dtype": storage,
+        "autocast": autocast,
+        "trainable_dtype": rd.trainable.dtype if rd.trainable.dtype in {"fp32", "bf16", "fp16"} else None,
+        "master_weights": True if rd.master.dtype == "fp32" else None,
+        "quantization": rd.quantization.dtype if method == "qlora" else None,
+    }
+    return kw, rd
+
+
+def _strategy(
+    plan: Any, names: dict[str, Any], a: list[str]
+) -> tuple[str | None, str | None, Location | None]:
+    """(estimator strategy, reason when unknown, where the strategy is set)."""
+    run = names.get("run")
+    sv = run.entry("strategy") if run is not None else None
+    if not isinstance(sv, Value):
+        return None, "the distribution strategy is unknown", None
+    strategy = sv.value if sv.known else None
+    origin = sv.origin
+    if strategy is None:
+        why = sv.unknown or "unknown"
+        if why.startswith(("DeepSpeed is on", "the deepspeed launcher")):
+            return None, why, None
+        return None, f"the distribution strategy is unknown ({why})", None
+    if sv.note and "--zero_stage" in sv.note:
+        a.append(f"ZeRO stage {strategy[4:]} from the script's --zero_stage flag")
+    if strategy == "single":
+        return "none", None, origin
+    if strategy == "ddp":
+        return "ddp", None, origin
+    if strategy == "zero0":
+        a.append("ZeRO stage 0 estimated as DDP with DeepSpeed's fp32 master weights")
+        return "ddp", None, origin
+    if strategy in {"zero1", "zero2", "zero3"}:
+        return strategy, None, origin
+    if strategy == "fsdp":
+        sharding = run.fsdp_sharding  # run.py always sets it for an FSDP run (FULL_SHARD by default)
+        if sharding == "NO_SHARD":
+            return "ddp", None, origin
+        if sharding in {"SHARD_GRAD_OP", "HYBRID_SHARD_ZERO2"}:
+            return "fsdp_grad_op", None, origin
+        if sharding and str(sharding).startswith("HYBRID"):
+            a.append("HYBRID_SHARD: estimated as FULL_SHARD across the GPUs of one node")
+        return "fsdp", None, origin
+    return None, f"strategy {strategy} is not modelled", origin
+
+
+def _offload(names: dict[str, Any], key: str) -> str:
+    run = names.get("run")
+    v = run.entry(key) if run is not None else None
+    if not isinstance(v, Value) or not v.known or v.value in (False, None):
+        return "none"
+    text = str(v.value).lower()
+    return text if text in {"cpu", "nvme"} else "cpu"
+
+
+def _ds_bucket(plan: Any, key: str, hidden: int, auto_factor: float | None) -> float | None:
+    v = _entry(plan.deepspeed, f"zero_optimization.{key}")
+    if v is None or not v.known:
+        return None
+    if isinstance(v.value, str) and v.value.strip().lower() == "auto":
+        return auto_factor * hidden * hidden if auto_factor is not None else None
+    return _number(v)
+
+
+def _dataset(plan: Any, seq: int | None, world_dp: int, a: list[str]) -> tuple[float | None, int | None]:
+    """(total tokens, max_steps) of the run when its length is known."""
+    t = plan.training
+    steps_v = _entry(t, "max_steps")
+    steps = _int(steps_v)
+    if steps is not None and steps > 0:
+        return None, steps
+    run_settings = plan.settings
+    project = plan.project
+    tokens = samples = None
+    for s in (run_settings, project):
+        if s is None:
+            continue
+        tokens = tokens if tokens is not None else getattr(s, "dataset_tokens", None)
+        samples = samples if samples is not None else getattr(s, "dataset_samples", None)
+    if tokens is None and samples is None:
+        # LLaMA-Factory: max_samples caps each dataset of the comma-separated list
+        cap = _int(_written(t, "max_samples"))
+        datasets = _written(t, "dataset")
+        if cap is not None and cap > 0 and datasets is not None and datasets.known and datasets.value:
+            n_sets = len([d for d in str(datasets.value).split(",") if d.strip()])
+            samples = cap * n_sets
+            a.append(f"dataset size at most max_samples {cap} x {n_sets} dataset{'s' if n_sets > 1 else ''}")
+    if tokens is None and samples is None:
+        return None, None
+    epochs_v = _entry(t, "num_train_epochs")
+    epochs = _number(epochs_v)
+    if epochs is None or epochs <= 0:
+        return None, None
+    if epochs_v is not None and epochs_v.source == "default":
+        a.append(f"num_train_epochs not written: the default {epochs:g}")
+    if tokens is not None:
+        return float(tokens) * epochs, None
+    if seq is None:
+        return None, None
+    a.append(
+        f"dataset size: {samples:,} samples x {seq} tokens (each sample counted at the full sequence length: "
+        "an upper bound without packing)"
+    )
+    return float(samples) * seq * epochs, None
+
+
+def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
+    """Map a RunPlan onto a TrainingSetup. Never raises for bad input: `reason` says what is missing.
+
+    The estimator is imported only once the run has what an estimate needs (start-up matters)."""
+    out = PlanInputs(machine=plan.hardware)
+    a = out.assumptions
+    project = plan.project
+    thresholds = getattr(project, "thresholds", None)
+    if thresholds is not None:
+        out.near_fraction = float(thresholds.near_memory_fraction)
+    t = plan.training
+
+    name = _entry(plan.model, "name")
+    out.model_value = name
+    if name is None:
+        out.reason = "no model is named (model_name_or_path / base_model / model)"
+        # a lone accelerate or DeepSpeed file is not expected to name one: no note for it
+        out.quiet = plan.spec.training is None and plan.spec.command is None
+        return out
+    if not name.known:
+        out.reason = f"the model name cannot be resolved statically ({name.unknown})"
+        return out
+    if not isinstance(name.value, str) or not name.value.strip():
+        out.reason = "the model name is empty"
+        return out
+    for key in RL_KEYS:
+        if _written(t, key) is not None:
+            out.reason = f"online RL training ({key}): generation and extra models are not modelled"
+            return out
+    for key, what in UNMODELLED_KEYS.items():
+        v = _written(t, key)
+        if v is not None and v.known and v.value not in (None, False, "", [], "false", "False"):
+            out.reason = f"{what} ({key}) is not modelled"
+            return out
+    ftype = _written(t, "finetuning_type")
+    if ftype is not None and ftype.known and str(ftype.value).lower() not in {"full", "lora"}:
+        out.reason = f"finetuning_type {ftype.value} is not modelled"
+        return out
+    stage = _written(t, "stage")
+    if stage is not None and str(stage.value).lower() in {"ppo", "rm"}:
+        out.reason = f"LLaMA-Factory stage {stage.value}: not modelled"
+        return out
+    batch = names["batch"]
+    mp = batch.model_parallel_size
+    if isinstance(mp, int) and mp > 1:
+        out.reason = f"tensor/context/sequence parallelism (x{mp}) is not modelled"
+        return out
+
+    unsloth = _unsloth(plan, names)
+    if unsloth is not None:
+        # Unsloth replaces the HF layers, loss and checkpointing with its own: an HF estimate would be
+        # wrong by a factor, and an error must never come from an unmodelled stack
+        out.reason = f"Unsloth ({unsloth}): its kernels and offloaded checkpointing are not modelled"
+        return out
+    from advisor.facts.precision import quantization
+
+    method, why = _method(plan, quantization(plan, names).dtype)
+    if method is None:
+        out.reason = why
+        return out
+    strategy, why, strategy_origin = _strategy(plan, names, a)
+    world = batch.world_size
+    dp = batch.dp_size
+    if strategy is None and why is not None and why.endswith("(world size unknown)"):
+        # No launcher says how many processes start, and nothing shards: one process's memory is the
+        # same on every GPU of a DDP run (which adds only its gradient buckets)
+        strategy, dp, world = "none", 1, 1
+        a.append(
+            "world size unknown (no launch script): estimated per GPU for one process; under DDP each GPU "
+            "also holds a second copy of the gradients (DDP buckets)"
+        )
+    if strategy is None:
+        out.reason = why
+        return out
+    out.strategy_origin = strategy_origin
+    if strategy != "none" and (not isinstance(dp, int) or dp < 1):
+        world_v = batch.entry("world_size")
+        why = world_v.unknown if isinstance(world_v, Value) and world_v.unknown else "unknown"
+        label = STRATEGY_LABEL.get(strategy, strategy)
+        out.reason = f"{label} divides memory by the number of processes, which is unknown ({why})"
+        return out
+    out.dp = dp if isinstance(dp, int) and dp >= 1 else 1
+    out.world = world if isinstance(world, int) and world >= 1 else out.dp
+    if strategy == "ddp" and out.dp == 1:
+        strategy = "none"
+
+    seq_v = _seq_len(plan)
+    if seq_v is None:
+        seq_v = Value(ASSUMED_SEQ_LEN, None, "default")
+        a.append(
+            f"sequence length not set (max_seq_length / max_length / cutoff_len / sequence_len / "
+            f"model_max_length): assumed {ASSUMED_SEQ_LEN} tokens"
+        )
+    if not seq_v.known:
+        out.reason = f"the sequence length cannot be resolved statically ({seq_v.unknown})"
+        return out
+    seq = _int(seq_v)
+    if seq is None or seq <= 0:
+        out.reason = f"the sequence length {seq_v.value!r} is not a positive integer"
+        return out
+
+    from advisor.estimate import TrainingSetup, UnknownModelTypeError, resolve_model
+
+    info = resolve_model(name.value, online=bool(getattr(plan, "online", False)))
+    if info is None:
+        hint = "" if getattr(plan, "online", False) else "; --online fetches its config.json from the Hub"
+        out.reason = (
+            f"model '{name.value}' not found offline (not a local folder with config.json, "
+            f"not in the HF cache, not in the built-in catalog){hint}"
+        )
+        return out
+    out.info = info
+    try:
+        pc = info.count()
+    except UnknownModelTypeError as exc:
+        out.reason = str(exc)
+        return out
+    except (KeyError, TypeError, ValueError) as exc:
+        out.reason = f"model '{name.value}': its config.json cannot be counted ({type(exc).__name__}: {exc})"
+        return out
+
+    micro_v = batch.entry("per_device")
+    micro = batch.per_device if isinstance(batch.per_device, int) and batch.per_device > 0 else None
+    if micro is None:
+        out.reason = "the per-device batch size is unknown" + (
+            f" ({micro_v.unknown})" if isinstance(micro_v, Value) and micro_v.unknown else ""
+        )
+        return out
+    if isinstance(micro_v, Value) and micro_v.source == "default":
+        a.append(f"per-device batch not written: the default {micro}")
+    accum = batch.accumulation if isinstance(batch.accumulation, int) and batch.accumulation > 0 else 1
+
+    preference = _written(t, "beta", "pref_beta", "max_prompt_length") is not None or (
+        stage is not None and str(stage.value).lower() in PREFERENCE_STAGES
+    )
+    seqs_per_micro = micro
+    if preference:
+        loss = str(getattr(_written(t, "loss_type", "pref_loss"), "value", "") or "").lower()
+        seqs_per_micro = micro * 2
+        a.append("preference training: chosen and rejected sequences in every micro-batch (2x the sequences)")
+        ref_free = (
+            any(x in loss for x in REFERENCE_FREE)
+            or (stage is not None and str(stage.value).lower() in {"orpo", "simpo"})
+            or _truth(_written(t, "precompute_ref_log_probs", "reference_free")) is True
+        )
+        if method == "full" and not ref_free:
+            out.reference_copy = True
+            a.append(
+                "preference training: a frozen 16-bit reference model "
+                "(sharded like the policy under ZeRO-3/FSDP)"
+            )
+
+    dtype_kw, out.dtypes = _dtype_inputs(plan, names, strategy, method, info, a)
+    lora_r = _int(_written(t, "lora_r", "lora_rank", "lora_dim")) if method != "full" else None
+    dropout = _number(_written(t, "lora_dropout")) if method != "full" else None
+    optim = _written(t, "optim")
+    optim_name = str(optim.value) if optim is not None and optim.known and optim.value else None
+    if optim_name is None:
+        ds_opt = _entry(plan.deepspeed, "optimizer.type")
+        if ds_opt is not None and ds_opt.known and isinstance(ds_opt.value, str):
+            optim_name = ds_opt.value
+    if optim_name is not None:
+        from advisor.estimate.memory import has_optimizer_profile
+
+        if not has_optimizer_profile(optim_name):
+            out.reason = f"optimizer '{optim_name}' has no memory profile"
+            return out
+    h = pc.hidden
+    setup_kw: dict[str, Any] = {
+        "model": pc,
+        "method": method,
+        "lora_r": lora_r,
+        "lora_targets": _lora_targets(plan) if method != "full" else None,
+        "lora_dropout": dropout,
+        "micro_batch": seqs_per_micro,
+        "seq_len": seq,
+        "grad_accum": accum,
+        "gradient_checkpointing": _gradient_checkpointing(plan),
+        **dtype_kw,
+        "optimizer": optim_name,
+        "strategy": strategy,
+        "world_size": out.dp if strategy != "none" else 1,
+        "offload_optimizer": _offload(names, "offload_optimizer"),
+        "offload_params": _offload(names, "offload_params"),
+        "attn_implementation": _attn(plan),
+        "liger_kernel": _liger(plan),
+        "torch_compile": bool(_truth(_written(t, "torch_compile"))),
+    }
+    if strategy in {"zero1", "zero2", "zero3"}:
+        for key in ("reduce_bucket_size", "allgather_bucket_size", "stage3_prefetch_bucket_size"):
+            why = _absurd(_entry(plan.deepspeed, f"zero_optimization.{key}"))
+            if why is not None:
+                a.append(f"DeepSpeed {key}: {why}, so unknown: DeepSpeed's default assumed")
+        setup_kw["ds_reduce_bucket_size"] = _ds_bucket(plan, "reduce_bucket_size", h, 1.0)
+        setup_kw["ds_allgather_bucket_size"] = _ds_bucket(plan, "allgather_bucket_size", h, None)
+        setup_kw["ds_prefetch_bucket_size"] = _ds_bucket(plan, "stage3_prefetch_bucket_size", h, 0.9)
+        setup_kw["ds_max_live_parameters"] = _ds_bucket(plan, "stage3_max_live_parameters", h, None)
+    if plan.hardware is not None:
+        setup_kw["gpu_memory_gib"] = float(plan.hardware.memory_gib)
+    out.setup = TrainingSetup(**setup_kw)
+    out.related = [loc for loc in (_origin(micro_v), seq_v.origin, strategy_origin) if loc is not None]
+    out.total_tokens, out.max_steps = _dataset(plan, seq, out.dp, a)
+    placement = names.get("placement")
+    bw = placement.busbw_gbs if placement is not None else None
+    out.busbw_gbs = float(bw) if isinstance(bw, int | float) and bw > 0 else None
+    return out
