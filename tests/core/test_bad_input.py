@@ -62,3 +62,32 @@ def test_check_reports_bad_files_as_findings_not_crashes(
     assert not result.errors
     flagged = {f.location.file.name for f in result.findings if f.rule == "GA001"}
     assert flagged == set(CASES)
+
+
+@pytest.mark.parametrize(
+    ("written", "why"),
+    [
+        ("a" * 300 + ".json", "a name longer than the file system allows"),
+        ("/".join(["b" * 200] * 30), "a path longer than PATH_MAX"),
+        ('"a\\0b.json"', "a NUL byte"),
+    ],
+    ids=["long-name", "long-path", "nul"],
+)
+def test_unusable_paths_named_by_a_config_are_missing_references(
+    written: str, why: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 9, defect 5: a 300-character `--deepspeed` path gave a traceback (ENAMETOOLONG)."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "train.py").write_text("print('train')\n")
+    (tmp_path / "launch.sh").write_text(
+        f"#!/bin/bash\ntorchrun --nproc_per_node 2 train.py --deepspeed {written.strip(chr(34))}\n"
+    )
+    (tmp_path / "args.yaml").write_text(f"per_device_train_batch_size: 4\ndeepspeed: {written}\n")
+    monkeypatch.chdir(tmp_path)
+    result = run_check([Path(".")], CheckOptions())
+    assert not result.errors, why
+    got = {(f.rule, f.location.file.as_posix(), f.location.line, f.location.col) for f in result.findings}
+    assert ("GA004", "args.yaml", 2, 12) in got, why
+    if written.startswith('"'):
+        return  # a shell word cannot hold a NUL byte
+    assert ("GA004", "launch.sh", 2, 50) in got, why
