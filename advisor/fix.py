@@ -503,6 +503,32 @@ def _overlaps(a: TextEdit, b: TextEdit) -> bool:
     return a.start < b.end and b.start < a.end
 
 
+def _merge_inserts(edits: list[TextEdit]) -> list[TextEdit]:
+    """One fix's insertions at the same point become one insertion, in the fix's order.
+
+    Keys that come only through a YAML merge key (`<<: *defaults`) are not in the mapping's own
+    entries, so a fix setting two of them (fp16: false, bf16: true) inserts both after the
+    mapping's last entry. As two edits at one point they overlapped each other, the fix was
+    skipped as "overlaps another fix; run --fix again", and the next run planned the same again:
+    it never converged."""
+    out: list[TextEdit] = []
+    for e in edits:
+        same = next(
+            (
+                i
+                for i, o in enumerate(out)
+                if o.start == o.end == e.start == e.end and o.file.resolve() == e.file.resolve()
+            ),
+            None,
+        )
+        if same is None:
+            out.append(e)
+        else:
+            o = out[same]
+            out[same] = TextEdit(o.file, o.start, o.end, o.text + e.text)
+    return out
+
+
 def eligible(fix: Fix | None, *, unsafe: bool) -> bool:
     return (
         fix is not None and (fix.safety == "safe" or (unsafe and fix.safety == "unsafe")) and bool(fix.edits)
@@ -585,7 +611,7 @@ def plan_fixes(
             outcome.skipped.append((f, str(exc)))
             continue
         by_file: dict[Path, list[TextEdit]] = {}
-        for e in edits:
+        for e in _merge_inserts(edits):
             by_file.setdefault(e.file.resolve(), []).append(e)
         conflict = any(
             _overlaps(e, other)
