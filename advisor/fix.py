@@ -12,10 +12,14 @@ pointer, or replace one word of a launch script at a line and column. Each becom
   takes the member and its comma; the result must parse again (and stay strict JSON if it was).
 - Shell: the word at the edit's line and column (for `--flag=value`, only the value).
 
-Edits of one run of `--fix` that overlap are not applied together: the first fix wins and the
-re-check reports what remains. A file whose text differs from the one the check read, or that
-changes while fixes are planned, is not written. Writes are atomic (temporary file + rename) and
-keep the file mode.
+Edits of one round that overlap are not applied together: the first fix wins and the next round
+reports what remains. Rounds run in memory (fix_until_stable: the re-check reads the planned bytes
+through advisor.sources.read.overlay), so `--diff` shows exactly what `--fix` writes, and each file
+is written once, at the end. Writing (write_fixed) goes to the real file behind a symlink (the link
+stays), keeps mode and owner, writes a file with several hard links in place (a rename would split
+them), refuses a read-only file or folder from its mode bits (root could write anyway), refuses a
+file outside the project boundary, and compares the bytes and stat on disk with those the fixes
+were planned from just before the rename: an edit made in between is never overwritten.
 """
 
 from __future__ import annotations
