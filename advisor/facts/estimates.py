@@ -340,6 +340,14 @@ def _fill(ns: Namespace, inputs: PlanInputs, an: Analysis) -> None:
     put("low_gib", round(an.low, 1))
     put("high_gib", round(an.high, 1))
     put("phase", an.memory.phase)
+    sources = inputs.dtypes.sources() if inputs.dtypes is not None else {}
+    put(
+        "dtypes",
+        {
+            key: {"dtype": dtype, "source": sources.get(key, "assumed (no file sets it)")}
+            for key, dtype in an.memory.dtypes.items()
+        },
+    )
     put("host_gib", round(an.memory.host_gib, 1))
     put("items", an.items)
     put("contributors", _contributors(an.items))

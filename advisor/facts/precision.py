@@ -358,16 +358,17 @@ class RunDtypes:
     quantization: DtypeFact  # nf4 | int8 | None (base Linears)
     master: DtypeFact  # "fp32" when an fp32 master copy carries the optimizer, else None
 
-    def as_dict(self) -> dict[str, dict[str, Any]]:
+    def sources(self) -> dict[str, str]:
+        """Where each of the estimate's dtype rows (storage, trainable, compute, optimizer) comes from."""
+        quant = self.quantization
         return {
-            key: {"dtype": fact.dtype, "source": fact.source}
-            for key, fact in (
-                ("storage", self.storage),
-                ("trainable", self.trainable),
-                ("compute", self.autocast),
-                ("quantization", self.quantization),
-                ("master", self.master),
-            )
+            "storage": self.storage.source
+            + (f"; Linear weights {quant.dtype}: {quant.source}" if quant.dtype else ""),
+            "trainable": self.trainable.source,
+            "compute": self.autocast.source,
+            "optimizer": self.master.source
+            if self.master.dtype == "fp32"
+            else "follows the trainable parameters",
         }
 
 
@@ -505,9 +506,8 @@ def quantization(plan: Any, names: dict[str, Any]) -> DtypeFact:
     ):
         v = _written_value(t, *keys)
         if v is not None and _truth(v) is True:
-            return DtypeFact(
-                kind, _where(v, v.origin.key if v.origin and v.origin.key else keys[0]), v.origin
-            )
+            key = next((k for k in keys if t.known_value(k) is v), keys[0])
+            return DtypeFact(kind, _where(v, key), v.origin)
     v = _written_value(t, "quantization_bit", "bits")
     if v is not None and str(v.value).strip() in {"4", "8"}:
         kind = "nf4" if str(v.value).strip() == "4" else "int8"
@@ -600,14 +600,17 @@ def run_dtypes(
     if deepspeed:
         ds = deepspeed_mode(plan)
         ds_dtype = ds.value if ds is not None and ds.value in {"bf16", "fp16"} else None
-        if ds_dtype is None and ds is not None and ds.value == "auto":
-            mode = names.get("precision").mode if names.get("precision") is not None else None
+        if ds_dtype is None and (ds is None or ds.value == "auto"):
+            # "auto", or no DeepSpeed JSON (accelerate's deepspeed_config): the HF integration / accelerate's
+            # DeepSpeedPlugin fill bf16/fp16.enabled from the precision in force
+            prec = names.get("precision")
+            mode = prec.mode if prec is not None else None
             ds_dtype = mode if mode in {"bf16", "fp16"} else None
         if ds_dtype is not None:
             # the engine casts every parameter (deepspeed 0.19.8 runtime/engine.py:2080-2088) and keeps an
             # fp32 master partition of the trainable ones (runtime/bf16_optimizer.py:182)
-            where = f"{ds.origin.file.name}:{ds.origin.line}" if ds is not None and ds.origin else "DeepSpeed"
-            storage = DtypeFact(ds_dtype, f"{where} DeepSpeed {ds_dtype}: the engine casts the module", None)
+            where = f" ({ds.origin.file.name}:{ds.origin.line})" if ds is not None and ds.origin else ""
+            storage = DtypeFact(ds_dtype, f"DeepSpeed {ds_dtype}{where}: the engine casts the module")
             trainable = DtypeFact(ds_dtype, storage.source)
             master = DtypeFact("fp32", "DeepSpeed fp32 master copy of the trainable parameters")
             compute = DtypeFact("off", f"DeepSpeed {ds_dtype}: no autocast, the module runs in {ds_dtype}")

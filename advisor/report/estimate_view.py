@@ -250,7 +250,7 @@ def _report(
             "host_gib": round(an.memory.host_gib, 2),
             "paged_gib": round(an.memory.soft_gib, 2),
         },
-        "dtypes": _dtype_rows(an.memory.dtypes, dtype_sources or {}),
+        "dtypes": dtype_rows(an.memory.dtypes, dtype_sources or {}),
         "breakdown": an.items,
         "verdict": an.verdict,
         "verdicts": [
@@ -285,31 +285,13 @@ DTYPE_ROWS = (
 )
 
 
-def _dtype_rows(resolved: dict[str, str], sources: dict[str, str]) -> list[dict[str, str]]:
+def dtype_rows(resolved: dict[str, str], sources: dict[str, str]) -> list[dict[str, str]]:
     """The storage, trainable, compute and optimizer dtypes the estimate assumed, and where each is from."""
     return [
         {"what": label, "dtype": resolved[key], "source": sources.get(key, "assumed (no file sets it)")}
         for key, label in DTYPE_ROWS
         if key in resolved
     ]
-
-
-def run_dtype_sources(dtypes: Any) -> dict[str, str]:
-    """Where each dtype fact of a run came from (advisor.facts.precision.RunDtypes)."""
-    if dtypes is None:
-        return {}
-    master = dtypes.master.dtype == "fp32"
-    return {
-        "storage": dtypes.storage.source
-        + (
-            f"; Linear weights {dtypes.quantization.dtype}: {dtypes.quantization.source}"
-            if dtypes.quantization.dtype
-            else ""
-        ),
-        "trainable": dtypes.trainable.source,
-        "compute": dtypes.autocast.source,
-        "optimizer": dtypes.master.source if master else "follows the trainable parameters' dtype",
-    }
 
 
 def build_model_report(req: Request) -> dict[str, Any]:
@@ -412,7 +394,7 @@ def build_run_reports(paths: list[Path], hardware: str | None, online: bool) -> 
                 busbw=inputs.busbw_gbs,
                 extra_assumptions=inputs.assumptions,
                 name=plan.name,
-                dtype_sources=run_dtype_sources(inputs.dtypes),
+                dtype_sources=inputs.dtypes.sources() if inputs.dtypes is not None else None,
             )
         )
     return reports
