@@ -387,8 +387,10 @@ class Machine:
 
     @property
     def gpu(self) -> GpuSpec:
-        """The catalog GPU, with `gpus.memory_gib` applied when given."""
-        spec = resolve_gpu(self.gpus.model)
+        """The catalog GPU, with `gpus.memory_gib` applied when given (it also picks between cards that
+        share one nvidia-smi name, e.g. `model: NVIDIA GeForce RTX 3080, memory_gib: 12`)."""
+        memory_mib = self.gpus.memory_gib * 1024 if self.gpus.memory_gib is not None else None
+        spec = resolve_gpu(self.gpus.model, memory_mib=memory_mib)
         assert spec is not None  # validated
         if self.gpus.memory_gib is not None and self.gpus.memory_gib != spec.usable_gib:
             spec = replace(spec, usable_gib=self.gpus.memory_gib)

@@ -312,7 +312,9 @@ def machine_from_smi(
         raise HardwareError(
             f"nvidia-smi lists different GPU models ({', '.join(names)}); a machine has one model"
         )
-    spec = resolve_gpu(names[0])
+    mems = [g.memory_mib for g in gpus if g.memory_mib]
+    # memory.total tells apart cards that print one name (RTX 3080 10/12 GB, RTX 4060 Ti 8/16 GB)
+    spec = resolve_gpu(names[0], memory_mib=min(mems) if mems else None)
     if spec is None:
         hint = suggest_gpu(names[0])
         raise HardwareError(
@@ -322,7 +324,6 @@ def machine_from_smi(
         )
     count = len(gpus)
     gpus_block: dict[str, object] = {"model": spec.id, "count": count}
-    mems = [g.memory_mib for g in gpus if g.memory_mib]
     if mems:
         gib = round(min(mems) / 1024, 1)
         if abs(gib - spec.usable_gib) > 0.01 * spec.usable_gib:
