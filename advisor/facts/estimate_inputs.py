@@ -152,10 +152,18 @@ def _int(v: Value | None) -> int | None:
 
 def _absurd(v: Value | None) -> str | None:
     """Why a written number is unusable (for the reason), or None when it is fine or absent."""
+    if v is not None and not v.known and v.source != "default":
+        return v.unknown or "unknown"
     if v is None or not v.known or v.value is None or isinstance(v.value, bool):
         return None
-    if isinstance(v.value, int | float) and _number(v) is None:
-        shown = str(v.value) if isinstance(v.value, float) else f"a {len(str(abs(v.value)))}-digit number"
+    raw = v.value
+    if isinstance(raw, str) and len(raw) <= 64:
+        try:
+            raw = float(raw.strip())  # "1e400" is a string to PyYAML (YAML 1.1) and inf to float()
+        except (ValueError, OverflowError):
+            return None
+    if isinstance(raw, int | float) and _number(Value(raw, None, "derived")) is None:
+        shown = str(raw) if isinstance(raw, float) else f"a {len(str(abs(raw)))}-digit number"
         where = f" ({v.origin.file.name}:{v.origin.line})" if v.origin is not None else ""
         return f"{shown}{where} is not a finite number of sane size"
     return None
@@ -274,7 +282,7 @@ def _seq_len(plan: Any) -> Value | None:
         return v
     for key in SEQ_KEYS:
         v = _written(plan.training, key)
-        if v is not None and (_int(v) or not v.known):
+        if v is not None and (_int(v) or not v.known or _absurd(v)):
             return v
     return None
 
@@ -407,6 +415,8 @@ def _dataset(plan: Any, seq: int | None, world_dp: int, a: list[str]) -> tuple[f
     t = plan.training
     steps_v = _entry(t, "max_steps")
     steps = _int(steps_v)
+    if (why := _absurd(steps_v)) is not None:
+        a.append(f"max_steps: {why}, so the run's length is unknown")
     if steps is not None and steps > 0:
         return None, steps
     run_settings = plan.settings
@@ -542,11 +552,17 @@ def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
         return out
     seq = _int(seq_v)
     if seq is None or seq <= 0:
-        out.reason = f"the sequence length {seq_v.value!r} is not a positive integer"
+        why = _absurd(seq_v) or "not a positive integer"
+        out.reason = f"the sequence length is unknown: {why}"
         return out
 
+    from advisor.boundary import local_path_outside, plan_boundary
     from advisor.estimate import TrainingSetup, UnknownModelTypeError, resolve_model
 
+    outside = local_path_outside(str(name.value), plan_boundary(plan))  # a model folder is a reference too
+    if outside is not None:
+        out.reason = f"model {outside}"
+        return out
     info = resolve_model(name.value, online=bool(getattr(plan, "online", False)))
     if info is None:
         hint = "" if getattr(plan, "online", False) else "; --online fetches its config.json from the Hub"
@@ -634,9 +650,10 @@ def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
     }
     if strategy in {"zero1", "zero2", "zero3"}:
         for key in ("reduce_bucket_size", "allgather_bucket_size", "stage3_prefetch_bucket_size"):
-            why = _absurd(_entry(plan.deepspeed, f"zero_optimization.{key}"))
+            v = _entry(plan.deepspeed, f"zero_optimization.{key}")
+            why = _absurd(v) if not (v is not None and v.known and isinstance(v.value, str)) else None
             if why is not None:
-                a.append(f"DeepSpeed {key}: {why}, so unknown: DeepSpeed's default assumed")
+                a.append(f"DeepSpeed {key} unknown ({why}): DeepSpeed's default assumed")
         setup_kw["ds_reduce_bucket_size"] = _ds_bucket(plan, "reduce_bucket_size", h, 1.0)
         setup_kw["ds_allgather_bucket_size"] = _ds_bucket(plan, "allgather_bucket_size", h, None)
         setup_kw["ds_prefetch_bucket_size"] = _ds_bucket(plan, "stage3_prefetch_bucket_size", h, 0.9)
