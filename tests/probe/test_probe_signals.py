@@ -124,3 +124,41 @@ def test_signal_ends_the_probe_group_and_removes_staging(sig: signal.Signals, tm
         assert _group_gone(pgid), f"process group {pgid} outlived the probe"
     assert all(_stat(pid) is None or _stat(pid)[2] in {"Z", "X"} for pid in probe)
     assert not list(staging_parent.iterdir()), list(staging_parent.iterdir())
+
+
+def test_handlers_are_installed_only_while_the_probe_runs() -> None:
+    from advisor.probe.signals import ProbeStopped, stop_on_signals
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
+    with pytest.raises(ProbeStopped) as stopped, stop_on_signals() as guard:
+        os.kill(os.getpid(), signal.SIGHUP)
+        time.sleep(1)  # the handler raises before this ends
+    assert stopped.value.exit_code == 129 and guard.received == signal.SIGHUP
+    assert {s: signal.getsignal(s) for s in before} == before
+    with stop_on_signals() as guard:  # while cleaning up, a signal is recorded, not raised
+        guard.hold()
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)
+    with pytest.raises(ProbeStopped):
+        guard.check()
+    assert {s: signal.getsignal(s) for s in before} == before
+
+
+def test_an_error_in_the_probe_removes_the_staging_folder(tmp_path: Path, monkeypatch) -> None:
+    import tempfile
+
+    import advisor.probe.stage as stage
+    from advisor.probe.spec import ProbeOptions
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(stage, "device_info", lambda python=None: {"devices": []})
+
+    def broken(*args, **kwargs):
+        assert len(list(tmp_path.iterdir())) == 1  # staged
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(stage, "probe_run", broken)
+    verification = stage.Verification(source="probe")
+    with pytest.raises(RuntimeError):
+        stage._probe_all([(object(), {}, None)], ProbeOptions(progress=False), verification)
+    assert not list(tmp_path.iterdir())

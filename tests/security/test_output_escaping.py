@@ -139,3 +139,17 @@ def test_escape_text_covers_c0_c1_del_and_bidi() -> None:
 def test_strict_json_never_writes_nan_or_infinity() -> None:
     text = strict_json({"a": float("nan"), "b": [float("inf"), -float("inf"), 1.5], "c": Path("p")})
     assert _strict(text) == {"a": None, "b": [None, None, 1.5], "c": "p"}
+
+
+def test_plan_json_turns_a_non_finite_value_into_null_with_a_note(tmp_path: Path, monkeypatch) -> None:
+    import advisor.report.plan_view as plan_view
+    from advisor.provenance import Value
+
+    (tmp_path / "train.yaml").write_text("output_dir: out\n", encoding="utf-8")
+    derived = [("run.hours", Value(float("inf"), source="derived")), ("run.x", Value(float("nan")))]
+    monkeypatch.setattr(plan_view, "_rows", lambda names: derived)
+    result = _run(["plan", "train.yaml", "--format", "json"], tmp_path, monkeypatch)
+    assert result.exit_code == 0, result.output
+    values = _strict(result.stdout)[0]["values"]
+    assert [values[k]["value"] for k in ("run.hours", "run.x")] == [None, None]
+    assert all(values[k]["note"] for k in ("run.hours", "run.x"))
