@@ -99,17 +99,18 @@ def _result(f: Any, raw: Any, index: int, fixes_cache: dict[Path, Any]) -> dict[
         "ruleIndex": index,
         "level": LEVELS[f.severity],
         "message": {"text": f.message},
-        "locations": [{"physicalLocation": _physical(f.location)}],
+        # URIs name the real file: percent-encoding already keeps control characters out of them
+        "locations": [{"physicalLocation": _physical(raw.location)}],
         "partialFingerprints": {FINGERPRINT_KEY: raw.fingerprint(relative(raw.location.file))},
     }
     if f.related:
         result["relatedLocations"] = [
             {
                 "id": i,
-                "physicalLocation": _physical(r),
+                "physicalLocation": _physical(real),
                 "message": {"text": r.key or f"{escape_text(relative(r.file))}:{r.line}:{r.col}"},
             }
-            for i, r in enumerate(f.related, 1)
+            for i, (r, real) in enumerate(zip(f.related, raw.related, strict=True), 1)
         ]
     if f.fix is not None:
         changes = sarif_replacements(raw, fixes_cache)
