@@ -530,9 +530,8 @@ def list_rules(
     rules: Annotated[list[Path] | None, typer.Option("--rules", help="Extra folder of rule files.")] = None,
 ) -> None:
     """List every rule: code, name, default severity, fixable, summary."""
-    import json
-
     from advisor.engine import RuleError, load_catalog
+    from advisor.report.escape import escape_text, escape_value, strict_json
 
     try:
         catalog = load_catalog(rules or [])
@@ -550,11 +549,11 @@ def list_rules(
             }
             for r in catalog
         ]
-        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        sys.stdout.write(strict_json(escape_value(rows)) + "\n")
         return
     for r in catalog:
         fix = "fix" if r.spec.fix else "   "
-        typer.echo(f"{r.code}  {r.spec.name:<32} {r.spec.severity:<8} {fix}  {r.spec.summary}")
+        typer.echo(escape_text(f"{r.code}  {r.spec.name:<32} {r.spec.severity:<8} {fix}  {r.spec.summary}"))
 
 
 @app.command("rule")
