@@ -815,11 +815,6 @@ def _write_in_place(target: WriteTarget, data: bytes) -> None:
         os.close(fd)
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace a file's bytes the way --fix does (links, mode and owner kept)."""
-    write_fixed(write_target(path, Path(path).read_bytes()), data)
-
-
 def _write_changes(
     outcome: FixOutcome, originals: dict[Path, SourceFile], boundary: ProjectBoundary | None
 ) -> None:
