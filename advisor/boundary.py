@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from advisor.settings import Settings
@@ -85,3 +85,27 @@ def project_boundary(settings: Settings, seeds: Sequence[Path]) -> ProjectBounda
         if extra not in roots:
             roots.append(extra)
     return ProjectBoundary(tuple(roots))
+
+
+def plan_boundary(plan: Any) -> ProjectBoundary:
+    """The boundary of one run (advisor.plan.RunPlan): its root file's project plus the allowed roots."""
+    from advisor.settings import Settings
+
+    return project_boundary(plan.project or Settings(), [plan.spec.root.path])
+
+
+def local_path_outside(raw: str, boundary: ProjectBoundary) -> str | None:
+    """For a value that may be a local path or a name (a model: a folder or a hub id): why it is not
+    read when it is a path outside the boundary, else None. Written like a path (absolute, `~`,
+    `./`, `../`) is judged without looking; otherwise only a path that exists is one."""
+    written = raw.strip()
+    if not written:
+        return None
+    try:
+        path = Path(os.path.expanduser(written))
+        looks_like_path = path.is_absolute() or written.startswith(("./", "../", "~"))
+        if not looks_like_path and not os.path.lexists(path):
+            return None
+    except (OSError, ValueError, RuntimeError):
+        return None
+    return boundary.outside_reason(path)

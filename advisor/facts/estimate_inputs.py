@@ -193,6 +193,7 @@ class PlanInputs:
     total_tokens: float | None = None
     max_steps: int | None = None
     busbw_gbs: float | None = None
+    data_length: Any = None  # advisor.estimate.DataLength: tokens per sample and packing, for the time model
     reference_copy: bool = False  # preference training keeps a frozen reference model
     quiet: bool = False  # no summary note for the missing estimate
     dtypes: Any = None  # advisor.facts.precision.RunDtypes: the dtype facts and where each came from
@@ -408,6 +409,21 @@ def _ds_bucket(plan: Any, key: str, hidden: int, auto_factor: float | None) -> f
     if isinstance(v.value, str) and v.value.strip().lower() == "auto":
         return auto_factor * hidden * hidden if auto_factor is not None else None
     return _number(v)
+
+
+def _data_length(plan: Any) -> Any:
+    """What the run says about tokens per sample: dataset-tokens / dataset-samples, and packing (time model)."""
+    from advisor.estimate.timing import DataLength
+
+    tokens = samples = None
+    for s in (plan.settings, plan.project):
+        if s is not None:
+            tokens = tokens if tokens is not None else getattr(s, "dataset_tokens", None)
+            samples = samples if samples is not None else getattr(s, "dataset_samples", None)
+    mean = float(tokens) / float(samples) if tokens and samples and tokens > 0 and samples > 0 else None
+    # TRL SFTConfig.packing, axolotl sample_packing, LLaMA-Factory packing / neat_packing
+    packed = any(_truth(_written(plan.training, k)) for k in ("packing", "sample_packing", "neat_packing"))
+    return DataLength(tokens_per_sample=mean, packed=packed, source="dataset-tokens / dataset-samples")
 
 
 def _dataset(plan: Any, seq: int | None, world_dp: int, a: list[str]) -> tuple[float | None, int | None]:
@@ -663,6 +679,7 @@ def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
     out.setup = TrainingSetup(**setup_kw)
     out.related = [loc for loc in (_origin(micro_v), seq_v.origin, strategy_origin) if loc is not None]
     out.total_tokens, out.max_steps = _dataset(plan, seq, out.dp, a)
+    out.data_length = _data_length(plan)
     placement = names.get("placement")
     bw = placement.busbw_gbs if placement is not None else None
     out.busbw_gbs = float(bw) if isinstance(bw, int | float) and bw > 0 else None

@@ -7,12 +7,14 @@ copied into tmp_path under the relative paths their configs use. Nothing is copi
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 
 from advisor.check import CheckOptions, run_check
+from tests.conftest import CORPUS
 
 SCALE = ["GA401", "GA402", "GA403", "GA404", "GA405", "GA406"]
 
@@ -26,6 +28,8 @@ def _check(root: Path, hardware: str, monkeypatch: pytest.MonkeyPatch) -> tuple[
 
 def _launch(tmp_path: Path, command: str) -> Path:
     (tmp_path / "launch.sh").write_text(f"#!/bin/bash\n{command}\n", encoding="utf-8")
+    # the corpus lies outside this project: name it as an allowed root, as a cluster would its configs
+    (tmp_path / ".gpu-advise.toml").write_text(f"allowed-roots = [{json.dumps(str(CORPUS))}]\n")
     return tmp_path
 
 
