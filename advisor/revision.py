@@ -40,6 +40,13 @@ def repo_root(start: Path) -> Path:
     return Path(out.decode().strip())
 
 
+def _safe_name(name: str) -> bool:
+    """A tree path that stays inside the temporary folder: git refuses `..`, `.git` and absolute
+    names when it checks out, but a crafted tree object can still list them."""
+    parts = name.split("/")
+    return bool(name) and not name.startswith("/") and all(p not in ("", ".", "..", ".git") for p in parts)
+
+
 def materialise(rev: str, start: Path) -> tuple[Path, Path, tempfile.TemporaryDirectory[str]]:
     """Write the revision's config-like files to a temporary folder.
 
@@ -48,7 +55,7 @@ def materialise(rev: str, start: Path) -> tuple[Path, Path, tempfile.TemporaryDi
     root = repo_root(start)
     _git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], root)
     listing = _git(["ls-tree", "-r", "-z", "--name-only", rev], root).decode(errors="surrogateescape")
-    names = [n for n in listing.split("\0") if n and Path(n).suffix.lower() in MATERIALISED]
+    names = [n for n in listing.split("\0") if _safe_name(n) and Path(n).suffix.lower() in MATERIALISED]
     tmp = tempfile.TemporaryDirectory(prefix="gpu-advise-base-")
     base = Path(tmp.name)
     if names:
