@@ -195,3 +195,110 @@ def test_llamafactory_max_samples_bounds_the_run(tmp_path: Path) -> None:
 )
 def test_catalog_models_added_for_the_corpus(hub_id: str, params: int) -> None:
     assert resolve_model(hub_id).count().total == params
+
+
+def _check(tmp_path: Path, files: dict[str, str], hardware: str):
+    write_files(tmp_path, files)
+    result = run_check([Path(".")], CheckOptions(hardware=hardware))
+    assert not result.errors
+    return result
+
+
+def test_a_lone_recipe_is_estimated_per_gpu_and_a_70b_full_fine_tune_does_not_fit(tmp_path: Path) -> None:
+    # no launch script: per-GPU memory of one process (the same on every GPU of a DDP run) is still an answer
+    sft = "model_name_or_path: meta-llama/Meta-Llama-3-70B\nbf16: true\nper_device_train_batch_size: 1\n"
+    result = _check(tmp_path, {"sft.yaml": sft + "max_length: 2048\n"}, "1xH100")
+    [f] = [f for f in result.findings if f.rule == "GA401"]
+    assert (f.location.file.name, f.location.line, f.location.col) == ("sft.yaml", 1, 21)
+    est = _estimates(tmp_path, {}, "1xH100")["sft.yaml"]
+    assert est.known and est.strategy == "none" and est.dp_size == 1
+    assert any(a.startswith("world size unknown") for a in est.assumptions)
+
+
+def test_a_sharded_run_with_an_unknown_process_count_says_why(tmp_path: Path) -> None:
+    sft = "model_name_or_path: Qwen/Qwen2.5-0.5B\nmax_length: 512\nfsdp: full_shard auto_wrap\n"
+    est = _estimates(tmp_path, {"sft.yaml": sft}, "1xH100")["sft.yaml"]
+    assert est.known is False and "number of processes" in est.reason
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "from unsloth import FastLanguageModel\nmodel, tok = FastLanguageModel.from_pretrained('m')\n",
+        "import unsloth\nprint('train')\n",
+    ],
+)
+def test_unsloth_is_not_modelled_and_never_gets_an_error(tmp_path: Path, script: str) -> None:
+    sft = "model_name_or_path: meta-llama/Meta-Llama-3-70B\nbf16: true\nmax_length: 4096\n"
+    launch = "#!/bin/bash\naccelerate launch --num_processes 1 train.py sft.yaml\n"
+    files = {"launch.sh": launch, "sft.yaml": sft, "train.py": script}
+    result = _check(tmp_path, files, "1xA100-80GB")
+    assert not [f for f in result.findings if f.rule.startswith("GA40")]
+    est = _estimates(tmp_path, files, "1xA100-80GB")["launch.sh"]
+    assert est.known is False and "Unsloth" in est.reason and "train.py:" in est.reason
+
+
+def test_llamafactory_use_unsloth_is_not_modelled(tmp_path: Path) -> None:
+    sft = (
+        "model_name_or_path: meta-llama/Meta-Llama-3-8B\nstage: sft\nfinetuning_type: lora\n"
+        "cutoff_len: 1024\nuse_unsloth: true\n"
+    )
+    est = _estimates(tmp_path, {"sft.yaml": sft}, "1xH100")["sft.yaml"]
+    assert est.known is False and "use_unsloth at sft.yaml:5" in est.reason
+
+
+@pytest.mark.parametrize(
+    ("extra", "expect_known"),
+    [
+        ("max_steps: 1e400\n", True),  # a string to PyYAML, inf to float(): the length is unknown
+        ("max_steps: .nan\n", True),
+        ("max_steps: .inf\n", True),
+        ("max_length: 1e400\n", False),
+        ("lora_dropout: .nan\nuse_peft: true\n", True),
+    ],
+)
+def test_non_finite_numbers_become_unknown_not_a_crash(
+    tmp_path: Path, extra: str, expect_known: bool
+) -> None:
+    sft = "model_name_or_path: Qwen/Qwen2.5-0.5B\nbf16: true\nper_device_train_batch_size: 1\n" + extra
+    if "max_length" not in extra:
+        sft += "max_length: 512\n"
+    est = _estimates(tmp_path, {"sft.yaml": sft}, "1xH100")["sft.yaml"]
+    assert est.known is expect_known
+    if not expect_known:
+        assert "not a finite number" in est.reason and "sft.yaml:4" in est.reason
+    else:
+        assert est.hours_single_gpu is None or est.hours_single_gpu < 1e6
+
+
+def test_a_401_digit_bucket_size_is_an_unknown_bucket(tmp_path: Path) -> None:
+    ds = '{"zero_optimization": {"stage": 2, "reduce_bucket_size": ' + "9" * 401 + "}}"
+    acc = (
+        "distributed_type: DEEPSPEED\nnum_processes: 2\ndeepspeed_config:\n  deepspeed_config_file: ds.json\n"
+    )
+    launch = "#!/bin/bash\naccelerate launch --config_file acc.yaml train.py sft.yaml\n"
+    sft = "model_name_or_path: Qwen/Qwen2.5-0.5B\nbf16: true\nmax_length: 512\n"
+    files = {"launch.sh": launch, "acc.yaml": acc, "ds.json": ds, "sft.yaml": sft}
+    est = _estimates(tmp_path, files)["launch.sh"]
+    assert est.known is True and est.strategy == "zero2"
+    assert any("reduce_bucket_size unknown" in a for a in est.assumptions)
+
+
+def test_estimate_command_survives_crash_values(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from advisor.cli import app
+
+    ds = '{"train_micro_batch_size_per_gpu": 0, '
+    ds += '"zero_optimization": {"stage": 3, "reduce_bucket_size": 1e400}}'
+    acc = (
+        "distributed_type: DEEPSPEED\nnum_processes: 2\ndeepspeed_config:\n  deepspeed_config_file: ds.json\n"
+    )
+    launch = "#!/bin/bash\naccelerate launch --config_file acc.yaml train.py sft.yaml\n"
+    sft = "model_name_or_path: Qwen/Qwen2.5-0.5B\nmax_steps: 1e400\nmax_length: 512\n"
+    write_files(
+        tmp_path,
+        {"launch.sh": launch, "acc.yaml": acc, "ds.json": ds, "sft.yaml": sft, "train.py": "x = 1\n"},
+    )
+    result = CliRunner().invoke(app, ["estimate", "."])
+    assert result.exit_code in (0, 1) and "Traceback" not in result.output
