@@ -1,26 +1,130 @@
-"""Step-time and run-time model (hardware.md sections 2.3, 3 and 6).
+"""Step-time and run-time model (hardware.md sections 2.3, 3 and 6), calibrated on benchmarks/data.
 
-flops/token = k*N + c*4*L*q*s      N = parameters touched per token (all params; MoE: active),
-                                  k = 6 full FT, 8 with checkpointing, 4 LoRA/QLoRA (6 with checkpointing),
-                                  c = 3 / 4 / 2 / 3 (attention matmuls), + 6 per adapter param
-achieved    = peak_tflops * MFU(gpu class) (* 0.8 LoRA, * 0.78 more for QLoRA dequantisation)
-t_compute   = tokens per GPU per optimizer step * flops/token / achieved
+tokens      real tokens per sample: the data's average (dataset-tokens / dataset-samples) when known, else the
+            max_length cap (an upper bound without packing); packed runs fill every row to max_length.
+            Unpacked batches are padded to their longest sample: computed tokens = b x E[max of b lengths]
+flops/tok   k * N_mm + a * 2 * L * q * span (+ 6 per adapter parameter)
+            N_mm = parameters in matmuls per token (all but the input-embedding lookup; MoE: active experts)
+            k = 6 full FT (fwd 2 + dgrad 2 + wgrad 2), 4 LoRA/QLoRA (frozen base: no weight-gradient matmuls),
+            +2 with gradient checkpointing (the forward again); attention has no weights, so its backward
+            is always whole: a = 3 (4 with checkpointing) on 2*q*span per layer, causal span halved
+achieved    dense peak * MFU(GPU class, method) * sharded-run factor
+t_compute   computed tokens per GPU per optimizer step * flops/token / achieved
+t_optimizer the optimizer step, memory-bound: bytes it reads and writes per trainable parameter / HBM
 comm        DDP/ZeRO-1: 2(n-1)/n * P_trainable * b once per optimizer step, hidden behind the last
-            micro-batch's backward; ZeRO-2: reduce-scatter every micro-batch; ZeRO-3/FSDP: 3(n-1)/n * P * b
-            every micro-batch (base weights even for LoRA), hidden behind forward+backward
+            micro-batch's backward; ZeRO-2: reduce-scatter every micro-batch; ZeRO-3/FSDP: all-gather of P
+            twice (forward, backward) + reduce-scatter of the trainable gradients every micro-batch
+            (base weights even for LoRA), hidden behind forward+backward
 exposed     = max(0, t_comm - COMM_OVERLAP * t_overlappable)
-step time   = t_compute + exposed + offload transfers / CPU-Adam
-efficiency  = t_compute / step time  (= tokens/s on n GPUs / (n * tokens/s on one))
+step time   = t_compute + t_optimizer + exposed + offload transfers / CPU-Adam
+efficiency  = tokens/s on n GPUs / (n * tokens/s on one)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from advisor.estimate import constants as K
-from advisor.estimate.memory import TrainingSetup, _resolve, lora_params
+from advisor.estimate.memory import TrainingSetup, lora_params, resolve_setup
 
-__all__ = ["TimeEstimate", "default_mfu", "estimate_time", "flops_per_token"]
+__all__ = [
+    "DataLength",
+    "TimeEstimate",
+    "default_mfu",
+    "estimate_time",
+    "flops_per_token",
+    "gpu_class_of",
+    "tokens_per_micro_batch",
+]
+
+# ---- calibration -----------------------------------------------------------------------------------
+# Model FLOPs utilisation per GPU class against the catalog's dense peak (FP32-accumulate rate on GeForce),
+# for a full fine-tune on one GPU with the FLOP count above. Each value is the median implied MFU of the
+# published rows of that class in benchmarks/data (benchmarks/calibration.py prints them with --mfu); no
+# single row sets a value. Sources:
+# - datacenter (A100/H100/H200/B200/L40S/A10/L4/MI300): torchtune Llama-3.2-3B on 1x A100 (pytorch/torchtune
+#   README.md@1814feb1, GT19-GT25: 0.44-0.56 implied), llm-foundry 7B/13B FSDP on 8x A100 (55-64 %) and
+#   8x H100 (40-46 %) (hardware.md 3.2), torchtitan's own 33-39 % on 8x H100 (benchmarks/llama3_h100_202412
+#   @b5bcd76c, T24/T25): 0.45.
+# - workstation (RTX A6000, RTX 6000 Ada): torchtune Llama 3.1 8B on 1x A6000 (README.md@30b8519e, GT11/GT13):
+#   implied 0.75-0.8 with 6N accounting; hardware.md 3.2 cautions these rows. Taken at the consumer value.
+# - consumer (GeForce RTX 30/40/50): torchtune on 1x RTX 4090 (README.md@30b8519e GT10/GT12/GT14 and
+#   README.md@34d70b41 GT28/GT29): implied 0.5-0.9 of the 165 TFLOPS FP32-accumulate peak; the median, 0.6,
+#   agrees with public reports of ~100 TFLOPS bf16 training on a 4090.
+# - pre-Ampere (V100, T4; fp16 AMP, no FlashAttention): HF docs BERT-large on 1x V100 (transformers
+#   perf_train_gpu_one.mdx@0016acf7, GT04/GT05/GT07/GT09): implied 0.13-0.16 of the 125 TFLOPS fp16 peak.
+MFU_BY_CLASS: dict[str, float] = {
+    "datacenter": 0.45,
+    "workstation": 0.60,
+    "consumer": 0.60,
+    "pre-ampere": 0.15,
+}
+# Substring keys of GPU ids/names -> class, longest first; form_factor decides when a catalog entry is known.
+_CLASS_KEYS: dict[str, str] = {
+    "4090": "consumer",
+    "3090": "consumer",
+    "5090": "consumer",
+    "4080": "consumer",
+    "3080": "consumer",
+    "a6000": "workstation",
+    "6000ada": "workstation",
+    "a5000": "workstation",
+    "a4000": "workstation",
+    "v100": "pre-ampere",
+    "t4": "pre-ampere",
+    "titanrtx": "pre-ampere",
+    "a100": "datacenter",
+    "h100": "datacenter",
+    "h200": "datacenter",
+    "gh200": "datacenter",
+    "b200": "datacenter",
+    "b100": "datacenter",
+    "l40s": "datacenter",
+    "l40": "datacenter",
+    "l4": "datacenter",
+    "a10": "datacenter",
+    "a40": "datacenter",
+    "mi300": "datacenter",
+    "mi250": "datacenter",
+}
+# LoRA and QLoRA run their (fewer) FLOPs at a lower utilisation than full FT: the adapters' thin matmuls,
+# dropout and the frozen base's casts. torchtune 3B on 1x A100 (README.md@1814feb1): full + compile + chunked
+# CE + AC 7210 tok/s vs LoRA with the same flags 8210 -> x1.14 where the FLOP ratio gives 8/6 = 1.33:
+# 0.85. QLoRA dequantises the NF4 base in every forward and backward: torchtune 8B on a 4090 (README.md
+# @30b8519e) LoRA 3083 vs QLoRA 2413 tok/s (x0.78; r8 q,v vs r8 all-linear, so part of it is adapter
+# work), torchtune 3B on A100 LoRA 8210 vs QLoRA 8035 (x0.98): 0.85 between them.
+MFU_LORA_FACTOR = 0.85
+MFU_QLORA_FACTOR = 0.85
+# Sharded data parallelism (FSDP/ZeRO-3) costs utilisation beyond the communication modelled below (the
+# all-gather and reduce-scatter kernels share the SMs, per-unit synchronisation, copy-in/copy-out):
+# torchtitan FSDP2 8x H100 reports 33-39 % MFU by its own count against ~45 % for single-GPU A100 rows;
+# llm-foundry FSDP on 8x H100 40-46 %. x0.85.
+SHARDED_MFU_FACTOR = 0.85
+# Fraction of overlappable compute that hides communication (hardware.md 6: overlap ~0.8).
+COMM_OVERLAP = 0.80
+# DDP's 25 MB buckets run far below the large-message busbw on fast fabrics (hardware.md 2.2: A100 16 MiB
+# 106 vs 235 GB/s, H200 220 vs 482): derate busbw by this factor for DDP when busbw > DDP_DERATE_ABOVE_GBS.
+DDP_SMALL_MESSAGE_DERATE = 0.5
+DDP_DERATE_ABOVE_GBS = 100.0
+# GeForce cards have no PCIe peer-to-peer on the stock driver: NCCL stages every transfer through host memory
+# (hardware.md 2.2; NVIDIA/nccl-tests#117), which halves the PCIe ring's useful bandwidth.
+NO_P2P_BUSBW_FACTOR = 0.5
+# Host link for CPU offload (PCIe Gen4/5 x16 achieved) and CPU-Adam rate (hardware.md 3.3: 0.06-0.25 B/s).
+PCIE_HOST_GBS = 25.0
+CPU_ADAM_PARAMS_PER_S = 0.15e9
+# Elementwise optimizer kernels reach about this fraction of HBM bandwidth (a STREAM-like triad); the step
+# reads param, grad and states and writes param and states.
+OPTIMIZER_HBM_EFFICIENCY = 0.7
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DataLength:
+    """What the data says about tokens per sample (from the run's settings and its recipe)."""
+
+    tokens_per_sample: float | None = None  # the data's mean real tokens per sample, before the cap
+    packed: bool | None = None  # samples packed into rows of max_length (TRL packing, torchtune packed)
+    source: str = ""  # where tokens_per_sample came from, for the assumption line
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -30,17 +134,21 @@ class TimeEstimate:
     achieved_tflops: float  # per GPU
     world_size: int
     grad_accum: int
-    tokens_per_step: int  # global, per optimizer step
+    tokens_per_step: int  # global real tokens per optimizer step
     compute_s: float  # per optimizer step, per GPU
     comm_s: float  # communication time per optimizer step (before overlap)
     exposed_comm_s: float  # what overlap does not hide
     offload_s: float
     step_time_s: float
-    tokens_per_s: float  # all GPUs
+    tokens_per_s: float  # all GPUs, real tokens
     tokens_per_s_per_gpu: float
     tokens_per_s_single_gpu: float
     scaling_efficiency: float  # tokens/s at n GPUs / (n * tokens/s on one)
     comm_bound: bool
+    optimizer_s: float = 0.0
+    computed_tokens_per_step: int = 0  # global, padding included
+    tokens_basis: str = ""  # how tokens per sample were chosen
+    gpu_class: str = ""
     total_tokens: float | None = None
     steps: float | None = None
     hours_single_gpu: float | None = None
@@ -48,28 +156,101 @@ class TimeEstimate:
     assumptions: list[str] = field(default_factory=list)
 
 
-def default_mfu(gpu_class: str) -> float | None:
-    """MFU default for a GPU class/name (substring match, longest key first); None if unknown."""
-    key = gpu_class.lower().replace(" ", "").replace("-", "").replace("_", "")
-    for k in sorted(K.MFU_DEFAULTS, key=len, reverse=True):
+def _norm(name: str) -> str:
+    return name.lower().replace(" ", "").replace("-", "").replace("_", "")
+
+
+def _catalog_gpu(name: str) -> Any:
+    """The GPU catalog entry for an id or name, None when unknown (or the catalog is unavailable)."""
+    try:
+        from advisor.sources.hardware import resolve_gpu
+
+        return resolve_gpu(name)
+    except Exception:  # the time model must still answer from the name alone
+        return None
+
+
+def gpu_class_of(gpu: str) -> str | None:
+    """consumer | workstation | pre-ampere | datacenter for a GPU id or name; None when unknown."""
+    spec = _catalog_gpu(gpu)
+    if spec is not None:
+        ff = str(getattr(spec, "form_factor", "") or "")
+        cc = str(getattr(spec, "compute_capability", "") or "")
+        if getattr(spec, "vendor", "nvidia") == "nvidia" and cc and int(cc.split(".")[0]) < 8:
+            return "pre-ampere"
+        if ff == "pcie_consumer":
+            return "consumer"
+        if ff == "pcie_workstation":
+            return "workstation"
+        if ff:
+            return "datacenter"
+    key = _norm(gpu)
+    for k in sorted(_CLASS_KEYS, key=len, reverse=True):
         if k in key:
-            return K.MFU_DEFAULTS[k]
+            return _CLASS_KEYS[k]
     return None
 
 
-def flops_per_token(setup: TrainingSetup) -> float:
-    r = _resolve(setup)
+def default_mfu(gpu: str) -> float | None:
+    """MFU of a single-GPU full fine-tune for a GPU id or name; None if its class is unknown."""
+    cls = gpu_class_of(gpu)
+    return MFU_BY_CLASS[cls] if cls else None
+
+
+def tokens_per_micro_batch(
+    micro_batch: int, max_length: int, data: DataLength | None
+) -> tuple[float, float, str]:
+    """(real tokens, computed tokens incl. padding, basis) per micro-batch on one GPU."""
+    b, cap = max(1, micro_batch), max(1, max_length)
+    if data is not None and data.packed:
+        return float(b * cap), float(b * cap), f"packed: every row filled to {cap} tokens"
+    mean = data.tokens_per_sample if data is not None else None
+    if mean is None or mean <= 0:
+        return (
+            float(b * cap),
+            float(b * cap),
+            f"every sample at max_length {cap} (an upper bound without packing: set dataset-tokens and "
+            "dataset-samples to time the data's real length)",
+        )
+    real = min(float(mean), float(cap))
+    # padded to the longest sample of the micro-batch; lengths taken as uniform on [0, 2 * mean]:
+    # E[max of b] = 2 * mean * b / (b + 1) (= mean for b = 1)
+    longest = min(float(cap), 2.0 * float(mean) * b / (b + 1)) if b > 1 else real
+    basis = f"{real:.0f} tokens per sample on average ({data.source or 'from the data'})" + (
+        f", padded to ~{longest:.0f} per micro-batch" if b > 1 else ""
+    )
+    return b * real, b * max(longest, real), basis
+
+
+def flops_per_token(setup: TrainingSetup, attention_span: float | None = None) -> float:
+    """Training FLOPs per computed token (forward + backward, + recompute with checkpointing)."""
+    r = resolve_setup(setup)
     pc = setup.model
     lora = setup.method != "full"
-    if lora:
-        k, c = (6.0, 3.0) if r.gc else (4.0, 2.0)
-    else:
-        k, c = (8.0, 4.0) if r.gc else (6.0, 3.0)
-    attn = c * 4.0 * pc.layers * pc.q_dim * r.seq
-    f = k * pc.active_params + attn
+    k = 4.0 if lora else 6.0
+    a = 3.0
+    if r.gc:
+        k += 2.0
+        a += 1.0
+    span = float(attention_span if attention_span is not None else r.seq)
+    causal = setup.task != "sequence_classification"  # encoders attend both ways
+    attn = a * 4.0 * pc.layers * pc.q_dim * span * (0.5 if causal else 1.0)
+    mm = getattr(pc, "matmul_params", None) or pc.active_params
+    f = k * mm + attn
     if lora:
         f += 6.0 * lora_params(pc, r.lora_r, sorted(r.targets))
     return f
+
+
+def _optimizer_bytes_per_param(r: Any) -> float:
+    """Bytes the optimizer step reads and writes per trainable parameter."""
+    from advisor.estimate.memory.resolve import dtype_bytes  # the memory model's dtype sizes
+
+    pb = 4 if r.dtypes.master else dtype_bytes(r.dtypes.trainable)
+    states = r.opt.states if r.opt.states is not None else r.opt.mult * pb
+    grad = 4 if r.dtypes.master else dtype_bytes(r.dtypes.trainable)
+    master_extra = 2 * dtype_bytes(r.dtypes.storage) if r.dtypes.master else 0  # the 16-bit copy refreshed
+    return 2 * pb + grad + 2 * states + master_extra
 
 
 def estimate_time(
@@ -82,39 +263,53 @@ def estimate_time(
     max_steps: int | None = None,
     grad_accum: int = 1,
     mfu: float | None = None,
+    data: DataLength | None = None,
+    hbm_gbs: float | None = None,
 ) -> TimeEstimate:
     """Step time, throughput, scaling efficiency and run hours for `setup` on `world_size` GPUs.
 
     peak_tflops: dense BF16/FP16 peak per GPU (FP32-accumulate rate on GeForce). busbw_gbs: NCCL bus bandwidth
-    of the fabric the job spans (GB/s). grad_accum: if left at 1, the setup's grad_accum is used. mfu
-    overrides the per-class default.
+    of the fabric the job spans (GB/s). gpu_class: the GPU's catalog id or name (its class picks the MFU).
+    grad_accum: if left at 1, the setup's grad_accum is used. mfu overrides the class default. data: what the
+    data says about tokens per sample. hbm_gbs: memory bandwidth (default: the catalog's).
     """
-    r = _resolve(setup)
+    r = resolve_setup(setup)
     A = list(r.assumptions)
     s, pc = setup, setup.model
     n = max(1, int(world_size))
     gas = grad_accum if grad_accum != 1 else max(1, s.grad_accum)
     if s.world_size not in (1, n) and s.strategy != "none":
         A.append(f"setup.world_size={s.world_size} differs from world_size={n}: timed at {n}")
-    fpt = flops_per_token(setup)
+    strategy = s.strategy if n > 1 else "none"
+    if n > 1 and strategy == "none":
+        strategy = "ddp"
+        A.append(f"{n} GPUs with strategy 'none': timed as DDP")
+    sharded = strategy in ("zero3", "fsdp")
+
+    real_mb, computed_mb, basis = tokens_per_micro_batch(r.b, r.seq, data)
+    span = computed_mb / max(1, r.b)
+    fpt = flops_per_token(setup, attention_span=span)
+    cls = gpu_class_of(gpu_class)
     if mfu is None:
-        found = default_mfu(gpu_class)
-        if found is None:
-            found = K.MFU_FALLBACK
+        if cls is None:
+            mfu_v = K.MFU_FALLBACK
             A.append(f"no MFU default for GPU class '{gpu_class}': assumed {K.MFU_FALLBACK}")
-        mfu_v = found
+        else:
+            mfu_v = MFU_BY_CLASS[cls]
+        if s.method == "lora":
+            mfu_v *= MFU_LORA_FACTOR
+        elif s.method == "qlora":
+            mfu_v *= MFU_LORA_FACTOR * MFU_QLORA_FACTOR
+        if sharded:
+            mfu_v *= SHARDED_MFU_FACTOR
     else:
         mfu_v = mfu
-    if s.method == "lora":
-        mfu_v *= K.MFU_LORA_FACTOR
-    elif s.method == "qlora":
-        mfu_v *= K.MFU_LORA_FACTOR * K.MFU_QLORA_FACTOR
     achieved = peak_tflops * 1e12 * mfu_v
     if achieved <= 0:
         raise ValueError("peak_tflops must be positive")
 
-    tok_mb = r.tokens  # per GPU per micro-batch
-    tok_gpu_step = tok_mb * gas
+    tok_gpu_step = computed_mb * gas
+    real_gpu_step = real_mb * gas
     t_compute = tok_gpu_step * fpt / achieved
     t_mb = t_compute / gas
     bwd_share = 0.5 if s.method != "full" else 2.0 / 3.0
@@ -127,15 +322,20 @@ def estimate_time(
     b_param = 4 if (r.precision == "fp32" and not r.amp) else 2
     if s.method == "qlora":
         b_param = K.NF4_DQ_BYTES if s.qlora_double_quant else K.NF4_BYTES
-    strategy = s.strategy if n > 1 else "none"
-    if n > 1 and strategy == "none":
-        strategy = "ddp"
-        A.append(f"{n} GPUs with strategy 'none': timed as DDP")
+
+    spec = _catalog_gpu(gpu_class)
     f = (n - 1) / n
-    bw = busbw_gbs * 1e9
+    bw_gbs = busbw_gbs
+    if n > 1 and spec is not None and not getattr(spec, "p2p_supported", True):
+        bw_gbs = busbw_gbs * NO_P2P_BUSBW_FACTOR
+        A.append(
+            f"{getattr(spec, 'display_name', gpu_class)}: no PCIe peer-to-peer, NCCL through host memory "
+            f"(bus bandwidth x{NO_P2P_BUSBW_FACTOR})"
+        )
+    bw = bw_gbs * 1e9
     comm = overlappable = 0.0
     if strategy in ("ddp", "zero1"):
-        eff_bw = bw * (K.DDP_SMALL_MESSAGE_DERATE if busbw_gbs > K.DDP_DERATE_ABOVE_GBS else 1.0)
+        eff_bw = bw * (DDP_SMALL_MESSAGE_DERATE if bw_gbs > DDP_DERATE_ABOVE_GBS else 1.0)
         comm = 2 * f * p_t * b_grad / eff_bw
         overlappable = t_mb * bwd_share
     elif strategy in ("zero2", "fsdp_grad_op"):
@@ -147,38 +347,51 @@ def estimate_time(
         )
         comm = (gas * f * p_t * b_grad + gather) / bw
         overlappable = t_compute * bwd_share
-    elif strategy in ("zero3", "fsdp"):
+    elif sharded:
         comm = gas * (2 * f * pc.total * b_param + f * p_t * b_grad) / bw
         overlappable = t_compute
-    exposed = max(0.0, comm - K.COMM_OVERLAP * overlappable)
+    exposed = max(0.0, comm - COMM_OVERLAP * overlappable)
+
+    hbm = hbm_gbs or (float(getattr(spec, "memory_bandwidth_gbs", 0) or 0) if spec is not None else 0.0)
+    t_opt = 0.0
+    if hbm > 0 and s.offload_optimizer == "none":
+        local = p_t / n if strategy in ("zero1", "zero2", "zero3", "fsdp", "fsdp_grad_op") else p_t
+        t_opt = local * _optimizer_bytes_per_param(r) / (hbm * 1e9 * OPTIMIZER_HBM_EFFICIENCY)
 
     offload = 0.0
-    if s.offload_optimizer != "none" and strategy in ("zero1", "zero2", "zero3", "fsdp"):
+    if s.offload_optimizer != "none" and strategy in ("zero1", "zero2", "zero3", "fsdp", "none"):
         local = p_t / n
-        offload += local * 4 / (K.PCIE_HOST_GBS * 1e9) + local / K.CPU_ADAM_PARAMS_PER_S
+        offload += local * 4 / (PCIE_HOST_GBS * 1e9) + local / CPU_ADAM_PARAMS_PER_S
         A.append(
-            f"optimizer offload: CPU Adam at {K.CPU_ADAM_PARAMS_PER_S / 1e9:.2f}B params/s per rank, "
-            f"host link {K.PCIE_HOST_GBS:.0f} GB/s (strongly CPU dependent)"
+            f"optimizer offload: CPU Adam at {CPU_ADAM_PARAMS_PER_S / 1e9:.2f}B params/s per rank, "
+            f"host link {PCIE_HOST_GBS:.0f} GB/s (strongly CPU dependent)"
         )
     if s.offload_params != "none" and strategy in ("zero3", "fsdp"):
-        offload += gas * 2 * (pc.total * b_param / n) / (K.PCIE_HOST_GBS * 1e9)
+        offload += gas * 2 * (pc.total * b_param / n) / (PCIE_HOST_GBS * 1e9)
 
-    step = t_compute + exposed + offload
-    t1 = t_compute  # one GPU, same per-GPU batch, no communication
-    tps_n = n * tok_gpu_step / step
-    tps_1 = tok_gpu_step / t1
+    step = t_compute + t_opt + exposed + offload
+    # one GPU, same per-GPU batch, no communication, no sharding overhead
+    t1 = t_compute * (SHARDED_MFU_FACTOR if sharded and mfu is None else 1.0) + (
+        t_opt * (n if strategy in ("zero1", "zero2", "zero3", "fsdp", "fsdp_grad_op") else 1)
+    )
+    tps_n = n * real_gpu_step / step
+    tps_1 = real_gpu_step / t1
     eff = tps_n / (n * tps_1)
     steps = None
     total = total_tokens
     if total is None and max_steps is not None:
-        total = float(max_steps) * n * tok_gpu_step
+        total = float(max_steps) * n * real_gpu_step
     if total is not None:
-        steps = total / (n * tok_gpu_step)
+        steps = total / (n * real_gpu_step)
     hours_1 = total / tps_1 / 3600 if total is not None else None
     hours_n = total / tps_n / 3600 if total is not None else None
+    A.append(f"tokens per sample: {basis}")
     A.append(
-        f"MFU {mfu_v:.2f} of {peak_tflops:g} TFLOPS ({'given' if mfu is not None else 'class default'}"
-        f"{', LoRA/QLoRA factor applied' if s.method != 'full' else ''})"
+        f"MFU {mfu_v:.2f} of {peak_tflops:g} TFLOPS ("
+        + ("given" if mfu is not None else f"{cls or 'unknown'} GPU class")
+        + (", LoRA/QLoRA factor" if s.method != "full" and mfu is None else "")
+        + (", sharded-run factor" if sharded and mfu is None else "")
+        + ")"
     )
     return TimeEstimate(
         flops_per_token=fpt,
@@ -186,7 +399,7 @@ def estimate_time(
         achieved_tflops=achieved / 1e12,
         world_size=n,
         grad_accum=gas,
-        tokens_per_step=n * tok_gpu_step,
+        tokens_per_step=round(n * real_gpu_step),
         compute_s=t_compute,
         comm_s=comm,
         exposed_comm_s=exposed,
@@ -197,6 +410,10 @@ def estimate_time(
         tokens_per_s_single_gpu=tps_1,
         scaling_efficiency=eff,
         comm_bound=comm > overlappable and comm > 0,
+        optimizer_s=t_opt,
+        computed_tokens_per_step=round(n * tok_gpu_step),
+        tokens_basis=basis,
+        gpu_class=cls or "",
         total_tokens=float(total) if total is not None else None,
         steps=steps,
         hours_single_gpu=hours_1,

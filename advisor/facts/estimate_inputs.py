@@ -412,7 +412,7 @@ def _ds_bucket(plan: Any, key: str, hidden: int, auto_factor: float | None) -> f
 
 
 def _data_length(plan: Any) -> Any:
-    """What the run says about tokens per sample: dataset-tokens / dataset-samples, and packing (time model)."""
+    """Tokens per sample (dataset-tokens / dataset-samples) and packing, for the time model."""
     from advisor.estimate.timing import DataLength
 
     tokens = samples = None

@@ -178,6 +178,7 @@ def analyse(
     busbw_gbs: float | None = None,
     compare: bool = True,
     savings: bool | None = None,
+    data: Any = None,
 ) -> Analysis:
     """Memory at the peak, the fit verdict, single-GPU and DDP peaks, time, and knob savings."""
     from advisor.estimate import MemoryItem, estimate_memory, estimate_time, what_if
@@ -244,6 +245,7 @@ def analyse(
                 n,
                 total_tokens=total_tokens,
                 max_steps=max_steps,
+                data=data,
             )
             for s in an.time.assumptions:
                 if s not in an.assumptions:
@@ -291,6 +293,7 @@ def estimates_facts(plan: Any, names: dict[str, Any]) -> Namespace:
             total_tokens=inputs.total_tokens,
             max_steps=inputs.max_steps,
             busbw_gbs=inputs.busbw_gbs,
+            data=inputs.data_length,
         )
     except Exception as exc:  # an estimator bug must cost the estimate, never the check
         _unknown(ns, None, f"the estimator failed: {type(exc).__name__}: {exc}")

@@ -186,6 +186,7 @@ def _report(
     max_steps: int | None,
     busbw: float | None,
     extra_assumptions: list[str],
+    data: Any = None,
     name: str | None = None,
     dtype_sources: dict[str, str] | None = None,
 ) -> dict[str, Any]:
@@ -202,6 +203,7 @@ def _report(
         busbw_gbs=busbw,
         compare=False,
         savings=True,
+        data=data,
     )
     gpus = _usable_by_gpu(machine)
     spread = n if n > 1 else (machine.total_gpus if machine is not None and machine.total_gpus > 1 else 8)
@@ -261,6 +263,7 @@ def _report(
         "comparison": rows,
         "cheapest": cheapest,
         "time": None,
+        "time_reason": an.time_reason if te is None else None,
         "assumptions": list(dict.fromkeys([*extra_assumptions, *an.assumptions])),
     }
     if te is not None:
@@ -393,6 +396,7 @@ def build_run_reports(paths: list[Path], hardware: str | None, online: bool) -> 
                 max_steps=inputs.max_steps,
                 busbw=inputs.busbw_gbs,
                 extra_assumptions=inputs.assumptions,
+                data=inputs.data_length,
                 name=plan.name,
                 dtype_sources=inputs.dtypes.sources() if inputs.dtypes is not None else None,
             )
