@@ -216,7 +216,7 @@ def evaluate(row: Row, in_process: bool = False) -> Result:
         else:
             said = [a for a in report.get("assumptions") or [] if "peak" in a or "time" in a.lower()]
             res.time_reason = str(
-                t.get("reason") or "; ".join(said) or "the JSON report has no time and no reason"
+                report.get("time_reason") or "; ".join(said) or "the JSON report has no time and no reason"
             )
     res.notes = [a for a in report.get("assumptions") or [] if "tokens per" in a or "length" in a]
     return res

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# finetune/finetune_lora_single_gpu.sh
+python finetune.py \
+    --model_name_or_path ./Qwen-7B \
+    --data_path data.json \
+    --bf16 True \
+    --output_dir output_qwen \
+    --num_train_epochs 5 \
+    --per_device_train_batch_size 1 \
+    --gradient_accumulation_steps 8 \
+    --model_max_length 1024 \
+    --gradient_checkpointing True \
+    --learning_rate 3e-4 \
+    --weight_decay 0.1 \
+    --adam_beta2 0.95 \
+    --warmup_ratio 0.01 \
+    --lr_scheduler_type cosine \
+    --lazy_preprocess True \
+    --use_lora
