@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -330,3 +332,49 @@ def test_project_root_without_git_is_the_settings_folder_then_the_checked_folder
     assert project_boundary(Settings(), [tmp_path / "proj" / "sub"]).roots == (
         (tmp_path / "proj" / "sub").resolve(),
     )
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="--base needs git")
+def test_base_revision_files_are_inside_their_own_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--base` rebuilds the runs from a temporary copy of the revision: its boundary is that copy, so
+    the base run still reads its DeepSpeed file (GA101 needs the base batch) even with settings present."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _write(
+        repo,
+        {
+            ".gpu-advise.toml": "ignore = []\n",
+            "launch.sh": "#!/bin/bash\ndeepspeed --num_gpus 2 train.py --deepspeed_config ds.json\n",
+            "train.py": "print('train')\n",
+            "ds.json": '{"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2}\n',
+        },
+    )
+    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "."], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], cwd=repo, check=True)
+    (repo / "ds.json").write_text('{"train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 2}\n')
+    monkeypatch.chdir(repo)
+    code, report, _ = _check("launch.sh", "--base", "HEAD")
+    assert code == 1 and report is not None
+    assert _at(report, "GA101") == {("ds.json", 1, 36)}
+
+
+@pytest.mark.parametrize(
+    ("name", "safe"),
+    [
+        ("configs/ds.json", True),
+        ("../x.json", False),
+        ("a/../../x.json", False),
+        ("/etc/x.json", False),
+        (".git/config.json", False),
+        ("a//b.json", False),
+        ("./a.json", False),
+    ],
+)
+def test_base_revision_names_that_would_leave_the_temporary_folder(name: str, safe: bool) -> None:
+    from advisor.revision import _safe_name
+
+    assert _safe_name(name) is safe
