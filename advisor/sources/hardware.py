@@ -196,7 +196,7 @@ def normalize_gpu_name(name: str) -> str:
 
 
 @cache
-def _catalog_and_index() -> tuple[dict[str, GpuSpec], dict[str, str]]:
+def _catalog_and_index() -> tuple[Mapping[str, GpuSpec], dict[str, str]]:
     from advisor.cache import cached, file_stamps
 
     return cached(
@@ -215,10 +215,48 @@ def _catalog_to_data(value: tuple[dict[str, GpuSpec], dict[str, str]]) -> Any:
     return encode(value)
 
 
-def _catalog_from_data(data: Any) -> tuple[dict[str, GpuSpec], dict[str, str]]:
-    from advisor.datacodec import decode
+def _catalog_from_data(data: Any) -> tuple[Mapping[str, GpuSpec], dict[str, str]]:
+    from advisor.datacodec import DataError, decode
 
-    return decode(tuple[dict[str, GpuSpec], dict[str, str]], data)
+    # Only the index is decoded now, each GPU when first looked up (_LazyCatalog): a run needs one or
+    # two of the ~80 entries; decoding all of them took 2.1 ms warm (0.7 lazily), several times that cold.
+    if not (isinstance(data, list) and len(data) == 2 and isinstance(data[0], dict)):
+        raise DataError("the cached GPU catalog is not [entries, index]")
+    entries: dict[str, Any] = data[0]
+    index = decode(dict[str, str], data[1])
+    if not all(isinstance(e, dict) for e in entries.values()) or not set(index.values()) <= set(entries):
+        raise DataError("the cached GPU catalog's index names GPUs it does not hold")
+    return _LazyCatalog(entries), index
+
+
+class _LazyCatalog(Mapping[str, GpuSpec]):
+    """The GPU catalog read from the on-disk cache: entries stay plain data until looked up.
+
+    An entry whose cached data does not decode (a corrupt cache file) is taken from the YAML instead.
+    """
+
+    def __init__(self, entries: dict[str, Any]) -> None:
+        self._entries = entries
+        self._specs: dict[str, GpuSpec] = {}
+
+    def __getitem__(self, gpu_id: str) -> GpuSpec:
+        spec = self._specs.get(gpu_id)
+        if spec is None:
+            from advisor.datacodec import DataError, decode
+
+            data = self._entries[gpu_id]
+            try:
+                spec = decode(GpuSpec, data)
+            except DataError:
+                spec = _build_catalog_and_index()[0][gpu_id]
+            self._specs[gpu_id] = spec
+        return spec
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 def _build_catalog_and_index() -> tuple[dict[str, GpuSpec], dict[str, str]]:
@@ -249,8 +287,8 @@ def _build_catalog_and_index() -> tuple[dict[str, GpuSpec], dict[str, str]]:
     return catalog, index
 
 
-def gpu_catalog() -> dict[str, GpuSpec]:
-    """Every GPU of the catalog, keyed by id (e.g. 'H100-NVL'). Cached; do not mutate."""
+def gpu_catalog() -> Mapping[str, GpuSpec]:
+    """Every GPU of the catalog, keyed by id (e.g. 'H100-NVL'), in file order. Cached; read-only."""
     return _catalog_and_index()[0]
 
 

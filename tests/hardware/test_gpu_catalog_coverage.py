@@ -320,3 +320,20 @@ def test_check_with_an_rtx_a5000_descriptor_runs(tmp_path, monkeypatch):
     assert runs and all(run["gpu_memory_gib"] == 24.0 for run in runs)
     unknown = CliRunner().invoke(app, ["check", "fixtures/example", "-H", "NVIDIA RTX A9999"])
     assert unknown.exit_code == 2
+
+
+def test_cached_catalog_decodes_entries_on_use_and_survives_a_corrupt_entry():
+    from advisor.datacodec import DataError, encode
+    from advisor.sources.hardware import _build_catalog_and_index, _catalog_from_data
+
+    catalog, index = _build_catalog_and_index()
+    data = encode((catalog, index))
+    data[0]["RTX-A5000"]["usable_gib"] = "lots"  # a tampered or corrupt cache entry
+    lazy, lazy_index = _catalog_from_data(data)
+    assert lazy_index == index and list(lazy) == list(catalog)
+    assert lazy["H100-NVL"] == catalog["H100-NVL"]
+    assert lazy["RTX-A5000"] == catalog["RTX-A5000"]  # re-read from the YAML, not the bad entry
+    with pytest.raises(DataError):
+        _catalog_from_data([data[0], {**index, "potato": "NO-SUCH-GPU"}])
+    with pytest.raises(DataError):
+        _catalog_from_data({"not": "a pair"})
