@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path, PurePath
 from typing import Any, Literal, Union
@@ -42,47 +43,97 @@ def encode(value: Any) -> Any:
 
 def decode(hint: Any, data: Any) -> Any:
     """`data` as the type `hint` (a dataclass, builtin, Literal, union, list/dict/tuple of them, Path)."""
+    return _decoder(hint)(data)
+
+
+Decoder = Callable[[Any], Any]
+
+
+@cache
+def _decoder(hint: Any) -> Decoder:
+    """A function that checks and converts data for one type hint, built once per hint (start-up reads
+    the cached catalog through these, so the hint is inspected once, not once per value)."""
     if hint is Any:
-        return _plain(data)
+        return _plain
     if dataclasses.is_dataclass(hint):
-        return _decode_dataclass(hint, data)
+        return lambda data: _decode_dataclass(hint, data)  # type: ignore[arg-type]
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if origin is Literal:
-        if data not in args or type(data) not in {type(a) for a in args}:
+        return _literal(args)
+    if origin is Union or origin is types.UnionType:
+        return _union(hint, args)
+    if origin is list:
+        item = _decoder(args[0])
+        return lambda data: [item(v) for v in _expect(data, list)]
+    if origin is tuple:
+        return _tuple(args)
+    if origin is dict:
+        key, value = _decoder(args[0]), _decoder(args[1])
+        return lambda data: {key(k): value(v) for k, v in _expect(data, dict).items()}
+    if hint is type(None):
+        return _none
+    if hint is float:
+        return _number
+    if hint in (bool, int, str):
+        return lambda data: _expect(data, hint)
+    if hint is Path:
+        return lambda data: Path(_expect(data, str))
+    raise DataError(f"cannot decode {hint}")
+
+
+def _literal(args: tuple[Any, ...]) -> Decoder:
+    allowed = {(type(a), a) for a in args}
+
+    def check(data: Any) -> Any:
+        if (type(data), data) not in allowed:
             raise DataError(f"{data!r} is not one of {args}")
         return data
-    if origin is Union or origin is types.UnionType:
-        for arm in args:
+
+    return check
+
+
+def _union(hint: Any, args: tuple[Any, ...]) -> Decoder:
+    arms = [_decoder(a) for a in args if a is not type(None)]
+    optional = type(None) in args
+
+    def check(data: Any) -> Any:
+        if data is None and optional:
+            return None
+        for arm in arms:
             try:
-                return decode(arm, data)
+                return arm(data)
             except DataError:
                 continue
         raise DataError(f"{data!r} matches no arm of {hint}")
-    if origin is list:
-        return [decode(args[0], v) for v in _expect(data, list)]
-    if origin is tuple:
+
+    return check
+
+
+def _tuple(args: tuple[Any, ...]) -> Decoder:
+    if len(args) == 2 and args[1] is Ellipsis:
+        item = _decoder(args[0])
+        return lambda data: tuple(item(v) for v in _expect(data, list))
+    parts = [_decoder(a) for a in args]
+
+    def check(data: Any) -> Any:
         items = _expect(data, list)
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(decode(args[0], v) for v in items)
-        if len(items) != len(args):
-            raise DataError(f"expected {len(args)} items, got {len(items)}")
-        return tuple(decode(a, v) for a, v in zip(args, items, strict=True))
-    if origin is dict:
-        return {decode(args[0], k): decode(args[1], v) for k, v in _expect(data, dict).items()}
-    if hint is type(None):
-        if data is not None:
-            raise DataError(f"expected null, got {type(data).__name__}")
-        return None
-    if hint is float:
-        if type(data) not in (int, float):
-            raise DataError(f"expected a number, got {type(data).__name__}")
-        return data
-    if hint in (bool, int, str):
-        return _expect(data, hint)
-    if hint is Path:
-        return Path(_expect(data, str))
-    raise DataError(f"cannot decode {hint}")
+        if len(items) != len(parts):
+            raise DataError(f"expected {len(parts)} items, got {len(items)}")
+        return tuple(p(v) for p, v in zip(parts, items, strict=True))
+
+    return check
+
+
+def _none(data: Any) -> None:
+    if data is not None:
+        raise DataError(f"expected null, got {type(data).__name__}")
+
+
+def _number(data: Any) -> Any:
+    if type(data) not in (int, float):
+        raise DataError(f"expected a number, got {type(data).__name__}")
+    return data
 
 
 def _expect(data: Any, kind: type) -> Any:
@@ -102,13 +153,13 @@ def _plain(data: Any) -> Any:
 
 
 @cache
-def _fields(cls: type) -> tuple[tuple[str, Any, bool], ...]:
-    """(name, type, required) of each init field; the annotations are resolved once per class."""
+def _fields(cls: type) -> tuple[tuple[str, Decoder, bool], ...]:
+    """(name, decoder, required) of each init field; the annotations are resolved once per class."""
     hints = typing.get_type_hints(cls)
     return tuple(
         (
             f.name,
-            hints[f.name],
+            _decoder(hints[f.name]),
             f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
         )
         for f in dataclasses.fields(cls)
@@ -119,13 +170,13 @@ def _fields(cls: type) -> tuple[tuple[str, Any, bool], ...]:
 def _decode_dataclass(cls: type, data: Any) -> Any:
     data = _expect(data, dict)
     spec = _fields(cls)
-    unknown = set(data) - {name for name, _, _ in spec}
-    if unknown:
-        raise DataError(f"{cls.__name__}: unknown fields {sorted(unknown)}")
     kwargs = {}
-    for name, hint, required in spec:
+    for name, decoder, required in spec:
         if name in data:
-            kwargs[name] = decode(hint, data[name])
+            kwargs[name] = decoder(data[name])
         elif required:
             raise DataError(f"{cls.__name__}: missing field {name!r}")
+    if len(kwargs) != len(data):
+        unknown = set(data) - {name for name, _, _ in spec}
+        raise DataError(f"{cls.__name__}: unknown fields {sorted(unknown)}")
     return cls(**kwargs)

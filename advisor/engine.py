@@ -10,16 +10,14 @@ rule points `at`.
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from advisor.expr import LIMITS, BudgetError, EvalError, Evaluator, ExprError, Expression, parse
+from advisor.expr import LIMITS, BudgetError, EvalError, Evaluator, ExprError, Expression, deferred, parse
 from advisor.findings import DELETE, SEVERITY_RANK, Edit, Finding, Fix, Severity
 from advisor.provenance import Namespace, Value
 from advisor.sources.document import Location
@@ -186,7 +184,10 @@ class CompiledRule:
 class _Compiler:
     """Parses one rule's expressions; a refusal names the rule file, the line and the field."""
 
-    def __init__(self, spec: RuleSpec, path: Path, lines: dict[str, int], text: str | None) -> None:
+    def __init__(
+        self, spec: RuleSpec, path: Path, lines: dict[str, int], text: str | None, eager: bool
+    ) -> None:
+        self.eager = eager
         self.spec = spec
         self.path = path
         self.lines = lines
@@ -209,7 +210,7 @@ class _Compiler:
 
     def expression(self, source: Any, part: str) -> Expression:
         try:
-            return parse(source, HELPERS)
+            return parse(source, HELPERS) if self.eager else deferred(source, HELPERS)
         except ExprError as exc:
             raise self.fail(part, str(exc), source if isinstance(source, str) else None) from None
 
@@ -231,11 +232,18 @@ class _Compiler:
 
 
 def compile_rule(
-    spec: RuleSpec, path: Path, lines: dict[str, int] | None = None, text: str | None = None
+    spec: RuleSpec,
+    path: Path,
+    lines: dict[str, int] | None = None,
+    text: str | None = None,
+    *,
+    eager: bool = True,
 ) -> CompiledRule:
-    """Parse and check every expression of a validated rule; raises RuleError with the file and line."""
+    """Parse and check every expression of a validated rule; raises RuleError with the file and line.
+
+    eager=False (a rule from the cache, checked when it was stored) parses each expression on first use."""
     lines = dict(lines or {})
-    c = _Compiler(spec, path, lines, text)
+    c = _Compiler(spec, path, lines, text, eager)
     for req in spec.requires:
         c.dotted(req, "requires")
     for alt in (spec.at or "").split(" or "):
@@ -281,25 +289,13 @@ def builtin_rules_dir() -> Path:
 
 
 def _read_rule_text(path: Path) -> str:
-    """A rule file's text: a regular file of at most MAX_RULE_FILE_BYTES (a FIFO or a device is refused)."""
+    """A rule file's text through the one safe reader: a FIFO, a device or an oversized file is refused."""
+    from advisor.sources.read import ReadRefused, read_text_file
+
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise RuleError(f"{path}: a rule file must be a regular file")
-            with os.fdopen(fd, "rb", closefd=False) as fh:
-                data = fh.read(MAX_RULE_FILE_BYTES + 1)
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        raise RuleError(f"{path}: cannot read rule file: {exc.strerror or exc}") from None
-    if len(data) > MAX_RULE_FILE_BYTES:
-        raise RuleError(f"{path}: rule file is larger than {MAX_RULE_FILE_BYTES // 1024} KiB")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise RuleError(f"{path}: rule file is not UTF-8: {exc.reason}") from None
+        return read_text_file(path, MAX_RULE_FILE_BYTES)
+    except ReadRefused as exc:
+        raise RuleError(f"cannot read rule file {exc}") from None
 
 
 def _field_lines(node: Any) -> dict[str, int]:
@@ -366,14 +362,18 @@ def _rules_to_data(rules: tuple[CompiledRule, ...]) -> list[dict[str, Any]]:
 
 
 def _rules_from_data(data: Any) -> tuple[CompiledRule, ...]:
-    """The cached catalog: validated specs as data, their expressions parsed and checked again."""
+    """The cached catalog: validated specs as data; their expressions are parsed and checked again, each on
+    first use (a check evaluates every `when` but renders few messages)."""
     from advisor.datacodec import DataError, decode
 
     if not isinstance(data, list):
         raise DataError("the cached rule catalog is not a list")
     return tuple(
         compile_rule(
-            decode(RuleSpec, d["spec"]), Path(decode(str, d["path"])), decode(dict[str, int], d["lines"])
+            decode(RuleSpec, d["spec"]),
+            Path(decode(str, d["path"])),
+            decode(dict[str, int], d["lines"]),
+            eager=False,
         )
         for d in data
     )

@@ -73,12 +73,30 @@ class BudgetError(EvalError):
     """An evaluation that ran out of its operation, allocation or time budget."""
 
 
-@dataclass(frozen=True, slots=True)
 class Expression:
-    """A parsed, checked expression. `tree` is the body of an `ast.Expression`."""
+    """A checked expression. `parse` checks it at once; `deferred` on first use of `tree`, for text that
+    passed `parse` before (the cached catalog: a check reads few of its messages, so most are never parsed).
+    """
 
-    source: str
-    tree: ast.expr
+    __slots__ = ("_helpers", "_limits", "_tree", "source")
+
+    def __init__(
+        self, source: str, tree: ast.expr | None, helpers: Collection[str] = (), limits: Limits | None = None
+    ) -> None:
+        self.source = source
+        self._tree = tree
+        self._helpers = helpers
+        self._limits = limits or LIMITS
+
+    @property
+    def tree(self) -> ast.expr:
+        """The checked body of the `ast.Expression`; raises ExprError for a deferred one that is refused."""
+        if self._tree is None:
+            self._tree = parse(self.source, self._helpers, self._limits).tree
+        return self._tree
+
+    def __repr__(self) -> str:
+        return f"Expression({self.source!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +191,13 @@ def parse(source: str, helpers: Collection[str], limits: Limits = LIMITS) -> Exp
         raise ExprError(f"expression is too deeply nested (more than {limits.depth} levels)") from None
     check(module.body, helpers, limits)
     return Expression(source, module.body)
+
+
+def deferred(source: str, helpers: Collection[str], limits: Limits = LIMITS) -> Expression:
+    """An expression parsed and checked when first evaluated (an ExprError then is an EvalError)."""
+    if not isinstance(source, str):
+        raise ExprError(f"an expression must be text, not {type(source).__name__}")
+    return Expression(source, None, helpers, limits)
 
 
 def _at(node: ast.AST) -> tuple[int, int]:
@@ -360,6 +385,8 @@ class Evaluator:
             return self._eval(expr.tree)
         except EvalError:
             raise
+        except ExprError as exc:  # a deferred expression refused on first use
+            raise EvalError(f"expression refused: {exc}") from None
         except RecursionError:
             raise EvalError("expression nested too deeply to evaluate") from None
         except MemoryError:
@@ -661,9 +688,10 @@ class Evaluator:
         raise EvalError(f"cannot add {_kind(left)} and {_kind(right)}")
 
     def _size_check(self, kind: type, size: int) -> None:
-        limit = self._limits.string_chars if kind is str else self._limits.items
-        if size > limit:
-            raise BudgetError(f"a {'string' if kind is str else 'list'} of more than {limit:,} elements")
+        if kind is str and size > self._limits.string_chars:
+            raise BudgetError(f"a string of more than {self._limits.string_chars:,} characters")
+        if kind is not str and size > self._limits.items:
+            raise BudgetError(f"a list of more than {self._limits.items:,} elements")
 
     def _multiply(self, left: Any, right: Any) -> Any:
         if _is_number(left) and _is_number(right):
@@ -733,6 +761,7 @@ class Evaluator:
         gen = generators[i]
         for value in self._iterable(self._eval(gen.iter)):
             counter[0] += 1
+            self._ops += 1  # an iteration is a step even when its element is a bare name
             if counter[0] > self._limits.items:
                 raise BudgetError(f"a comprehension of more than {self._limits.items:,} iterations")
             self._assign(gen.target, value)
