@@ -1,4 +1,5 @@
-"""Reading `nvidia-smi` output: the `topo -m` matrix and `--query-gpu` CSV, and `hardware detect`.
+"""Reading `nvidia-smi` output: the `topo -m` matrix and `--query-gpu` CSV, and `hardware detect`
+(which reads `rocm-smi` instead on AMD machines, see machine_from_rocm_smi).
 
 `nvidia-smi topo -m` prints a matrix (tab-separated raw, runs of spaces once copy-pasted)::
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import dataclasses
 import io
 import os
 import re
@@ -23,15 +25,27 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 
-from advisor.sources.hardware import HardwareError, Machine, resolve_gpu, suggest_gpu, validate_machine
+from advisor.sources.hardware import (
+    GpuSpec,
+    HardwareError,
+    Machine,
+    gpu_catalog,
+    resolve_gpu,
+    suggest_gpu,
+    validate_machine,
+)
 
 __all__ = [
+    "RocmGpu",
     "SmiGpu",
     "Topology",
     "detect",
+    "looks_like_rocm_smi",
+    "machine_from_rocm_smi",
     "machine_from_smi",
     "parse_cpulist",
     "parse_query_gpu",
+    "parse_rocm_smi",
     "parse_topo",
 ]
 
@@ -306,6 +320,8 @@ def machine_from_smi(
             "the GPU model comes from `nvidia-smi --query-gpu=name,memory.total --format=csv`: "
             "pass its saved output too (a topo -m matrix does not name the GPUs)"
         )
+    if looks_like_rocm_smi(query_text):
+        return machine_from_rocm_smi(query_text, cpu_cores, ram_gib, name=name)
     gpus = parse_query_gpu(query_text)
     names = sorted({g.name for g in gpus})
     if len(names) > 1:
@@ -353,17 +369,135 @@ def machine_from_smi(
     return validate_machine(data)
 
 
-def _run_smi(exe: str, args: list[str], timeout: float) -> str:
+# --------------------------------------------------------------------------------------------
+# AMD GPUs under ROCm: `rocm-smi --showproductname --showmeminfo vram` prints, per GPU,
+#   GPU[0]          : Card Series:          AMD Instinct MI300X OAM
+#   GPU[0]          : GFX Version:          gfx942
+#   GPU[0]          : VRAM Total Memory (B): 205822885888
+# (as in public logs). The card series is not always a product name (HPE MI250X boards print
+# "AMD INSTINCT MI200 (MCM) OAM LC MBA HPE C2"), so the gfx target and memory are the fallback.
+
+_ROCM_LINE = re.compile(r"^GPU\[(\d+)\]\s*:\s*([^:]+?)\s*:\s*(.*?)\s*$")
+_BYTES = re.compile(r"^(\d+)")
+
+
+@dataclass(frozen=True)
+class RocmGpu:
+    """One GPU of `rocm-smi --showproductname --showmeminfo vram`."""
+
+    index: int
+    series: str | None
+    gfx: str | None
+    vram_bytes: int | None
+
+
+def looks_like_rocm_smi(text: str) -> bool:
+    """True for rocm-smi's per-GPU `GPU[n] : key: value` output."""
+    return any(_ROCM_LINE.match(line.strip()) for line in _ANSI.sub("", text).splitlines())
+
+
+def parse_rocm_smi(text: str, source: str = "rocm-smi") -> list[RocmGpu]:
+    """The GPUs of rocm-smi's product-name and VRAM output, by index. Raises HardwareError when none."""
+    fields: dict[int, dict[str, str]] = {}
+    for line in _ANSI.sub("", text).splitlines():
+        m = _ROCM_LINE.match(line.strip())
+        if m:
+            fields.setdefault(int(m.group(1)), {})[m.group(2).casefold()] = m.group(3)
+    gpus = []
+    for index in sorted(fields):
+        f = fields[index]
+        vram = _BYTES.match(f.get("vram total memory (b)", ""))
+        gpu = RocmGpu(index, f.get("card series") or None, f.get("gfx version") or None, None)
+        gpus.append(dataclasses.replace(gpu, vram_bytes=int(vram.group(1)) if vram else None))
+    gpus = [g for g in gpus if g.series or g.gfx or g.vram_bytes]
+    if not gpus:
+        raise HardwareError(f"{source}: no GPU listed (expected `GPU[0] : Card Series: ...` lines)")
+    return gpus
+
+
+def _resolve_rocm(gpu: RocmGpu) -> tuple[GpuSpec | None, str | None]:
+    """The catalog GPU for one rocm-smi GPU, and a note when it was inferred from gfx target and memory."""
+    vram_mib = gpu.vram_bytes / 2**20 if gpu.vram_bytes else None
+    if gpu.series:
+        # resolve the series as a device name: prefix it so the driver-spelling heuristics apply
+        series = gpu.series if gpu.series.lower().startswith("amd") else f"AMD {gpu.series}"
+        spec = resolve_gpu(series, memory_mib=vram_mib)
+        if spec is not None:
+            return spec, None
+    if gpu.gfx is None:
+        return None, None
+    gfx = gpu.gfx.split(":")[0].lower()
+    same = [g for g in gpu_catalog().values() if g.gfx_target == gfx]
+    if not same:
+        return None, None
+    if vram_mib is not None:
+        same.sort(key=lambda g: abs((g.memory_total_mib or g.usable_gib * 1024) - vram_mib))
+    note = (
+        f"GPU model inferred from {gfx}"
+        + (f" and {vram_mib / 1024:.0f} GiB" if vram_mib else "")
+        + f" (rocm-smi card series {gpu.series!r}); check it"
+    )
+    return same[0], note
+
+
+def machine_from_rocm_smi(
+    text: str, cpu_cores: int | None = None, ram_gib: float | None = None, *, name: str | None = None
+) -> Machine:
+    """A Machine from saved `rocm-smi --showproductname --showmeminfo vram` output (AMD under ROCm).
+
+    Without a topology, OAM parts on an xGMI fabric (MI300X, MI325X, MI250X) are taken as one mesh
+    (`nvlink: all`), PCIe cards (MI210, whose bridge is optional) as unlinked.
+    """
+    gpus = parse_rocm_smi(text)
+    resolved = [_resolve_rocm(g) for g in gpus]
+    missing = [g for g, (spec, _) in zip(gpus, resolved, strict=True) if spec is None]
+    if missing:
+        g = missing[0]
+        raise HardwareError(
+            f"rocm-smi reports GPU[{g.index}] as {g.series or g.gfx!r}, which is not in the GPU catalog; "
+            "write a hardware descriptor with the nearest model and memory_gib"
+        )
+    ids = sorted({spec.id for spec, _ in resolved if spec is not None})
+    if len(ids) > 1:
+        raise HardwareError(
+            f"rocm-smi lists different GPU models ({', '.join(ids)}); a machine has one model"
+        )
+    spec, note = resolved[0]
+    assert spec is not None
+    count = len(gpus)
+    gpus_block: dict[str, object] = {"model": spec.id, "count": count}
+    vram = [g.vram_bytes for g in gpus if g.vram_bytes]
+    if vram:
+        gib = round(min(vram) / 2**30, 1)
+        if abs(gib - spec.usable_gib) > 0.01 * spec.usable_gib:
+            gpus_block["memory_gib"] = gib
+    link = spec.peer_link
+    mesh = link is not None and link.typical_topology in ("xgmi_full_mesh", "xgmi_mixed")
+    nvlink: list[list[int]] | str = []
+    if count > 1 and mesh and spec.form_factor == "oam":
+        nvlink = "all" if count > 2 else [[0, 1]]  # as topo -m gives a two-GPU box: the pair
+    data = {
+        "name": name or f"{count}x{spec.id}",
+        "gpus": gpus_block,
+        "nvlink": nvlink,
+        "cpu_cores": cpu_cores,
+        "ram_gib": ram_gib,
+        "notes": note,
+    }
+    return validate_machine(data)
+
+
+def _run_smi(exe: str, args: list[str], timeout: float, tool: str = "nvidia-smi") -> str:
     try:
         proc = subprocess.run([exe, *args], capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        raise HardwareError(f"`nvidia-smi {' '.join(args)}` did not answer within {timeout:g} s") from None
+        raise HardwareError(f"`{tool} {' '.join(args)}` did not answer within {timeout:g} s") from None
     except OSError as exc:
-        raise HardwareError(f"cannot run nvidia-smi: {exc}") from None
+        raise HardwareError(f"cannot run {tool}: {exc}") from None
     if proc.returncode != 0:
         detail = (proc.stderr or proc.stdout).strip().splitlines()
         raise HardwareError(
-            f"`nvidia-smi {' '.join(args)}` failed (exit {proc.returncode})"
+            f"`{tool} {' '.join(args)}` failed (exit {proc.returncode})"
             + (f": {detail[0]}" if detail else "")
         )
     return proc.stdout
@@ -387,12 +521,17 @@ def _cpu_cores() -> int | None:
 
 
 def detect(timeout: float = 15.0) -> Machine:
-    """Describe this machine by running nvidia-smi (query and topo -m), os and /proc/meminfo."""
+    """Describe this machine by running nvidia-smi (query and topo -m), or rocm-smi where there is no
+    nvidia-smi, and reading os and /proc/meminfo."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
+        rocm = shutil.which("rocm-smi")
+        if rocm is not None:
+            text = _run_smi(rocm, ["--showproductname", "--showmeminfo", "vram"], timeout, tool="rocm-smi")
+            return machine_from_rocm_smi(text, cpu_cores=_cpu_cores(), ram_gib=_ram_gib())
         raise HardwareError(
-            "nvidia-smi was not found on PATH, so this machine's GPUs cannot be detected "
-            "(no NVIDIA driver here?). Name a machine instead: --hardware NAME|FILE "
+            "nvidia-smi was not found on PATH (nor rocm-smi), so this machine's GPUs cannot be detected "
+            "(no GPU driver here?). Name a machine instead: --hardware NAME|FILE "
             "(`gpu-advise hardware list` shows the built-in ones)."
         )
     query = _run_smi(exe, ["--query-gpu=name,memory.total", "--format=csv,noheader,nounits"], timeout)

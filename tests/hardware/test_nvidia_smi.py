@@ -406,3 +406,69 @@ def test_detect_timeout(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(HardwareError, match="did not answer"):
         detect(timeout=0.3)
+
+
+# ---------------------------------------------------------------------------------------------
+# AMD under ROCm: rocm-smi --showproductname --showmeminfo vram (layout as in public logs)
+
+ROCM_MI300X = (
+    "============================ ROCm System Management Interface ============================\n"
+    "====================================== Product Info ======================================\n"
+    + "".join(
+        f"GPU[{i}]\t\t: Card Series: \t\tAMD Instinct MI300X OAM\n"
+        f"GPU[{i}]\t\t: Card Model: \t\t0x74a1\n"
+        f"GPU[{i}]\t\t: GFX Version: \t\tgfx942\n"
+        for i in range(8)
+    )
+    + "================================== Memory Info ========================================\n"
+    + "".join(
+        f"GPU[{i}]\t\t: VRAM Total Memory (B): 205822885888\n"
+        f"GPU[{i}]\t\t: VRAM Total Used Memory (B): 299687936\n"
+        for i in range(8)
+    )
+)
+
+# HPE MI250X boards print a board name as the card series (public log)
+ROCM_HPE_MI250X = (
+    "GPU[0]\t\t: VRAM Total Memory (B): 68702699520\n"
+    "GPU[0]\t\t: Card Series: \t\tAMD INSTINCT MI200 (MCM) OAM LC MBA HPE C2\n"
+    "GPU[0]\t\t: Card Model: \t\t0x7408\n"
+    "GPU[0]          : GFX Version:          gfx90a\n"
+    "GPU[1]\t\t: VRAM Total Memory (B): 68702699520\n"
+    "GPU[1]\t\t: Card Series: \t\tAMD INSTINCT MI200 (MCM) OAM LC MBA HPE C2\n"
+    "GPU[1]          : GFX Version:          gfx90a:sramecc+:xnack-\n"
+)
+
+
+def test_rocm_smi_mi300x_box():
+    m = machine_from_smi(ROCM_MI300X, cpu_cores=96)
+    assert m.gpu.id == "MI300X" and m.gpus.count == 8
+    assert m.gpus.memory_gib is None  # 205822885888 B is the catalog's memory
+    assert m.nvlink == "all"  # one xGMI mesh
+    assert m.cpu_cores == 96 and m.notes is None
+
+
+def test_rocm_smi_board_name_falls_back_to_gfx_and_memory():
+    m = machine_from_smi(ROCM_HPE_MI250X)
+    assert m.gpu.id == "MI250X" and m.gpus.count == 2
+    assert m.nvlink == [[0, 1]]
+    assert m.notes and "gfx90a" in m.notes  # the inference is stated, not hidden
+
+
+def test_rocm_smi_errors():
+    with pytest.raises(HardwareError, match="not in the GPU catalog"):
+        machine_from_smi("GPU[0] : Card Series: AMD Radeon RX 7900 XTX\nGPU[0] : GFX Version: gfx1100\n")
+    mixed = "GPU[0] : Card Series: AMD Instinct MI300X\nGPU[1] : Card Series: AMD Instinct MI210\n"
+    with pytest.raises(HardwareError, match="different GPU models"):
+        machine_from_smi(mixed)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="shell-script stand-in for rocm-smi")
+def test_detect_with_fake_rocm_smi(tmp_path, monkeypatch):
+    (tmp_path / "out.txt").write_text(ROCM_MI300X)
+    exe = tmp_path / "rocm-smi"
+    exe.write_text(f'#!/bin/sh\n/bin/cat "{tmp_path}/out.txt"\n')
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nvidia-smi here
+    m = detect()
+    assert m.gpu.id == "MI300X" and m.gpus.count == 8 and m.nvlink == "all"
