@@ -17,7 +17,15 @@ from typing import Any
 from advisor.boundary import ProjectBoundary
 from advisor.paths import relative, resolved
 from advisor.sources.document import Document, Location, SourceProblem, Span
-from advisor.sources.read import CONFIG_SUFFIXES, SHELL_SUFFIXES, ReadRefused, read_bytes, read_document
+from advisor.sources.read import (
+    CONFIG_SUFFIXES,
+    NAMED_KINDS,
+    SHELL_SUFFIXES,
+    ReadRefused,
+    as_named,
+    read_bytes,
+    read_document,
+)
 
 SKIP_DIRS = {
     ".git",
@@ -82,6 +90,7 @@ class DocumentCache:
 
     def __init__(self, boundary: ProjectBoundary | None = None) -> None:
         self._docs: dict[Path, Document] = {}
+        self._named: dict[tuple[Path, str], Document] = {}  # read first as one kind, named as another
         self.boundary = boundary
 
     def get(self, path: Path, hint: Any = None) -> Document:
@@ -90,6 +99,13 @@ class DocumentCache:
         if doc is None:
             doc = read_document(path, hint)
             self._docs[key] = doc
+        elif hint in NAMED_KINDS and doc.kind != hint:
+            # found by the walk as one kind, named as a DeepSpeed or accelerate config by a run: judged
+            # as that (a GA001 that quotes nothing when it is not one), so its values never reach a report
+            named = self._named.get((key, hint))
+            if named is None:
+                named = self._named[(key, hint)] = as_named(doc, hint)
+            return named
         return doc
 
     def refused(self, path: Path, reason: str) -> Document:
@@ -101,7 +117,7 @@ class DocumentCache:
         return doc
 
     def all(self) -> list[Document]:
-        return list(self._docs.values())
+        return [*self._docs.values(), *self._named.values()]
 
 
 @dataclass(slots=True)

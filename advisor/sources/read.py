@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import stat
@@ -175,26 +176,31 @@ def read_document(path: Path, hint: DocumentKind | None = None) -> Document:
             failed.kind = hint
         return failed
     doc = _parse(path, text or "", hint)
-    return _as_named(doc, hint) if hint in _NAMED_KINDS else doc
+    return as_named(doc, hint) if hint in NAMED_KINDS else doc
 
 
-_NAMED_KINDS = {"deepspeed": "DeepSpeed config", "accelerate": "accelerate config"}
+NAMED_KINDS = {"deepspeed": "DeepSpeed config", "accelerate": "accelerate config"}
 
 
-def _as_named(doc: Document, hint: DocumentKind | None) -> Document:
-    label = _NAMED_KINDS[str(hint)]
+def as_named(doc: Document, hint: DocumentKind | None) -> Document:
+    """`doc` judged as the kind another file names it as: itself (as that kind) when it is one, else
+    a GA001 document that quotes nothing of it."""
+    label = NAMED_KINDS[str(hint)]
+    kind = hint or doc.kind
     failed = [p for p in doc.problems if p.code == "GA001" and p.severity != "warning"]
     if failed:
         span = failed[0].span
         where = f"at line {span.line}, column {span.col}" if (span.line, span.col) != (1, 1) else "as a whole"
-        return _fail(doc.path, doc.kind, f"named as a {label}, but not readable {where}; not judged", span)
+        return _fail(doc.path, kind, f"named as a {label}, but not readable {where}; not judged", span)
     if not isinstance(doc.data, dict) or not doc.data:
         return doc
     if classify_mapping(doc.data, "json") == hint or any(_near_known(str(hint), k) for k in doc.data):
-        return doc
+        return doc if doc.kind == hint else dataclasses.replace(doc, kind=hint, dialect=None)
     count = len(doc.data)
     return _fail(
-        doc.path, doc.kind, f"named as a {label}, but none of its {count} top-level keys is one; not judged"
+        doc.path,
+        kind,
+        f"named as a {label}, but none of its {count} top-level keys is one; not judged",
     )
 
 

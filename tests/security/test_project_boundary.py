@@ -378,3 +378,23 @@ def test_base_revision_names_that_would_leave_the_temporary_folder(name: str, sa
     from advisor.revision import _safe_name
 
     assert _safe_name(name) is safe
+
+
+def test_walked_file_named_as_deepspeed_config_is_judged_as_one(layout: tuple[Path, Path]) -> None:
+    """Found by the folder walk as an unknown JSON file, then named as the DeepSpeed config: neither
+    `check` nor `plan` may show its values (`plan` used to print them as deepspeed.* values)."""
+    project, _ = layout
+    _write(
+        project,
+        {
+            "secret.json": json.dumps({"api_key": SECRET}),
+            "args.yaml": "per_device_train_batch_size: 4\ndeepspeed: secret.json\n",
+        },
+    )
+    code, report, output = _check(".")
+    assert code == 1 and report is not None
+    assert _at(report, "GA001") == {("secret.json", 1, 1)}
+    assert SECRET not in output
+    result = CliRunner().invoke(app, ["plan", "."], catch_exceptions=False)
+    assert result.exit_code == 0 and "Traceback" not in result.output
+    assert SECRET not in result.output
