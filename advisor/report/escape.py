@@ -38,12 +38,39 @@ def _visible(match: re.Match[str]) -> str:
 _UNSAFE_BUT_NEWLINE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
+# GitHub's runner (actions/runner src/Runner.Worker/ActionCommandManager.cs, TryProcessCommand) reads
+# every log line as a workflow command when, after TrimStart, it starts with `::` (ActionCommand.cs,
+# TryParseV2), or when it holds `##[` anywhere (ActionCommand.cs, TryParse, the legacy form). A user
+# string may start one of our lines (a file name heading the text report, a model name), so its
+# leading `::` and any `##[` are broken up too.
+_LEGACY_COMMAND = "##["
+_LINE_COMMAND = re.compile(r"^([^\S\n]*):(?=:)", re.MULTILINE)
+
+
 def escape_text(text: str, *, keep_newlines: bool = False) -> str:
-    """The text with every control, DEL, C1 and bidi character shown as a visible escape.
+    """The text with every control, DEL, C1 and bidi character shown as a visible escape, and
+    nothing in it that a GitHub runner reads as a workflow command (`::` leading a line, `##[`).
 
     keep_newlines: for multi-line documentation (a rule's docs in SARIF help text), `\\n` stays."""
     pattern = _UNSAFE_BUT_NEWLINE if keep_newlines else _UNSAFE
-    return pattern.sub(_visible, text) if pattern.search(text) else text
+    if pattern.search(text):
+        text = pattern.sub(_visible, text)
+    if _LEGACY_COMMAND in text:
+        text = text.replace(_LEGACY_COMMAND, "#\\x23[")
+    if "::" in text:
+        text = _LINE_COMMAND.sub(lambda m: m.group(1) + "\\x3a", text)
+    return text
+
+
+def guard_workflow_commands(text: str) -> str:
+    """Text that must stay byte-exact (a patch) printed in a GitHub Actions log: wrapped in
+    `::stop-commands::TOKEN` ... `::TOKEN::`, GitHub's own way to print untrusted lines, so none of
+    them runs as a workflow command. The token is random, so the text cannot end the pause."""
+    import secrets
+
+    token = f"gpu-advise-{secrets.token_hex(16)}"
+    body = text if not text or text.endswith("\n") else text + "\n"
+    return f"::stop-commands::{token}\n{body}::{token}::\n"
 
 
 def escape_value(value: Any) -> Any:

@@ -28,8 +28,10 @@ ACCELERATE = (
     "num_processes: 2\n"
     f"{json.dumps('lr' + TITLE + CLEAR)}: 3\n"
     f"{json.dumps('warmup' + COMMAND)}: 1\n"
+    '"##[error]legacy": 2\n'  # the runner's legacy form, honoured anywhere in a line
 )
 NASTY_NAME = f"acc{CLEAR}\u202eevil{COMMAND.replace('/', '_')}.yaml"
+COMMAND_NAME = "::error file=README.md,line=1::x.yaml"  # heads its group in the text report
 UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -39,7 +41,14 @@ def _run(args: list[str], cwd: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     return CliRunner().invoke(app, args, catch_exceptions=False)
 
 
-@pytest.fixture(params=["acc.yaml", NASTY_NAME], ids=["key", "key-and-file-name"])
+def _workflow_commands(output: str) -> list[str]:
+    """Lines a GitHub runner would execute: `::` after leading whitespace, or `##[` anywhere."""
+    return [line for line in output.splitlines() if line.lstrip().startswith("::") or "##[" in line]
+
+
+@pytest.fixture(
+    params=["acc.yaml", NASTY_NAME, COMMAND_NAME], ids=["key", "key-and-file-name", "command-file-name"]
+)
 def project(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     (tmp_path / request.param).write_text(ACCELERATE, encoding="utf-8")
     return tmp_path
@@ -69,15 +78,14 @@ def test_text_report_has_no_escape_byte(project: Path, monkeypatch: pytest.Monke
         assert "GA002" in result.stdout
         assert not UNSAFE.search(result.stdout.replace("\n", "")), repr(result.stdout)
         # each finding is one line: the injected newline did not split the report
-        assert not any(line.startswith("::") for line in result.stdout.splitlines())
+        assert not _workflow_commands(result.stdout), result.stdout
 
 
 def test_github_annotations_are_the_only_workflow_commands(project: Path, monkeypatch) -> None:
     result = _run(["check", ".", "--format", "github"], project, monkeypatch)
     assert result.exit_code == 1, result.output
-    lines = result.stdout.splitlines()
-    commands = [line for line in lines if line.startswith("::")]
-    assert len(commands) == 2  # one annotation per GA002 finding, nothing else
+    commands = _workflow_commands(result.stdout)
+    assert len(commands) == 3  # one annotation per GA002 finding, nothing else
     for line in commands:
         command, properties = line.split("::")[1].split(" ", 1)
         assert command == "error"
@@ -97,7 +105,7 @@ def test_json_and_sarif_parse_strictly_without_control_characters(
     assert not [s for s in bad if "\n" not in s or UNSAFE.search(s.replace("\n", ""))], bad
     if fmt == "json":
         where = sorted((f["rule"], f["line"], f["column"]) for f in data["findings"])
-        assert where == [("GA002", 4, 1), ("GA002", 5, 1)]
+        assert where == [("GA002", 4, 1), ("GA002", 5, 1), ("GA002", 6, 1)]
         messages = [f["message"] for f in data["findings"]]
         assert all("\n" not in m for m in messages)
 
@@ -153,3 +161,18 @@ def test_plan_json_turns_a_non_finite_value_into_null_with_a_note(tmp_path: Path
     values = _strict(result.stdout)[0]["values"]
     assert [values[k]["value"] for k in ("run.hours", "run.x")] == [None, None]
     assert all(values[k]["note"] for k in ("run.hours", "run.x"))
+
+
+def test_diff_in_github_actions_cannot_run_workflow_commands(tmp_path: Path, monkeypatch) -> None:
+    text = "# ##[error]from the pull request\ndataloader_num_workers: 0\ndataloader_prefetch_factor: 2\n"
+    (tmp_path / "args.yaml").write_text(text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(
+        app, ["check", ".", "--select", "GA203", "--diff"], env={"GITHUB_ACTIONS": "true"}
+    )
+    assert result.exit_code == 1, result.output
+    lines = result.stdout.splitlines()
+    token = lines[0].removeprefix("::stop-commands::")
+    assert lines[0] != token and lines[-1] == f"::{token}::"  # the runner pauses commands in between
+    assert " # ##[error]from the pull request" in lines  # the patch itself is byte-exact
+    assert sum(token in line for line in lines) == 2
