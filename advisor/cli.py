@@ -328,7 +328,12 @@ def _fix(
     for path, why in outcome.refused:
         typer.echo(escape_text(f"gpu-advise: not written: {relative(path)}: {why}"), err=True)
     if diff:
-        _emit(outcome.diff(), output)
+        patch = outcome.diff()  # byte-exact; in an Actions log its lines must not run as commands
+        if output is None and patch and os.environ.get("GITHUB_ACTIONS") == "true":
+            from advisor.report.escape import guard_workflow_commands
+
+            patch = guard_workflow_commands(patch)
+        _emit(patch, output)
         typer.echo(f"gpu-advise: would apply {outcome.summary()}", err=True)
         return result
     typer.echo(f"gpu-advise: applied {outcome.summary()}", err=True)
