@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -51,8 +52,29 @@ class SourceProblem:
     severity: Literal["error", "warning", "info"] | None = None  # None: the rule's default
     # What kind of problem, for facts that judge it by the file's consumer. GA003: "number-string"
     # (1e-5 read as a string), "bool-word" (yes/no/on/off read as a boolean), "sexagesimal" (1:30
-    # or 010 read as an integer).
+    # or 010 read as an integer). GA001: "refused-number" (refused_number: NaN, infinity, too large).
     detail: str | None = None
+
+
+# The largest magnitude a count, size or step setting can have anywhere it is consumed (torch and
+# DeepSpeed hold them in 64-bit integers).
+MAX_INT = 2**63 - 1
+
+
+def refused_number(value: Any) -> str | None:
+    """Why a number read from a config is refused (NaN, infinity, beyond 64 bits), else None.
+
+    Readers report it (GA001) and the plan sees the value as unknown, so no later stage computes with
+    it (int(inf) raises OverflowError; a 400-digit bucket size overflows every estimate)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{value} is not a finite number: no training setting takes it"
+    if isinstance(value, int) and abs(value) > MAX_INT:
+        return f"an integer of {len(str(abs(value)))} digits is out of range (at most 2**63 - 1)"
+    if isinstance(value, float) and abs(value) > MAX_INT:
+        return f"{value:g} is out of range for any training setting (at most 2**63 - 1)"
+    return None
 
 
 def pointer(path: KeyPath) -> str:

@@ -7,13 +7,24 @@ and trailing commas but report them, and report duplicates, each at its exact li
 
 from __future__ import annotations
 
+import json
+import math
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from advisor.sources.document import KeyPath, SourceProblem, Span
+from advisor.sources.document import MAX_INT, KeyPath, SourceProblem, Span, refused_number
 
 MAX_DEPTH = 64
+# Positions cost ~10 us and ~300 bytes a value in this parser: a 9.8 MB array of numbers took 29 s and
+# 1.6 GB. Positions are kept for the first POSITION_BUDGET values; past it, each remaining container
+# is decoded by the C json decoder (a finding at a later value points at the nearest value that kept
+# its position). What the C decoder refuses (comments, trailing commas, NaN, numbers we refuse) is
+# read here again, without positions, up to MAX_VALUES values in all.
+POSITION_BUDGET = 20_000
+MAX_VALUES = 100_000
+MAX_PROBLEMS = 100
 
 _NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _WS = re.compile(r"[ \t\r\n]*")
@@ -35,12 +46,71 @@ class JsonResult:
     problems: list[SourceProblem] = field(default_factory=list)
 
 
+class _Refused(ValueError):
+    """A number the fast decoder hands back to the position-keeping parser, which reports it."""
+
+
+def _checked_int(token: str) -> int:
+    if len(token) > 18 and (len(token) > sys.get_int_max_str_digits() or abs(int(token)) > MAX_INT):
+        raise _Refused(token)
+    return int(token)
+
+
+def _checked_float(token: str) -> float:
+    value = float(token)
+    if not math.isfinite(value) or abs(value) > MAX_INT:
+        raise _Refused(token)
+    return value
+
+
+def _no_constant(token: str) -> Any:
+    raise _Refused(token)  # NaN / Infinity: not JSON, and neither DeepSpeed nor json.loads(strict) agree
+
+
+_DECODER = json.JSONDecoder(parse_int=_checked_int, parse_float=_checked_float, parse_constant=_no_constant)
+_MISS = object()
+
+
 class _Parser:
     def __init__(self, text: str) -> None:
         self.text = text
         self.pos = 0
         self.line_starts = [0] + [m.end() for m in re.finditer(r"\n", text)]
         self.result = JsonResult(None)
+        self.values = 0  # values read by this parser (the fast decoder's are not counted)
+
+    @property
+    def keeping(self) -> bool:
+        return self.values < POSITION_BUDGET
+
+    def problem(self, problem: SourceProblem) -> None:
+        problems = self.result.problems
+        if len(problems) < MAX_PROBLEMS:
+            problems.append(problem)
+        elif len(problems) == MAX_PROBLEMS:
+            problems.append(
+                SourceProblem(
+                    "GA001",
+                    f"more than {MAX_PROBLEMS} problems in this file: the rest are not reported",
+                    problem.span,
+                    severity="warning",
+                )
+            )
+
+    def fast(self, opener: str = "") -> Any:
+        """The value at self.pos (or, with ``opener``, the rest of the open container) decoded by the C
+        decoder; _MISS when it refuses, and then nothing has moved."""
+        try:
+            if not opener:
+                value, end = _DECODER.raw_decode(self.text, self.pos)
+                self.pos = end
+                return value
+            rest = opener + self.text[self.pos :]  # one copy, made once per open container
+            value, end = _DECODER.raw_decode(rest, 0)
+            self.pos += end - 1
+            return value
+        except (ValueError, RecursionError):
+            return _MISS
 
     def span(self, pos: int | None = None) -> Span:
         pos = self.pos if pos is None else pos
@@ -74,7 +144,7 @@ class _Parser:
                 return
 
     def _comment(self, pos: int) -> None:
-        self.result.problems.append(
+        self.problem(
             SourceProblem(
                 "GA001",
                 "comment in JSON: DeepSpeed (hjson) accepts it but accelerate and the HF Trainer read "
@@ -97,8 +167,18 @@ class _Parser:
     def value(self, path: KeyPath, depth: int) -> Any:
         if depth > MAX_DEPTH:
             raise self.fail(f"nested deeper than {MAX_DEPTH} levels")
-        self.result.value_spans[path] = self.span()
         ch = self.text[self.pos : self.pos + 1]
+        if not self.keeping and ch in ("{", "["):
+            fast = self.fast()
+            if fast is not _MISS:
+                return fast
+        self.values += 1
+        if self.values > MAX_VALUES:
+            raise self.fail(
+                f"more than {MAX_VALUES} values in a file that strict JSON cannot read: not read as a config"
+            )
+        if self.keeping:
+            self.result.value_spans[path] = self.span()
         if ch == "{":
             return self.obj(path, depth)
         if ch == "[":
@@ -107,9 +187,7 @@ class _Parser:
             return self.string()
         m = _NUMBER.match(self.text, self.pos)
         if m and m.end() > self.pos:
-            self.pos = m.end()
-            token = m.group(0)
-            return float(token) if m.group(2) or m.group(3) else int(token)
+            return self.number(m, path)
         for word, val in (("true", True), ("false", False), ("null", None)):
             if self.text.startswith(word, self.pos):
                 self.pos += len(word)
@@ -118,6 +196,23 @@ class _Parser:
             raise self.fail("unexpected end of file: a value is missing")
         raise self.fail(f"unexpected {ch!r}: expected a JSON value")
 
+    def number(self, m: re.Match[str], path: KeyPath) -> int | float:
+        start, token = self.pos, m.group(0)
+        if m.group(2) or m.group(3):
+            value: int | float = float(token)
+        elif len(token) > sys.get_int_max_str_digits():
+            raise self.fail(
+                f"an integer of {len(token)} digits is too large to read (Python's json refuses integers "
+                f"of more than {sys.get_int_max_str_digits()} digits)"
+            )
+        else:
+            value = int(token)
+        self.pos = m.end()
+        refusal = refused_number(value)
+        if refusal is not None:
+            self.problem(SourceProblem("GA001", refusal, self.span(start), path, detail="refused-number"))
+        return value
+
     def obj(self, path: KeyPath, depth: int) -> dict[str, Any]:
         out: dict[str, Any] = {}
         self.pos += 1
@@ -125,8 +220,18 @@ class _Parser:
         if self.text.startswith("}", self.pos):
             self.pos += 1
             return out
+        tried_fast = False  # the C decoder is tried once per container: a refusal stands for its rest
         while True:
             self.skip()
+            if not self.keeping and not tried_fast and self.text.startswith('"', self.pos):
+                tried_fast, rest_at = True, self.pos
+                rest = self.fast("{")
+                if rest is not _MISS:
+                    for key, value in rest.items():
+                        if key in out:
+                            self._duplicate(key, (*path, key), rest_at)
+                        out[key] = value
+                    return out
             if self.text.startswith("}", self.pos):  # trailing comma
                 self._trailing_comma()
                 self.pos += 1
@@ -137,15 +242,9 @@ class _Parser:
             key = self.string()
             child = (*path, key)
             if key in out:
-                self.result.problems.append(
-                    SourceProblem(
-                        "GA001",
-                        f"duplicate key '{key}': DeepSpeed refuses duplicate keys and json keeps the last",
-                        self.span(key_pos),
-                        child,
-                    )
-                )
-            self.result.key_spans[child] = self.span(key_pos)
+                self._duplicate(key, child, key_pos)
+            if self.keeping:
+                self.result.key_spans[child] = self.span(key_pos)
             self.skip()
             if not self.text.startswith(":", self.pos):
                 raise self.fail(f"expected ':' after key '{key}'")
@@ -161,6 +260,16 @@ class _Parser:
                 return out
             raise self.fail("expected ',' or '}' (a missing comma?)")
 
+    def _duplicate(self, key: str, child: KeyPath, pos: int) -> None:
+        self.problem(
+            SourceProblem(
+                "GA001",
+                f"duplicate key '{key}': DeepSpeed refuses duplicate keys and json keeps the last",
+                self.span(pos),
+                child,
+            )
+        )
+
     def array(self, path: KeyPath, depth: int) -> list[Any]:
         out: list[Any] = []
         self.pos += 1
@@ -168,14 +277,22 @@ class _Parser:
         if self.text.startswith("]", self.pos):
             self.pos += 1
             return out
+        tried_fast = False
         while True:
             self.skip()
+            if not self.keeping and not tried_fast and not self.text.startswith("]", self.pos):
+                tried_fast = True
+                rest = self.fast("[")
+                if rest is not _MISS:
+                    out.extend(rest)
+                    return out
             if self.text.startswith("]", self.pos):
                 self._trailing_comma()
                 self.pos += 1
                 return out
             child = (*path, len(out))
-            self.result.key_spans[child] = self.span()
+            if self.keeping:
+                self.result.key_spans[child] = self.span()
             out.append(self.value(child, depth + 1))
             self.skip()
             if self.text.startswith(",", self.pos):
@@ -187,7 +304,7 @@ class _Parser:
             raise self.fail("expected ',' or ']' (a missing comma?)")
 
     def _trailing_comma(self) -> None:
-        self.result.problems.append(
+        self.problem(
             SourceProblem(
                 "GA001",
                 "trailing comma: strict json (accelerate, the HF Trainer) rejects it",

@@ -13,12 +13,13 @@ records the mark of each alias event under its place in the parent node.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
-from advisor.sources.document import KeyPath, SourceProblem, Span
+from advisor.sources.document import KeyPath, SourceProblem, Span, refused_number
 
 try:  # the C composer is several times faster
     _Loader: type = yaml.CSafeLoader
@@ -45,6 +46,7 @@ class _AliasLoader(yaml.composer.Composer, _Loader):  # type: ignore[misc, valid
 
 MAX_NODES = 200_000
 MAX_DEPTH = 64
+MAX_PROBLEMS = 100
 
 # What a YAML 1.2 reader (ruamel, most editors, most people) takes for a number or a boolean.
 _YAML12_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)$")
@@ -53,6 +55,17 @@ _YAML12_BOOL = {"true", "false", "True", "False", "TRUE", "FALSE"}
 
 class YamlTooLarge(Exception):
     """Kept for callers that catch it; the limits now raise YamlLimitError, which carries a mark."""
+
+
+class YamlValueError(yaml.MarkedYAMLError):
+    """A scalar that yaml.safe_load would fail to construct (`!!float abc`, `!!bool maybe`, a
+    5000-digit integer): the consumer crashes on the whole file, so it is a parse error at the node."""
+
+    def __init__(self, problem: str, mark: yaml.Mark | None) -> None:
+        super().__init__(problem=problem, problem_mark=mark)
+
+    def __str__(self) -> str:
+        return str(self.problem)
 
 
 class YamlLimitError(yaml.MarkedYAMLError):
@@ -107,6 +120,21 @@ class _Builder:
             self.built[id(node)] = (value, self.visited - before)
         return value
 
+    def problem(self, problem: SourceProblem) -> None:
+        """Keep at most MAX_PROBLEMS (rules walk them in comprehensions, which are capped), then one
+        summary: 100,000 duplicate keys need one finding saying so, not 100,000."""
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(problem)
+        elif len(self.problems) == MAX_PROBLEMS:
+            self.problems.append(
+                SourceProblem(
+                    "GA001",
+                    f"more than {MAX_PROBLEMS} problems in this file: the rest are not reported",
+                    problem.span,
+                    severity="warning",
+                )
+            )
+
     def _count(self, n: int, mark: yaml.Mark) -> None:
         self.visited += n
         if self.visited > MAX_NODES:
@@ -126,7 +154,7 @@ class _Builder:
                 key = self.build_scalar_key(key_node)
                 child = (*path, key)
                 if key in out:
-                    self.problems.append(
+                    self.problem(
                         SourceProblem(
                             "GA001",
                             f"duplicate key '{key}': YAML loaders keep only the last value",
@@ -147,15 +175,47 @@ class _Builder:
                 self.key_spans[(*path, i)] = _mark_span(alias) if alias is not None else _span(item)
                 items.append(self.build(item, (*path, i), depth + 1, alias))
             return items
-        value = self.loader.construct_object(node)
+        value = self.construct(node)
         if alias is None:  # an alias repeats a value already judged where its anchor is written
             self._check_yaml11(node, value, path)
+            refusal = refused_number(value)
+            if refusal is not None:
+                self.problem(SourceProblem("GA001", refusal, _span(node), path, detail="refused-number"))
         return value
+
+    def construct(self, node: yaml.Node, deep: bool = False) -> Any:
+        """The scalar as yaml.safe_load constructs it. SafeConstructor raises plain Python errors for
+        a value its tag cannot take (pyyaml 6.0.3 yaml/constructor.py: construct_yaml_bool line 235
+        KeyError, construct_yaml_int line 248-263 ValueError, construct_yaml_float line 292
+        ValueError, construct_yaml_timestamp line 324-330 AttributeError/ValueError; int() past
+        sys.get_int_max_str_digits() ValueError): each becomes a YAML error at the node."""
+        try:
+            return self.loader.construct_object(node, deep=deep)
+        except yaml.YAMLError:
+            raise
+        except ValueError as exc:
+            digits = len(node.value) if isinstance(node.value, str) else 0
+            if "integer string conversion" in str(exc) or "int_max_str_digits" in str(exc):
+                raise YamlValueError(
+                    f"an integer of {digits} digits is too large to read (Python refuses integers of "
+                    f"more than {sys.get_int_max_str_digits()} digits)",
+                    node.start_mark,
+                ) from None
+            raise YamlValueError(self._bad_scalar(node), node.start_mark) from None
+        except (KeyError, AttributeError, TypeError, OverflowError):
+            raise YamlValueError(self._bad_scalar(node), node.start_mark) from None
+
+    @staticmethod
+    def _bad_scalar(node: yaml.Node) -> str:
+        text = node.value if isinstance(node.value, str) else ""
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+        return f"{shown!r} is not a valid {tag} value: yaml.safe_load fails on it"
 
     def build_scalar_key(self, node: yaml.Node) -> Any:
         if not isinstance(node, yaml.ScalarNode):
-            return str(self.loader.construct_object(node, deep=True))
-        key = self.loader.construct_object(node)
+            return str(self.construct(node, deep=True))
+        key = self.construct(node)
         return key if isinstance(key, (str, int, float, bool)) or key is None else str(key)
 
     def _check_yaml11(self, node: yaml.ScalarNode, value: Any, path: KeyPath) -> None:
@@ -163,7 +223,7 @@ class _Builder:
             return
         text = node.value
         if isinstance(value, str) and _YAML12_FLOAT.match(text):
-            self.problems.append(
+            self.problem(
                 SourceProblem(
                     "GA003",
                     f"'{text}' is read as the string '{text}' by PyYAML (YAML 1.1), not as a number; "
@@ -174,7 +234,7 @@ class _Builder:
                 )
             )
         elif isinstance(value, bool) and text not in _YAML12_BOOL:
-            self.problems.append(
+            self.problem(
                 SourceProblem(
                     "GA003",
                     f"'{text}' is read as the boolean {value} by PyYAML (YAML 1.1); "
@@ -189,7 +249,7 @@ class _Builder:
             and not isinstance(value, bool)
             and (":" in text or re.match(r"^[-+]?0[0-7]+$", text))
         ):
-            self.problems.append(
+            self.problem(
                 SourceProblem(
                     "GA003",
                     f"'{text}' is read as the integer {value} by PyYAML (YAML 1.1 sexagesimal or octal)",
@@ -227,6 +287,8 @@ def yaml_error_span(exc: yaml.YAMLError) -> Span:
 
 
 def yaml_error_message(exc: yaml.YAMLError) -> str:
+    if isinstance(exc, YamlValueError):
+        return f"invalid YAML value: {exc.problem}"
     if isinstance(exc, YamlLimitError):
         return f"YAML rejected: {exc.problem}"
     problem = getattr(exc, "problem", None)
