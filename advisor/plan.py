@@ -11,7 +11,7 @@ from typing import Any
 
 from advisor.discover import RunSpec
 from advisor.provenance import Namespace, Value
-from advisor.sources.document import Document, KeyPath, Location, pointer
+from advisor.sources.document import Document, KeyPath, Location, pointer, refused_number
 
 # TrainingArguments names that the dialects spell differently.
 TRAINING_ALIASES: dict[str, dict[str, str]] = {
@@ -116,7 +116,9 @@ class RunPlan:
 
 def _doc_value(doc: Document, path: KeyPath, value: Any, source: str) -> Value:
     span = doc.span(path, value=True)
-    return Value(value, Location(doc.path, span.line, span.col, pointer(path)), source)
+    loc = Location(doc.path, span.line, span.col, pointer(path))
+    refused = refused_number(value)  # NaN, inf, beyond 64 bits: the reader reports it (GA001)
+    return Value(None, loc, source, unknown=refused) if refused else Value(value, loc, source)
 
 
 def _fill(ns: Namespace, doc: Document, data: dict[str, Any], path: KeyPath, source: str) -> None:
@@ -146,7 +148,9 @@ def _word_value(word: Any, root: Document, source: str = "launch") -> Value:
     loc = Location(root.path, word.span.line, word.span.col)
     if word.text is None:
         return Value(None, loc, source, unknown=word.unknown or f"'{word.raw}' cannot be resolved statically")
-    return Value(coerce_text(word.text), loc, source)
+    value = coerce_text(word.text)
+    refused = refused_number(value)  # `--max_steps 1e400` is inf once typed
+    return Value(None, loc, source, unknown=refused) if refused else Value(value, loc, source)
 
 
 def build_plan(spec: RunSpec, hardware: Any = None, settings: Any = None) -> RunPlan:
