@@ -12,6 +12,7 @@ when the block ends.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import threading
@@ -85,5 +86,6 @@ def stop_on_signals() -> Iterator[SignalGuard]:
 def stopped_exit(stop: ProbeStopped, staging: str | None) -> NoReturn:
     """One line on stderr saying what happened, then exit 128 + signal number."""
     cleaned = "probe processes ended" + (", staging folder removed" if staging else "")
-    print(f"gpu-advise: --verify stopped by {stop.name}; {cleaned}", file=sys.stderr, flush=True)
+    with contextlib.suppress(OSError, ValueError):  # SIGHUP: the terminal may be gone
+        print(f"gpu-advise: --verify stopped by {stop.name}; {cleaned}", file=sys.stderr, flush=True)
     raise SystemExit(stop.exit_code)
