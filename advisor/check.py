@@ -324,7 +324,7 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
         findings.append(finding)
     findings.sort(key=lambda f: f.sort_key)
     verification = None
-    recorded = options.measured or _recorded(settings, paths)
+    recorded = options.measured or _recorded(settings, paths, boundary)
     if options.verify is not None or recorded is not None:
         from advisor.probe.stage import verify_stage
 
@@ -350,11 +350,16 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     )
 
 
-def _recorded(settings: Settings, paths: list[Path]) -> Path | None:
-    """Measurements recorded by `--verify-report .gpu-advise-verify.json` at the project root."""
+def _recorded(settings: Settings, paths: list[Path], boundary: ProjectBoundary) -> Path | None:
+    """Measurements recorded by `--verify-report .gpu-advise-verify.json` at the project root (a link
+    there that points out of the project is refused: the file is found by name, not given by the user)."""
     from advisor.probe import recorded_measurements
 
-    return recorded_measurements(settings, paths)
+    found = recorded_measurements(settings, paths)
+    reason = boundary.outside_reason(found) if found is not None else None
+    if reason is not None:
+        raise CheckError(f"recorded measurements: {reason}")
+    return found
 
 
 def check_severity_overrides(settings: Settings, catalog: list[Any]) -> None:

@@ -398,3 +398,15 @@ def test_walked_file_named_as_deepspeed_config_is_judged_as_one(layout: tuple[Pa
     result = CliRunner().invoke(app, ["plan", "."], catch_exceptions=False)
     assert result.exit_code == 0 and "Traceback" not in result.output
     assert SECRET not in result.output
+
+
+def test_recorded_measurements_linking_out_are_refused(layout: tuple[Path, Path]) -> None:
+    """.gpu-advise-verify.json is found by its name at the project root; a link there that points out
+    of the project is not read."""
+    project, outside = layout
+    (outside / "measured.json").write_text(json.dumps({"device": {"name": SECRET}, "runs": []}))
+    (project / ".gpu-advise-verify.json").symlink_to(outside / "measured.json")
+    _write(project, {"args.yaml": "per_device_train_batch_size: 4\n"})
+    code, _, output = _check("args.yaml")
+    assert code == 2
+    assert ".gpu-advise-verify.json" in output and SECRET not in output
