@@ -8,8 +8,9 @@ flops/tok   k * N_mm + a * 2 * L * q * span (+ 6 per adapter parameter)
             k = 6 full FT (fwd 2 + dgrad 2 + wgrad 2), 4 LoRA/QLoRA (frozen base: no weight-gradient matmuls),
             +2 with gradient checkpointing (the forward again); attention has no weights, so its backward
             is always whole: a = 3 (4 with checkpointing) on 2*q*span per layer, causal span halved
-achieved    dense peak * MFU(GPU class, method) * sharded-run factor
+achieved    dense peak * MFU(GPU class, method) * torch.compile factor
 t_compute   computed tokens per GPU per optimizer step * flops/token / achieved
+            + micro-batches * layers * passes * a fixed per-layer overhead (eager kernel launches)
 t_optimizer the optimizer step, memory-bound: bytes it reads and writes per trainable parameter / HBM
 comm        DDP/ZeRO-1: 2(n-1)/n * P_trainable * b once per optimizer step, hidden behind the last
             micro-batch's backward; ZeRO-2: reduce-scatter every micro-batch; ZeRO-3/FSDP: all-gather of P
@@ -39,28 +40,33 @@ __all__ = [
 ]
 
 # ---- calibration -----------------------------------------------------------------------------------
-# Model FLOPs utilisation per GPU class against the catalog's dense peak (FP32-accumulate rate on GeForce),
-# for a full fine-tune on one GPU with the FLOP count above. Each value is the median implied MFU of the
-# published rows of that class in benchmarks/data (benchmarks/calibration.py prints them with --mfu); no
-# single row sets a value. Sources:
-# - datacenter (A100/H100/H200/B200/L40S/A10/L4/MI300): torchtune Llama-3.2-3B on 1x A100 (pytorch/torchtune
-#   README.md@1814feb1, GT19-GT25: 0.44-0.56 implied), llm-foundry 7B/13B FSDP on 8x A100 (55-64 %) and
-#   8x H100 (40-46 %) (hardware.md 3.2), torchtitan's own 33-39 % on 8x H100 (benchmarks/llama3_h100_202412
-#   @b5bcd76c, T24/T25): 0.45.
-# - workstation (RTX A6000, RTX 6000 Ada): torchtune Llama 3.1 8B on 1x A6000 (README.md@30b8519e, GT11/GT13):
-#   implied 0.75-0.8 with 6N accounting; hardware.md 3.2 cautions these rows. Taken at the consumer value.
-# - consumer (GeForce RTX 30/40/50): torchtune on 1x RTX 4090 (README.md@30b8519e GT10/GT12/GT14 and
-#   README.md@34d70b41 GT28/GT29): implied 0.5-0.9 of the 165 TFLOPS FP32-accumulate peak; the median, 0.6,
-#   agrees with public reports of ~100 TFLOPS bf16 training on a 4090.
-# - pre-Ampere (V100, T4; fp16 AMP, no FlashAttention): HF docs BERT-large on 1x V100 (transformers
-#   perf_train_gpu_one.mdx@0016acf7, GT04/GT05/GT07/GT09): implied 0.13-0.16 of the 125 TFLOPS fp16 peak.
+# Model FLOPs utilisation per GPU class against the catalog's dense peak (FP32-accumulate rate on GeForce) for
+# a full fine-tune on one GPU, with the FLOP count and the fixed per-layer overhead of this module. Each value
+# is the median implied MFU (the MFU at which this model meets the measurement, divided by the method and
+# compile factors below) over the published rows of that class in benchmarks/data; no row sets a value alone.
+# - datacenter (Ampere/Ada: A100, A10, A40, L4, L40S; AMD Instinct): 29 rows (1x A100: torchtune
+#   README.md@1814feb1 GT19-GT27, Qwen README@2df8e8ac Q01-Q09; 1x L40S: huggingface/peft method_comparison
+#   @5d602fdb P01-P04; 8x A100 FSDP: torchtune GT15-GT17, GT33, GT34): median 0.58 (llm-foundry FSDP on 8x
+#   A100: 55-64 %, hardware.md 3.2).
+# - hopper (compute capability 9.0+ datacenter: H100, H200, GH200, B200): torchtitan Llama 3.1 8B FSDP2 on
+#   8x H100 (benchmarks/llama3_h100_202412_torchtitan.md@b5bcd76c, T24/T25): 0.47-0.49; llm-foundry's H100 vs
+#   A100 MFU (40-46 % vs 55-64 %, hardware.md 3.2) gives 0.72 x 0.58 = 0.42: 0.45.
+# - consumer (GeForce RTX 30/40/50): torchtune on 1x and 2x RTX 4090 (README.md@30b8519e GT10/GT12/GT14,
+#   README.md@34d70b41 GT28-GT30; GT31/GT32 are paged-optimizer / 4-GPU outliers): median 0.68 of the
+#   165 TFLOPS FP32-accumulate peak.
+# - workstation (RTX A6000, RTX 6000 Ada, A5000): the only rows (torchtune 8B on 1x A6000, GT11/GT13) imply
+#   more than the dense peak (hardware.md 3.2 cautions them): the consumer value.
+# - pre-ampere (V100, T4, TITAN RTX; fp16 AMP, no FlashAttention): HF docs BERT-large on 1x V100 (transformers
+#   perf_train_gpu_one.mdx@0016acf7, GT04/GT05/GT07/GT09): median 0.30 of the 125 TFLOPS fp16 peak.
 MFU_BY_CLASS: dict[str, float] = {
-    "datacenter": 0.45,
-    "workstation": 0.60,
-    "consumer": 0.60,
-    "pre-ampere": 0.15,
+    "datacenter": 0.58,
+    "hopper": 0.45,
+    "consumer": 0.68,
+    "workstation": 0.68,
+    "pre-ampere": 0.30,
 }
-# Substring keys of GPU ids/names -> class, longest first; form_factor decides when a catalog entry is known.
+# Substring keys of GPU ids/names -> class for GPUs not in the catalog, longest first (the catalog's
+# form_factor, vendor and compute capability decide otherwise).
 _CLASS_KEYS: dict[str, str] = {
     "4090": "consumer",
     "3090": "consumer",
@@ -75,11 +81,13 @@ _CLASS_KEYS: dict[str, str] = {
     "t4": "pre-ampere",
     "titanrtx": "pre-ampere",
     "a100": "datacenter",
-    "h100": "datacenter",
-    "h200": "datacenter",
-    "gh200": "datacenter",
-    "b200": "datacenter",
-    "b100": "datacenter",
+    "h100": "hopper",
+    "h200": "hopper",
+    "gh200": "hopper",
+    "h800": "hopper",
+    "h20": "hopper",
+    "b200": "hopper",
+    "b100": "hopper",
     "l40s": "datacenter",
     "l40": "datacenter",
     "l4": "datacenter",
@@ -88,19 +96,27 @@ _CLASS_KEYS: dict[str, str] = {
     "mi300": "datacenter",
     "mi250": "datacenter",
 }
-# LoRA and QLoRA run their (fewer) FLOPs at a lower utilisation than full FT: the adapters' thin matmuls,
-# dropout and the frozen base's casts. torchtune 3B on 1x A100 (README.md@1814feb1): full + compile + chunked
-# CE + AC 7210 tok/s vs LoRA with the same flags 8210 -> x1.14 where the FLOP ratio gives 8/6 = 1.33:
-# 0.85. QLoRA dequantises the NF4 base in every forward and backward: torchtune 8B on a 4090 (README.md
-# @30b8519e) LoRA 3083 vs QLoRA 2413 tok/s (x0.78; r8 q,v vs r8 all-linear, so part of it is adapter
-# work), torchtune 3B on A100 LoRA 8210 vs QLoRA 8035 (x0.98): 0.85 between them.
-MFU_LORA_FACTOR = 0.85
-MFU_QLORA_FACTOR = 0.85
-# Sharded data parallelism (FSDP/ZeRO-3) costs utilisation beyond the communication modelled below (the
-# all-gather and reduce-scatter kernels share the SMs, per-unit synchronisation, copy-in/copy-out):
-# torchtitan FSDP2 8x H100 reports 33-39 % MFU by its own count against ~45 % for single-GPU A100 rows;
-# llm-foundry FSDP on 8x H100 40-46 %. x0.85.
-SHARDED_MFU_FACTOR = 0.85
+# LoRA runs its (fewer) FLOPs at a lower utilisation than full FT: the adapters' thin matmuls, dropout and
+# casts. Implied LoRA / full-FT MFU on the same GPU: torchtune 3B on 1x A100 (README.md@1814feb1, GT26 vs
+# GT22) 0.90, Qwen README 7B LoRA on 1x A100 (Q01-Q04) 0.90-0.93, torchtune 7B on 1x 4090 (README.md
+# @34d70b41, GT29) 0.99: 0.9.
+MFU_LORA_FACTOR = 0.9
+# QLoRA on top of LoRA: the implied ratio is ~1.0 on every QLoRA row (torchtune GT14, GT17, GT27, GT28:
+# 0.99-1.1); the dequantisation is timed instead as a memory-bound pass over the 4-bit weights per forward
+# and backward (below), which matters when micro-batches are short.
+MFU_QLORA_FACTOR = 1.0
+# Dequantising a 4-bit weight reads its codes and scales and writes the 16-bit tile the matmul reads again.
+DEQUANT_BYTES_PER_PARAM = 0.5 + 2.0 + 2.0
+# torch.compile (Inductor) fuses the pointwise and normalisation kernels around the matmuls: torchtune 3B on
+# 1x A100 7075 -> 8998 tok/s (+27 %, README.md@1814feb1), torchtitan 8B FSDP2 on 8x H100 5762 -> 6667 tok/s
+# per GPU (+16 %, benchmarks/llama3_h100_202412_torchtitan.md@b5bcd76c): x1.2 on the achieved rate.
+COMPILE_SPEEDUP = 1.2
+# Eager PyTorch pays a fixed cost per decoder layer and pass (forward, backward as two, recompute) that
+# does not shrink with the tokens: kernel launches, Python module and hook overhead. Fitted per source as
+# the intercept of step time against tokens: Qwen README 7B LoRA (256 vs 1024 tokens, 1x A100) ~0.65 ms,
+# Qwen 1.8B LoRA ~1.2 ms, PEFT MetaMathQA 3B LoRA on an L40S ~0.7 ms, HF docs BERT-large on a V100 ~0.3 ms
+# per layer and pass: 0.65 ms (the median).
+LAYER_PASS_OVERHEAD_S = 0.65e-3
 # Fraction of overlappable compute that hides communication (hardware.md 6: overlap ~0.8).
 COMM_OVERLAP = 0.80
 # DDP's 25 MB buckets run far below the large-message busbw on fast fabrics (hardware.md 2.2: A100 16 MiB
@@ -113,9 +129,9 @@ NO_P2P_BUSBW_FACTOR = 0.5
 # Host link for CPU offload (PCIe Gen4/5 x16 achieved) and CPU-Adam rate (hardware.md 3.3: 0.06-0.25 B/s).
 PCIE_HOST_GBS = 25.0
 CPU_ADAM_PARAMS_PER_S = 0.15e9
-# Elementwise optimizer kernels reach about this fraction of HBM bandwidth (a STREAM-like triad); the step
-# reads param, grad and states and writes param and states.
-OPTIMIZER_HBM_EFFICIENCY = 0.7
+# Elementwise kernels (the optimizer step, 4-bit dequantisation) reach about this fraction of HBM bandwidth
+# (a STREAM-like triad).
+ELEMENTWISE_HBM_EFFICIENCY = 0.7
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -171,7 +187,7 @@ def _catalog_gpu(name: str) -> Any:
 
 
 def gpu_class_of(gpu: str) -> str | None:
-    """consumer | workstation | pre-ampere | datacenter for a GPU id or name; None when unknown."""
+    """consumer | workstation | pre-ampere | datacenter | hopper for a GPU id or name; None when unknown."""
     spec = _catalog_gpu(gpu)
     if spec is not None:
         ff = str(getattr(spec, "form_factor", "") or "")
@@ -183,7 +199,8 @@ def gpu_class_of(gpu: str) -> str | None:
         if ff == "pcie_workstation":
             return "workstation"
         if ff:
-            return "datacenter"
+            major = int(cc.split(".")[0]) if cc else 0
+            return "hopper" if getattr(spec, "vendor", "nvidia") == "nvidia" and major >= 9 else "datacenter"
     key = _norm(gpu)
     for k in sorted(_CLASS_KEYS, key=len, reverse=True):
         if k in key:
@@ -300,8 +317,8 @@ def estimate_time(
             mfu_v *= MFU_LORA_FACTOR
         elif s.method == "qlora":
             mfu_v *= MFU_LORA_FACTOR * MFU_QLORA_FACTOR
-        if sharded:
-            mfu_v *= SHARDED_MFU_FACTOR
+        if s.torch_compile:
+            mfu_v = min(1.0, mfu_v * COMPILE_SPEEDUP)
     else:
         mfu_v = mfu
     achieved = peak_tflops * 1e12 * mfu_v
@@ -310,7 +327,9 @@ def estimate_time(
 
     tok_gpu_step = computed_mb * gas
     real_gpu_step = real_mb * gas
-    t_compute = tok_gpu_step * fpt / achieved
+    passes = 3 + (1 if r.gc else 0)  # forward, backward (two), the recomputed forward
+    t_overhead = gas * pc.layers * passes * LAYER_PASS_OVERHEAD_S
+    t_compute = tok_gpu_step * fpt / achieved + t_overhead
     t_mb = t_compute / gas
     bwd_share = 0.5 if s.method != "full" else 2.0 / 3.0
 
@@ -353,10 +372,22 @@ def estimate_time(
     exposed = max(0.0, comm - COMM_OVERLAP * overlappable)
 
     hbm = hbm_gbs or (float(getattr(spec, "memory_bandwidth_gbs", 0) or 0) if spec is not None else 0.0)
+    if s.method == "qlora" and hbm > 0:
+        quantized = pc.total - pc.embedding - pc.lm_head  # bitsandbytes/torchao quantize the decoder Linears
+        shards = n if sharded else 1
+        t_dequant = (
+            gas
+            * passes
+            * quantized
+            / shards
+            * DEQUANT_BYTES_PER_PARAM
+            / (hbm * 1e9 * ELEMENTWISE_HBM_EFFICIENCY)
+        )
+        t_compute += t_dequant * shards  # every rank dequantises the whole (gathered) layer
     t_opt = 0.0
     if hbm > 0 and s.offload_optimizer == "none":
         local = p_t / n if strategy in ("zero1", "zero2", "zero3", "fsdp", "fsdp_grad_op") else p_t
-        t_opt = local * _optimizer_bytes_per_param(r) / (hbm * 1e9 * OPTIMIZER_HBM_EFFICIENCY)
+        t_opt = local * _optimizer_bytes_per_param(r) / (hbm * 1e9 * ELEMENTWISE_HBM_EFFICIENCY)
 
     offload = 0.0
     if s.offload_optimizer != "none" and strategy in ("zero1", "zero2", "zero3", "fsdp", "none"):
@@ -370,10 +401,8 @@ def estimate_time(
         offload += gas * 2 * (pc.total * b_param / n) / (PCIE_HOST_GBS * 1e9)
 
     step = t_compute + t_opt + exposed + offload
-    # one GPU, same per-GPU batch, no communication, no sharding overhead
-    t1 = t_compute * (SHARDED_MFU_FACTOR if sharded and mfu is None else 1.0) + (
-        t_opt * (n if strategy in ("zero1", "zero2", "zero3", "fsdp", "fsdp_grad_op") else 1)
-    )
+    # one GPU, same per-GPU batch, no communication; the optimizer step over all of the trainable parameters
+    t1 = t_compute + t_opt * (n if strategy in ("zero1", "zero2", "zero3", "fsdp", "fsdp_grad_op") else 1)
     tps_n = n * real_gpu_step / step
     tps_1 = real_gpu_step / t1
     eff = tps_n / (n * tps_1)
@@ -390,8 +419,8 @@ def estimate_time(
         f"MFU {mfu_v:.2f} of {peak_tflops:g} TFLOPS ("
         + ("given" if mfu is not None else f"{cls or 'unknown'} GPU class")
         + (", LoRA/QLoRA factor" if s.method != "full" and mfu is None else "")
-        + (", sharded-run factor" if sharded and mfu is None else "")
-        + ")"
+        + (", torch.compile" if s.torch_compile and mfu is None else "")
+        + f"); fixed {LAYER_PASS_OVERHEAD_S * 1e3:.2f} ms per layer and pass"
     )
     return TimeEstimate(
         flops_per_token=fpt,
