@@ -519,7 +519,11 @@ def gaps(row: dict[str, Any]) -> dict[str, Any]:
 
 def projection(row: dict[str, Any]) -> TrainingSetup:
     """The direct encoding without the settings a run cannot express: what the run should map to."""
-    return dataclasses.replace(setup_for(row), **{k: _DEFAULTS[k] for k in gaps(row)})
+    setup = dataclasses.replace(setup_for(row), **{k: _DEFAULTS[k] for k in gaps(row)})
+    if setup.method == "qlora" and setup.prepare_kbit_training is None:
+        # the run's train.py does not call prepare_model_for_kbit_training: no fp32 upcast (H3a, issue 10)
+        setup = dataclasses.replace(setup, prepare_kbit_training=False)
+    return setup
 
 
 # ---- the row as a run --------------------------------------------------------------------------------

@@ -288,8 +288,14 @@ def _seq_len(plan: Any) -> Value | None:
     return None
 
 
-def _gradient_checkpointing(plan: Any) -> bool | None:
+def _gradient_checkpointing(plan: Any, a: list[str]) -> bool | None:
     t = plan.training
+    if _written(t, "gradient_checkpointing", "activation_checkpointing") is None:
+        from advisor.facts.precision import trl_trains
+
+        if t.dialect not in {"llamafactory", "axolotl"} and trl_trains(plan):
+            a.append("gradient_checkpointing not written: TRL's default True (trl trainer/base_config.py:62)")
+            return True
     if t.dialect == "llamafactory":  # LLaMA-Factory turns it on unless told not to
         off = _truth(_written(t, "disable_gradient_checkpointing"))
         return not off
@@ -352,6 +358,11 @@ def _dtype_inputs(
         "master_weights": True if rd.master.dtype == "fp32" else None,
         "quantization": rd.quantization.dtype if method == "qlora" else None,
     }
+    if method == "qlora":
+        from advisor.facts.precision import kbit_preparation
+
+        prepared = kbit_preparation(plan).dtype
+        kw["prepare_kbit_training"] = None if prepared is None else prepared == "yes"
     return kw, rd
 
 
@@ -653,7 +664,7 @@ def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
         "micro_batch": seqs_per_micro,
         "seq_len": seq,
         "grad_accum": accum,
-        "gradient_checkpointing": _gradient_checkpointing(plan),
+        "gradient_checkpointing": _gradient_checkpointing(plan, a),
         **dtype_kw,
         "optimizer": optim_name,
         "strategy": strategy,

@@ -521,8 +521,8 @@ def quantization(plan: Any, names: dict[str, Any]) -> DtypeFact:
     return DtypeFact(None, "no quantization")
 
 
-def autocast_fact(plan: Any, names: dict[str, Any], deepspeed: bool) -> DtypeFact:
-    """Autocast on (in which dtype) or off, as the trainer decides it."""
+def mode_fact(plan: Any, names: dict[str, Any]) -> DtypeFact:
+    """The 16-bit mode the trainer asks for (bf16 | fp16), "fp32" when it asks for none, None unknown."""
     prec = names.get("precision")
     mode_v = prec.entry("mode") if prec is not None else None
     mode = mode_v.value if isinstance(mode_v, Value) else None
@@ -535,20 +535,54 @@ def autocast_fact(plan: Any, names: dict[str, Any], deepspeed: bool) -> DtypeFac
             hw = names.get("hardware")
             mode = "fp16" if (hw is not None and hw.bf16 is False) else "bf16"
             origin = bf16.origin
-    if deepspeed:
-        # accelerate enables native AMP only outside DeepSpeed (accelerate 1.15 accelerator.py:566-600): the
-        # engine casts the module to its fp16/bf16 dtype instead
-        return DtypeFact("off", "DeepSpeed: no autocast, the engine casts the module", origin)
+    if training_mode(plan) is None and trl_trains(plan):
+        # TRL's configs set bf16 = not fp16 when bf16 is unset (trl 1.16 trainer/base_config.py:108), and
+        # TrainingArguments' bf16 replaces accelerate's mixed_precision (training_args.py:1614-1618)
+        return DtypeFact("bf16", "TRL's default bf16=True (trl trainer/base_config.py:108)")
     if mode in {"bf16", "fp16"}:
         where = f"{origin.file.name}:{origin.line}" if origin is not None else "the launcher"
         return DtypeFact(mode, f"{where} ({mode})", origin)
-    if mode == "fp32" or plan.training.known_value("reads_training_arguments") is not None:
-        reads = plan.training.known_value("reads_training_arguments")
-        if mode == "fp32" or (reads is not None and reads.value):
-            # TrainingArguments: mixed_precision is ACCELERATE_MIXED_PRECISION or "no" unless bf16/fp16
-            # (transformers 5 training_args.py:1614-1618)
-            return DtypeFact("off", "bf16/fp16 not set: no autocast (TrainingArguments' default)", origin)
+    reads = plan.training.known_value("reads_training_arguments")
+    if mode == "fp32" or (reads is not None and reads.value):
+        # TrainingArguments: mixed_precision is ACCELERATE_MIXED_PRECISION or "no" unless bf16/fp16
+        # (transformers 5 training_args.py:1614-1618)
+        return DtypeFact("fp32", "bf16/fp16 not set: no autocast (TrainingArguments' default)", origin)
     return DtypeFact(None, "no file sets the precision")
+
+
+def autocast_fact(plan: Any, names: dict[str, Any], deepspeed: bool) -> DtypeFact:
+    """Autocast on (in which dtype) or off, as the trainer decides it."""
+    mode = mode_fact(plan, names)
+    if deepspeed:
+        # accelerate enables native AMP only outside DeepSpeed (accelerate 1.15 accelerator.py:566-600): the
+        # engine casts the module to its fp16/bf16 dtype instead
+        return DtypeFact("off", "DeepSpeed: no autocast, the engine casts the module", mode.origin)
+    if mode.dtype == "fp32":
+        return DtypeFact("off", mode.source, mode.origin)
+    return mode
+
+
+_KBIT_PREPARE = re.compile(r"\bprepare_model_for_kbit_training\s*\(")
+
+
+def kbit_preparation(plan: Any) -> DtypeFact:
+    """Whether PEFT's prepare_model_for_kbit_training runs on a quantized base (it casts every
+    non-quantized parameter to fp32 and turns on gradient checkpointing): "yes" / "no" / None unknown."""
+    dialect = plan.training.known_value("dialect")
+    if dialect is not None and dialect.value == "llamafactory":
+        # LLaMA-Factory's own prepare_model_for_training upcasts only layer norms, on request
+        # (llamafactory 0.9.5 model/model_utils/checkpointing.py:143-155)
+        return DtypeFact("no", "LLaMA-Factory does not call prepare_model_for_kbit_training")
+    doc = plan.spec.script
+    if doc is not None and isinstance(doc.text, str):
+        if _KBIT_PREPARE.search(doc.text[:2_000_000]):
+            return DtypeFact("yes", f"{doc.path.name} calls prepare_model_for_kbit_training")
+        if _TRL_IMPORT.search(doc.text[:2_000_000]) is None:
+            return DtypeFact("no", f"{doc.path.name} does not call prepare_model_for_kbit_training")
+    if trl_trains(plan):
+        # TRL's SFTTrainer wraps a quantized model with get_peft_model only (trl 1.16 sft_trainer.py:870)
+        return DtypeFact("no", "TRL's SFTTrainer does not call prepare_model_for_kbit_training")
+    return DtypeFact(None, "unknown")
 
 
 def run_dtypes(
@@ -603,8 +637,7 @@ def run_dtypes(
         if ds_dtype is None and (ds is None or ds.value == "auto"):
             # "auto", or no DeepSpeed JSON (accelerate's deepspeed_config): the HF integration / accelerate's
             # DeepSpeedPlugin fill bf16/fp16.enabled from the precision in force
-            prec = names.get("precision")
-            mode = prec.mode if prec is not None else None
+            mode = mode_fact(plan, names).dtype
             ds_dtype = mode if mode in {"bf16", "fp16"} else None
         if ds_dtype is not None:
             # the engine casts every parameter (deepspeed 0.19.8 runtime/engine.py:2080-2088) and keeps an

@@ -182,16 +182,38 @@ def test_trl_casts_qlora_adapters_to_bf16(tmp_path: Path) -> None:
 
 
 # ---- quantized bases ------------------------------------------------------------------------------
-def test_8bit_base_is_modelled_at_one_byte_per_quantized_weight(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("script", "unquantized_bytes"),
+    [
+        (PLAIN, 2),  # as loaded (bf16)
+        # peft utils/other.py prepare_model_for_kbit_training casts every non-quantized parameter to fp32
+        ("from peft import prepare_model_for_kbit_training\nm = prepare_model_for_kbit_training(m)\n", 4),
+    ],
+)
+def test_8bit_base_is_modelled_at_one_byte_per_quantized_weight(
+    tmp_path: Path, script: str, unquantized_bytes: int
+) -> None:
     sft = _recipe(dtype="bfloat16", bf16="true", use_peft="true", load_in_8bit="true", lora_r=8)
-    est = _estimates(
-        tmp_path, {"launch.sh": ONE, "train.py": PLAIN, "sft.yaml": sft + "lora_target_modules: q_proj\n"}
-    )
+    sft += "lora_target_modules: q_proj\n"
+    est = _estimates(tmp_path, {"launch.sh": ONE, "train.py": script, "sft.yaml": sft})
     assert est.known is True and est.method == "qlora"
     pc = _pc()
     quant = pc.layer_linear_weights
-    # prepare_model_for_kbit_training upcasts the rest to fp32 (peft utils/other.py); adapters fp32
-    expected = quant * (1 + 4 / 4096) + (pc.total - quant) * 4 + lora_params(pc, 8, ["q_proj"]) * 4
+    adapters = lora_params(pc, 8, ["q_proj"]) * 4  # PEFT's fp32 adapters
+    expected = quant * (1 + 4 / 4096) + (pc.total - quant) * unquantized_bytes + adapters
+    assert _items(est)["weights"] == pytest.approx(expected / GIB, abs=0.01)
+
+
+def test_trl_sft_does_not_upcast_a_quantized_models_other_weights(tmp_path: Path) -> None:
+    # trl 1.16 sft_trainer.py:870 wraps the quantized model with get_peft_model only: embeddings and lm_head
+    # stay in the load dtype; adapters are cast to bf16 (sft_trainer.py:908-911)
+    sft = _recipe(dtype="bfloat16", bf16="true", use_peft="true", load_in_4bit="true", lora_r=8)
+    sft += "lora_target_modules: q_proj\n"
+    est = _estimates(tmp_path, {"sft.yaml": sft})
+    pc = _pc()
+    quant = pc.layer_linear_weights
+    nf4_dq = 0.5 + 1 / 64 + 4 / (64 * 256)
+    expected = quant * nf4_dq + (pc.total - quant) * 2 + lora_params(pc, 8, ["q_proj"]) * 2
     assert _items(est)["weights"] == pytest.approx(expected / GIB, abs=0.01)
 
 
