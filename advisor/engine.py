@@ -224,6 +224,11 @@ class _Compiler:
             parts.append(("", self.expression(m.group(1), part)))
             pos = m.end()
         parts.append((text[pos:], None))
+        # `{a{b}c}` would show b and print the rest as text: refuse it rather than guess
+        if any(expr is None and ("{" in literal or "}" in literal) for literal, expr in parts):
+            raise self.fail(
+                part, "a brace outside a {expression}: expressions in a template cannot nest braces"
+            )
         return tuple(parts)
 
     def dotted(self, path: Any, part: str) -> None:
