@@ -37,7 +37,7 @@ def parse_gpu_list(text: Any) -> list[int] | None:
     if text is None:
         return None
     if isinstance(text, int) and not isinstance(text, bool):
-        return [text]
+        return [text] if text >= 0 else None  # CUDA_VISIBLE_DEVICES=-1 hides every GPU: no list
     s = str(text).strip()
     if s == "" or s.lower() == "all":
         return None if s else []
@@ -647,6 +647,16 @@ def deepspeed_batch(train: int | None, micro: int | None, gas: int | None, world
     """
     if world < 1:
         raise ValueError(f"world size must be at least 1, got {world}")
+    # A written value of 0 or below fails _batch_assertion (deepspeed 0.19.8 runtime/config.py lines
+    # 596-600: each "has to be greater than 0"), or earlier with ZeroDivisionError in
+    # _set_batch_related_parameters (line 621, train_batch // micro_batch); it is never divided here.
+    for name, written in (
+        ("Train batch size", train),
+        ("Micro batch size per gpu", micro),
+        ("Gradient accumulation steps", gas),
+    ):
+        if written is not None and written <= 0:
+            return DsBatch(train, micro, gas, f"{name}: {written} has to be greater than 0")
     if train is not None and micro is not None and gas is not None:
         pass
     elif train is not None and micro is not None:
@@ -791,8 +801,8 @@ def deepspeed_batch_check(
     if any(_is_auto(v) for v in present):
         return []
     values = [strict_int(v.value) if v is not None else None for v in (tv, mv, gv)]
-    if any(v is not None and n is None for v, n in zip((tv, mv, gv), values, strict=True)):
-        return []  # a string or float where DeepSpeed expects an int: GA001's business
+    if any(v is not None and (n is None or n <= 0) for v, n in zip((tv, mv, gv), values, strict=True)):
+        return []  # a string, a float or a value <= 0 where DeepSpeed expects a count: GA001's business
     train, micro, gas = values
     if train is None and micro is None:
         item.update(

@@ -94,6 +94,7 @@ def _check_section(
     out: dict[str, list[dict[str, Any]]],
 ) -> None:
     known = kk.known_keys(dialect, section)
+    refused = {p.key for p in doc.problems if p.detail == "refused-number"}
     strict = kk.is_strict(dialect, section)
     coerces = kk.coerces(dialect, section)
     name = _DIALECT_NAMES.get(dialect, dialect)
@@ -138,9 +139,9 @@ def _check_section(
             )
             continue
         ft = kk.field_type(dialect, key, section)
-        if ft is None:
-            continue
-        problem = kk.check_type(ft, value, coerces=coerces)
+        if ft is None or path in refused:
+            continue  # a refused number (NaN, inf, too large) is already the reader's GA001
+        problem = kk.check_type(ft, value, coerces=coerces) or _range_problem(dialect, path, value)
         if problem is None:
             choice = kk.removed_choice(dialect, key, value)
             if choice:
@@ -158,6 +159,23 @@ def _check_section(
                 "severity": "error",
             }
         )
+
+
+# Counts the consumer asserts are positive: DeepSpeed's _batch_assertion (deepspeed 0.19.8
+# runtime/config.py lines 596-600) and, before it, floor division by the micro batch (line 621).
+_POSITIVE = {
+    ("deepspeed", ("train_batch_size",)),
+    ("deepspeed", ("train_micro_batch_size_per_gpu",)),
+    ("deepspeed", ("gradient_accumulation_steps",)),
+}
+
+
+def _range_problem(dialect: str, path: KeyPath, value: Any) -> str | None:
+    if (dialect, path) not in _POSITIVE or isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if value > 0:
+        return None
+    return f"{value} is not a count: DeepSpeed asserts it is greater than 0 and fails at start-up"
 
 
 def _quote_hint(doc: Document, ft: kk.FieldType, value: Any) -> str:

@@ -264,6 +264,8 @@ def _with_decimal_point(text: str) -> str:
     mantissa, _, exponent = text.lower().partition("e")
     if "." not in mantissa:
         mantissa += ".0"
+    if not exponent.startswith(("+", "-")):  # PyYAML's float pattern needs the exponent's sign too
+        exponent = "+" + exponent
     return f"{mantissa}e{exponent}"
 
 
