@@ -342,7 +342,7 @@ def resolve_gpu(name: str, memory_mib: float | None = None) -> GpuSpec | None:
     if key in index:
         spec = catalog[index[key]]
         if memory_mib:
-            spec = _by_memory(catalog, key, memory_mib) or spec
+            spec = _by_memory(key, memory_mib) or spec
         return spec
     if _VENDOR_PREFIX.match(name.strip()):
         for need, avoid, gpu_id in _SMI_HEURISTICS:
@@ -351,8 +351,11 @@ def resolve_gpu(name: str, memory_mib: float | None = None) -> GpuSpec | None:
     return None
 
 
-def _by_memory(catalog: Mapping[str, GpuSpec], key: str, memory_mib: float) -> GpuSpec | None:
-    """Of the GPUs whose device name normalises to `key`, the one whose memory is closest."""
+@cache
+def _by_memory(key: str, memory_mib: float) -> GpuSpec | None:
+    """Of the GPUs whose device name normalises to `key`, the one whose memory is closest; None when
+    only one GPU prints that name. Cached: Machine.gpu asks on every access."""
+    catalog = _catalog_and_index()[0]
     same_name = [g for g in catalog.values() if key in {normalize_gpu_name(n) for n in g.device_names}]
     known = [(abs(g.memory_total_mib - memory_mib), g) for g in same_name if g.memory_total_mib]
     if len(same_name) < 2 or not known:
