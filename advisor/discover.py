@@ -331,6 +331,7 @@ def _scan_files(root: Path, boundary: ProjectBoundary | None) -> list[tuple[Path
     skipped). Only regular files inside the boundary are read: a FIFO or a link out is passed by."""
     out: list[tuple[Path, bytes]] = []
     dirs = 0
+    root_inside = boundary is None or boundary.contains(root)
     for dirpath, dirnames, filenames in os.walk(root):
         dirs += 1
         if dirs > MAX_SCAN_DIRS:
@@ -349,7 +350,9 @@ def _scan_files(root: Path, boundary: ProjectBoundary | None) -> list[tuple[Path
                 continue
             if len(out) >= MAX_SCAN_FILES:
                 return out
-            if boundary is not None and not boundary.contains(path):
+            # the walk follows no folder link, so below a root inside the boundary only a file link can leave
+            may_leave = not root_inside or os.path.islink(path)
+            if boundary is not None and may_leave and not boundary.contains(path):
                 continue
             try:
                 out.append((path, read_bytes(path, MAX_SCAN_BYTES)))

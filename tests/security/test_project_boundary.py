@@ -410,3 +410,20 @@ def test_recorded_measurements_linking_out_are_refused(layout: tuple[Path, Path]
     code, _, output = _check("args.yaml")
     assert code == 2
     assert ".gpu-advise-verify.json" in output and SECRET not in output
+
+
+def test_project_scan_for_referrers_skips_links_that_leave(
+    layout: tuple[Path, Path], opened: list[str]
+) -> None:
+    """A config given alone makes discovery scan its project for launch scripts naming it; a script
+    that is a link out of the project is not read, however well it matches."""
+    project, outside = layout
+    (outside / "launch.sh").write_text(
+        "#!/bin/bash\ntorchrun --nproc_per_node 8 train.py --config args.yaml\n"
+    )
+    (project / "launch.sh").symlink_to(outside / "launch.sh")
+    _write(project, {"args.yaml": "per_device_train_batch_size: 4\n", "train.py": "print('train')\n"})
+    code, report, _ = _check("args.yaml")
+    assert code == 0 and report is not None
+    assert [r["world_size"] for r in report["runs"]] == [None]  # not the linked script's 8 processes
+    assert str(outside / "launch.sh") not in opened
