@@ -5,7 +5,9 @@ Sources, in order:
 2. the local Hugging Face cache (``huggingface_hub.try_to_load_from_cache``; the package is imported only
    when the cache folder for that repo exists);
 3. the built-in catalog ``advisor/data/models/catalog.json`` (hub ids, lower-case ids, names without the
-   org, and listed aliases such as ``-Instruct`` variants with the same architecture);
+   org, and listed aliases such as ``-Instruct`` variants with the same architecture), plus two rules: an
+   unlisted ``-Instruct``/``-Chat``/``-it``/``-Base`` variant of a listed id of the same org, and a mirror in
+   ``unsloth/`` or ``NousResearch/`` under the upstream repo name (``-bnb-4bit``: a pre-quantized copy);
 4. with ``online=True`` only: ``hf_hub_download(repo_id, "config.json")`` (config only, never weights).
 
 When ``model.safetensors`` or a complete ``model.safetensors.index.json`` set of shards sits next to the
@@ -59,6 +61,9 @@ class ModelInfo:
     weights_bytes: int | None = None
     weights_dtypes: dict[str, int] = field(default_factory=dict)  # params per stored dtype
     notes: list[str] = field(default_factory=list)
+    # "bnb-4bit" for a catalog hit through a pre-quantized mirror (unsloth/...-bnb-4bit): its checkpoint loads
+    # as bitsandbytes 4-bit whatever the recipe says
+    prequantized: str | None = None
 
     def count(self) -> ParamCount:
         """count_params(config), with the exact total from local safetensors when those exist."""
@@ -103,11 +108,25 @@ def catalog_ids() -> list[str]:
     return sorted(_catalog()[0])
 
 
-def _catalog_lookup(name: str) -> str | None:
+# orgs that re-host upstream checkpoints under the upstream repo name (the catalog lists the upstream one)
+_MIRROR_ORGS = frozenset({"unsloth", "nousresearch"})
+_PREQUANTIZED_SUFFIXES = ("-unsloth-bnb-4bit", "-bnb-4bit")
+# same-org variants whose architecture is the listed base model's; "-chat-hf" keeps Llama 2's "-hf"
+_VARIANT_SUFFIXES = (("-chat-hf", "-hf"), ("-instruct", ""), ("-chat", ""), ("-it", ""), ("-base", ""))
+
+
+@dataclass(frozen=True, slots=True)
+class _Hit:
+    hub_id: str
+    note: str | None = None
+    prequantized: str | None = None
+
+
+def _catalog_lookup(name: str) -> _Hit | None:
     """Hub id (any case) or alias; a bare name without org ("Meta-Llama-3-8B") matches the name part.
 
-    "org/name" must match an id or alias exactly (up to case): "someone/gpt2" is not gpt2, and a path's last
-    component is never looked up.
+    "org/name" must match an id or alias exactly (up to case), be a same-org variant of one, or sit in a
+    mirror org under a listed name: "someone/gpt2" is not gpt2; a path's last component is never looked up.
     """
     key = name.strip()
     if not _looks_like_repo_id(key):
@@ -115,12 +134,46 @@ def _catalog_lookup(name: str) -> str | None:
     _, full, bare = _catalog()
     for k in (key, key.lower()):
         if k in full:
-            return full[k]
+            if key.lower().endswith(_PREQUANTIZED_SUFFIXES):
+                return _prequantized_hit(key, full[k])
+            return _Hit(full[k])
     if "/" not in key:
         for k in (key, key.lower()):
             if k in bare:
-                return bare[k]
+                return _Hit(bare[k])
+        return None
+    org, repo = key.split("/", 1)
+    if org.lower() in _MIRROR_ORGS:
+        return _mirror_lookup(key, repo, bare)
+    for suffix, replacement in _VARIANT_SUFFIXES:
+        if repo.lower().endswith(suffix):
+            base = f"{org}/{repo[: -len(suffix)]}{replacement}".lower()
+            if base in full:
+                return _Hit(
+                    full[base], note=f"'{key}' is not in the catalog: counted as its base model {full[base]}"
+                )
     return None
+
+
+def _mirror_lookup(key: str, repo: str, bare: dict[str, str]) -> _Hit | None:
+    quantized = False
+    for suffix in _PREQUANTIZED_SUFFIXES:
+        if repo.lower().endswith(suffix):
+            repo, quantized = repo[: -len(suffix)], True
+            break
+    target = bare.get(repo) or bare.get(repo.lower())
+    if target is None:
+        return None
+    if quantized:
+        return _prequantized_hit(key, target)
+    return _Hit(target, note=f"'{key}' mirrors {target}")
+
+
+def _prequantized_hit(key: str, target: str) -> _Hit:
+    note = (
+        f"'{key}' is a pre-quantized bitsandbytes 4-bit copy of {target}: loads in 4-bit without load_in_4bit"
+    )
+    return _Hit(target, note=note, prequantized="bnb-4bit")
 
 
 # ---- safetensors headers ------------------------------------------------------------------------
@@ -244,16 +297,24 @@ def resolve_model(name_or_path: str, online: bool = False) -> ModelInfo | None:
     if p.is_file():
         return _info_from_file(name, p, "path", None)
 
-    canonical = _catalog_lookup(name)
+    hit = _catalog_lookup(name)
+    canonical = hit.hub_id if hit is not None else None
     for repo in dict.fromkeys([name, *([canonical] if canonical else [])]):
         cached = _from_hf_cache(repo)
         if cached is not None:
             info = _info_from_file(name, cached, "hf-cache", repo)
             if info is not None:
                 return info
-    if canonical is not None:
+    if hit is not None:
         models = _catalog()[0]
-        return ModelInfo(name=name, hub_id=canonical, source="catalog", config=dict(models[canonical]))
+        return ModelInfo(
+            name=name,
+            hub_id=hit.hub_id,
+            source="catalog",
+            config=dict(models[hit.hub_id]),
+            notes=[hit.note] if hit.note else [],
+            prequantized=hit.prequantized,
+        )
     if online and _looks_like_repo_id(name):
         downloaded = _from_hub(name)
         if downloaded is not None:
