@@ -401,8 +401,9 @@ def estimate_time(
         offload += gas * 2 * (pc.total * b_param / n) / (PCIE_HOST_GBS * 1e9)
 
     step = t_compute + t_opt + exposed + offload
-    # one GPU, same per-GPU batch, no communication; the optimizer step over all of the trainable parameters
-    t1 = t_compute + t_opt * (n if strategy in ("zero1", "zero2", "zero3", "fsdp", "fsdp_grad_op") else 1)
+    # one GPU doing this rank's work (same per-GPU batch and optimizer shard) without communication, so that
+    # the efficiency is communication and offload alone
+    t1 = t_compute + t_opt
     tps_n = n * real_gpu_step / step
     tps_1 = real_gpu_step / t1
     eff = tps_n / (n * tps_1)
