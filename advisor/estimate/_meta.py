@@ -27,6 +27,16 @@ def _first(obj: Any, *names: str, default: Any = None) -> Any:
     return default
 
 
+def _instantiate(transformers: Any, cfg: Any) -> Any:
+    """The LM-head model for the config: causal LM, else seq-to-seq LM (T5-like), else the bare model."""
+    for auto in (transformers.AutoModelForCausalLM, transformers.AutoModelForSeq2SeqLM):
+        try:
+            return auto.from_config(cfg)
+        except ValueError:  # "Unrecognized configuration class ... for this kind of AutoModel"
+            continue
+    return transformers.AutoModel.from_config(cfg)
+
+
 def count_on_meta(config: dict[str, Any]) -> ParamCount:
     import torch
     import transformers
@@ -37,10 +47,7 @@ def count_on_meta(config: dict[str, Any]) -> ParamCount:
         raise ValueError("config has no model_type; cannot build it with transformers")
     cfg = transformers.AutoConfig.for_model(model_type, **cfg_dict)
     with torch.device("meta"):
-        try:
-            model = transformers.AutoModelForCausalLM.from_config(cfg)
-        except ValueError:
-            model = transformers.AutoModel.from_config(cfg)
+        model = _instantiate(transformers, cfg)
 
     params = dict(model.named_parameters())  # de-duplicates tied/shared tensors
     total = sum(p.numel() for p in params.values())
