@@ -674,6 +674,9 @@ def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
         "attn_implementation": _attn(plan),
         "liger_kernel": _liger(plan),
         "torch_compile": bool(_truth(_written(t, "torch_compile"))),
+        # TRL's SFTConfig.activation_offloading moves saved activations to the CPU (trl 1.16
+        # trainer/sft_config.py:291, sft_trainer.py:1190)
+        "activation_offloading": bool(_truth(_written(t, "activation_offloading"))),
     }
     if strategy in {"zero1", "zero2", "zero3"}:
         for key in ("reduce_bucket_size", "allgather_bucket_size", "stage3_prefetch_bucket_size"):
