@@ -12,6 +12,7 @@ records the mark of each alias event under its place in the parent node.
 
 from __future__ import annotations
 
+import bisect
 import re
 import sys
 from dataclasses import dataclass
@@ -278,7 +279,78 @@ def parse_yaml(text: str) -> YamlResult:
         data = None if root is None else builder.build(root, (), 0)
     finally:
         loader.dispose()
+    if "\t" in text:
+        _refuse_tabs(text, root)
     return YamlResult(data, builder.key_spans, builder.value_spans, builder.problems)
+
+
+class YamlTabError(yaml.MarkedYAMLError):
+    """A tab that libyaml skips as white space but PyYAML's pure-Python scanner refuses."""
+
+    def __init__(self, mark: yaml.Mark) -> None:
+        super().__init__(
+            problem="found character '\\t' that cannot start any token: yaml.safe_load (the pure-Python "
+            "loader transformers and accelerate use) refuses a tab here; write spaces",
+            problem_mark=mark,
+        )
+
+
+def _refuse_tabs(text: str, root: yaml.Node | None) -> None:
+    """Read tabs the way the consumer's loader does. HfArgumentParser and accelerate call
+    yaml.safe_load, the pure-Python scanner, which refuses a tab anywhere but inside a quoted or block
+    scalar or a comment (`key:<TAB>value`, a tab before a comment, in a flow sequence, in a plain
+    scalar); the C loader we parse with accepts them all. Parsing every file with the pure loader costs
+    several times more, so only files with a tab are checked, against the scalars just composed."""
+    line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+    quoted: list[tuple[int, int]] = []  # [start, end) of quoted and block scalars: tabs allowed
+    plain: list[tuple[int, int]] = []
+    seen: set[int] = set()
+    stack = [root] if root is not None else []
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.ScalarNode):
+            start = line_starts[node.start_mark.line] + node.start_mark.column
+            end = line_starts[node.end_mark.line] + node.end_mark.column
+            (quoted if node.style else plain).append((start, end))
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend(n for pair in node.value for n in pair)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+    quoted.sort()
+    inside = _Intervals(quoted)
+    scalars = _Intervals(sorted(quoted + plain))
+    for m in re.finditer("\t", text):
+        pos = m.start()
+        if inside.covers(pos):
+            continue
+        line = bisect.bisect_right(line_starts, pos) - 1
+        if _in_comment(text, line_starts[line], pos, scalars):
+            continue
+        raise YamlTabError(yaml.Mark("<text>", pos, line, pos - line_starts[line], None, None))
+
+
+class _Intervals:
+    def __init__(self, spans: list[tuple[int, int]]) -> None:
+        self.starts = [a for a, _ in spans]
+        self.spans = spans
+
+    def covers(self, pos: int) -> bool:
+        i = bisect.bisect_right(self.starts, pos) - 1
+        # spans may nest only by repeating (aliases share nodes), so the nearest start decides
+        return i >= 0 and self.spans[i][0] <= pos < self.spans[i][1]
+
+
+def _in_comment(text: str, line_start: int, pos: int, scalars: _Intervals) -> bool:
+    """A `#` before ``pos`` on its line, outside every scalar, at the line start or after white space."""
+    hash_at = text.find("#", line_start, pos)
+    while hash_at >= 0:
+        if (hash_at == line_start or text[hash_at - 1] in " \t") and not scalars.covers(hash_at):
+            return True
+        hash_at = text.find("#", hash_at + 1, pos)
+    return False
 
 
 def yaml_error_span(exc: yaml.YAMLError) -> Span:
