@@ -337,3 +337,14 @@ def test_cached_catalog_decodes_entries_on_use_and_survives_a_corrupt_entry():
         _catalog_from_data([data[0], {**index, "potato": "NO-SUCH-GPU"}])
     with pytest.raises(DataError):
         _catalog_from_data({"not": "a pair"})
+
+
+def test_gb200_tray_from_its_public_topology(corpus):
+    # NVIDIA/k8s-test-infra#371: 4x GB200, NV18 between every pair, CPU affinity 0-143
+    topo = (corpus / "topo" / "NVIDIA__k8s-test-infra__issues__371_gb200x4_nv18.txt").read_text()
+    machine = machine_from_smi("NVIDIA GB200, 189471 MiB\n" * 4, topo)
+    builtin = load_hardware("4xGB200")
+    assert machine.gpu.id == builtin.gpu.id == "GB200"
+    assert machine.nvlink == builtin.nvlink == "all"
+    assert machine.cpu_cores == builtin.cpu_cores == 144
+    assert machine.gpus.memory_gib is None
