@@ -650,7 +650,8 @@ def hardware_list() -> None:
     from advisor.sources.hardware import builtin_machines
 
     for _, m in sorted(builtin_machines().items()):
-        nvlink = "NVSwitch" if m.nvlink == "all" else (f"NVLink {m.nvlink}" if m.nvlink else "PCIe only")
+        fabric = ("xGMI mesh", "Infinity Fabric") if m.gpu.vendor == "amd" else ("NVSwitch", "NVLink")
+        nvlink = fabric[0] if m.nvlink == "all" else (f"{fabric[1]} {m.nvlink}" if m.nvlink else "PCIe only")
         typer.echo(
             f"{m.name:<24} {m.gpus.count} x {m.gpu.display_name:<28} {m.memory_gib:>6.1f} GiB  {nvlink}"
         )
@@ -673,7 +674,11 @@ def hardware_show(name: Annotated[str, typer.Argument(help="Built-in name or des
 def hardware_detect(
     query: Annotated[
         Path | None,
-        typer.Option("--query", help="Saved `nvidia-smi --query-gpu=name,memory.total --format=csv` output."),
+        typer.Option(
+            "--query",
+            help="Saved `nvidia-smi --query-gpu=name,memory.total --format=csv` output "
+            "(AMD: `rocm-smi --showproductname --showmeminfo vram`).",
+        ),
     ] = None,
     topo: Annotated[Path | None, typer.Option("--topo", help="Saved `nvidia-smi topo -m` output.")] = None,
     name: Annotated[str | None, typer.Option("--name", help="Name for the descriptor.")] = None,

@@ -348,3 +348,11 @@ def test_gb200_tray_from_its_public_topology(corpus):
     assert machine.nvlink == builtin.nvlink == "all"
     assert machine.cpu_cores == builtin.cpu_cores == 144
     assert machine.gpus.memory_gib is None
+
+
+def test_hardware_list_names_the_amd_fabric():
+    listed = CliRunner().invoke(app, ["hardware", "list"])
+    assert listed.exit_code == 0
+    rows = {line.split()[0]: line for line in listed.stdout.splitlines() if line.strip()}
+    assert "NVSwitch" not in rows["8xMI300X"] and "xGMI" in rows["8xMI300X"]
+    assert "NVSwitch" in rows["8xH20"]
