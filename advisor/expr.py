@@ -315,6 +315,7 @@ def _dotted(node: ast.AST) -> tuple[str, ...] | None:
 
 
 _SCALARS: frozenset[type] = frozenset({type(None), bool, int, float, str})
+_BINDABLE: frozenset[type] = _SCALARS | {list, tuple, dict}
 _COMPARE: dict[type, Callable[[Any, Any], Any]] = {
     ast.Eq: operator.eq,
     ast.NotEq: operator.ne,
@@ -375,7 +376,10 @@ class Evaluator:
         self._deadline = time.monotonic() + self._limits.seconds
 
     def bind(self, name: str, value: Any) -> None:
-        self._locals[name] = self.plain(value)
+        """Set a local (e.g. `item`) to a value that evaluate() or plain() returned, so already plain."""
+        if type(value) not in _BINDABLE and not isinstance(value, Namespace):
+            raise EvalError(f"a value of type {type(value).__name__} is not plain data")
+        self._locals[name] = value
 
     def unbind(self, name: str) -> None:
         self._locals.pop(name, None)
