@@ -94,7 +94,9 @@ class Verification:
 
         tmp = path.with_name(f".{path.name}.tmp")
         payload = self.as_json(base=path.resolve().parent)
-        tmp.write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
+        from advisor.report.escape import strict_json  # a strict JSON reader must read it back
+
+        tmp.write_text(strict_json(payload) + "\n", encoding="utf-8")
         os.replace(tmp, path)
 
     def annotate(self, summaries: list[Any]) -> None:
