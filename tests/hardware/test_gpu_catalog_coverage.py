@@ -51,6 +51,7 @@ DEVICE_NAMES = [
     ("NVIDIA GeForce RTX 4080", 16376, "RTX-4080"),
     ("NVIDIA GeForce RTX 4080 SUPER", 16376, "RTX-4080-SUPER"),
     ("NVIDIA GeForce RTX 4090", 24564, "RTX-4090"),
+    ("NVIDIA GeForce RTX 4090 D", 24564, "RTX-4090-D"),
     ("NVIDIA GeForce RTX 5070", 12227, "RTX-5070"),
     ("NVIDIA GeForce RTX 5070 Ti", 16303, "RTX-5070-Ti"),
     ("NVIDIA GeForce RTX 5080", 16303, "RTX-5080"),
@@ -78,6 +79,7 @@ DEVICE_NAMES = [
     ("Tesla V100-SXM2-32GB", 32768, "V100-SXM2-32GB"),
     ("Tesla V100-PCIE-16GB", 16160, "V100-PCIe-16GB"),
     ("Tesla V100-PCIE-32GB", 32510, "V100-PCIe-32GB"),
+    ("Tesla V100S-PCIE-32GB", 32768, "V100S-PCIe-32GB"),
     ("NVIDIA A10", 23028, "A10"),
     ("NVIDIA A10G", 23028, "A10G"),
     ("NVIDIA A16", 15356, "A16"),
@@ -356,3 +358,10 @@ def test_hardware_list_names_the_amd_fabric():
     rows = {line.split()[0]: line for line in listed.stdout.splitlines() if line.strip()}
     assert "NVSwitch" not in rows["8xMI300X"] and "xGMI" in rows["8xMI300X"]
     assert "NVSwitch" in rows["8xH20"]
+
+
+def test_modded_memory_is_an_override_not_another_card():
+    # '8 x NVIDIA GeForce RTX 4090 D, 49140 MiB each' (public log): 48 GB boards the catalog has no entry for
+    machine = machine_from_smi("NVIDIA GeForce RTX 4090 D, 49140 MiB\n" * 8)
+    assert machine.gpu.id == "RTX-4090-D" and machine.gpus.memory_gib == 48.0
+    assert machine.memory_gib == 48.0
