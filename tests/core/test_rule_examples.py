@@ -40,3 +40,12 @@ def test_rule_example(rule, index, example, tmp_path: Path, monkeypatch: pytest.
     if example.at:
         got = [f"{f.location.file.as_posix()}:{f.location.line}:{f.location.col}" for f in hits]
         assert example.at in got, got
+
+
+@pytest.mark.parametrize("rule", CATALOG, ids=[r.code for r in CATALOG])
+def test_every_rule_file_loads_under_the_sandbox(rule) -> None:
+    """Read from its file, not the cache (where expressions are checked on first use): every `when`,
+    `for_each`, message and fix expression is parsed and checked now, and a refused one raises RuleError."""
+    from advisor.engine import load_rule_file
+
+    assert load_rule_file(rule.path).spec == rule.spec
