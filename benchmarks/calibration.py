@@ -74,6 +74,12 @@ class Result:
     reason: str | None = None  # why the tool gave no answer
     time_reason: str | None = None
     notes: list[str] = field(default_factory=list)
+    implied_mfu: float | None = None  # the estimate's MFU scaled by measured / estimated throughput
+
+    @property
+    def plausible_time(self) -> bool:
+        """False when the measurement implies more than the GPU's dense peak under the tool's FLOP count."""
+        return self.implied_mfu is None or self.implied_mfu <= 1.0
 
     @property
     def memory_error(self) -> float | None:
@@ -213,12 +219,19 @@ def evaluate(row: Row, in_process: bool = False) -> Result:
         t = report.get("time") or {}
         if t.get("tokens_per_s"):
             res.tps_estimate = float(t["tokens_per_s"])
+            setup = report.get("setup") or {}
+            offloaded = "none" not in (
+                setup.get("offload_optimizer", "none"),
+                setup.get("offload_params", "none"),
+            )
+            if t.get("mfu") and res.tps_measured and not offloaded:  # offload time is not compute
+                res.implied_mfu = float(t["mfu"]) * res.tps_measured / res.tps_estimate
         else:
             said = [a for a in report.get("assumptions") or [] if "peak" in a or "time" in a.lower()]
             res.time_reason = str(
                 report.get("time_reason") or "; ".join(said) or "the JSON report has no time and no reason"
             )
-    res.notes = [a for a in report.get("assumptions") or [] if "tokens per" in a or "length" in a]
+    res.notes = [a for a in report.get("assumptions") or [] if a.startswith("tokens per sample")]
     return res
 
 
@@ -280,8 +293,9 @@ def report(results: list[Result]) -> dict[str, Any]:
             error = _err(_rel(est, measured))
             print(f"      {name:28} measured {measured:7.2f}  estimate {_num(est, '7.2f')}  {error}")
         for note in r.notes:
-            print(f"      note: {note}")
+            print(f"      {note[:104]}")
     head = [r for r in results if r.expressible]
+    implausible = [r for r in head if not r.plausible_time]
     out: dict[str, Any] = {}
     print("\nheadline (rows written as configs):")
     for label, key, pick in (
@@ -291,11 +305,11 @@ def report(results: list[Result]) -> dict[str, Any]:
             "memory_exact",
             lambda r: None if r.translated else r.memory_error,
         ),
-        ("throughput, all rows", "throughput", lambda r: r.tps_error),
+        ("throughput, all rows", "throughput", lambda r: r.tps_error if r.plausible_time else None),
         (
             "throughput, exact rows",
             "throughput_exact",
-            lambda r: None if r.translated else r.tps_error,
+            lambda r: None if r.translated or not r.plausible_time else r.tps_error,
         ),
     ):
         errs = [e for e in (pick(r) for r in head) if e is not None]
@@ -303,7 +317,11 @@ def report(results: list[Result]) -> dict[str, Any]:
         print(_fmt_summary(label, out[key]))
     for grade in ("A", "B", "C"):
         m = [r.memory_error for r in head if r.grade.startswith(grade) and r.memory_error is not None]
-        t = [r.tps_error for r in head if r.grade.startswith(grade) and r.tps_error is not None]
+        t = [
+            r.tps_error
+            for r in head
+            if r.grade.startswith(grade) and r.tps_error is not None and r.plausible_time
+        ]
         print(_fmt_summary(f"grade {grade}: memory", summary(m)))
         print(_fmt_summary(f"grade {grade}: throughput", summary(t)))
     judged = [r for r in head if r.outcome and r.verdict]
@@ -321,6 +339,10 @@ def report(results: list[Result]) -> dict[str, Any]:
         print(f"    {r.id}: {r.reason}")
     for r in no_time:
         print(f"    {r.id}: time: {r.time_reason}")
+    if implausible:
+        print("  throughput rows left out (the measurement implies more than the GPU's dense peak):")
+        for r in implausible:
+            print(f"    {r.id}: implied MFU {r.implied_mfu:.2f}, error {_err(r.tps_error)}")
     apart = [r for r in results if not r.expressible]
     if apart:
         print("\nrows that cannot be written as configs (not in the headline):")
