@@ -365,3 +365,14 @@ def test_modded_memory_is_an_override_not_another_card():
     machine = machine_from_smi("NVIDIA GeForce RTX 4090 D, 49140 MiB\n" * 8)
     assert machine.gpu.id == "RTX-4090-D" and machine.gpus.memory_gib == 48.0
     assert machine.memory_gib == 48.0
+
+
+def test_form_factor_sorts_consumer_and_workstation_cards():
+    # the time model picks its MFU class from form_factor (advisor/estimate/timing.py gpu_class_of)
+    import re
+
+    for gpu in gpu_catalog().values():
+        if re.fullmatch(r"RTX-\d{4}.*|TITAN-.*", gpu.id):
+            assert gpu.form_factor == "pcie_consumer", gpu.id
+        elif re.fullmatch(r"RTX-A\d+.*|RTX-\d+-Ada|RTX-PRO-.*|Quadro-.*", gpu.id):
+            assert gpu.form_factor == "pcie_workstation", gpu.id
