@@ -372,7 +372,7 @@ def test_form_factor_sorts_consumer_and_workstation_cards():
     import re
 
     for gpu in gpu_catalog().values():
-        if re.fullmatch(r"RTX-\d{4}.*|TITAN-.*", gpu.id):
-            assert gpu.form_factor == "pcie_consumer", gpu.id
-        elif re.fullmatch(r"RTX-A\d+.*|RTX-\d+-Ada|RTX-PRO-.*|Quadro-.*", gpu.id):
+        if re.fullmatch(r"RTX-A\d+.*|RTX-\d+-Ada|RTX-PRO-.*|Quadro-.*", gpu.id):
             assert gpu.form_factor == "pcie_workstation", gpu.id
+        elif re.fullmatch(r"RTX-\d{4}.*|TITAN-.*", gpu.id):
+            assert gpu.form_factor == "pcie_consumer", gpu.id
