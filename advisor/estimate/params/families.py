@@ -90,6 +90,7 @@ class Arch:
     embedding_dim: str = "h"  # OPT's word_embed_proj_dim
     moe: Moe | None = None
     encoder_decoder: bool = False  # T5: an encoder stack and a decoder stack with cross-attention
+    tie_forced: bool = False  # the config class ties lm_head whatever tie_word_embeddings says
     # config keys for the dims, tried in order, before the generic names
     dim_keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     derive: Callable[[Config, dict[str, int]], None] = lambda cfg, d: None  # family-specific dims
@@ -177,12 +178,20 @@ def _qwen1_dims(cfg: Config, d: dict[str, int]) -> None:
     d["i"] = int(cfg["intermediate_size"]) // 2
 
 
+def _q_lora_rank(cfg: Config) -> int:
+    # DeepseekV2Config defaults q_lora_rank to 1536 (transformers 5.24 configuration_deepseek_v2.py:106);
+    # V2-Lite's config.json sets it to null: q_proj instead of the q_a_proj/q_b_proj pair
+    return int(cfg.get("q_lora_rank", 1536) or 0)
+
+
 def _mla_dims(cfg: Config, d: dict[str, int]) -> None:
-    # DeepSeek-V2 multi-head latent attention (transformers/models/deepseek_v2/modeling_deepseek_v2.py)
-    nope, rope = int(cfg["qk_nope_head_dim"]), int(cfg["qk_rope_head_dim"])
-    v_dim = int(cfg["v_head_dim"])
-    d["q_lora"] = int(cfg.get("q_lora_rank") or 0)
-    d["kv_lora"] = int(cfg["kv_lora_rank"])
+    # DeepSeek-V2 multi-head latent attention (transformers/models/deepseek_v2/modeling_deepseek_v2.py); the
+    # defaults are DeepseekV2Config's (configuration_deepseek_v2.py:105-117)
+    nope = int(cfg.get("qk_nope_head_dim") or 128)
+    rope = int(cfg.get("qk_rope_head_dim") or 64)
+    v_dim = int(cfg.get("v_head_dim") or 128)
+    d["q_lora"] = _q_lora_rank(cfg)
+    d["kv_lora"] = int(cfg.get("kv_lora_rank") or 512)
     d["kv_a"] = d["kv_lora"] + rope
     d["q"] = d["nh"] * (nope + rope)
     d["kv_b"] = d["nh"] * (nope + v_dim)
@@ -312,9 +321,9 @@ _register(
     replace(
         LLAMA,
         attn=(
-            Lin("q_proj", "h", "q", aliases=("q",), when=lambda cfg: not cfg.get("q_lora_rank")),
-            Lin("q_a_proj", "h", "q_lora", when=key("q_lora_rank")),
-            Lin("q_b_proj", "q_lora", "q", feeds="attn_latent", when=key("q_lora_rank")),
+            Lin("q_proj", "h", "q", aliases=("q",), when=lambda cfg: not _q_lora_rank(cfg)),
+            Lin("q_a_proj", "h", "q_lora", when=lambda cfg: bool(_q_lora_rank(cfg))),
+            Lin("q_b_proj", "q_lora", "q", feeds="attn_latent", when=lambda cfg: bool(_q_lora_rank(cfg))),
             Lin("kv_a_proj_with_mqa", "h", "kv_a", aliases=("kv_a",)),
             Lin("kv_b_proj", "kv_lora", "kv_b", feeds="attn_latent", aliases=("kv_b",)),
             Lin("o_proj", "o_in", "h", feeds="attn_out", aliases=("o", "wo")),
@@ -494,6 +503,10 @@ _register(
         norm="rms",
         tie_default=True,
         encoder_decoder=True,
+        # transformers 5.24 configuration_t5.py:81-82 reads tie_word_embeddings only as the output-scaling
+        # switch and sets tie_word_embeddings = True: lm_head is always the shared embedding (v4 kept an
+        # untied lm_head for T5 v1.1 / Flan-T5, which their published counts include)
+        tie_forced=True,
         alt_mlp=_T5_GATED_MLP,
         alt_mlp_when=lambda cfg: str(cfg.get("feed_forward_proj") or "relu").startswith("gated"),
         dim_keys={"i": ("d_ff",), "hd": ("d_kv",), "L": ("num_layers",)},
