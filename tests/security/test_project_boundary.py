@@ -427,3 +427,30 @@ def test_project_scan_for_referrers_skips_links_that_leave(
     assert code == 0 and report is not None
     assert [r["world_size"] for r in report["runs"]] == [None]  # not the linked script's 8 processes
     assert str(outside / "launch.sh") not in opened
+
+
+TINY_LLAMA = {
+    "model_type": "llama",
+    "hidden_size": 256,
+    "intermediate_size": 688,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "vocab_size": 1000,
+    "max_position_embeddings": 512,
+}
+
+
+def test_model_folder_outside_the_project_is_not_read(layout: tuple[Path, Path]) -> None:
+    """`model_name_or_path: ../outside/model` names a folder the estimator would read config.json
+    and safetensors headers from: outside the project it is not read, allowed it is."""
+    project, outside = layout
+    (outside / "model").mkdir()
+    (outside / "model" / "config.json").write_text(json.dumps(TINY_LLAMA))
+    _write(project, {"args.yaml": "model_name_or_path: ../outside/model\nper_device_train_batch_size: 4\n"})
+    _, report, _ = _check("args.yaml", "-H", "1xH100")
+    assert report is not None and report["runs"][0]["peak_vram_gib"] is None
+
+    _write(project, {".gpu-advise.toml": 'allowed-roots = ["../outside"]\n'})
+    _, report, _ = _check("args.yaml", "-H", "1xH100")
+    assert report is not None and report["runs"][0]["peak_vram_gib"] is not None
