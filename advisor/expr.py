@@ -402,78 +402,74 @@ class Evaluator:
         return hit[1] if hit is not None and hit[0] is value else None
 
     def plain(self, value: Any) -> Any:
-        """A fact value as plain data (memoised), or EvalError for a value that has no plain form."""
+        """A fact value as plain data, or EvalError for a value that has no plain form.
+
+        Memoised per value read (a fact list read in every iteration is converted once)."""
         if type(value) in _SCALARS or isinstance(value, Namespace):
             return value
-        return self._convert(value, 0)
+        hit = self._converted.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]
+        out = self._convert(value, 0)
+        self._converted[id(value)] = (value, out)
+        return out
 
-    # -- conversion
+    # -- conversion (the hot part of evaluating a large fact list: scalars skip the call)
 
     def _convert(self, value: Any, depth: int) -> Any:
         kind = type(value)
         if kind in _SCALARS or isinstance(value, Namespace):
             return value
-        hit = self._converted.get(id(value))
-        if hit is not None and hit[0] is value:
-            return hit[1]
         if depth > self._limits.depth:
             raise EvalError(f"a fact value is nested more than {self._limits.depth} levels deep")
+        scalars = _SCALARS
         out: Any
+        if kind is dict:
+            out = {}
+            for k, v in value.items():
+                if type(k) not in scalars:
+                    k = self._convert_key(k)
+                out[k] = v if type(v) in scalars else self._convert(v, depth + 1)
+            self._sources[id(out)] = (out, value)
+            return out
+        if kind is list or kind is tuple:
+            out = [v if type(v) in scalars else self._convert(v, depth + 1) for v in value]
+            return out if kind is list else tuple(out)
+        if kind is Location:
+            return {"file": str(value.file), "line": value.line, "col": value.col, "key": value.key}
+        if isinstance(value, Value):
+            return self._convert(value.value, depth + 1) if value.known else None
         if isinstance(value, Enum):
             return self._convert(value.value, depth + 1)
         if isinstance(value, bool | int | float | str):  # subclasses of the scalars
             return kind.__mro__[-2](value)
-        if isinstance(value, dict):
-            out = {}
-            self._remember(value, out)
-            for k, v in value.items():
-                out[self._convert_key(k)] = self._convert(v, depth + 1)
-            return out
-        if isinstance(value, list):
-            out = []
-            self._remember(value, out)
-            out.extend(self._convert(v, depth + 1) for v in value)
-            return out
-        if isinstance(value, tuple):
-            out = tuple(self._convert(v, depth + 1) for v in value)
-        elif isinstance(value, set | frozenset):
+        if isinstance(value, dict | list | tuple):  # subclasses of the containers
+            return self._convert(kind.__mro__[-2](value), depth)
+        if isinstance(value, set | frozenset):
             items = [self._convert(v, depth + 1) for v in value]
             try:
-                out = sorted(items)
+                return sorted(items)
             except TypeError:
-                out = sorted(items, key=repr)
-        elif isinstance(value, Value):
-            return self._convert(value.value, depth + 1) if value.known else None
-        elif isinstance(value, Location):
-            out = {"file": str(value.file), "line": value.line, "col": value.col, "key": value.key}
-        elif isinstance(value, PurePath):
+                return sorted(items, key=repr)
+        if isinstance(value, Location):
+            return self._convert(Location(value.file, value.line, value.col, value.key), depth)
+        if isinstance(value, PurePath):
             return str(value)
-        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-            out = {}
-            self._remember(value, out)
-            for f in dataclasses.fields(value):
-                if not f.name.startswith("_"):
-                    out[f.name] = self._convert(getattr(value, f.name), depth + 1)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            out = {
+                f.name: self._convert(getattr(value, f.name), depth + 1)
+                for f in dataclasses.fields(value)
+                if not f.name.startswith("_")
+            }
+            self._sources[id(out)] = (out, value)
             return out
-        else:
-            raise EvalError(f"a fact of type {kind.__name__} is not plain data")
-        self._remember(value, out)
-        return out
+        raise EvalError(f"a fact of type {kind.__name__} is not plain data")
 
     def _convert_key(self, key: Any) -> Any:
-        if type(key) in _SCALARS:
-            return key
         converted = self._convert(key, 0)
-        return (
-            converted
-            if isinstance(converted, str | int | float | bool | tuple) or converted is None
-            else str(key)
-        )
-
-    def _remember(self, raw: Any, plain: Any) -> None:
-        self._converted[id(raw)] = (raw, plain)
-        if isinstance(plain, dict):
-            self._sources[id(plain)] = (plain, raw)
+        if converted is None or type(converted) in (str, int, float, bool, tuple):
+            return converted
+        return str(key)
 
     # -- the budget
 
