@@ -630,6 +630,14 @@ def run_dtypes(
         elif quant.dtype is not None and trl_trains(plan):
             # TRL casts the adapters of a quantized model to bf16 (trl 1.16 trainer/sft_trainer.py:908-911)
             trainable = DtypeFact("bf16", "TRL casts QLoRA adapters to bf16 (sft_trainer.py:908)")
+    fsdp = strategy in {"fsdp", "fsdp_grad_op"}
+    if fsdp and method == "full" and quant.dtype is None and compute.dtype in {"bf16", "fp16"}:
+        # accelerate holds FSDP's trainable parameters in fp32 when mixed precision is on, whatever the load
+        # dtype (accelerate 1.15 utils/fsdp_utils.py:814-820 for FSDP2, accelerator.py:1997-2038 for FSDP1);
+        # MixedPrecision's param_dtype gathers them in the compute dtype
+        why = f"accelerate upcasts FSDP's trainable parameters to fp32 under {compute.dtype} mixed precision"
+        storage = DtypeFact("fp32", why)
+        trainable = DtypeFact("fp32", why)
     master = DtypeFact(None, "none: the optimizer runs on the parameters")
     if deepspeed:
         ds = deepspeed_mode(plan)

@@ -289,3 +289,27 @@ def test_estimate_json_lists_the_dtypes_and_their_sources(tmp_path: Path) -> Non
     rows = {d["what"]: d for d in rep["dtypes"]}
     assert set(rows) == {"weights", "trainable", "compute", "optimizer"}
     assert rows["weights"]["dtype"] == "bf16" and rows["weights"]["source"].startswith("sft.yaml:4")
+
+
+def test_fsdp_mixed_precision_keeps_fp32_trainable_shards(tmp_path: Path) -> None:
+    # accelerate 1.15 utils/fsdp_utils.py:814-820 (FSDP2) and accelerator.py:1997-2038 (FSDP1) upcast the
+    # trainable parameters of a 16-bit load to fp32 when mixed precision is on; MixedPrecision gathers them in
+    # bf16, so autocast keeps no weight copies of its own
+    acc = "distributed_type: FSDP\nnum_processes: 2\nmixed_precision: bf16\nfsdp_config:\n  fsdp_version: 2\n"
+    launch = "#!/bin/bash\naccelerate launch --config_file acc.yaml train.py sft.yaml\n"
+    files = {
+        "launch.sh": launch,
+        "acc.yaml": acc,
+        "train.py": PLAIN,
+        "sft.yaml": _recipe(torch_dtype="bfloat16"),
+    }
+    est = _estimates(tmp_path, files, "2xH100-PCIe")
+    items = _items(est)
+    assert est.dtypes["storage"]["dtype"] == "fp32"
+    assert items["weights"] == pytest.approx(4 * P8B / 2 / GIB, abs=0.01)
+    assert items["optimizer states"] == pytest.approx(8 * P8B / 2 / GIB, abs=0.01)
+    assert "autocast weight copies" not in items
+    # LoRA: only the (already fp32) adapters are trainable; the frozen base stays as loaded
+    lora = dict(files, **{"sft.yaml": _recipe(torch_dtype="bfloat16", use_peft="true", lora_r=8)})
+    est = _estimates(tmp_path, lora, "2xH100-PCIe")
+    assert est.dtypes["storage"]["dtype"] == "bf16"

@@ -237,7 +237,9 @@ def autocast_copies(r: ResolvedSetup, p: Placement) -> Term:
     """16-bit casts of fp32 weights that autocast saves for backward (all matmul weights)."""
     pc = r.pc
     copies = 0.0
-    if r.dtypes.storage == "fp32" and r.dtypes.autocast is not None:
+    # FSDP's MixedPrecision all-gathers the fp32 shards in the compute dtype (the working set among the
+    # distributed buffers): autocast finds 16-bit weights and keeps no copies of its own
+    if r.dtypes.storage == "fp32" and r.dtypes.autocast is not None and not (r.fsdp and r.n > 1):
         matmul_w = pc.layer_linear_weights + (pc.lm_head or pc.embedding if r.s.task == "causal_lm" else 0)
         copies = 2.0 * matmul_w / (p.n if p.weights else 1)
     return Term(
