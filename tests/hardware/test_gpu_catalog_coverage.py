@@ -376,3 +376,14 @@ def test_form_factor_sorts_consumer_and_workstation_cards():
             assert gpu.form_factor == "pcie_workstation", gpu.id
         elif re.fullmatch(r"RTX-\d{4}.*|TITAN-.*", gpu.id):
             assert gpu.form_factor == "pcie_consumer", gpu.id
+
+
+def test_only_known_memory_variants_share_a_device_name():
+    # a name two entries list is allowed only for cards nvidia-smi really cannot tell apart by name
+    from collections import Counter
+
+    from advisor.sources.hardware import normalize_gpu_name
+
+    keys_per_gpu = [{normalize_gpu_name(n) for n in g.device_names} for g in gpu_catalog().values()]
+    counts = Counter(k for keys in keys_per_gpu for k in keys)
+    assert {k for k, c in counts.items() if c > 1} == {"rtx2060", "rtx3080", "rtx4060ti"}
