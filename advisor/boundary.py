@@ -74,8 +74,12 @@ def project_root(settings: Settings, seeds: Sequence[Path]) -> Path:
 def project_boundary(settings: Settings, seeds: Sequence[Path]) -> ProjectBoundary:
     """The roots for one check: the project root of every seed plus the settings' `allowed-roots`."""
     roots: list[Path] = []
+    # run from a superproject, a seed inside one of its submodules still belongs to the superproject
+    outer = find_work_tree(Path.cwd())
     for seed in seeds or [Path.cwd()]:
         root = project_root(settings, [seed])
+        if outer is not None and root.is_relative_to(outer):
+            root = outer
         if root not in roots:
             roots.append(root)
     base = _resolved(settings.source.parent) if settings.source is not None else _resolved(Path.cwd())

@@ -454,3 +454,24 @@ def test_model_folder_outside_the_project_is_not_read(layout: tuple[Path, Path])
     _write(project, {".gpu-advise.toml": 'allowed-roots = ["../outside"]\n'})
     _, report, _ = _check("args.yaml", "-H", "1xH100")
     assert report is not None and report["runs"][0]["peak_vram_gib"] is not None
+
+
+def test_submodule_checked_from_its_superproject(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A seed in a submodule (its own .git) belongs to the superproject the check runs from."""
+    sup = tmp_path / "super"
+    (sup / ".git").mkdir(parents=True)
+    (sup / "sub").mkdir()
+    (sup / "sub" / ".git").write_text("gitdir: ../.git/modules/sub\n")
+    _write(
+        sup,
+        {
+            "configs/ds.json": '{"train_micro_batch_size_per_gpu": 4}\n',
+            "sub/args.yaml": "per_device_train_batch_size: 4\ndeepspeed: ../configs/ds.json\n",
+        },
+    )
+    monkeypatch.chdir(sup)
+    _, report, _ = _check("sub/args.yaml")
+    assert report is not None and not _at(report, "GA006")
+    monkeypatch.chdir(sup / "sub")
+    _, report, _ = _check("args.yaml")
+    assert report is not None and _at(report, "GA006") == {("args.yaml", 2, 12)}
