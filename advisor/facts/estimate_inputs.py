@@ -635,7 +635,7 @@ def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
         if method == "full" and not ref_free:
             out.reference_copy = True
             a.append(
-                "preference training: a frozen 16-bit reference model "
+                "preference training: a frozen reference model in the policy's load dtype "
                 "(sharded like the policy under ZeRO-3/FSDP)"
             )
 

@@ -82,9 +82,14 @@ def verdict_for(
 
 
 def _reference_gib(setup: Any) -> float:
+    """The frozen reference model of preference training: loaded like the policy (TRL builds it from the
+    same model_init_kwargs: trl 1.16 trainer/dpo_trainer.py:916-927), in 16-bit under DeepSpeed's module
+    cast."""
     pc = setup.model
     shards = setup.world_size if setup.strategy in {"zero3", "fsdp"} and setup.world_size > 1 else 1
-    return 2.0 * pc.total / shards / 2**30
+    deepspeed = setup.strategy in {"zero1", "zero2", "zero3"}
+    per_param = 4.0 if setup.storage_dtype == "fp32" and not deepspeed else 2.0
+    return per_param * pc.total / shards / 2**30
 
 
 def peak_of(setup: Any, reference_copy: bool = False) -> float:
@@ -193,10 +198,10 @@ def analyse(
             {
                 "name": "reference model",
                 "gib": round(ref, 2),
-                "note": "frozen 16-bit copy (preference training)",
+                "note": "frozen copy in the load dtype (preference training)",
             },
         )
-        m.items.insert(1, MemoryItem(name="reference model", gib=ref, note="frozen 16-bit copy"))
+        m.items.insert(1, MemoryItem(name="reference model", gib=ref, note="frozen copy in the load dtype"))
         scale = (peak + ref) / peak if peak else 1.0
         peak, low, high = peak + ref, low * scale, high * scale
     usable = float(machine.memory_gib) if machine is not None else setup.gpu_memory_gib

@@ -313,3 +313,15 @@ def test_fsdp_mixed_precision_keeps_fp32_trainable_shards(tmp_path: Path) -> Non
     lora = dict(files, **{"sft.yaml": _recipe(torch_dtype="bfloat16", use_peft="true", lora_r=8)})
     est = _estimates(tmp_path, lora, "2xH100-PCIe")
     assert est.dtypes["storage"]["dtype"] == "bf16"
+
+
+@pytest.mark.parametrize(("dtype", "bytes_per_param"), [("float32", 4), ("bfloat16", 2)])
+def test_the_dpo_reference_model_is_loaded_like_the_policy(
+    tmp_path: Path, dtype: str, bytes_per_param: int
+) -> None:
+    # TRL builds the reference model from the same model_init_kwargs as the policy (trl 1.16
+    # trainer/dpo_trainer.py:916-927)
+    sft = _recipe(model_name_or_path="Qwen/Qwen2.5-0.5B", dtype=dtype, bf16="true", beta=0.1)
+    est = _estimates(tmp_path, {"launch.sh": ONE, "train.py": PLAIN, "sft.yaml": sft})
+    ref = _items(est)["reference model"]
+    assert ref == pytest.approx(bytes_per_param * 494_032_768 / GIB, abs=0.01)
