@@ -729,6 +729,8 @@ class Evaluator:
         if helper is None:
             raise EvalError(f"{name}() is not a helper")
         args = [self._eval(a) for a in node.args]
+        if any(isinstance(a, Namespace) for a in args):  # a namespace is read by name, not handed over
+            raise EvalError(f"{name}() takes values, not a fact namespace")
         try:
             result = helper(*args)
         except EvalError:

@@ -226,6 +226,8 @@ BUDGET: list[tuple[str, str, Any]] = [
     ("sum-of-lists", "when", "len(sum([[1]] * 1000, [])) > 0"),
     ("round-digits", "when", "round(1.5, 10 ** 9) > 0"),
     ("private-key", "when", "training['_values'] is not None"),
+    ("namespace-to-a-helper", "when", "len(list(training)) > 0"),
+    ("iterate-a-namespace", "when", "[k for k in training] == []"),
     ("message-size", "message", "{'a' * 99999}{'b' * 99999}"),
     ("for-each-items", "message", "{item * 99999}"),
 ]
