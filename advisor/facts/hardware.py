@@ -36,7 +36,10 @@ def hardware_facts(plan: Any) -> Namespace:
         # from the catalog, not from the compute capability: on ROCm torch reports the gfx target
         # (MI250X gfx90a = 9.0) and CDNA2 has bf16 but neither TF32 nor FP8
         "bf16": topology.bf16_supported(gpu),
-        "tf32": topology.tf32_supported(gpu),
+        # as TrainingArguments(tf32=True) judges it: transformers 5.24 utils/import_utils.py:751
+        # (is_torch_tf32_available) says no whenever torch.version.cuda is None, i.e. on every ROCm
+        # build, MI300X's TF32 matrix cores included, and training_args.py:1682 then raises
+        "tf32": topology.tf32_supported(gpu) and gpu.vendor == "nvidia",
         "fp8": topology.fp8_supported(gpu),
         "network": machine.network,
         "nvlink_all": machine.nvlink == "all",

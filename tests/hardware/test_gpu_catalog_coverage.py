@@ -387,3 +387,23 @@ def test_only_known_memory_variants_share_a_device_name():
     keys_per_gpu = [{normalize_gpu_name(n) for n in g.device_names} for g in gpu_catalog().values()]
     counts = Counter(k for keys in keys_per_gpu for k in keys)
     assert {k for k, c in counts.items() if c > 1} == {"rtx2060", "rtx3080", "rtx4060ti"}
+
+
+@pytest.mark.parametrize(
+    ("machine", "flagged_lines"),
+    [
+        ("8xMI300X", [4]),  # ROCm: TrainingArguments refuses tf32=True; bf16 is fine
+        ("8xH100-SXM", []),
+        ("2xRTX4090", []),
+        ("1xT4", [3, 4]),  # Turing: neither bf16 nor tf32
+    ],
+)
+def test_bf16_and_tf32_requests_judged_per_card(machine, flagged_lines, tmp_path, monkeypatch):
+    args = "output_dir: out\nper_device_train_batch_size: 2\nbf16: true\ntf32: true\n"
+    (tmp_path / "args.yaml").write_text(args)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["check", ".", "-H", machine, "--format", "json"])
+    found = json.loads(result.output)["findings"]
+    lines = sorted(f["line"] for f in found if f["rule"] == "GA501" and f["file"] == "args.yaml")
+    assert lines == flagged_lines
