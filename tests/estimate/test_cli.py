@@ -165,3 +165,33 @@ def test_a_local_model_folder_is_a_model_not_a_run(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text(json.dumps(resolve_model("gpt2").config))
     data = _json([str(tmp_path)])
     assert data["model"]["source"] == "path" and data["params"] == 124_439_808
+
+
+def test_a_run_shows_the_dtypes_it_assumed_and_where_each_came_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sft = "model_name_or_path: Qwen/Qwen2.5-0.5B\ndtype: bfloat16\nbf16: false\nmax_length: 512\n"
+    write_files(tmp_path, {"sft.yaml": sft})
+    monkeypatch.chdir(tmp_path)
+    data = json.loads(runner.invoke(app, ["estimate", ".", "--format", "json", "-H", "1xH100"]).stdout)
+    (run,) = data["runs"]
+    rows = {d["what"]: d for d in run["dtypes"]}
+    assert rows["weights"]["dtype"] == "bf16" and rows["weights"]["source"].startswith("sft.yaml:2")
+    assert rows["compute"]["dtype"] == "bf16, no autocast"
+    assert rows["optimizer"]["dtype"] == "bf16 states"
+    text = runner.invoke(app, ["estimate", ".", "-H", "1xH100"]).output
+    lines = [
+        ln for ln in text.splitlines() if ln.startswith(("weights:", "compute:", "optimizer:", "trainable:"))
+    ]
+    assert len(lines) == 4 and "sft.yaml:2" in lines[0]
+
+
+def test_a_standalone_recipe_gets_an_estimate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_files(
+        tmp_path, {"sft.yaml": "model_name_or_path: Qwen/Qwen2.5-0.5B\nbf16: true\nmax_length: 512\n"}
+    )
+    monkeypatch.chdir(tmp_path)
+    data = json.loads(runner.invoke(app, ["estimate", ".", "--format", "json"]).stdout)
+    (run,) = data["runs"]
+    assert "unknown" not in run and run["setup"]["gpus"] == 1 and run["memory"]["peak_gib"] > 0
+    assert any(a.startswith("world size unknown") for a in run["assumptions"])
