@@ -266,6 +266,37 @@ _register(
 _register(("olmo",), replace(LLAMA, mlp=gated_mlp(), norm="none"))
 # OLMo 2: post-attention/post-feedforward RMSNorms, q/k norms over the whole q_dim and kv_dim
 _register(("olmo2",), replace(LLAMA, mlp=gated_mlp(), qk_norm="full"))
+# StableLM 3B-4E1T / 2 / Stable Code 3B: LayerNorm with bias, q/k/v bias from use_qkv_bias, optional
+# per-head q/k LayerNorms without bias (StableLmLayerNormPerHead) and parallel residual with one norm
+# (transformers/models/stablelm/modeling_stablelm.py)
+_STABLELM_PARALLEL = key("use_parallel_residual")
+_register(
+    ("stablelm",),
+    replace(
+        LLAMA,
+        attn=split_attn(key("use_qkv_bias")),
+        mlp=gated_mlp(),
+        norm="layer",
+        norms_per_layer=lambda cfg: 1 if _STABLELM_PARALLEL(cfg) else 2,
+        parallel=_STABLELM_PARALLEL,
+        qk_norm="full",
+        qk_norm_when=key("qk_layernorm"),
+    ),
+)
+# Cohere (Command R, Aya 23): weight-only LayerNorm, attention and MLP in parallel from one norm, tied
+# embeddings, optional per-head q/k norms (transformers/models/cohere/modeling_cohere.py)
+_register(
+    ("cohere",),
+    replace(
+        LLAMA,
+        norm="layer_nobias",
+        norms_per_layer=1,
+        parallel=True,
+        tie_default=True,
+        qk_norm="full",
+        qk_norm_when=key("use_qk_norm"),
+    ),
+)
 # Phi-3 / Phi-3.5-mini / Phi-4: fused qkv_proj and gate_up_proj
 _register(
     ("phi3",),
@@ -356,6 +387,14 @@ _register(
         dim_keys={"i": ("n_inner",)},
         dropout_keys=(("attn_pdrop",), ("resid_pdrop",), ("embd_pdrop",)),
         dropout_default=(0.1, 0.1, 0.1),
+    ),
+)
+# GPT-BigCode (SantaCoder, StarCoder 1): GPT-2 with multi-query attention, c_attn h -> h + 2*head_dim
+_register(
+    ("gpt_bigcode",),
+    replace(
+        ARCHS["gpt2"],
+        derive=lambda cfg, d: d.update(nkv=1 if cfg.get("multi_query", True) else d["nh"]),
     ),
 )
 _register(
