@@ -122,3 +122,65 @@ def test_native_deepspeed_precision(facts_of) -> None:
     assert p.mode == "fp16"
     p = facts_of({"ds.json": '{"train_batch_size": 8}\n'})["precision"]
     assert p.mode is None  # nothing written: no claim
+
+
+# ---- the dtype facts the memory model reads (advisor.facts.precision.run_dtypes) -------------------
+def test_dtype_names_are_read_like_torch_and_transformers() -> None:
+    from advisor.facts.precision import dtype_name
+
+    assert [dtype_name(x) for x in ("torch.bfloat16", "bfloat16", "'float16'", "half", "float", "auto")] == [
+        "bf16",
+        "bf16",
+        "fp16",
+        "fp16",
+        "fp32",
+        "auto",
+    ]
+    assert dtype_name("int8") is None and dtype_name(None) is None and dtype_name(16) is None
+
+
+def test_a_literal_in_the_script_beats_the_recipe(facts_of) -> None:
+    from advisor.facts.precision import load_dtype
+
+    script = (
+        "import torch\nfrom transformers import AutoModelForCausalLM\n"
+        "m = AutoModelForCausalLM.from_pretrained('x', dtype=torch.float16)\n"
+    )
+    names = facts_of(
+        launch("python train.py sft.yaml", **{"train.py": script, "sft.yaml": "dtype: bfloat16\n"})
+    )
+    fact = load_dtype(names["plan"], names, None)
+    assert fact.dtype == "fp16" and (fact.origin.file.name, fact.origin.line) == ("train.py", 3)
+
+
+def test_a_script_argument_defers_to_the_recipe(facts_of) -> None:
+    from advisor.facts.precision import load_dtype
+
+    script = "from transformers import AutoModelForCausalLM\n"
+    script += "m = AutoModelForCausalLM.from_pretrained('x', dtype=a.dtype)\n"
+    names = facts_of(
+        launch("python train.py sft.yaml", **{"train.py": script, "sft.yaml": "torch_dtype: bfloat16\n"})
+    )
+    fact = load_dtype(names["plan"], names, None)
+    assert fact.dtype == "bf16" and (fact.origin.file.name, fact.origin.line) == ("sft.yaml", 1)
+
+
+def test_trl_defaults_bf16_on_when_fp16_is_unset(facts_of) -> None:
+    from advisor.facts.precision import autocast_fact, mode_fact
+
+    # trl 1.16 trainer/base_config.py:108: bf16 = not fp16 when unset
+    names = facts_of({"sft.yaml": "model_name_or_path: m\nmax_length: 512\n"})
+    assert mode_fact(names["plan"], names).dtype == "bf16"
+    assert autocast_fact(names["plan"], names, deepspeed=True).dtype == "off"  # DeepSpeed never autocasts
+    names = facts_of({"sft.yaml": "model_name_or_path: m\nmax_length: 512\nfp16: true\n"})
+    assert mode_fact(names["plan"], names).dtype == "fp16"
+
+
+def test_kbit_preparation_follows_the_trainer(facts_of) -> None:
+    from advisor.facts.precision import kbit_preparation
+
+    names = facts_of({"sft.yaml": "model_name_or_path: m\nload_in_4bit: true\nuse_peft: true\n"})
+    assert kbit_preparation(names["plan"]).dtype == "no"  # TRL's SFTTrainer (sft_trainer.py:870)
+    script = "from peft import prepare_model_for_kbit_training\nm = prepare_model_for_kbit_training(m)\n"
+    names = facts_of(launch("python train.py", **{"train.py": script}), run="launch.sh")
+    assert kbit_preparation(names["plan"]).dtype == "yes"
