@@ -4,7 +4,8 @@ GPU indices are global across nodes: index = node * gpus_per_node + local index.
 is a pure function of a `Machine` (advisor.sources.hardware) and unit-tested.
 
 Bus bandwidth figures (busbw, the nccl-tests definition) come from the GPU catalog: the measured
-all-reduce busbw inside an NVLink domain, or across PCIe. Across nodes, NCCL reduces inside the
+all-reduce busbw inside an NVLink domain (on AMD the Infinity Fabric mesh, where a job on part of
+the mesh gets fewer direct links), or across PCIe. Across nodes, NCCL reduces inside the
 node first, so the inter-node busbw tracks the node's aggregate NIC bandwidth: 2 nodes x 8 A100
 with 4x 200 Gb/s IB measured 86 GB/s (NVIDIA/nccl-tests#175, 100 GB/s of NICs); 4 nodes x 8 B200
 with 8x 400 Gb/s EFA measured 377-382 GB/s (stas00/ml-engineering network/README.md, 400 GB/s of

@@ -4,7 +4,8 @@ A hardware descriptor (YAML) says what the run will execute on::
 
     name: 4xH100-NVL
     gpus: {model: H100-NVL, count: 4}     # model: a GPU catalog key; memory_gib may override
-    nvlink: [[0, 1], [2, 3]]              # groups joined by NVLink; `all` = NVSwitch; [] = none
+    nvlink: [[0, 1], [2, 3]]              # groups joined by NVLink (AMD: Infinity Fabric); `all` = NVSwitch
+                                           # (or an xGMI mesh); [] = none
     cpu_cores: 64
     ram_gib: 512
     nodes: 1                               # >1: the same box repeated, joined by `network`
@@ -419,7 +420,8 @@ class Machine:
 
     name: str = ""
     gpus: GpuGroup
-    nvlink: list[list[int]] | Literal["all"] = field(default_factory=list)  # `all` = NVSwitch; [] = none
+    # groups joined by NVLink (AMD: Infinity Fabric); `all` = NVSwitch or an xGMI mesh; [] = none
+    nvlink: list[list[int]] | Literal["all"] = field(default_factory=list)
     cpu_cores: int | None = None  # logical CPUs per node the job may use; None = unknown
     ram_gib: float | None = None  # host RAM per node, GiB; None = unknown
     nodes: int = 1
