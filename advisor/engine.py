@@ -175,6 +175,19 @@ class CompiledRule:
     def code(self) -> str:
         return self.spec.code
 
+    def expressions(self) -> Iterator[tuple[str, Expression]]:
+        """Every expression of the rule with the field it is written in, for a static check of the names
+        it reads (advisor.expr.references) against a fact catalogue; `where(field)` gives its line."""
+        singles = (("when", self.when), ("for_each", self.for_each), ("fix.when", self.fix_when))
+        yield from ((part, e) for part, e in singles if e is not None)
+        for part, template in (("message", self.message), ("fix.description", self.fix_description)):
+            yield from ((part, e) for _, e in template if e is not None)
+        for kind, payload in self.fix_values.values():
+            if kind == "expr":
+                yield "fix", payload
+            elif kind == "template":
+                yield from (("fix", e) for _, e in payload if e is not None)
+
     def where(self, part: str) -> str:
         """`FILE:LINE` of a field of the rule file (the file alone when its line is not known)."""
         line = self.lines.get(part) or self.lines.get(part.split(".")[0])

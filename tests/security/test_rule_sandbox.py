@@ -332,3 +332,20 @@ def test_references_list_dotted_names_and_helper_calls() -> None:
         ("name", ("i", "kind"), 1, col("i.kind"), True),
         ("name", ("placement", "count_problems"), 1, col("placement"), False),
     ]
+
+
+def test_built_in_rules_read_only_fact_namespaces_and_their_items() -> None:
+    """The hook a fact catalogue check plugs into: every name an expression reads, with its field."""
+    from advisor.engine import builtin_rules_dir, load_rule_file
+    from advisor.facts import _builders
+
+    namespaces = {"training", "accelerate", "deepspeed", "launch", "env", "model", "settings", "thresholds"}
+    namespaces |= {"measured", "document", "item"} | {name for name, _ in _builders()}
+    for path in sorted(builtin_rules_dir().glob("*.yaml")):
+        rule = load_rule_file(path)
+        for part, expr in rule.expressions():
+            for ref in references(expr):
+                if ref.kind == "call":
+                    assert ref.path[0] in HELPERS
+                elif not ref.bound:
+                    assert ref.path[0] in namespaces, f"{rule.where(part)}: {'.'.join(ref.path)}"
