@@ -191,9 +191,10 @@ def _is_venv(path: Path) -> bool:
         return False
 
 
-def _lexically_inside(path: Path, boundary: ProjectBoundary) -> bool:
-    """Whether the path, `..` collapsed but symlinks not followed, lies in a root."""
-    flat = Path(os.path.abspath(path))
+def _lexically_inside(base: Path, candidate: Path, boundary: ProjectBoundary) -> bool:
+    """Whether base/candidate lies in a root with `..` collapsed but no link in `candidate` followed
+    (the base is a real folder: resolved, so a linked /tmp or home folder compares right)."""
+    flat = Path(os.path.normpath(os.path.join(resolved(base), candidate)))
     return any(flat == root or flat.is_relative_to(root) for root in boundary.roots)
 
 
@@ -222,7 +223,7 @@ def resolve_reference(
             continue
         # outside: a link in the project that points out, or a path climbing out of the naming folder
         if outside is None and (
-            (_lexically_inside(p, boundary) and os.path.lexists(p)) or base == named_in.parent
+            (_lexically_inside(base, candidate, boundary) and os.path.lexists(p)) or base == named_in.parent
         ):
             outside = p
     if outside is not None and boundary is not None:

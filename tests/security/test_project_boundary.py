@@ -475,3 +475,27 @@ def test_submodule_checked_from_its_superproject(tmp_path: Path, monkeypatch: py
     monkeypatch.chdir(sup / "sub")
     _, report, _ = _check("args.yaml")
     assert report is not None and _at(report, "GA006") == {("args.yaml", 2, 12)}
+
+
+def test_linked_folder_pointing_out_named_from_the_current_folder(
+    layout: tuple[Path, Path], opened: list[str]
+) -> None:
+    """`configs/` is a link to a folder outside; the launch script in scripts/ names configs/ds.json
+    relative to the folder it is started from: outside, not missing."""
+    project, outside = layout
+    (project / "configs").symlink_to(outside, target_is_directory=True)
+    _write(
+        project,
+        {
+            "scripts/launch.sh": (
+                "#!/bin/bash\ntorchrun --nproc_per_node 2 train.py --deepspeed configs/ds.json\n"
+            ),
+            "train.py": "print('train')\n",
+        },
+    )
+    code, report, output = _check("scripts/launch.sh")
+    assert code == 1 and report is not None
+    assert _at(report, "GA006") == {("scripts/launch.sh", 2, 50)}
+    assert not _at(report, "GA004")
+    assert SECRET not in output
+    assert str(outside / "ds.json") not in opened
