@@ -93,8 +93,8 @@ def _serving_facts(plan: Any, ns: Namespace, selected: list[int] | None, selecti
     ns.set("nvlink_groups", Value([sorted(g) for g in groups if max(g) < count], None, "hardware"))
     # (no nvlink_group_for_job: the GA301 job-placement judgement is about training all-reduces)
     gpu = machine.gpu
-    if gpu.nvlink is not None:
-        ns.set("nvlink_busbw_gbs", Value(gpu.nvlink.busbw_gbs, None, "hardware"))
+    if gpu.peer_link is not None:  # NVLink, or AMD's Infinity Fabric
+        ns.set("nvlink_busbw_gbs", Value(gpu.peer_link.busbw_gbs, None, "hardware"))
     ns.set("pcie_busbw_gbs", Value(gpu.pcie.busbw_gbs, None, "hardware"))
     if tp is not None and tp.value > 1:
         ns.set("tp_size", tp)
@@ -290,8 +290,8 @@ def placement_facts(plan: Any, names: dict[str, Any]) -> Namespace:
         Value([sorted(g) for g in topology.nvlink_groups(machine) if max(g) < count], None, "hardware"),
     )
     gpu = machine.gpu
-    if gpu.nvlink is not None:
-        ns.set("nvlink_busbw_gbs", Value(gpu.nvlink.busbw_gbs, None, "hardware"))
+    if gpu.peer_link is not None:  # NVLink, or AMD's Infinity Fabric
+        ns.set("nvlink_busbw_gbs", Value(gpu.peer_link.busbw_gbs, None, "hardware"))
     ns.set("pcie_busbw_gbs", Value(gpu.pcie.busbw_gbs, None, "hardware"))
     if len(gpu_ids) >= 2:
         kinds = {topology.link_kind(machine, a, b) for a in gpu_ids for b in gpu_ids if a < b}

@@ -407,3 +407,18 @@ def test_bf16_and_tf32_requests_judged_per_card(machine, flagged_lines, tmp_path
     found = json.loads(result.output)["findings"]
     lines = sorted(f["line"] for f in found if f["rule"] == "GA501" and f["file"] == "args.yaml")
     assert lines == flagged_lines
+
+
+def test_split_placement_on_an_amd_mesh_reports_the_fabric_bandwidth(tmp_path, monkeypatch):
+    # GA301 quotes the peer-link bus bandwidth; on AMD it comes from the Infinity Fabric record
+    launch = "#!/bin/bash\nCUDA_VISIBLE_DEVICES=0,2 torchrun --nproc_per_node 2 train.py --output_dir out\n"
+    (tmp_path / "launch.sh").write_text(launch)
+    (tmp_path / "train.py").write_text("print(1)\n")
+    hardware = "gpus: {model: MI210, count: 4}\nnvlink: [[0, 1], [2, 3]]\ncpu_cores: 32\n"
+    (tmp_path / "hw.yaml").write_text(hardware)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["check", ".", "-H", "hw.yaml", "--format", "json"])
+    ga301 = [f for f in json.loads(result.output)["findings"] if f["rule"] == "GA301"]
+    assert [(f["file"], f["line"], f["column"]) for f in ga301] == [("launch.sh", 2, 22)]
+    assert "None" not in ga301[0]["message"]
