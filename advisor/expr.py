@@ -240,11 +240,14 @@ def _check_node(node: ast.AST, helpers: Collection[str], limits: Limits) -> None
         if node.attr.startswith("_"):
             raise ExprError(f"attribute {node.attr!r}: names starting with '_' are not allowed", *_at(node))
     elif isinstance(node, ast.Call):
-        if not isinstance(node.func, ast.Name):
+        func = node.func
+        if isinstance(func, ast.Attribute):  # point at the method's name, not the start of the call
+            at = (func.end_lineno or 1, (func.end_col_offset or len(func.attr)) - len(func.attr) + 1)
             raise ExprError(
-                f"only helper functions can be called (no methods on values): {', '.join(sorted(helpers))}",
-                *_at(node),
+                f".{func.attr}(): values have no methods; the helpers are {', '.join(sorted(helpers))}", *at
             )
+        if not isinstance(func, ast.Name):
+            raise ExprError(f"only helpers can be called: {', '.join(sorted(helpers))}", *_at(node))
         if node.func.id not in helpers:
             raise ExprError(
                 f"{node.func.id}() is not a helper; the helpers are {', '.join(sorted(helpers))}", *_at(node)

@@ -319,6 +319,12 @@ def test_load_errors_carry_the_position_in_the_expression() -> None:
     assert (exc.value.line, exc.value.col) == (2, 3)
 
 
+def test_a_method_call_is_refused_at_the_method_name() -> None:
+    with pytest.raises(ExprError) as exc:
+        parse("len(training.output_dir.upper()) > 0", HELPERS)
+    assert (exc.value.line, exc.value.col) == (1, len("len(training.output_dir.") + 1)
+
+
 def test_references_list_dotted_names_and_helper_calls() -> None:
     source = "batch.world_size > 1 and len([i.kind for i in placement.count_problems]) > 0"
     found = [(r.kind, r.path, r.line, r.col, r.bound) for r in references(parse(source, HELPERS))]
