@@ -208,6 +208,20 @@ def test_escapes_are_refused_at_load(
     assert time.monotonic() - start < 10
 
 
+def test_a_refusal_in_a_block_scalar_names_the_line_of_the_expression(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = (
+        "code: XS001\nname: sandbox-probe\nseverity: warning\nsummary: x\ndocs: x\n"
+        "message: |\n  first {training.output_dir}\n  second {len(training.output_dir)}\n"
+        "  third {training.output_dir.__class__}\n"
+    )
+    rule = _project(tmp_path, text)
+    code, output = _check(tmp_path, monkeypatch)
+    assert code == 2
+    assert f"{rule.name}:9:" in output
+
+
 # --------------------------------------------------------------------------------------------------
 # Bombs stopped while evaluating: the rule's error (exit 2), quickly, other rules still run
 
