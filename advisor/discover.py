@@ -91,6 +91,7 @@ class DocumentCache:
     def __init__(self, boundary: ProjectBoundary | None = None) -> None:
         self._docs: dict[Path, Document] = {}
         self._named: dict[tuple[Path, str], Document] = {}  # read first as one kind, named as another
+        self._refused: set[Path] = set()  # paths of the documents made by refused()
         self.boundary = boundary
 
     def get(self, path: Path, hint: Any = None) -> Document:
@@ -111,9 +112,13 @@ class DocumentCache:
     def refused(self, path: Path, reason: str) -> Document:
         """A GA001 document for a path that is not read (an unreadable folder, a file outside)."""
         key = Path(os.path.abspath(path))
-        problem = SourceProblem("GA001", reason, Span(1, 1))
-        doc = self._docs.setdefault(key, Document(key, "unknown"))
-        doc.problems.append(problem)
+        doc = self._docs.get(key)
+        if doc is not None and key not in self._refused:
+            return doc  # also given on the command line, and read as the user asked
+        if doc is None:
+            doc = self._docs[key] = Document(key, "unknown")
+            self._refused.add(key)
+        doc.problems.append(SourceProblem("GA001", reason, Span(1, 1)))
         return doc
 
     def all(self) -> list[Document]:

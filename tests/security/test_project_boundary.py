@@ -499,3 +499,14 @@ def test_linked_folder_pointing_out_named_from_the_current_folder(
     assert not _at(report, "GA004")
     assert SECRET not in output
     assert str(outside / "ds.json") not in opened
+
+
+def test_link_out_given_on_the_command_line_is_read_even_inside_a_checked_folder(
+    layout: tuple[Path, Path],
+) -> None:
+    project, outside = layout
+    (project / "ds.json").symlink_to(outside / "ds.json")
+    code, report, _ = _check(".", "ds.json")
+    assert code == 1 and report is not None
+    assert not _at(report, "GA001")  # the walk would refuse it, but the user named it
+    assert ("ds.json", 4, 3) in _at(report, "GA002")
