@@ -201,7 +201,8 @@ def evaluate(row: Row, in_process: bool = False) -> Result:
         res.memory_measured = float(mem["value_gib"])
         res.memory_metric = str(mem["metric"])
     if report is None or "unknown" in report:
-        res.reason = error or str(report.get("unknown") if report else "no answer")
+        reason = error or str(report.get("unknown") if report else "no answer")
+        res.reason = reason if len(reason) <= 240 else reason[:237] + "..."  # transformers lists every type
         if time:
             res.tps_measured = measured_tokens_per_s(time, int(meta.get("gpus", 1)))
         return res

@@ -129,6 +129,8 @@ NO_P2P_BUSBW_FACTOR = 0.5
 # Host link for CPU offload (PCIe Gen4/5 x16 achieved) and CPU-Adam rate (hardware.md 3.3: 0.06-0.25 B/s).
 PCIE_HOST_GBS = 25.0
 CPU_ADAM_PARAMS_PER_S = 0.15e9
+# Tensor accesses per parameter of torch's foreach/for-loop AdamW over those of a fused kernel (20 / 7).
+FOREACH_ADAM_PASSES = 20 / 7
 # Elementwise kernels (the optimizer step, 4-bit dequantisation) reach about this fraction of HBM bandwidth
 # (a STREAM-like triad).
 ELEMENTWISE_HBM_EFFICIENCY = 0.7
@@ -267,7 +269,13 @@ def _optimizer_bytes_per_param(r: Any) -> float:
     states = r.opt.states if r.opt.states is not None else r.opt.mult * pb
     grad = 4 if r.dtypes.master else dtype_bytes(r.dtypes.trainable)
     master_extra = 2 * dtype_bytes(r.dtypes.storage) if r.dtypes.master else 0  # the 16-bit copy refreshed
-    return 2 * pb + grad + 2 * states + master_extra
+    minimal = 2 * pb + grad + 2 * states + master_extra  # one fused kernel: read p, g, m, v; write p, m, v
+    if r.opt.temp in ("foreach", "per_param"):
+        # torch's unfused AdamW walks the tensors once per elementwise op (torch 2.13 optim/adam.py:691-794,
+        # _multi_tensor_adam: weight-decay mul_, lerp_, mul_, addcmul_, sqrt, div_, add_, addcdiv_): 20 tensor
+        # accesses per parameter where the fused kernel makes 7
+        return minimal * FOREACH_ADAM_PASSES
+    return minimal
 
 
 def estimate_time(
