@@ -544,7 +544,12 @@ def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
     strategy, why, strategy_origin = _strategy(plan, names, a)
     world = batch.world_size
     dp = batch.dp_size
-    if strategy is None and why is not None and why.endswith("(world size unknown)"):
+    if (
+        strategy is None
+        and why is not None
+        and why.endswith("(world size unknown)")
+        and plan.spec.command is None
+    ):
         # No launcher says how many processes start, and nothing shards: one process's memory is the
         # same on every GPU of a DDP run (which adds only its gradient buckets)
         strategy, dp, world = "none", 1, 1

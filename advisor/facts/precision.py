@@ -470,6 +470,10 @@ def load_dtype(plan: Any, names: dict[str, Any], checkpoint: str | None) -> Dtyp
     ):
         v = _written_value(t, key)
         d = dtype_name(v.value) if v is not None else None
+        if v is not None and v.value is None:
+            # `dtype: null`: TRL passes None through (trl 1.16 trainer/utils.py:1333) and from_pretrained
+            # turns None into "auto" (transformers 5 modeling_utils.py:4186-4187)
+            d = "auto"
         if v is not None and d == "auto":
             return _auto(checkpoint, _where(v, key), v.origin)
         if v is not None and d is not None:

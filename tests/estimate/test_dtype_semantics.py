@@ -325,3 +325,19 @@ def test_the_dpo_reference_model_is_loaded_like_the_policy(
     est = _estimates(tmp_path, {"launch.sh": ONE, "train.py": PLAIN, "sft.yaml": sft})
     ref = _items(est)["reference model"]
     assert ref == pytest.approx(bytes_per_param * 494_032_768 / GIB, abs=0.01)
+
+
+def test_a_null_dtype_is_from_pretrained_auto(tmp_path: Path) -> None:
+    # alignment-handbook recipes write `torch_dtype: null`: TRL passes None on (trl trainer/utils.py:1333)
+    # and transformers 5 turns it into "auto" (modeling_utils.py:4186-4187), the checkpoint's bf16
+    est = _estimates(tmp_path, {"sft.yaml": _recipe(torch_dtype="null", bf16="true")})
+    assert est.dtypes["storage"]["dtype"] == "bf16"
+    assert _items(est)["weights"] == pytest.approx(2 * P8B / GIB, abs=0.01)
+
+
+def test_a_launch_script_with_an_unknown_process_count_gets_a_reason(tmp_path: Path) -> None:
+    # the accelerate config it names is missing: it may shard, so no per-process guess
+    launch = "#!/bin/bash\naccelerate launch --config_file missing.yaml train.py sft.yaml\n"
+    files = {"launch.sh": launch, "train.py": PLAIN, "sft.yaml": _recipe(bf16="true")}
+    est = _estimates(tmp_path, files)
+    assert est.known is False and "world size unknown" in est.reason
