@@ -186,24 +186,23 @@ def test_olmo2_full_width_qk_norms():
     assert pc.per_layer == 656_384 and pc.layers == 2 and not pc.tied
 
 
-# a model type without a shape in the table (StableLM: LayerNorm with bias, no q/k/v bias by default)
-STABLELM = {**OLMO2, "model_type": "stablelm", "num_key_value_heads": 4}
+# a model type without a shape in the table (Granite: Llama's layers with logit/residual multipliers)
+GRANITE = {**OLMO2, "model_type": "granite", "num_key_value_heads": 4}
 
 
 @pytest.mark.skipif(not _meta.available(), reason="transformers/torch not installed")
 def test_unknown_type_counts_on_meta_device():
-    pc = count_params(STABLELM)
-    # by hand: 2 x 256,000 (untied) + 2 x (attn 262,144 + mlp 393,216 + 2 LayerNorms 1,024)
-    # + final LayerNorm 512
+    pc = count_params(GRANITE)
+    # by hand: 2 x 256,000 (untied) + 2 x (attn 262,144 + mlp 393,216 + 2 RMSNorms 512) + final RMSNorm 256
     assert pc.source == "meta-device"
-    assert pc.total == 1_825_280
-    assert pc.per_layer == 656_384 and pc.layers == 2 and not pc.tied
+    assert pc.total == 1_824_000
+    assert pc.per_layer == 655_872 and pc.layers == 2 and not pc.tied
 
 
 def test_unknown_type_without_transformers(monkeypatch):
     monkeypatch.setattr(_meta, "available", lambda: False)
-    with pytest.raises(UnknownModelTypeError, match="stablelm"):
-        count_params(STABLELM)
+    with pytest.raises(UnknownModelTypeError, match="granite"):
+        count_params(GRANITE)
 
 
 def test_paramcount_is_serialisable():

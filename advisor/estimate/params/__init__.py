@@ -20,8 +20,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.estimate.params.counter import count_from_table
-from advisor.estimate.params.families import ARCHS, formula_model_types
 from advisor.estimate.params.shapes import LinearShape, ParamCount, UnknownModelTypeError
 
 __all__ = [
@@ -33,6 +31,13 @@ __all__ = [
 ]
 
 
+def formula_model_types() -> list[str]:
+    """model_type values the shape table covers (no transformers needed)."""
+    from advisor.estimate.params.families import ARCHS
+
+    return sorted(ARCHS)
+
+
 def count_params(config: dict[str, Any]) -> ParamCount:
     """Exact parameter count of a model from its config.json dict.
 
@@ -40,6 +45,10 @@ def count_params(config: dict[str, Any]) -> ParamCount:
     text decoder. Raises UnknownModelTypeError when the model type has no shape and transformers+torch are
     unavailable, ValueError when a dimension the shape needs is missing.
     """
+    # the table is imported on the first count, not with the package (a pre-commit run may never count)
+    from advisor.estimate.params.counter import count_from_table
+    from advisor.estimate.params.families import ARCHS
+
     mt = str(config.get("model_type", "")).lower()
     text = config.get("text_config")
     if mt not in ARCHS and isinstance(text, dict):

@@ -164,6 +164,12 @@ def count_from_table(config: Mapping[str, Any], model_type: str) -> ParamCount:
     embedding = V * emb_dim
     tie_key = cfg.get("tie_word_embeddings")
     tied = arch.tie_default if tie_key is None else bool(tie_key)
+    if arch.tie_forced and not tied:
+        notes.append(
+            f"lm_head tied to the embedding as transformers 5 does; transformers 4 keeps it separate "
+            f"(+{V * emb_dim:,} params)"
+        )
+        tied = True
     lm_head = 0 if tied else V * emb_dim + (V if flag(arch.lm_head_bias, cfg) else 0)
     final_norm = (_norm_size(arch, cfg, h) if flag(arch.final_norm, cfg) else 0) + (
         2 * h if arch.embedding_norm else 0

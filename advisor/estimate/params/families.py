@@ -553,7 +553,3 @@ _register(
         dropout_default=(0.1, 0.1, 0.1),
     ),
 )
-
-
-def formula_model_types() -> list[str]:
-    return sorted(ARCHS)
