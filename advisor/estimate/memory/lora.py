@@ -22,6 +22,13 @@ PEFT_DEFAULT_TARGETS = {
     "gpt_neox": ["query_key_value"],
     "falcon": ["query_key_value"],
     "bloom": ["query_key_value"],
+    # catalog families added in issue 10 (peft 0.21.2 utils/constants.py:67, the LoRA target mapping)
+    "t5": ["q", "v"],
+    "roberta": ["query", "value"],
+    "gpt_bigcode": ["c_attn"],
+    "gptj": ["q_proj", "v_proj"],
+    "stablelm": ["q_proj", "v_proj"],
+    "gemma3_text": ["q_proj", "v_proj"],
 }
 
 
