@@ -358,6 +358,19 @@ def _dtype_inputs(
         "master_weights": True if rd.master.dtype == "fp32" else None,
         "quantization": rd.quantization.dtype if method == "qlora" else None,
     }
+    if rd.master.dtype == "fp32" and strategy in {"zero1", "zero2", "zero3"}:
+        # DeepSpeed's 16-bit engine: the estimator derives the cast, the fp32 master and "no autocast" from
+        # the strategy; the load dtype stays an input (amp = an fp32 load) so that the single-GPU and DDP
+        # alternatives, which have no engine to cast, are judged with the weights as loaded
+        load = rd.load.dtype if rd.load is not None and not rd.load.assumed else None
+        kw.update(
+            precision=rd.storage.dtype,
+            storage_dtype=None,
+            autocast=None,
+            trainable_dtype=None,
+            master_weights=None,
+            amp={"fp32": True, "bf16": False, "fp16": False}.get(load or ""),
+        )
     if method == "qlora":
         from advisor.facts.precision import kbit_preparation
 

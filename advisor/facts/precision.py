@@ -357,6 +357,7 @@ class RunDtypes:
     autocast: DtypeFact  # bf16 | fp16 | off
     quantization: DtypeFact  # nf4 | int8 | None (base Linears)
     master: DtypeFact  # "fp32" when an fp32 master copy carries the optimizer, else None
+    load: DtypeFact | None = None  # what from_pretrained loads, before a trainer or engine recasts it
 
     def sources(self) -> dict[str, str]:
         """Where each of the estimate's dtype rows (storage, trainable, compute, optimizer) comes from."""
@@ -660,5 +661,5 @@ def run_dtypes(
             master = DtypeFact("fp32", "DeepSpeed fp32 master copy of the trainable parameters")
             compute = DtypeFact("off", f"DeepSpeed {ds_dtype}: no autocast, the module runs in {ds_dtype}")
     return RunDtypes(
-        storage=storage, trainable=trainable, autocast=compute, quantization=quant, master=master
+        storage=storage, trainable=trainable, autocast=compute, quantization=quant, master=master, load=load
     )

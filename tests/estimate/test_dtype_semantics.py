@@ -341,3 +341,21 @@ def test_a_launch_script_with_an_unknown_process_count_gets_a_reason(tmp_path: P
     files = {"launch.sh": launch, "train.py": PLAIN, "sft.yaml": _recipe(bf16="true")}
     est = _estimates(tmp_path, files)
     assert est.known is False and "world size unknown" in est.reason
+
+
+def test_deepspeeds_alternatives_are_judged_with_the_weights_as_loaded(tmp_path: Path) -> None:
+    # under ZeRO the engine casts the module; plain DDP (GA402/GA403's alternative) has no engine, so the
+    # frozen base of a LoRA run stays fp32 there when loaded in fp32 (a full fine-tune is judged at
+    # DeepSpeed's fp32-master numerics either way: estimates.pessimistic)
+    acc = "distributed_type: DEEPSPEED\nnum_processes: 4\nmixed_precision: bf16\n"
+    acc += "deepspeed_config:\n  zero_stage: 3\n"
+    launch = "#!/bin/bash\naccelerate launch --config_file acc.yaml train.py sft.yaml\n"
+    peaks = {}
+    for dtype in ("float32", "bfloat16"):
+        sft = _recipe(model_name_or_path="Qwen/Qwen2.5-1.5B", dtype=dtype, bf16="true", use_peft="true")
+        files = {"launch.sh": launch, "acc.yaml": acc, "train.py": PLAIN, "sft.yaml": sft}
+        est = _estimates(tmp_path, files, "4xH100-NVL")
+        assert est.dtypes["storage"]["dtype"] == "bf16"  # the engine's cast, whatever the load
+        peaks[dtype] = (est.peak_vram_gib, est.ddp_peak)
+    assert peaks["float32"][0] == pytest.approx(peaks["bfloat16"][0], abs=0.05)
+    assert peaks["float32"][1] > peaks["bfloat16"][1] + 2 * 1.5e9 / GIB
