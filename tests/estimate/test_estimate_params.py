@@ -19,6 +19,7 @@ from advisor.estimate import (
     count_params,
     resolve_model,
 )
+from advisor.estimate.params import formula_model_types
 
 SRC = "memory-model.md 8.2"
 
@@ -211,3 +212,38 @@ def test_paramcount_is_serialisable():
     again = ParamCount(**data | {"linears": [LinearShape(**lin) for lin in data["linears"]]})
     assert again == pc
     assert pickle.loads(pickle.dumps(pc)) == pc
+
+
+TINY_DIMS = {
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "intermediate_size": 128,
+    "vocab_size": 100,
+    # read only by the families that need them (MoE, MLA)
+    "num_experts": 4,
+    "num_local_experts": 4,
+    "n_routed_experts": 4,
+    "moe_intermediate_size": 32,
+    "kv_lora_rank": 16,
+    "qk_nope_head_dim": 8,
+    "qk_rope_head_dim": 8,
+    "v_head_dim": 8,
+}
+
+
+@pytest.mark.parametrize("model_type", formula_model_types())
+def test_every_family_in_the_table_counts_a_tiny_config(model_type):
+    pc = count_params({**TINY_DIMS, "model_type": model_type})
+    assert pc.source == "formula" and pc.model_type == model_type
+    # the table's Linears are the layer's matmul weights: never more than the layers hold
+    per_layer_weights = sum(lin.weight_params for lin in pc.linears)
+    assert 0 < per_layer_weights <= pc.per_layer * (2 if model_type in ("t5", "mt5") else 1)
+    assert pc.layer_linear_weights <= pc.total
+
+
+def test_missing_dimension_is_a_clear_error():
+    with pytest.raises(ValueError, match="hidden_size"):
+        count_params(
+            {"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 9},
+        )
