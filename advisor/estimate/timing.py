@@ -43,27 +43,29 @@ __all__ = [
 # Model FLOPs utilisation per GPU class against the catalog's dense peak (FP32-accumulate rate on GeForce) for
 # a full fine-tune on one GPU, with the FLOP count and the fixed per-layer overhead of this module. Each value
 # is the median implied MFU (the MFU at which this model meets the measurement, divided by the method and
-# compile factors below) over the published rows of that class in benchmarks/data; no row sets a value alone.
-# - datacenter (Ampere/Ada: A100, A10, A40, L4, L40S; AMD Instinct): 29 rows (1x A100: torchtune
+# compile factors below) over the published rows of that class in benchmarks/data, with the weight streaming
+# and per-layer overhead below in place; no row sets a value alone.
+# - datacenter (Ampere/Ada: A100, A10, A40, L4, L40S; AMD Instinct): 27 rows (1x A100: torchtune
 #   README.md@1814feb1 GT19-GT27, Qwen README@2df8e8ac Q01-Q09; 1x L40S: huggingface/peft method_comparison
 #   @5d602fdb P01-P04; 8x A100 FSDP: torchtune GT15-GT17, GT33, GT34): median 0.58 (llm-foundry FSDP on 8x
-#   A100: 55-64 %, hardware.md 3.2).
+#   A100: 55-64 %, hardware.md 3.2). The Answer.AI fsdp_qlora rows (AQ01-AQ19) are kept out of every fit
+#   and serve as a check.
 # - hopper (compute capability 9.0+ datacenter: H100, H200, GH200, B200): torchtitan Llama 3.1 8B FSDP2 on
-#   8x H100 (benchmarks/llama3_h100_202412_torchtitan.md@b5bcd76c, T24/T25): 0.47-0.49; llm-foundry's H100 vs
-#   A100 MFU (40-46 % vs 55-64 %, hardware.md 3.2) gives 0.72 x 0.58 = 0.42: 0.45.
+#   8x H100 (benchmarks/llama3_h100_202412_torchtitan.md@b5bcd76c, T24/T25): 0.41-0.43; llm-foundry's H100 vs
+#   A100 MFU (40-46 % vs 55-64 %, hardware.md 3.2) gives 0.72 x 0.58 = 0.42: 0.42.
 # - consumer (GeForce RTX 30/40/50): torchtune on 1x and 2x RTX 4090 (README.md@30b8519e GT10/GT12/GT14,
-#   README.md@34d70b41 GT28-GT30; GT31/GT32 are paged-optimizer / 4-GPU outliers): median 0.68 of the
-#   165 TFLOPS FP32-accumulate peak.
+#   README.md@34d70b41 GT28-GT32): median 0.66 of the 165 TFLOPS FP32-accumulate peak.
 # - workstation (RTX A6000, RTX 6000 Ada, A5000): the only rows (torchtune 8B on 1x A6000, GT11/GT13) imply
 #   more than the dense peak (hardware.md 3.2 cautions them): the consumer value.
 # - pre-ampere (V100, T4, TITAN RTX; fp16 AMP, no FlashAttention): HF docs BERT-large on 1x V100 (transformers
-#   perf_train_gpu_one.mdx@0016acf7, GT04/GT05/GT07/GT09): median 0.30 of the 125 TFLOPS fp16 peak.
+#   perf_train_gpu_one.mdx@0016acf7, GT04/GT05/GT07/GT09): median 0.42 of the 125 TFLOPS fp16 peak (0.29-0.74:
+#   the small-batch rows lean on the fixed terms).
 MFU_BY_CLASS: dict[str, float] = {
     "datacenter": 0.58,
-    "hopper": 0.45,
-    "consumer": 0.68,
-    "workstation": 0.68,
-    "pre-ampere": 0.30,
+    "hopper": 0.42,
+    "consumer": 0.66,
+    "workstation": 0.66,
+    "pre-ampere": 0.42,
 }
 # Substring keys of GPU ids/names -> class for GPUs not in the catalog, longest first (the catalog's
 # form_factor, vendor and compute capability decide otherwise).
@@ -102,8 +104,8 @@ _CLASS_KEYS: dict[str, str] = {
 # @34d70b41, GT29) 0.99: 0.9.
 MFU_LORA_FACTOR = 0.9
 # QLoRA on top of LoRA: the implied ratio is ~1.0 on every QLoRA row (torchtune GT14, GT17, GT27, GT28:
-# 0.99-1.1); the dequantisation is timed instead as a memory-bound pass over the 4-bit weights per forward
-# and backward (below), which matters when micro-batches are short.
+# 0.99-1.1); the dequantisation is timed instead with the weight streaming below (a memory-bound pass over
+# the 4-bit weights per forward and backward), which matters when micro-batches are short.
 MFU_QLORA_FACTOR = 1.0
 # Dequantising a 4-bit weight reads its codes and scales and writes the 16-bit tile the matmul reads again.
 DEQUANT_BYTES_PER_PARAM = 0.5 + 2.0 + 2.0
@@ -278,6 +280,29 @@ def _optimizer_bytes_per_param(r: Any) -> float:
     return minimal
 
 
+def _weight_bytes_per_micro_batch(r: Any, pc: Any) -> float:
+    """HBM bytes the matmuls stream for the weights in one micro-batch (every rank reads whole layers).
+
+    Each pass over a layer reads its weights once: forward, input-gradient backward, and the recomputed
+    forward with checkpointing; a full fine-tune also writes (and with accumulation reads back) the weight
+    gradients.
+    A 4-bit base is dequantised on every pass instead: codes and scales read, a 16-bit tile written and read.
+    """
+    from advisor.estimate.memory.resolve import dtype_bytes
+
+    reads = 2 + (1 if r.gc else 0)
+    mm = getattr(pc, "matmul_params", None) or pc.active_params
+    if r.s.method == "qlora":
+        quantized = pc.total - pc.embedding - pc.lm_head  # bitsandbytes/torchao quantize the decoder Linears
+        return reads * quantized * DEQUANT_BYTES_PER_PARAM + reads * (mm - quantized) * 2
+    wb = dtype_bytes(r.dtypes.storage)
+    out = reads * mm * wb
+    if r.s.method == "full":
+        gb = 4 if r.dtypes.master else dtype_bytes(r.dtypes.trainable)
+        out += mm * gb * (2 if r.s.grad_accum > 1 else 1)
+    return float(out)
+
+
 def estimate_time(
     setup: TrainingSetup,
     peak_tflops: float,
@@ -337,7 +362,12 @@ def estimate_time(
     real_gpu_step = real_mb * gas
     passes = 3 + (1 if r.gc else 0)  # forward, backward (two), the recomputed forward
     t_overhead = gas * pc.layers * passes * LAYER_PASS_OVERHEAD_S
-    t_compute = tok_gpu_step * fpt / achieved + t_overhead
+    spec = _catalog_gpu(gpu_class)
+    hbm = hbm_gbs or (float(getattr(spec, "memory_bandwidth_gbs", 0) or 0) if spec is not None else 0.0)
+    t_weights = (
+        gas * _weight_bytes_per_micro_batch(r, pc) / (hbm * 1e9 * ELEMENTWISE_HBM_EFFICIENCY) if hbm else 0.0
+    )
+    t_compute = tok_gpu_step * fpt / achieved + t_overhead + t_weights
     t_mb = t_compute / gas
     bwd_share = 0.5 if s.method != "full" else 2.0 / 3.0
 
@@ -350,7 +380,6 @@ def estimate_time(
     if s.method == "qlora":
         b_param = K.NF4_DQ_BYTES if s.qlora_double_quant else K.NF4_BYTES
 
-    spec = _catalog_gpu(gpu_class)
     f = (n - 1) / n
     bw_gbs = busbw_gbs
     if n > 1 and spec is not None and not getattr(spec, "p2p_supported", True):
@@ -379,19 +408,6 @@ def estimate_time(
         overlappable = t_compute
     exposed = max(0.0, comm - COMM_OVERLAP * overlappable)
 
-    hbm = hbm_gbs or (float(getattr(spec, "memory_bandwidth_gbs", 0) or 0) if spec is not None else 0.0)
-    if s.method == "qlora" and hbm > 0:
-        quantized = pc.total - pc.embedding - pc.lm_head  # bitsandbytes/torchao quantize the decoder Linears
-        shards = n if sharded else 1
-        t_dequant = (
-            gas
-            * passes
-            * quantized
-            / shards
-            * DEQUANT_BYTES_PER_PARAM
-            / (hbm * 1e9 * ELEMENTWISE_HBM_EFFICIENCY)
-        )
-        t_compute += t_dequant * shards  # every rank dequantises the whole (gathered) layer
     t_opt = 0.0
     if hbm > 0 and s.offload_optimizer == "none":
         local = p_t / n if strategy in ("zero1", "zero2", "zero3", "fsdp", "fsdp_grad_op") else p_t
