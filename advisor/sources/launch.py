@@ -86,6 +86,13 @@ _MAX_PROBLEMS = 20
 _MAX_PIECES = 20_000  # a value that expands past these limits (A="$A $A" in a loop) becomes unknown
 _MAX_VALUE = 1_000_000
 _BUDGET = 50_000_000  # characters of expanded text per file, so that no input can make reading slow
+# Limits that keep a 1 MB script under a second, each reported where it is hit: tokens lexed (a real
+# launch script has a few thousand), launch commands read (each becomes a run that is planned and
+# judged: 14,000 torchrun lines took 21 s), and ${...} nesting (each level is scanned again when it is
+# expanded: 100,000 nested ${A:-...} took 14 s).
+_MAX_TOKENS = 30_000
+_MAX_COMMANDS = 32
+_MAX_BRACE_DEPTH = 32
 
 
 class _Src:
@@ -236,6 +243,7 @@ class _Lexer:
         self.s = src
         self.t = src.text
         self.n = len(src.text)
+        self.truncated_at: int | None = None  # where _MAX_TOKENS stopped the lexer
 
     # -- tokens ---------------------------------------------------------------------------------
 
@@ -245,6 +253,9 @@ class _Lexer:
         pending: list[_Heredoc] = []
         i = 0
         while i < n:
+            if len(toks) >= _MAX_TOKENS:
+                self.truncated_at = i
+                break
             c = t[i]
             try:
                 if c in " \t":
@@ -583,6 +594,10 @@ class _Lexer:
                 continue
             if c == "$" and i + 1 < n and t[i + 1] == "{":
                 depth += 1
+                if depth > _MAX_BRACE_DEPTH:
+                    raise _LexError(
+                        f"${{...}} nested deeper than {_MAX_BRACE_DEPTH} levels: not followed", start
+                    )
                 i += 2
                 continue
             if c == "}":
@@ -1546,9 +1561,16 @@ class _Shell:
 
     def run(self, src: _Src) -> None:
         errors: list[tuple[str, int]] = []
-        toks = _Lexer(src).run(errors)
+        lexer = _Lexer(src)
+        toks = lexer.run(errors)
         for message, idx in errors:
             self.problem(message, src.off(idx))
+        if lexer.truncated_at is not None:
+            self.problem(
+                f"more than {_MAX_TOKENS} words and operators: the rest of the script is not read",
+                src.off(lexer.truncated_at),
+                severity="warning",
+            )
         self.walk(toks)
 
     def walk(self, toks: list[_Tok]) -> None:
@@ -1930,6 +1952,15 @@ class _Shell:
         if cmd is None:
             return
         off = self.span_override if self.span_override is not None else start_off
+        if len(self.commands) >= _MAX_COMMANDS:
+            if len(self.commands) == _MAX_COMMANDS:
+                self.problem(
+                    f"more than {_MAX_COMMANDS} launch commands: the rest are not read",
+                    off,
+                    severity="warning",
+                )
+                self.commands.append(cmd)  # a sentinel, removed when the script is done
+            return
         cmd.span = self.span(off)
         cmd.env = {k: v.word for k, v in env.items()}
         idx = len(self.commands)
@@ -2406,7 +2437,7 @@ def _read(text: str, doc: Document, problems: list[SourceProblem]) -> None:
         shell.run(_Src(text))
     except _TooLarge:
         shell.problem("the script expands to too much text to follow statically; the rest is not read", 0)
-    script.commands = shell.commands
+    script.commands = shell.commands[:_MAX_COMMANDS]
     script.variables = {k: v.word for k, v in shell.vars.items()}
     for k, v in shell.vars.items():
         shell.key_spans[("variables", k)] = shell.span(v.key_off)

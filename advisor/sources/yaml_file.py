@@ -48,6 +48,9 @@ class _AliasLoader(yaml.composer.Composer, _Loader):  # type: ignore[misc, valid
 MAX_NODES = 200_000
 MAX_DEPTH = 64
 MAX_PROBLEMS = 100
+# A 130 KB file whose aliases repeat a 100 KB string 3,000 times is 300 MB of values (`plan --format
+# json` printed 500 MB): expanded text is bounded like expanded nodes, at the size limit of a config.
+MAX_CHARS = 10 * 1024 * 1024
 
 # What a YAML 1.2 reader (ruamel, most editors, most people) takes for a number or a boolean.
 _YAML12_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)$")
@@ -103,6 +106,7 @@ class _Builder:
         self.value_spans: dict[KeyPath, Span] = {}
         self.problems: list[SourceProblem] = []
         self.visited = 0
+        self.chars = 0  # scalar text built, aliases expanded: what every later stage copies and prints
         # An alias is built once and shared, as PyYAML does; its expanded size still counts, so a
         # billion-laughs document is refused in time linear in its text.
         self.built: dict[int, tuple[Any, int]] = {}
@@ -112,13 +116,13 @@ class _Builder:
         if alias is not None:
             self.value_spans.setdefault(path, _mark_span(alias))
         if id(node) in self.built:
-            value, size = self.built[id(node)]
-            self._count(size, alias or node.start_mark)
+            value, size, chars = self.built[id(node)]
+            self._count(size, alias or node.start_mark, chars)
             return value
-        before = self.visited
+        before, chars_before = self.visited, self.chars
         value = self._build(node, path, depth, alias)
         if isinstance(node, yaml.MappingNode | yaml.SequenceNode):
-            self.built[id(node)] = (value, self.visited - before)
+            self.built[id(node)] = (value, self.visited - before, self.chars - chars_before)
         return value
 
     def problem(self, problem: SourceProblem) -> None:
@@ -136,15 +140,23 @@ class _Builder:
                 )
             )
 
-    def _count(self, n: int, mark: yaml.Mark) -> None:
+    def _count(self, n: int, mark: yaml.Mark, chars: int = 0) -> None:
         self.visited += n
+        self.chars += chars
         if self.visited > MAX_NODES:
             raise YamlLimitError(
                 f"more than {MAX_NODES} nodes once aliases are expanded (an alias bomb?)", mark
             )
+        if self.chars > MAX_CHARS:
+            raise YamlLimitError(
+                f"more than {MAX_CHARS // (1024 * 1024)} MB of text once aliases are expanded "
+                "(an alias repeating a long string?)",
+                mark,
+            )
 
     def _build(self, node: yaml.Node, path: KeyPath, depth: int, alias: yaml.Mark | None = None) -> Any:
-        self._count(1, alias or node.start_mark)
+        scalar_chars = len(node.value) if isinstance(node, yaml.ScalarNode) else 0
+        self._count(1, alias or node.start_mark, scalar_chars)
         if depth > MAX_DEPTH:
             raise YamlLimitError(f"nested deeper than {MAX_DEPTH} levels", alias or node.start_mark)
         self.value_spans.setdefault(path, _span(node))
