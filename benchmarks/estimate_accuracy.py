@@ -1,5 +1,9 @@
 """Accuracy of the VRAM estimator against the published calibration rows GT01-GT39.
 
+The user-path benchmark is benchmarks/calibration.py: the same rows (and the time rows) as folders of config
+files in benchmarks/data, run through `gpu-advise estimate`. This script keeps the direct TrainingSetup
+encoding of GT01-GT39 to check the plan -> setup mapping against it.
+
 Source of every row: the shared research notes, memory-model.md section 5 (which cites the HF transformers
 performance docs for BERT-large and the torchtune READMEs/tutorials). Each row is written as a run into a
 temporary folder: a TrainingArguments/TRL-style YAML (model, batch, accumulation, max_length, bf16/fp16 and
