@@ -338,6 +338,27 @@ def _field_lines(node: Any) -> dict[str, int]:
     return lines
 
 
+MAX_RULE_NODES = 50_000  # YAML nodes of one rule file, aliases counted each time they are used
+
+
+def _too_many_nodes(node: Any) -> bool:
+    """Whether the document expands to more than MAX_RULE_NODES nodes: aliases share nodes, so a small
+    file can stand for billions of values (`&a [*b, *b, ...]`), which validating or caching would walk."""
+    import yaml
+
+    stack, seen = [node], 0
+    while stack:
+        n = stack.pop()
+        seen += 1
+        if seen > MAX_RULE_NODES:
+            return True
+        if isinstance(n, yaml.MappingNode):
+            stack.extend(part for pair in n.value for part in pair)
+        elif isinstance(n, yaml.SequenceNode):
+            stack.extend(n.value)
+    return False
+
+
 def load_rule_file(path: Path) -> CompiledRule:
     import yaml
 
@@ -346,6 +367,8 @@ def load_rule_file(path: Path) -> CompiledRule:
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
         try:
             node = loader.get_single_node()
+            if node is not None and _too_many_nodes(node):
+                raise RuleError(f"{path}: rule file expands to over {MAX_RULE_NODES:,} values (YAML aliases)")
             raw = loader.construct_document(node) if node is not None else None
         finally:
             loader.dispose()

@@ -187,8 +187,10 @@ def parse(source: str, helpers: Collection[str], limits: Limits = LIMITS) -> Exp
         module = ast.parse(source.strip(), mode="eval")
     except SyntaxError as exc:
         raise ExprError(f"expression does not parse: {exc.msg}", exc.lineno or 1, exc.offset or 1) from None
-    except (RecursionError, MemoryError, ValueError):  # too deeply nested for the parser; NUL bytes
+    except (RecursionError, MemoryError):  # too deeply nested for the parser
         raise ExprError(f"expression is too deeply nested (more than {limits.depth} levels)") from None
+    except ValueError as exc:  # a NUL byte
+        raise ExprError(f"expression does not parse: {exc}") from None
     check(module.body, helpers, limits)
     return Expression(source, module.body)
 

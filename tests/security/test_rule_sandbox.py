@@ -222,6 +222,20 @@ def test_a_refusal_in_a_block_scalar_names_the_line_of_the_expression(
     assert f"{rule.name}:9:" in output
 
 
+def test_a_billion_laughs_rule_file_is_refused_at_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a fix value may be any data, so nothing stops at its type: 9**9 values from a 1 KB file
+    laughs = ["      - &a0 [" + ", ".join(["lol"] * 9) + "]"]
+    laughs += [f"      - &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 9)]
+    text, _ = _rule()
+    rule = _project(tmp_path, text + "fix:\n  set:\n    training.output_dir:\n" + "\n".join(laughs) + "\n")
+    start = time.monotonic()
+    code, output = _check(tmp_path, monkeypatch)
+    assert code == 2 and rule.name in output and "Traceback" not in output
+    assert time.monotonic() - start < 10
+
+
 # --------------------------------------------------------------------------------------------------
 # Bombs stopped while evaluating: the rule's error (exit 2), quickly, other rules still run
 
