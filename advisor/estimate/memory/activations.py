@@ -89,44 +89,53 @@ def layer_bytes(r: ResolvedSetup) -> tuple[float, float]:
         by_src.setdefault(lin.feeds_from, []).append(lin)
     if pc.parallel_block and pc.norms_per_layer == 1:  # one LayerNorm feeds attention and MLP (Phi-2, Falcon)
         by_src["attn_in"] = by_src.get("attn_in", []) + by_src.pop("mlp_in", [])
-    a = pc.norms_per_layer * _norm_saved(r, h, trainable=full)
-    nb = _norm_out_bytes(r)
-    a += _lin_input(r, h, nb, by_src.get("attn_in", []))
-    a += _attn_core(r)
-    a += _lin_input(r, pc.q_dim, 2 if r.autocast else r.cb, by_src.get("attn_out", []))
-    a += _lin_input(r, h, nb, by_src.get("mlp_in", []))
-    lo = r.lin_out
+    saved = pc.norms_per_layer * _norm_saved(r, h, trainable=full)
+    norm_out = _norm_out_bytes(r)
+    saved += _lin_input(r, h, norm_out, by_src.get("attn_in", []))
+    saved += _attn_core(r)
+    saved += _lin_input(r, pc.q_dim, r.cb, by_src.get("attn_out", []))
+    saved += _lin_input(r, h, norm_out, by_src.get("mlp_in", []))
+    lin_out = r.lin_out  # Linear outputs that feed pointwise ops
     if pc.block == "gated":
         if pc.moe_experts:
-            k, ei = pc.moe_active, pc.expert_intermediate
+            active, expert_i = pc.moe_active, pc.expert_intermediate
             experts = [lin for lin in pc.linears if lin.name.startswith("experts.")]
             e_in = [lin for lin in experts if lin.feeds_from == "mlp_in"]
             e_act = [lin for lin in experts if lin.feeds_from == "mlp_act"]
-            per_expert = (2 if r.s.liger_kernel else 3) * lo * ei
-            per_expert += _lin_input(r, h, nb, e_in) + _lin_input(r, ei, lo, e_act) + lo * h
-            a += k * per_expert + 4 * pc.moe_experts
+            per_expert = (2 if r.s.liger_kernel else 3) * lin_out * expert_i
+            per_expert += (
+                _lin_input(r, h, norm_out, e_in) + _lin_input(r, expert_i, lin_out, e_act) + lin_out * h
+            )
+            saved += active * per_expert + 4 * pc.moe_experts
             if pc.shared_expert_intermediate:
-                si = pc.shared_expert_intermediate
-                sh = [lin for lin in pc.linears if lin.name.startswith("shared_expert.")]
-                a += 3 * lo * si + _lin_input(r, h, nb, [x for x in sh if x.feeds_from == "mlp_in"])
-                a += _lin_input(r, si, lo, [x for x in sh if x.feeds_from == "mlp_act"]) + 2 * lo
-            i_act = k * ei
+                shared_i = pc.shared_expert_intermediate
+                shared = [lin for lin in pc.linears if lin.name.startswith("shared_expert.")]
+                saved += 3 * lin_out * shared_i + _lin_input(
+                    r, h, norm_out, [x for x in shared if x.feeds_from == "mlp_in"]
+                )
+                saved += (
+                    _lin_input(r, shared_i, lin_out, [x for x in shared if x.feeds_from == "mlp_act"])
+                    + 2 * lin_out
+                )
+            mlp_width = active * expert_i
         else:
             i = pc.intermediate
-            a += (2 if r.s.liger_kernel else 3) * lo * i  # gate out, act out, up out (mul saves both)
-            a += _lin_input(r, i, lo, by_src.get("mlp_act", []))
-            i_act = i
+            saved += (
+                (2 if r.s.liger_kernel else 3) * lin_out * i
+            )  # gate out, act out, up out (mul saves both)
+            saved += _lin_input(r, i, lin_out, by_src.get("mlp_act", []))
+            mlp_width = i
     else:
         i = pc.intermediate
-        a += lo * i  # fc1 output, saved by GELU
-        a += _lin_input(r, i, lo, by_src.get("mlp_act", []))
-        i_act = i
+        saved += lin_out * i  # fc1 output, saved by GELU
+        saved += _lin_input(r, i, lin_out, by_src.get("mlp_act", []))
+        mlp_width = i
     if pc.hidden_dropout > 0:
-        a += 2 * h  # two residual-branch dropout masks (1 byte each)
-    work = (2 if r.autocast else r.cb) * (3 * i_act + 2 * h)
+        saved += 2 * h  # two residual-branch dropout masks (1 byte each)
+    work = r.cb * (3 * mlp_width + 2 * h)
     if r.attn == "eager":
         work += 6 * pc.heads * r.seq
-    return a, work
+    return saved, work
 
 
 def outside_bytes(r: ResolvedSetup) -> float:
@@ -148,18 +157,22 @@ def outside_bytes(r: ResolvedSetup) -> float:
 def logits_bytes(r: ResolvedSetup) -> tuple[float, float, str]:
     """(peak bytes during the loss backward, bytes left when the lm_head grad is formed, label)."""
     pc = r.pc
-    T = r.tokens
+    tokens = r.tokens
     if r.s.task != "causal_lm":
         return 0.0, 0.0, "classification head (negligible)"
-    V = pc.vocab
+    vocab = pc.vocab
     if r.s.loss == "fused" or r.s.liger_kernel:
-        x = K.LOGITS_FUSED_PER_H * pc.hidden * T
+        x = K.LOGITS_FUSED_PER_H * pc.hidden * tokens
         return x, x, "fused linear+CE: never materialises tokens x vocab"
     if r.s.loss == "chunked":
         per = K.LOGITS_CHUNKED_COMPILED if r.s.torch_compile else K.LOGITS_CHUNKED
         label = (
             f"chunked CE ({K.CE_CHUNKS} chunks{', compiled' if r.s.torch_compile else ''}): {per:.2f} B/logit"
         )
-        return per * T * V, 2.0 * T * V * (K.CE_CHUNKS - 1) / K.CE_CHUNKS, label
+        return per * tokens * vocab, 2.0 * tokens * vocab * (K.CE_CHUNKS - 1) / K.CE_CHUNKS, label
     per = K.LOGITS_STANDARD + (K.LOGITS_SOFTCAP_EXTRA if pc.final_logit_softcapping else 0.0)
-    return per * T * V, 2.0 * T * V, f"fp32-upcast cross-entropy: {per:.0f} B per token x vocab"
+    return (
+        per * tokens * vocab,
+        2.0 * tokens * vocab,
+        f"fp32-upcast cross-entropy: {per:.0f} B per token x vocab",
+    )
