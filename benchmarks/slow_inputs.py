@@ -1,0 +1,170 @@
+"""Slow inputs (issue 9, defect 10): each case is built in a temporary folder, the CLI is run on it in a
+fresh process, and its seconds, peak RSS, output size and exit code are printed. The target: every input
+of at most 10 MB answered within 2 s and 300 MB, its limits reported as findings.
+
+    python benchmarks/slow_inputs.py [--case NAME ...] [--tree DIR] [--timeout 120]
+
+``--tree DIR`` runs another checkout of the package (e.g. `git archive REV | tar -x -C DIR`) to measure
+before and after. Peak RSS is the child's own (os.wait4), in MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+ACCELERATE_HEAD = "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nnum_processes: 2\n"
+
+
+def json_array(root: Path) -> list[str]:
+    """A 9.8 MB DeepSpeed JSON whose bulk is one array of numbers."""
+    numbers = ",".join(str(i % 1000) for i in range(2_450_000))
+    (root / "ds_config.json").write_text('{"train_batch_size": 8, "data": [' + numbers + "]}\n")
+    return ["check", "ds_config.json"]
+
+
+def json_objects(root: Path) -> list[str]:
+    """A 9.5 MB JSON of 200,000 small objects."""
+    rows = [{"id": i, "name": f"row{i}", "w": 0.5} for i in range(200_000)]
+    (root / "ds_config.json").write_text(json.dumps({"train_batch_size": 8, "rows": rows}))
+    return ["check", "ds_config.json"]
+
+
+def torchrun_lines(root: Path) -> list[str]:
+    """A 1 MB launch script of 14,000 torchrun lines."""
+    line = "torchrun --nproc_per_node 2 --master_port 29500 train.py --output_dir out --seed 1\n"
+    lines = ["#!/bin/bash\n"] + [line] * 14_000
+    (root / "run.sh").write_text("".join(lines)[: 1024 * 1024 - 1])
+    return ["check", "run.sh"]
+
+
+def unknown_keys(root: Path) -> list[str]:
+    """An accelerate config with 99,000 unknown keys."""
+    keys = "".join(f"unknown_setting_{i}: {i}\n" for i in range(99_000))
+    (root / "accelerate_config.yaml").write_text(ACCELERATE_HEAD + keys)
+    return ["check", "accelerate_config.yaml"]
+
+
+def nested_default(root: Path) -> list[str]:
+    """`${A:-${A:-...}}` 100,000 deep in a launch script."""
+    depth = 100_000
+    word = "${A:-" * depth + "2" + "}" * depth
+    (root / "run.sh").write_text(f"#!/bin/bash\nN={word}\ntorchrun --nproc_per_node $N train.py\n")
+    return ["check", "run.sh"]
+
+
+def alias_plan(root: Path) -> list[str]:
+    """`plan --format json` on a 130 KB YAML whose aliases repeat a 100 KB string 3,000 times."""
+    long = "x" * 100_000
+    items = ", ".join(["*s"] * 3_000)
+    text = f"output_dir: out\nper_device_train_batch_size: 2\nrun_name: &s {long}\nreport_to: [{items}]\n"
+    (root / "args.yaml").write_text(text)
+    return ["plan", "--format", "json", "args.yaml"]
+
+
+def alias_check(root: Path) -> list[str]:
+    alias_plan(root)
+    return ["check", "--format", "json", "args.yaml"]
+
+
+def yaml_nodes(root: Path) -> list[str]:
+    """A 3 MB YAML of 190,000 list items (under the 200,000-node limit)."""
+    items = "".join(f"  - item{i}\n" for i in range(190_000))
+    (root / "args.yaml").write_text(f"output_dir: out\ndataset: x\nlabels:\n{items}")
+    return ["check", "args.yaml"]
+
+
+def makedirs_script(root: Path) -> list[str]:
+    """A training script with 10,001 unguarded os.makedirs calls, launched on two processes."""
+    body = "".join(f"os.makedirs('d{i}')\n" for i in range(10_001))
+    (root / "train.py").write_text("import os\n" + body)
+    (root / "run.sh").write_text("#!/bin/bash\ntorchrun --nproc_per_node 2 train.py --output_dir out\n")
+    return ["check", "run.sh"]
+
+
+CASES: dict[str, Callable[[Path], list[str]]] = {
+    "json-array-9.8MB": json_array,
+    "json-objects-9.5MB": json_objects,
+    "torchrun-14k-lines": torchrun_lines,
+    "accelerate-99k-unknown-keys": unknown_keys,
+    "nested-default-100k": nested_default,
+    "plan-json-alias-130KB": alias_plan,
+    "check-json-alias-130KB": alias_check,
+    "yaml-190k-nodes": yaml_nodes,
+    "makedirs-10001": makedirs_script,
+}
+
+
+def _drain(stream: object, counter: list[int]) -> None:
+    while chunk := stream.read(1 << 16):  # type: ignore[attr-defined]
+        counter[0] += len(chunk)
+
+
+def run_case(name: str, tree: Path, timeout: float) -> dict[str, object]:
+    with tempfile.TemporaryDirectory(prefix="gpu-advise-slow-") as tmp:
+        root = Path(tmp)
+        args = CASES[name](root)
+        size = sum(p.stat().st_size for p in root.iterdir())
+        env = dict(os.environ, PYTHONPATH=str(tree), HF_HUB_OFFLINE="1")
+        env.pop("GITHUB_ACTIONS", None)
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "advisor.cli", *args],
+            cwd=root,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        out, err = [0], [0]
+        readers = [
+            threading.Thread(target=_drain, args=(proc.stdout, out), daemon=True),
+            threading.Thread(target=_drain, args=(proc.stderr, err), daemon=True),
+        ]
+        for r in readers:
+            r.start()
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        timer.cancel()
+        seconds = time.perf_counter() - start
+        for r in readers:
+            r.join()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        return {
+            "case": name,
+            "input_mb": size / 1e6,
+            "seconds": seconds,
+            "peak_rss_mb": usage.ru_maxrss / 1024,
+            "stdout_mb": out[0] / 1e6,
+            "exit": proc.returncode if seconds < timeout else "timeout",
+        }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--case", action="append", choices=sorted(CASES), help="run only these cases")
+    parser.add_argument("--tree", type=Path, default=REPO, help="checkout whose `advisor` package is run")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds before a case is killed")
+    args = parser.parse_args()
+    print(f"{'case':<30} {'input MB':>8} {'seconds':>8} {'peak MB':>8} {'out MB':>8} {'exit':>7}")
+    for name in args.case or list(CASES):
+        row = run_case(name, args.tree.resolve(), args.timeout)
+        print(
+            f"{row['case']:<30} {row['input_mb']:>8.2f} {row['seconds']:>8.2f} {row['peak_rss_mb']:>8.0f} "
+            f"{row['stdout_mb']:>8.2f} {row['exit']!s:>7}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
