@@ -213,8 +213,9 @@ def resolve_setup(s: TrainingSetup) -> ResolvedSetup:
         if s.prepare_kbit_training is None:
             prepare = True
             a.append(
-                "QLoRA: assumed PEFT prepare_model_for_kbit_training (TRL does it): non-quantized weights "
-                "upcast to fp32, gradient checkpointing on"
+                "QLoRA: assumed PEFT prepare_model_for_kbit_training (axolotl and most QLoRA scripts call "
+                "it; TRL's SFTTrainer does not): non-quantized weights upcast to fp32, gradient "
+                "checkpointing on"
             )
         else:
             prepare = s.prepare_kbit_training
