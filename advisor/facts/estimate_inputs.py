@@ -657,7 +657,11 @@ def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
                 "(sharded like the policy under ZeRO-3/FSDP)"
             )
 
-    dtype_kw, out.dtypes = _dtype_inputs(plan, names, strategy, method, info, a)
+    # ZeRO stage 0 is estimated as DDP, with the DeepSpeed engine's dtypes (module cast, fp32 master: its
+    # FP16_Optimizer wrapper, deepspeed 0.19.8 runtime/engine.py:2321 and 2360-2362)
+    run_strategy = names["run"].entry("strategy") if names.get("run") is not None else None
+    zero0 = isinstance(run_strategy, Value) and run_strategy.value == "zero0"
+    dtype_kw, out.dtypes = _dtype_inputs(plan, names, "zero0" if zero0 else strategy, method, info, a)
     lora_r = _int(_written(t, "lora_r", "lora_rank", "lora_dim")) if method != "full" else None
     dropout = _number(_written(t, "lora_dropout")) if method != "full" else None
     optim = _written(t, "optim")

@@ -602,7 +602,7 @@ def run_dtypes(
     t = plan.training
     dialect_v = t.known_value("dialect")
     dialect = dialect_v.value if dialect_v is not None else "hf"
-    deepspeed = strategy in {"zero1", "zero2", "zero3"}
+    deepspeed = strategy in {"zero0", "zero1", "zero2", "zero3"}
     compute = autocast_fact(plan, names, deepspeed)
     quant = quantization(plan, names)
     if dialect == "axolotl":

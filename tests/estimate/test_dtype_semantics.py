@@ -359,3 +359,23 @@ def test_deepspeeds_alternatives_are_judged_with_the_weights_as_loaded(tmp_path:
         peaks[dtype] = (est.peak_vram_gib, est.ddp_peak)
     assert peaks["float32"][0] == pytest.approx(peaks["bfloat16"][0], abs=0.05)
     assert peaks["float32"][1] > peaks["bfloat16"][1] + 2 * 1.5e9 / GIB
+
+
+def test_zero_stage_0_keeps_deepspeeds_fp32_master(tmp_path: Path) -> None:
+    # stage 0 + bf16: DeepSpeed wraps the optimizer in FP16_Optimizer with fp32 masters (deepspeed 0.19.8
+    # runtime/engine.py:2321, 2360-2362); the module is cast to bf16 and runs without autocast
+    ds = '{"bf16": {"enabled": true}, "zero_optimization": {"stage": 0}}'
+    acc = (
+        "distributed_type: DEEPSPEED\nnum_processes: 2\ndeepspeed_config:\n  deepspeed_config_file: ds.json\n"
+    )
+    launch = "#!/bin/bash\naccelerate launch --config_file acc.yaml train.py sft.yaml\n"
+    sft = _recipe(model_name_or_path="Qwen/Qwen2.5-0.5B", dtype="float32", bf16="true")
+    est = _estimates(
+        tmp_path, {"launch.sh": launch, "acc.yaml": acc, "ds.json": ds, "train.py": PLAIN, "sft.yaml": sft}
+    )
+    assert est.strategy == "ddp"
+    items = _items(est)
+    p = 494_032_768
+    assert items["weights"] == pytest.approx(2 * p / GIB, abs=0.01)
+    assert items["optimizer states"] == pytest.approx(12 * p / GIB, abs=0.01)
+    assert est.dtypes["optimizer"]["dtype"].startswith("fp32 master")
