@@ -164,9 +164,8 @@ class CompiledRule:
     when: Expression
     for_each: Expression | None
     message: Template
-    fix_values: dict[
-        str, tuple[str, Any]
-    ]  # target -> ("expr", Expression) | ("template", Template) | ("literal", v)
+    # fix target -> ("expr", Expression) | ("template", Template) | ("literal", value)
+    fix_values: dict[str, tuple[str, Any]]
     fix_when: Expression | None = None
     fix_description: Template = ()
     lines: dict[str, int] = field(default_factory=dict)  # field of the rule file -> its 1-based line
