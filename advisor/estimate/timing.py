@@ -241,7 +241,7 @@ def tokens_per_micro_batch(
     # E[max of b] = 2 * mean * b / (b + 1) (= mean for b = 1)
     longest = min(float(cap), 2.0 * float(mean) * b / (b + 1)) if b > 1 else real
     basis = f"{real:.0f} tokens per sample on average ({data.source or 'from the data'})" + (
-        f", padded to ~{longest:.0f} per micro-batch" if b > 1 else ""
+        f", padded to ~{longest:.0f} per micro-batch" if longest > real + 0.5 else ""
     )
     return b * real, b * max(longest, real), basis
 
