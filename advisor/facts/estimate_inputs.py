@@ -1,7 +1,7 @@
 """A run's RunPlan mapped onto the estimator's TrainingSetup (or the precise reason there is none).
 
 Every input the files leave open is either a stated assumption or the reason the estimate is unknown;
-dtype facts (storage, compute, optimizer state) come from advisor.facts.precision.run_dtypes. Numbers
+dtype facts (storage, compute, optimizer state) come from advisor.facts.dtypes.run_dtypes. Numbers
 that are not finite or are absurdly large are treated as unknown, never converted (1e400, .nan, a
 401-digit bucket size).
 
@@ -196,7 +196,7 @@ class PlanInputs:
     data_length: Any = None  # advisor.estimate.DataLength: tokens per sample and packing, for the time model
     reference_copy: bool = False  # preference training keeps a frozen reference model
     quiet: bool = False  # no summary note for the missing estimate
-    dtypes: Any = None  # advisor.facts.precision.RunDtypes: the dtype facts and where each came from
+    dtypes: Any = None  # advisor.facts.dtypes.RunDtypes: the dtype facts and where each came from
     assumptions: list[str] = field(default_factory=list)
     related: list[Location] = field(default_factory=list)
 
@@ -291,7 +291,7 @@ def _seq_len(plan: Any) -> Value | None:
 def _gradient_checkpointing(plan: Any, a: list[str]) -> bool | None:
     t = plan.training
     if _written(t, "gradient_checkpointing", "activation_checkpointing") is None:
-        from advisor.facts.precision import trl_trains
+        from advisor.facts.dtypes import trl_trains
 
         if t.dialect not in {"llamafactory", "axolotl"} and trl_trains(plan):
             a.append("gradient_checkpointing not written: TRL's default True (trl trainer/base_config.py:62)")
@@ -336,8 +336,8 @@ def _dtype_inputs(
     plan: Any, names: dict[str, Any], strategy: str, method: str, info: Any, a: list[str]
 ) -> tuple[dict[str, Any], Any]:
     """The estimator's dtype fields (storage, trainable, autocast, master, quantization, compute precision)
-    from the consumers' rules (advisor.facts.precision.run_dtypes), and the facts with their sources."""
-    from advisor.facts.precision import dtype_name, run_dtypes
+    from the consumers' rules (advisor.facts.dtypes.run_dtypes), and the facts with their sources."""
+    from advisor.facts.dtypes import dtype_name, run_dtypes
 
     config = info.config if info is not None and isinstance(info.config, dict) else {}
     checkpoint = dtype_name(config.get("dtype") or config.get("torch_dtype"))
@@ -372,7 +372,7 @@ def _dtype_inputs(
             amp={"fp32": True, "bf16": False, "fp16": False}.get(load or ""),
         )
     if method == "qlora":
-        from advisor.facts.precision import kbit_preparation
+        from advisor.facts.dtypes import kbit_preparation
 
         prepared = kbit_preparation(plan).dtype
         kw["prepare_kbit_training"] = None if prepared is None else prepared == "yes"
@@ -548,7 +548,7 @@ def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
         # wrong by a factor, and an error must never come from an unmodelled stack
         out.reason = f"Unsloth ({unsloth}): its kernels and offloaded checkpointing are not modelled"
         return out
-    from advisor.facts.precision import quantization
+    from advisor.facts.dtypes import quantization
 
     method, why = _method(plan, quantization(plan, names).dtype)
     if method is None:

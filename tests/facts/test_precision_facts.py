@@ -124,9 +124,9 @@ def test_native_deepspeed_precision(facts_of) -> None:
     assert p.mode is None  # nothing written: no claim
 
 
-# ---- the dtype facts the memory model reads (advisor.facts.precision.run_dtypes) -------------------
+# ---- the dtype facts the memory model reads (advisor.facts.dtypes.run_dtypes) -------------------
 def test_dtype_names_are_read_like_torch_and_transformers() -> None:
-    from advisor.facts.precision import dtype_name
+    from advisor.facts.dtypes import dtype_name
 
     assert [dtype_name(x) for x in ("torch.bfloat16", "bfloat16", "'float16'", "half", "float", "auto")] == [
         "bf16",
@@ -140,7 +140,7 @@ def test_dtype_names_are_read_like_torch_and_transformers() -> None:
 
 
 def test_a_literal_in_the_script_beats_the_recipe(facts_of) -> None:
-    from advisor.facts.precision import load_dtype
+    from advisor.facts.dtypes import load_dtype
 
     script = (
         "import torch\nfrom transformers import AutoModelForCausalLM\n"
@@ -154,7 +154,7 @@ def test_a_literal_in_the_script_beats_the_recipe(facts_of) -> None:
 
 
 def test_a_script_argument_defers_to_the_recipe(facts_of) -> None:
-    from advisor.facts.precision import load_dtype
+    from advisor.facts.dtypes import load_dtype
 
     script = "from transformers import AutoModelForCausalLM\n"
     script += "m = AutoModelForCausalLM.from_pretrained('x', dtype=a.dtype)\n"
@@ -166,7 +166,7 @@ def test_a_script_argument_defers_to_the_recipe(facts_of) -> None:
 
 
 def test_trl_defaults_bf16_on_when_fp16_is_unset(facts_of) -> None:
-    from advisor.facts.precision import autocast_fact, mode_fact
+    from advisor.facts.dtypes import autocast_fact, mode_fact
 
     # trl 1.16 trainer/base_config.py:108: bf16 = not fp16 when unset
     names = facts_of({"sft.yaml": "model_name_or_path: m\nmax_length: 512\n"})
@@ -177,7 +177,7 @@ def test_trl_defaults_bf16_on_when_fp16_is_unset(facts_of) -> None:
 
 
 def test_kbit_preparation_follows_the_trainer(facts_of) -> None:
-    from advisor.facts.precision import kbit_preparation
+    from advisor.facts.dtypes import kbit_preparation
 
     names = facts_of({"sft.yaml": "model_name_or_path: m\nload_in_4bit: true\nuse_peft: true\n"})
     assert kbit_preparation(names["plan"]).dtype == "no"  # TRL's SFTTrainer (sft_trainer.py:870)

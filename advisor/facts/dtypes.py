@@ -1,0 +1,361 @@
+"""The three dtype facts of a run (issue 10 section 1), each read from where its consumer takes it:
+
+storage    the dtype the base weights are held in during training: what from_pretrained loads (a literal in
+           the script, model_init_kwargs / dtype / torch_dtype in the recipe, TRL's float32 default,
+           transformers 5's "auto"), then what a trainer or engine recasts (LLaMA-Factory's fp32 upcast of
+           trainable parameters, accelerate's fp32 FSDP shards under mixed precision, DeepSpeed's module cast)
+trainable  the trainable parameters (PEFT's fp32 adapters, TRL's bf16 QLoRA adapters, DeepSpeed's cast)
+compute    autocast on (bf16 / fp16) or off (DeepSpeed, TrainingArguments without bf16/fp16)
+master     an fp32 master copy that carries the optimizer state (DeepSpeed)
+
+Every fact carries `source`, the file:line or the upstream default it follows, for `gpu-advise estimate`.
+Nothing here executes the script: its from_pretrained keyword arguments come from the script facts (AST).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from advisor.facts.precision import _truth, deepspeed_mode, training_mode
+from advisor.provenance import Namespace, Value
+from advisor.sources.document import Location
+
+__all__ = [
+    "DtypeFact",
+    "RunDtypes",
+    "autocast_fact",
+    "dtype_name",
+    "kbit_preparation",
+    "load_dtype",
+    "mode_fact",
+    "quantization",
+    "run_dtypes",
+    "trl_trains",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class DtypeFact:
+    """One dtype decision: the dtype (None = unknown), where it comes from, and its position."""
+
+    dtype: str | None
+    source: str
+    origin: Location | None = None
+    assumed: bool = False  # not written anywhere: a default of the consumer the files do not pin
+
+
+@dataclass(frozen=True, slots=True)
+class RunDtypes:
+    storage: DtypeFact  # base weights as held during training (fp32 | bf16 | fp16)
+    trainable: DtypeFact  # trainable parameters (None: the estimator's PEFT default)
+    autocast: DtypeFact  # bf16 | fp16 | off
+    quantization: DtypeFact  # nf4 | int8 | None (base Linears)
+    master: DtypeFact  # "fp32" when an fp32 master copy carries the optimizer, else None
+    load: DtypeFact | None = None  # what from_pretrained loads, before a trainer or engine recasts it
+
+    def sources(self) -> dict[str, str]:
+        """Where each of the estimate's dtype rows (storage, trainable, compute, optimizer) comes from."""
+        quant = self.quantization
+        return {
+            "storage": self.storage.source
+            + (f"; Linear weights {quant.dtype}: {quant.source}" if quant.dtype else ""),
+            "trainable": self.trainable.source,
+            "compute": self.autocast.source,
+            "optimizer": self.master.source
+            if self.master.dtype == "fp32"
+            else "follows the trainable parameters",
+        }
+
+
+_DTYPE_NAMES = {
+    "bfloat16": "bf16",
+    "bf16": "bf16",
+    "float16": "fp16",
+    "fp16": "fp16",
+    "half": "fp16",
+    "float32": "fp32",
+    "fp32": "fp32",
+    "float": "fp32",
+    "auto": "auto",
+}
+
+
+def dtype_name(raw: object) -> str | None:
+    """'torch.bfloat16', "bfloat16", 'bf16' -> 'bf16'; "auto" stays; anything else None."""
+    if not isinstance(raw, str):
+        return None
+    low = raw.strip().strip("'\"").lower()
+    low = low.removeprefix("torch.")
+    return _DTYPE_NAMES.get(low)
+
+
+def _written_value(ns: Namespace, *keys: str) -> Value | None:
+    for key in keys:
+        v = ns.known_value(key)
+        if v is not None and v.source != "default":
+            return v
+    return None
+
+
+def _where(v: Value, key: str) -> str:
+    loc = v.origin
+    return f"{loc.file.name}:{loc.line} {key}" if loc is not None else key
+
+
+def _load_calls(names: dict[str, Any]) -> list[dict[str, Any]]:
+    script = names.get("script")
+    calls = script.load_calls if script is not None else None
+    if not isinstance(calls, list):
+        return []
+    # Unsloth's FastLanguageModel.from_pretrained is not a transformers load (the estimator says so)
+    return [c for c in calls if "Fast" not in str(c.get("callee", "")).split(".")[0]]
+
+
+def _call_where(call: dict[str, Any], key: str) -> str:
+    loc = call["location"]
+    return f"{loc.file.name}:{loc.line} from_pretrained({key}=...)"
+
+
+def _auto(checkpoint: str | None, why: str, origin: Location | None = None) -> DtypeFact:
+    if checkpoint in {"bf16", "fp16", "fp32"}:
+        return DtypeFact(checkpoint, f"{why}: the checkpoint's dtype, {checkpoint} (config.json)", origin)
+    return DtypeFact(None, f"{why}: the checkpoint's dtype, not in its config.json", origin)
+
+
+_TRL_IMPORT = re.compile(r"^\s*(?:from|import)\s+trl\b", re.MULTILINE)
+
+
+def trl_trains(plan: Any) -> bool:
+    """TRL's trainer loads and wraps the model: the `trl` launcher, a script that imports trl, or a TRL
+    recipe with no script to say otherwise."""
+    launcher = plan.launch.known_value("launcher") if plan.launch is not None else None
+    if launcher is not None and launcher.value == "trl":
+        return True
+    doc = plan.spec.script
+    if doc is not None and isinstance(doc.text, str):
+        return bool(_TRL_IMPORT.search(doc.text[:2_000_000]))
+    dialect = plan.training.known_value("dialect")
+    return dialect is not None and dialect.value == "trl"
+
+
+def load_dtype(plan: Any, names: dict[str, Any], checkpoint: str | None) -> DtypeFact:
+    """The dtype from_pretrained loads the weights in."""
+    t = plan.training
+    dialect = t.known_value("dialect")
+    dialect = dialect.value if dialect is not None else "hf"
+    if dialect == "llamafactory":
+        return _auto(
+            checkpoint, "LLaMA-Factory loads with torch_dtype='auto' (llamafactory 0.9.5 loader.py:155)"
+        )
+    calls = _load_calls(names)
+    for call in calls:  # a literal in the script is what the consumer gets
+        for key in ("dtype", "torch_dtype"):
+            text = call["kwargs"].get(key)
+            d = dtype_name(text)
+            if d == "auto":
+                return _auto(checkpoint, _call_where(call, key), call["location"])
+            if d is not None:
+                return DtypeFact(d, _call_where(call, key), call["location"])
+    for key in (
+        "model_init_kwargs.dtype",
+        "model_init_kwargs.torch_dtype",
+        "dtype",
+        "torch_dtype",
+        "model_dtype",
+    ):
+        v = _written_value(t, key)
+        d = dtype_name(v.value) if v is not None else None
+        if v is not None and v.value is None:
+            # `dtype: null`: TRL passes None through (trl 1.16 trainer/utils.py:1333) and from_pretrained
+            # turns None into "auto" (transformers 5 modeling_utils.py:4186-4187)
+            d = "auto"
+        if v is not None and d == "auto":
+            return _auto(checkpoint, _where(v, key), v.origin)
+        if v is not None and d is not None:
+            return DtypeFact(d, _where(v, key), v.origin)
+    if calls and not any(c.get("star_kwargs") or {"dtype", "torch_dtype"} & set(c["kwargs"]) for c in calls):
+        call = calls[0]
+        # transformers 5: `dtype` defaults to "auto" (modeling_utils.py:4186-4187)
+        return _auto(
+            checkpoint,
+            f"{_call_where(call, 'dtype').replace('dtype=...', '')} without dtype "
+            "(transformers 5 default 'auto')",
+            call["location"],
+        )
+    if not calls and trl_trains(plan):
+        # TRL loads the model itself: ModelConfig.dtype defaults to "float32" (trl 1.16
+        # trainer/model_config.py:89-90, scripts/sft.py:76-84; create_model_from_path trainer/utils.py:1332)
+        return DtypeFact("fp32", "TRL's default dtype float32 (trl trainer/model_config.py:89)")
+    if checkpoint in {"bf16", "fp16", "fp32"}:
+        return DtypeFact(
+            checkpoint,
+            f"no dtype written and the loading script unknown: transformers 5's from_pretrained default "
+            f"'auto' assumed, the checkpoint's {checkpoint}",
+            assumed=True,
+        )
+    return DtypeFact(None, "no dtype/torch_dtype in the files, and no training script that loads the model")
+
+
+def quantization(plan: Any, names: dict[str, Any]) -> DtypeFact:
+    """nf4 / int8 base weights (bitsandbytes), from the recipe's flags or the script's from_pretrained."""
+    t = plan.training
+    for keys, kind in (
+        (("load_in_4bit", "use_4bit_quantization", "q_lora"), "nf4"),
+        (("load_in_8bit", "use_8bit_quantization"), "int8"),
+    ):
+        v = _written_value(t, *keys)
+        if v is not None and _truth(v) is True:
+            key = next((k for k in keys if t.known_value(k) is v), keys[0])
+            return DtypeFact(kind, _where(v, key), v.origin)
+    v = _written_value(t, "quantization_bit", "bits")
+    if v is not None and str(v.value).strip() in {"4", "8"}:
+        kind = "nf4" if str(v.value).strip() == "4" else "int8"
+        return DtypeFact(kind, _where(v, "quantization_bit"), v.origin)
+    for call in _load_calls(names):
+        text = " ".join(f"{k}={x}" for k, x in call["kwargs"].items())
+        if re.search(r"load_in_4bit\s*=\s*True", text):
+            return DtypeFact("nf4", _call_where(call, "quantization_config"), call["location"])
+        if re.search(r"load_in_8bit\s*=\s*True", text):
+            return DtypeFact("int8", _call_where(call, "quantization_config"), call["location"])
+    return DtypeFact(None, "no quantization")
+
+
+def mode_fact(plan: Any, names: dict[str, Any]) -> DtypeFact:
+    """The 16-bit mode the trainer asks for (bf16 | fp16), "fp32" when it asks for none, None unknown."""
+    prec = names.get("precision")
+    mode_v = prec.entry("mode") if prec is not None else None
+    mode = mode_v.value if isinstance(mode_v, Value) else None
+    origin = mode_v.origin if isinstance(mode_v, Value) else None
+    if mode == "fp8":
+        mode = "bf16"
+    if isinstance(mode_v, Value) and not mode_v.known:
+        bf16 = _written_value(plan.training, "bf16")
+        if bf16 is not None and str(bf16.value).strip().lower() == "auto":
+            hw = names.get("hardware")
+            mode = "fp16" if (hw is not None and hw.bf16 is False) else "bf16"
+            origin = bf16.origin
+    if training_mode(plan) is None and trl_trains(plan):
+        # TRL's configs set bf16 = not fp16 when bf16 is unset (trl 1.16 trainer/base_config.py:108), and
+        # TrainingArguments' bf16 replaces accelerate's mixed_precision (training_args.py:1614-1618)
+        return DtypeFact("bf16", "TRL's default bf16=True (trl trainer/base_config.py:108)")
+    if mode in {"bf16", "fp16"}:
+        where = f"{origin.file.name}:{origin.line}" if origin is not None else "the launcher"
+        return DtypeFact(mode, f"{where} ({mode})", origin)
+    reads = plan.training.known_value("reads_training_arguments")
+    if mode == "fp32" or (reads is not None and reads.value):
+        # TrainingArguments: mixed_precision is ACCELERATE_MIXED_PRECISION or "no" unless bf16/fp16
+        # (transformers 5 training_args.py:1614-1618)
+        return DtypeFact("fp32", "bf16/fp16 not set: no autocast (TrainingArguments' default)", origin)
+    return DtypeFact(None, "no file sets the precision")
+
+
+def autocast_fact(plan: Any, names: dict[str, Any], deepspeed: bool) -> DtypeFact:
+    """Autocast on (in which dtype) or off, as the trainer decides it."""
+    mode = mode_fact(plan, names)
+    if deepspeed:
+        # accelerate enables native AMP only outside DeepSpeed (accelerate 1.15 accelerator.py:566-600): the
+        # engine casts the module to its fp16/bf16 dtype instead
+        return DtypeFact("off", "DeepSpeed: no autocast, the engine casts the module", mode.origin)
+    if mode.dtype == "fp32":
+        return DtypeFact("off", mode.source, mode.origin)
+    return mode
+
+
+_KBIT_PREPARE = re.compile(r"\bprepare_model_for_kbit_training\s*\(")
+
+
+def kbit_preparation(plan: Any) -> DtypeFact:
+    """Whether PEFT's prepare_model_for_kbit_training runs on a quantized base (it casts every
+    non-quantized parameter to fp32 and turns on gradient checkpointing): "yes" / "no" / None unknown."""
+    dialect = plan.training.known_value("dialect")
+    if dialect is not None and dialect.value == "llamafactory":
+        # LLaMA-Factory's own prepare_model_for_training upcasts only layer norms, on request
+        # (llamafactory 0.9.5 model/model_utils/checkpointing.py:143-155)
+        return DtypeFact("no", "LLaMA-Factory does not call prepare_model_for_kbit_training")
+    doc = plan.spec.script
+    if doc is not None and isinstance(doc.text, str):
+        if _KBIT_PREPARE.search(doc.text[:2_000_000]):
+            return DtypeFact("yes", f"{doc.path.name} calls prepare_model_for_kbit_training")
+        if _TRL_IMPORT.search(doc.text[:2_000_000]) is None:
+            return DtypeFact("no", f"{doc.path.name} does not call prepare_model_for_kbit_training")
+    if trl_trains(plan):
+        # TRL's SFTTrainer wraps a quantized model with get_peft_model only (trl 1.16 sft_trainer.py:870)
+        return DtypeFact("no", "TRL's SFTTrainer does not call prepare_model_for_kbit_training")
+    return DtypeFact(None, "unknown")
+
+
+def run_dtypes(
+    plan: Any,
+    names: dict[str, Any],
+    *,
+    strategy: str,
+    method: str,
+    checkpoint: str | None,
+) -> RunDtypes:
+    """Storage, trainable, compute and master dtypes of a run as its consumers resolve them."""
+    t = plan.training
+    dialect_v = t.known_value("dialect")
+    dialect = dialect_v.value if dialect_v is not None else "hf"
+    deepspeed = strategy in {"zero0", "zero1", "zero2", "zero3"}
+    compute = autocast_fact(plan, names, deepspeed)
+    quant = quantization(plan, names)
+    if dialect == "axolotl":
+        d = (
+            compute.dtype
+            if compute.dtype in {"bf16", "fp16"}
+            else ("fp32" if compute.dtype == "off" else None)
+        )
+        load = DtypeFact(d, "axolotl loads the model in the training dtype (bf16/fp16)", compute.origin)
+    else:
+        load = load_dtype(plan, names, checkpoint)
+    storage = load
+    trainable = DtypeFact(None, "PEFT default" if method != "full" else "as stored")
+    pure = _written_value(t, "pure_bf16", "use_badam")
+    lf_upcast = (
+        dialect == "llamafactory"
+        and not (pure is not None and _truth(pure) is True)
+        and not (strategy == "zero3" and quant.dtype is None)
+    )
+    if lf_upcast:
+        # LLaMA-Factory casts the trainable parameters to fp32 unless pure_bf16 / BAdam / ZeRO-3
+        # (llamafactory 0.9.5 model/adapter.py:313-325)
+        trainable = DtypeFact("fp32", "LLaMA-Factory upcasts trainable parameters to fp32 (adapter.py:325)")
+        if method == "full":
+            storage = DtypeFact("fp32", trainable.source)
+    elif method != "full":
+        off = _written_value(t, "autocast_adapter_dtype")
+        if off is not None and _truth(off) is False and storage.dtype is not None:
+            trainable = DtypeFact(storage.dtype, _where(off, "autocast_adapter_dtype"), off.origin)
+        elif quant.dtype is not None and trl_trains(plan):
+            # TRL casts the adapters of a quantized model to bf16 (trl 1.16 trainer/sft_trainer.py:908-911)
+            trainable = DtypeFact("bf16", "TRL casts QLoRA adapters to bf16 (sft_trainer.py:908)")
+    fsdp = strategy in {"fsdp", "fsdp_grad_op"}
+    if fsdp and method == "full" and quant.dtype is None and compute.dtype in {"bf16", "fp16"}:
+        # accelerate holds FSDP's trainable parameters in fp32 when mixed precision is on, whatever the load
+        # dtype (accelerate 1.15 utils/fsdp_utils.py:814-820 for FSDP2, accelerator.py:1997-2038 for FSDP1);
+        # MixedPrecision's param_dtype gathers them in the compute dtype
+        why = f"accelerate upcasts FSDP's trainable parameters to fp32 under {compute.dtype} mixed precision"
+        storage = DtypeFact("fp32", why)
+        trainable = DtypeFact("fp32", why)
+    master = DtypeFact(None, "none: the optimizer runs on the parameters")
+    if deepspeed:
+        ds = deepspeed_mode(plan)
+        ds_dtype = ds.value if ds is not None and ds.value in {"bf16", "fp16"} else None
+        if ds_dtype is None and (ds is None or ds.value == "auto"):
+            # "auto", or no DeepSpeed JSON (accelerate's deepspeed_config): the HF integration / accelerate's
+            # DeepSpeedPlugin fill bf16/fp16.enabled from the precision in force
+            mode = mode_fact(plan, names).dtype
+            ds_dtype = mode if mode in {"bf16", "fp16"} else None
+        if ds_dtype is not None:
+            # the engine casts every parameter (deepspeed 0.19.8 runtime/engine.py:2080-2088) and keeps an
+            # fp32 master partition of the trainable ones (runtime/bf16_optimizer.py:182)
+            where = f" ({ds.origin.file.name}:{ds.origin.line})" if ds is not None and ds.origin else ""
+            storage = DtypeFact(ds_dtype, f"DeepSpeed {ds_dtype}{where}: the engine casts the module")
+            trainable = DtypeFact(ds_dtype, storage.source)
+            master = DtypeFact("fp32", "DeepSpeed fp32 master copy of the trainable parameters")
+            compute = DtypeFact("off", f"DeepSpeed {ds_dtype}: no autocast, the module runs in {ds_dtype}")
+    return RunDtypes(
+        storage=storage, trainable=trainable, autocast=compute, quantization=quant, master=master, load=load
+    )
