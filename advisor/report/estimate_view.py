@@ -24,6 +24,8 @@ LAYOUTS: tuple[tuple[str, str, bool], ...] = (
     ("zero3", "ZeRO-3 + CPU offload", True),
 )
 METHOD_LABEL = {"full": "full fine-tune", "lora": "LoRA", "qlora": "QLoRA"}
+# Counts above this are typos, not setups (the estimator rejects them).
+MAX_FLAG_COUNT = 10**12
 
 
 class EstimateError(Exception):
@@ -319,6 +321,9 @@ def build_model_report(req: Request) -> dict[str, Any]:
 
         if not has_optimizer_profile(req.optimizer):
             raise EstimateError(f"--optim {req.optimizer}: no memory profile for this optimizer")
+    for flag, value in (("--batch", req.batch), ("--seq", req.seq), ("--gpus", req.gpus)):
+        if value is not None and value > MAX_FLAG_COUNT:
+            raise EstimateError(f"{flag} {value}: at most {MAX_FLAG_COUNT:,}")
     setup = TrainingSetup(
         model=pc,
         method=req.method,  # type: ignore[arg-type]

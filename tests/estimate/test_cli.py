@@ -90,6 +90,7 @@ def test_unknown_model_offline_exits_2_with_one_clear_line() -> None:
         (["gpt2", "-H", "no-such-machine"], "no-such-machine"),
         (["gpt2", "-H", "1xH100", "--gpus", "4"], "--gpus 4"),
         (["gpt2", "--batch", "0"], "--batch 0"),
+        (["gpt2", "--batch", "100000000000000000000"], "--batch 1000"),
         (["gpt2", "--optim", "my_custom_optimizer"], "--optim"),
     ],
 )
