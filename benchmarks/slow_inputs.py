@@ -55,6 +55,13 @@ def unknown_keys(root: Path) -> list[str]:
     return ["check", "accelerate_config.yaml"]
 
 
+def unknown_keys_under_limit(root: Path) -> list[str]:
+    """An accelerate config with 24,000 unknown keys (under the 50,000-node limit of a YAML file)."""
+    keys = "".join(f"unknown_setting_{i}: {i}\n" for i in range(24_000))
+    (root / "accelerate_config.yaml").write_text(ACCELERATE_HEAD + keys)
+    return ["check", "accelerate_config.yaml"]
+
+
 def nested_default(root: Path) -> list[str]:
     """`${A:-${A:-...}}` 100,000 deep in a launch script."""
     depth = 100_000
@@ -78,8 +85,15 @@ def alias_check(root: Path) -> list[str]:
 
 
 def yaml_nodes(root: Path) -> list[str]:
-    """A 3 MB YAML of 190,000 list items (under the 200,000-node limit)."""
+    """A 2.7 MB YAML of 190,000 list items."""
     items = "".join(f"  - item{i}\n" for i in range(190_000))
+    (root / "args.yaml").write_text(f"output_dir: out\ndataset: x\nlabels:\n{items}")
+    return ["check", "args.yaml"]
+
+
+def yaml_nodes_under_limit(root: Path) -> list[str]:
+    """A YAML of 45,000 list items (under the 50,000-node limit)."""
+    items = "".join(f"  - item{i}\n" for i in range(45_000))
     (root / "args.yaml").write_text(f"output_dir: out\ndataset: x\nlabels:\n{items}")
     return ["check", "args.yaml"]
 
@@ -97,10 +111,12 @@ CASES: dict[str, Callable[[Path], list[str]]] = {
     "json-objects-9.5MB": json_objects,
     "torchrun-14k-lines": torchrun_lines,
     "accelerate-99k-unknown-keys": unknown_keys,
+    "accelerate-24k-unknown-keys": unknown_keys_under_limit,
     "nested-default-100k": nested_default,
     "plan-json-alias-130KB": alias_plan,
     "check-json-alias-130KB": alias_check,
     "yaml-190k-nodes": yaml_nodes,
+    "yaml-45k-nodes": yaml_nodes_under_limit,
     "makedirs-10001": makedirs_script,
 }
 
@@ -113,7 +129,11 @@ def _drain(stream: object, counter: list[int]) -> None:
 def run_case(name: str, tree: Path, timeout: float) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="gpu-advise-slow-") as tmp:
         root = Path(tmp)
-        args = CASES[name](root)
+        # built in a process of its own: a forked child starts with its parent's peak RSS
+        built = subprocess.run(
+            [sys.executable, __file__, "--build", name, str(root)], capture_output=True, text=True, check=True
+        )
+        args = json.loads(built.stdout)
         size = sum(p.stat().st_size for p in root.iterdir())
         env = dict(os.environ, PYTHONPATH=str(tree), HF_HUB_OFFLINE="1")
         env.pop("GITHUB_ACTIONS", None)
@@ -155,7 +175,11 @@ def main() -> None:
     parser.add_argument("--case", action="append", choices=sorted(CASES), help="run only these cases")
     parser.add_argument("--tree", type=Path, default=REPO, help="checkout whose `advisor` package is run")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds before a case is killed")
+    parser.add_argument("--build", nargs=2, metavar=("CASE", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.build:
+        print(json.dumps(CASES[args.build[0]](Path(args.build[1]))))
+        return
     print(f"{'case':<30} {'input MB':>8} {'seconds':>8} {'peak MB':>8} {'out MB':>8} {'exit':>7}")
     for name in args.case or list(CASES):
         row = run_case(name, args.tree.resolve(), args.timeout)
