@@ -137,4 +137,4 @@ def test_alias_bomb_is_located_where_the_limit_is_hit(tmp_path: Path) -> None:
     problem = read_document(p).problems[0]
     assert problem.code == "GA001" and "alias bomb" in problem.message
     assert problem.message.startswith("YAML rejected:")
-    assert problem.span == Span(6, 12)  # the first alias on the line where 200,000 nodes are passed
+    assert problem.span == Span(5, 28)  # the alias (the 6th *d) where 50,000 nodes are passed
