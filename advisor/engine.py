@@ -491,12 +491,15 @@ class Engine:
         self.rules = rules
         self.severity_overrides = severity_overrides or {}
         self.errors: list[str] = []
+        self._exhausted: set[str] = set()  # rules stopped by their budget: not evaluated again
 
     def evaluate(self, scope: str, contexts: Iterable[Context]) -> Iterator[Finding]:
         rules = [r for r in self.rules if r.spec.scope == scope]
         for ctx in contexts:
             ev = Evaluator(ctx.names, HELPERS)
             for rule in rules:
+                if rule.code in self._exhausted:
+                    continue
                 ev.reset()  # each rule has its own budget
                 try:
                     found = list(self._evaluate(rule, ctx, ev))
@@ -506,6 +509,8 @@ class Engine:
                         f"rule {rule.code} ({rule.path.name}) failed on {ctx.run or ctx.fallback.file}: "
                         f"{_describe(exc)}"
                     )
+                    if isinstance(exc, BudgetError):  # it would spend its budget again on every file
+                        self._exhausted.add(rule.code)
                     continue
                 finally:
                     ev.unbind("item")

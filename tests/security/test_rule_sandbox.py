@@ -288,6 +288,23 @@ def test_a_budget_error_does_not_stop_the_other_rules(
     assert "GA203" in {f["rule"] for f in json.loads(result.stdout)["findings"]}
 
 
+def test_a_rule_that_runs_out_of_budget_is_not_run_again_on_every_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text, _ = _rule(
+        scope="document", at="document", when="len([[c for c in 'a' * 9999] for d in 'a' * 9999]) > 0"
+    )
+    _project(tmp_path, text)
+    for n in range(6):
+        (tmp_path / f"args{n}.yaml").write_text(ARGS, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    start = time.monotonic()
+    result = runner.invoke(app, ["check", ".", "--rules", "rules"])
+    assert result.exit_code == 2
+    assert result.output.count("rule XS001 (XS001.yaml) failed") == 1
+    assert time.monotonic() - start < 15
+
+
 # --------------------------------------------------------------------------------------------------
 # What expressions see: fact namespaces and plain data, never Python objects
 
