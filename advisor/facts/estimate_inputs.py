@@ -636,6 +636,14 @@ def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
     if isinstance(micro_v, Value) and micro_v.source == "default":
         a.append(f"per-device batch not written: the default {micro}")
     accum = batch.accumulation if isinstance(batch.accumulation, int) and batch.accumulation > 0 else 1
+    for what, count in (
+        ("per-device batch size", micro),
+        ("gradient accumulation", accum),
+        ("world size", out.dp),
+    ):
+        if count > MAX_COUNT:
+            out.reason = f"the {what} {count:.3g} is not a sane count"
+            return out
 
     preference = _written(t, "beta", "pref_beta", "max_prompt_length") is not None or (
         stage is not None and str(stage.value).lower() in PREFERENCE_STAGES

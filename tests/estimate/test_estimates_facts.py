@@ -302,3 +302,10 @@ def test_estimate_command_survives_crash_values(tmp_path: Path) -> None:
     )
     result = CliRunner().invoke(app, ["estimate", "."])
     assert result.exit_code in (0, 1) and "Traceback" not in result.output
+
+
+def test_an_absurd_batch_is_a_reason_not_an_estimator_failure(tmp_path: Path) -> None:
+    sft = "model_name_or_path: Qwen/Qwen2.5-0.5B\nmax_length: 512\n"
+    sft += "per_device_train_batch_size: 100000000000000000\n"
+    est = _estimates(tmp_path, {"sft.yaml": sft}, "1xH100")["sft.yaml"]
+    assert est.known is False and "estimator failed" not in est.reason
