@@ -33,18 +33,18 @@ def _phase_terms(setup: TrainingSetup) -> tuple[list[Term], list[Term], dict[str
     """(static terms, every-phase terms, the terms of each phase, side figures)."""
     r = resolve_setup(setup)
     s = setup
-    t = terms.trainables(r)
-    p = terms.placement(r)
-    weights, host = terms.weights(r, t, p)
-    g, head_grad, grad_note = terms.gradients(r, t, p)
-    opt = terms.optimizer_states(r, t, p, g)
+    train = terms.trainables(r)
+    shards = terms.placement(r)
+    weights, host = terms.weights(r, train, shards)
+    g, head_grad, grad_note = terms.gradients(r, train, shards)
+    opt = terms.optimizer_states(r, train, shards, g)
     host += opt.host
     if opt.grads_offloaded:
         g = 0.0  # FSDP moves the shards; DeepSpeed reduces straight into the fp32 CPU partition
-    step = terms.step_temporaries(r, t, p)
+    step = terms.step_temporaries(r, train, shards)
     act = terms.activations(r)
     grads_persist = (s.grad_accum > 1 or not s.zero_grad_set_to_none) and not s.optimizer_in_backward
-    ddp_buckets, live = terms.distributed_buffers(r, t, p)
+    ddp_buckets, live = terms.distributed_buffers(r, train, shards)
     backward = [
         act.saved,
         terms.logits(r, head_grad, grads_persist),
@@ -55,7 +55,7 @@ def _phase_terms(setup: TrainingSetup) -> tuple[list[Term], list[Term], dict[str
             (terms.BACKWARD,),
             grad_note + "; kept across micro-batches",
         ),
-        terms.autocast_copies(r, p),
+        terms.autocast_copies(r, shards),
         terms.dequant_buffer(r),
     ]
     grads = Term("gradients", g, (terms.END, terms.STEP), grad_note)
@@ -64,7 +64,7 @@ def _phase_terms(setup: TrainingSetup) -> tuple[list[Term], list[Term], dict[str
         Term("last layer recompute + backward working set", act.work.bytes + act.last_layer, (terms.END,)),
     ]
     phases = {terms.BACKWARD: backward, terms.END: end, terms.STEP: [grads, step]}
-    side = {"r": r, "trainable": t.count, "host": host, "soft": opt.soft}
+    side = {"r": r, "trainable": train.count, "host": host, "soft": opt.soft}
     return [weights, opt.term, ddp_buckets], [live], phases, side
 
 

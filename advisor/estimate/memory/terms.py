@@ -79,23 +79,23 @@ def placement(r: ResolvedSetup) -> Placement:
     )
 
 
-def weights(r: ResolvedSetup, t: Trainables, p: Placement) -> tuple[Term, float]:
+def weights(r: ResolvedSetup, train: Trainables, shards: Placement) -> tuple[Term, float]:
     """(the weights on the GPU, bytes offloaded to the host)."""
     s, pc = r.s, r.pc
-    if t.quantized:
-        base = t.quantized * t.quant_bytes + (pc.total - t.quantized) * t.unquant_bytes
+    if train.quantized:
+        base = train.quantized * train.quant_bytes + (pc.total - train.quantized) * train.unquant_bytes
         label = (r.dtypes.quant or "nf4").upper()
         note = (
-            f"{label} {t.quantized / 1e9:.2f}B params x {t.quant_bytes:.3f} B + "
-            f"{(pc.total - t.quantized) / 1e9:.2f}B unquantized x {t.unquant_bytes} B"
+            f"{label} {train.quantized / 1e9:.2f}B params x {train.quant_bytes:.3f} B + "
+            f"{(pc.total - train.quantized) / 1e9:.2f}B unquantized x {train.unquant_bytes} B"
         )
     else:
         base = pc.total * r.wb
         note = f"{pc.total / 1e9:.2f}B params x {r.wb} B"
-    adapters = t.lora * r.ab
-    if t.lora:
-        note += f" + LoRA {t.lora / 1e6:.1f}M x {r.ab} B"
-    on_gpu = (base + adapters) / (p.n if p.weights else 1)
+    adapters = train.lora * r.ab
+    if train.lora:
+        note += f" + LoRA {train.lora / 1e6:.1f}M x {r.ab} B"
+    on_gpu = (base + adapters) / (shards.n if shards.weights else 1)
     host = 0.0
     if s.offload_params != "none" and s.strategy in ("zero3", "fsdp"):
         host, on_gpu = on_gpu, 0.0
@@ -104,8 +104,8 @@ def weights(r: ResolvedSetup, t: Trainables, p: Placement) -> tuple[Term, float]
         r.assumptions.append(
             f"offload_params={s.offload_params} only applies to ZeRO-3/FSDP: ignored for {s.strategy}"
         )
-    if p.weights:
-        note += f", sharded /{p.n}"
+    if shards.weights:
+        note += f", sharded /{shards.n}"
     return Term("weights", on_gpu, ("static",), note), host
 
 
@@ -131,17 +131,19 @@ class OptimizerStates:
     grads_offloaded: bool
 
 
-def optimizer_states(r: ResolvedSetup, t: Trainables, p: Placement, grads_on_gpu: float) -> OptimizerStates:
+def optimizer_states(
+    r: ResolvedSetup, train: Trainables, shards: Placement, grads_on_gpu: float
+) -> OptimizerStates:
     s = r.s
     if r.dtypes.master:
-        full = 4.0 * t.count + _state_bytes(r, t.count, 4)  # fp32 master + states on the fp32 copy
+        full = 4.0 * train.count + _state_bytes(r, train.count, 4)  # fp32 master + states on the fp32 copy
         note = f"{r.opt.label} on fp32 master copy (DeepSpeed)"
     else:
-        full = _state_bytes(r, t.count, t.state_bytes)
+        full = _state_bytes(r, train.count, train.state_bytes)
         note = r.opt.label
-    o = full / p.n if p.optimizer else full
-    if p.optimizer:
-        note += f", sharded /{p.n}"
+    o = full / shards.n if shards.optimizer else full
+    if shards.optimizer:
+        note += f", sharded /{shards.n}"
     soft = host = 0.0
     if r.opt.paged:
         soft, o = o, 0.0
@@ -149,7 +151,9 @@ def optimizer_states(r: ResolvedSetup, t: Trainables, p: Placement, grads_on_gpu
     offloaded = False
     if s.offload_optimizer != "none":
         if s.strategy in ("zero1", "zero2", "zero3", "fsdp"):
-            host += o + soft + (4.0 * t.count / p.n if r.dtypes.master else 0.0)  # + fp32 grad partition
+            host += (
+                o + soft + (4.0 * train.count / shards.n if r.dtypes.master else 0.0)
+            )  # + fp32 grad partition
             o, soft = 0.0, 0.0
             note += f"; offloaded to {s.offload_optimizer}"
             offloaded = True
@@ -162,27 +166,29 @@ def optimizer_states(r: ResolvedSetup, t: Trainables, p: Placement, grads_on_gpu
     return OptimizerStates(Term("optimizer states", o, ("static",), note), soft, host, offloaded)
 
 
-def gradients(r: ResolvedSetup, t: Trainables, p: Placement) -> tuple[float, float, str]:
+def gradients(r: ResolvedSetup, train: Trainables, shards: Placement) -> tuple[float, float, str]:
     """(all gradients on the GPU, the lm_head/embedding gradient, note)."""
     s, pc = r.s, r.pc
-    g = t.count * t.grad_bytes / (p.n if p.grads else 1)
+    g = train.count * train.grad_bytes / (shards.n if shards.grads else 1)
     if s.optimizer_in_backward or r.opt.label.startswith(("LOMO", "AdaLomo")):
-        g = pc.largest_tensor * t.grad_bytes if r.full else g
+        g = pc.largest_tensor * train.grad_bytes if r.full else g
         note = "optimizer step fused into backward: ~largest tensor's gradient"
     else:
-        note = f"{t.count / 1e6:.1f}M trainable x {t.grad_bytes} B" + (f", sharded /{p.n}" if p.grads else "")
-    head = (pc.lm_head if pc.lm_head else pc.embedding) * t.grad_bytes if r.full else 0.0
-    return g, head / (p.n if p.grads else 1), note
+        note = f"{train.count / 1e6:.1f}M trainable x {train.grad_bytes} B" + (
+            f", sharded /{shards.n}" if shards.grads else ""
+        )
+    head = (pc.lm_head if pc.lm_head else pc.embedding) * train.grad_bytes if r.full else 0.0
+    return g, head / (shards.n if shards.grads else 1), note
 
 
-def step_temporaries(r: ResolvedSetup, t: Trainables, p: Placement) -> Term:
+def step_temporaries(r: ResolvedSetup, train: Trainables, shards: Placement) -> Term:
     s = r.s
     largest = max(r.pc.largest_tensor, 1)
-    sd = t.state_bytes
+    sd = train.state_bytes
     if s.offload_optimizer != "none" or s.optimizer_in_backward or r.deepspeed:
         tmp = 0.0
     elif r.opt.temp == "foreach":
-        tmp = (t.count / (p.n if p.optimizer else 1)) * sd
+        tmp = (train.count / (shards.n if shards.optimizer else 1)) * sd
     elif r.opt.temp == "per_param":
         tmp = (largest if r.full else 0) * sd
     elif r.opt.temp == "adafactor":
@@ -190,7 +196,7 @@ def step_temporaries(r: ResolvedSetup, t: Trainables, p: Placement) -> Term:
     else:
         tmp = 0.0
     if r.dtypes.master and s.offload_optimizer == "none":
-        tmp += 4.0 * t.count / p.n  # the fp32 gradient partition DeepSpeed builds for the step
+        tmp += 4.0 * train.count / shards.n  # the fp32 gradient partition DeepSpeed builds for the step
     note = r.opt.label + ("; + fp32 grad partition" if r.dtypes.master else "")
     return Term("optimizer-step temporaries", tmp, (STEP,), note)
 
@@ -233,7 +239,7 @@ def logits(r: ResolvedSetup, head_grad: float, grads_persist: bool) -> Term:
     return Term("logits + loss", live, (BACKWARD,), note)
 
 
-def autocast_copies(r: ResolvedSetup, p: Placement) -> Term:
+def autocast_copies(r: ResolvedSetup, shards: Placement) -> Term:
     """16-bit casts of fp32 weights that autocast saves for backward (all matmul weights)."""
     pc = r.pc
     copies = 0.0
@@ -241,7 +247,7 @@ def autocast_copies(r: ResolvedSetup, p: Placement) -> Term:
     # distributed buffers): autocast finds 16-bit weights and keeps no copies of its own
     if r.dtypes.storage == "fp32" and r.dtypes.autocast is not None and not (r.fsdp and r.n > 1):
         matmul_w = pc.layer_linear_weights + (pc.lm_head or pc.embedding if r.s.task == "causal_lm" else 0)
-        copies = 2.0 * matmul_w / (p.n if p.weights else 1)
+        copies = 2.0 * matmul_w / (shards.n if shards.weights else 1)
     return Term(
         "autocast weight copies", copies, (BACKWARD,), "16-bit casts of fp32 weights saved for backward"
     )
@@ -255,15 +261,15 @@ def dequant_buffer(r: ResolvedSetup) -> Term:
     return Term(f"{label} dequant buffer", x, (BACKWARD,), "largest Linear in bf16")
 
 
-def distributed_buffers(r: ResolvedSetup, t: Trainables, p: Placement) -> tuple[Term, Term]:
+def distributed_buffers(r: ResolvedSetup, train: Trainables, shards: Placement) -> tuple[Term, Term]:
     """(DDP gradient buckets: static, the sharding engines' live buffers: every phase)."""
-    s, pc, n = r.s, r.pc, p.n
+    s, pc, n = r.s, r.pc, shards.n
     largest = max(pc.largest_tensor, 1)
     static = live = 0.0
     static_note = note = ""
     h2 = float(pc.hidden * pc.hidden)
     if s.strategy == "ddp" and n > 1 and not s.gradient_as_bucket_view:
-        static = t.count * t.grad_bytes
+        static = train.count * train.grad_bytes
         static_note = "DDP gradient buckets (a second copy of the grads; gradient_as_bucket_view=False)"
     elif s.strategy in ("zero1", "zero2") and n > 1:
         rb = s.ds_reduce_bucket_size if s.ds_reduce_bucket_size is not None else K.DS_BUCKET_DEFAULT
@@ -272,7 +278,7 @@ def distributed_buffers(r: ResolvedSetup, t: Trainables, p: Placement) -> tuple[
             r.assumptions.append(
                 "DeepSpeed bucket sizes unset: assumed the 5e8-element defaults (~0.93 GiB each in 16-bit)"
             )
-        live = 2.0 * (min(rb, t.count) + min(agb, t.count))
+        live = 2.0 * (min(rb, train.count) + min(agb, train.count))
         note = "ZeRO reduce + all-gather buckets"
     elif s.strategy == "zero3" and n > 1:
         rb = s.ds_reduce_bucket_size if s.ds_reduce_bucket_size is not None else K.DS_BUCKET_DEFAULT
@@ -284,32 +290,34 @@ def distributed_buffers(r: ResolvedSetup, t: Trainables, p: Placement) -> tuple[
                 f"HF 'auto' would use h^2 = {h2:.2g} and 0.9 h^2)"
             )
         gathered = min(ml, max(pc.per_layer, largest) + pf)
-        live = 2.0 * (gathered + min(rb, t.count))
+        live = 2.0 * (gathered + min(rb, train.count))
         note = "ZeRO-3 gathered params (current + prefetch) + reduce bucket"
     elif r.fsdp and n > 1:
-        live, note = _fsdp_working_set(r, t)
+        live, note = _fsdp_working_set(r, train)
     return (
         Term("DDP gradient buckets", static, ("static",), static_note),
         Term("distributed buffers", live, ("every phase",), note),
     )
 
 
-def _fsdp_working_set(r: ResolvedSetup, t: Trainables) -> tuple[float, str]:
+def _fsdp_working_set(r: ResolvedSetup, train: Trainables) -> tuple[float, str]:
     s, pc, n = r.s, r.pc, r.n
     # unsharded (gathered) bytes: the compute dtype (MixedPrecision param_dtype) for 16-bit weights, the
     # quantized storage for QLoRA's Linears
     gather_b = r.cb
-    lora_layer = t.lora / max(pc.layers, 1)
-    if t.quantized:
-        quant_layer = t.quantized / max(pc.layers, 1)
+    lora_layer = train.lora / max(pc.layers, 1)
+    if train.quantized:
+        quant_layer = train.quantized / max(pc.layers, 1)
         unit = (
-            quant_layer * t.quant_bytes + (pc.per_layer - quant_layer) * t.unquant_bytes + lora_layer * r.ab
+            quant_layer * train.quant_bytes
+            + (pc.per_layer - quant_layer) * train.unquant_bytes
+            + lora_layer * r.ab
         )
-        head_b = t.unquant_bytes
+        head_b = train.unquant_bytes
     else:
         unit = pc.per_layer * gather_b + lora_layer * r.ab
         head_b = gather_b
-    unit_grad = (pc.per_layer if r.full else lora_layer) * max(t.grad_bytes, 2)
+    unit_grad = (pc.per_layer if r.full else lora_layer) * max(train.grad_bytes, 2)
     # HF/accelerate auto-wrap leaves embeddings + lm_head in the root unit (gathered for the whole step);
     # torchtune's big-model recipes shard tok_embeddings and output separately (custom_sharded_layers).
     if r.hf:
