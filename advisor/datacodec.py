@@ -153,30 +153,17 @@ def _plain(data: Any) -> Any:
 
 
 @cache
-def _fields(cls: type) -> tuple[tuple[str, Decoder, bool], ...]:
-    """(name, decoder, required) of each init field; the annotations are resolved once per class."""
+def _fields(cls: type) -> tuple[tuple[str, Decoder], ...]:
+    """(name, decoder) of each init field; the annotations are resolved once per class."""
     hints = typing.get_type_hints(cls)
-    return tuple(
-        (
-            f.name,
-            _decoder(hints[f.name]),
-            f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
-        )
-        for f in dataclasses.fields(cls)
-        if f.init
-    )
+    return tuple((f.name, _decoder(hints[f.name])) for f in dataclasses.fields(cls) if f.init)
 
 
 def _decode_dataclass(cls: type, data: Any) -> Any:
+    """Every field must be there (encode writes them all): data from before a field was added or
+    removed is refused, not filled with defaults that the file it was read from may contradict."""
     data = _expect(data, dict)
     spec = _fields(cls)
-    kwargs = {}
-    for name, decoder, required in spec:
-        if name in data:
-            kwargs[name] = decoder(data[name])
-        elif required:
-            raise DataError(f"{cls.__name__}: missing field {name!r}")
-    if len(kwargs) != len(data):
-        unknown = set(data) - {name for name, _, _ in spec}
-        raise DataError(f"{cls.__name__}: unknown fields {sorted(unknown)}")
-    return cls(**kwargs)
+    if len(data) != len(spec) or any(name not in data for name, _ in spec):
+        raise DataError(f"{cls.__name__}: fields {sorted(data)} are not {[name for name, _ in spec]}")
+    return cls(**{name: decoder(data[name]) for name, decoder in spec})

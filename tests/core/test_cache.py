@@ -102,3 +102,16 @@ def test_the_rule_catalog_round_trips_through_data() -> None:
     assert [r.spec for r in again] == [r.spec for r in rules]
     assert [r.lines for r in again] == [r.lines for r in rules]
     assert [r.when.source for r in again] == [r.when.source for r in rules]
+
+
+def test_data_from_before_a_field_was_added_is_refused() -> None:
+    from advisor.datacodec import DataError, decode, encode
+    from advisor.settings import Thresholds
+
+    data = encode(Thresholds())
+    assert decode(Thresholds, data) == Thresholds()
+    del data["workers_per_process"]
+    with pytest.raises(DataError):
+        decode(Thresholds, data)
+    with pytest.raises(DataError):
+        decode(Thresholds, {**encode(Thresholds()), "added_later": 1})
