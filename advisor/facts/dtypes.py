@@ -30,6 +30,7 @@ __all__ = [
     "kbit_preparation",
     "load_dtype",
     "mode_fact",
+    "quant_storage",
     "quantization",
     "run_dtypes",
     "trl_trains",
@@ -220,6 +221,29 @@ def quantization(plan: Any, names: dict[str, Any]) -> DtypeFact:
         if re.search(r"load_in_8bit\s*=\s*True", text):
             return DtypeFact("int8", _call_where(call, "quantization_config"), call["location"])
     return DtypeFact(None, "no quantization")
+
+
+def quant_storage(plan: Any, names: dict[str, Any]) -> DtypeFact:
+    """bnb_4bit_quant_storage: a float dtype lets FSDP2 shard the 4-bit weights; None = uint8 (default)."""
+    t = plan.training
+    dialect = t.known_value("dialect")
+    if dialect is not None and dialect.value == "llamafactory":
+        # llamafactory 0.9.5 model/model_utils/quantization.py:178 stores 4-bit weights in the compute dtype
+        return DtypeFact(
+            "bf16", "LLaMA-Factory stores 4-bit weights in the compute dtype (quantization.py:178)"
+        )
+    v = _written_value(t, "bnb_4bit_quant_storage")
+    if v is not None and dtype_name(v.value) in {"bf16", "fp16", "fp32"}:
+        return DtypeFact(dtype_name(v.value), _where(v, "bnb_4bit_quant_storage"), v.origin)
+    for call in _load_calls(names):
+        m = re.search(
+            r"bnb_4bit_quant_storage\s*=\s*([\w.'\"]+)", call["kwargs"].get("quantization_config", "")
+        )
+        if m is not None and dtype_name(m.group(1)) in {"bf16", "fp16", "fp32"}:
+            return DtypeFact(
+                dtype_name(m.group(1)), _call_where(call, "quantization_config"), call["location"]
+            )
+    return DtypeFact(None, "bnb_4bit_quant_storage not set: uint8")
 
 
 def mode_fact(plan: Any, names: dict[str, Any]) -> DtypeFact:

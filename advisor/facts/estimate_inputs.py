@@ -371,12 +371,36 @@ def _dtype_inputs(
             master_weights=None,
             amp={"fp32": True, "bf16": False, "fp16": False}.get(load or ""),
         )
+    if method == "qlora" and strategy in {"fsdp", "fsdp_grad_op"} and _fsdp_version(plan) == 2:
+        from advisor.facts.dtypes import quant_storage
+
+        if quant_storage(plan, names).dtype is None:
+            kw["quantized_sharded"] = False
+            a.append(
+                "FSDP2 with 4-bit weights in uint8 storage: accelerate leaves them whole on every GPU "
+                "(utils/fsdp_utils.py:789-811); bnb_4bit_quant_storage: bfloat16 lets FSDP shard them"
+            )
     if method == "qlora":
         from advisor.facts.dtypes import kbit_preparation
 
         prepared = kbit_preparation(plan).dtype
         kw["prepare_kbit_training"] = None if prepared is None else prepared == "yes"
     return kw, rd
+
+
+def _fsdp_version(plan: Any) -> int:
+    """accelerate's fsdp_version (1 unless a file says 2; LLaMA-Factory v1's dist_config name fsdp2)."""
+    for ns, key in (
+        (plan.accelerate, "fsdp_config.fsdp_version"),
+        (plan.training, "fsdp_config.fsdp_version"),
+        (plan.training, "fsdp_config.version"),
+        (plan.training, "fsdp_version"),
+    ):
+        version = _int(_entry(ns, key))
+        if version is not None:
+            return version
+    dist = _entry(plan.training, "dist_config.name")
+    return 2 if dist is not None and str(dist.value).lower() == "fsdp2" else 1
 
 
 def _strategy(

@@ -379,3 +379,23 @@ def test_zero_stage_0_keeps_deepspeeds_fp32_master(tmp_path: Path) -> None:
     assert items["weights"] == pytest.approx(2 * p / GIB, abs=0.01)
     assert items["optimizer states"] == pytest.approx(12 * p / GIB, abs=0.01)
     assert est.dtypes["optimizer"]["dtype"].startswith("fp32 master")
+
+
+@pytest.mark.parametrize(
+    ("storage_key", "sharded"), [("", False), ("bnb_4bit_quant_storage: bfloat16\n", True)]
+)
+def test_fsdp2_shards_4bit_weights_only_in_a_float_quant_storage(
+    tmp_path: Path, storage_key: str, sharded: bool
+) -> None:
+    # accelerate 1.15 utils/fsdp_utils.py:789-811: uint8 Params4bit are excluded from FSDP2's sharding
+    acc = "distributed_type: FSDP\nnum_processes: 2\nmixed_precision: bf16\nfsdp_config:\n  fsdp_version: 2\n"
+    launch = "#!/bin/bash\naccelerate launch --config_file acc.yaml train.py sft.yaml\n"
+    sft = _recipe(dtype="bfloat16", bf16="true", use_peft="true", load_in_4bit="true") + storage_key
+    est = _estimates(
+        tmp_path, {"launch.sh": launch, "acc.yaml": acc, "train.py": PLAIN, "sft.yaml": sft}, "2xH100-PCIe"
+    )
+    pc = _pc()
+    nf4 = pc.layer_linear_weights * (0.5 + 1 / 64 + 4 / (64 * 256)) / GIB
+    weights = _items(est)["weights"]
+    assert (weights > nf4) is not sharded
+    assert weights < nf4 / 2 + 2 if sharded else weights > nf4

@@ -66,6 +66,9 @@ class TrainingSetup:
     autocast: Literal["bf16", "fp16", "off"] | None = None
     master_weights: bool | None = None
     quantization: Literal["nf4", "int8"] | None = None  # base Linear weights of a LoRA run (qlora method)
+    # FSDP2 shards 4-bit weights only in a floating quant_storage (bnb_4bit_quant_storage bf16); uint8
+    # Params4bit stay whole on every GPU (accelerate 1.15 utils/fsdp_utils.py:789-811)
+    quantized_sharded: bool = True
     gpu_memory_gib: float | None = None  # usable memory per GPU, for the fit verdict
     cuda_context_gib: float | None = None  # None -> constants.CUDA_CONTEXT_GIB
     metric: Metric = "nvidia-smi"

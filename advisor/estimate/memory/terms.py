@@ -95,7 +95,12 @@ def weights(r: ResolvedSetup, train: Trainables, shards: Placement) -> tuple[Ter
     adapters = train.lora * r.ab
     if train.lora:
         note += f" + LoRA {train.lora / 1e6:.1f}M x {r.ab} B"
-    on_gpu = (base + adapters) / (shards.n if shards.weights else 1)
+    whole = 0.0  # quantized weights FSDP cannot shard (uint8 quant storage under FSDP2)
+    if train.quantized and shards.weights and not s.quantized_sharded:
+        whole = train.quantized * train.quant_bytes
+        base -= whole
+        note += f"; {(r.dtypes.quant or 'nf4').upper()} weights not sharded (uint8 quant storage)"
+    on_gpu = (base + adapters) / (shards.n if shards.weights else 1) + whole
     host = 0.0
     if s.offload_params != "none" and s.strategy in ("zero3", "fsdp"):
         host, on_gpu = on_gpu, 0.0
@@ -308,11 +313,9 @@ def _fsdp_working_set(r: ResolvedSetup, train: Trainables) -> tuple[float, str]:
     lora_layer = train.lora / max(pc.layers, 1)
     if train.quantized:
         quant_layer = train.quantized / max(pc.layers, 1)
-        unit = (
-            quant_layer * train.quant_bytes
-            + (pc.per_layer - quant_layer) * train.unquant_bytes
-            + lora_layer * r.ab
-        )
+        # uint8 4-bit weights FSDP2 leaves whole are not gathered (they are counted with the weights)
+        gathered_quant = quant_layer * train.quant_bytes if s.quantized_sharded else 0.0
+        unit = gathered_quant + (pc.per_layer - quant_layer) * train.unquant_bytes + lora_layer * r.ab
         head_b = train.unquant_bytes
     else:
         unit = pc.per_layer * gather_b + lora_layer * r.ab
