@@ -400,3 +400,32 @@ def test_built_in_rules_read_only_fact_namespaces_and_their_items() -> None:
                     assert ref.path[0] in HELPERS
                 elif not ref.bound:
                     assert ref.path[0] in namespaces, f"{rule.where(part)}: {'.'.join(ref.path)}"
+
+
+SEMANTICS = [
+    ("1 < 2 < 3", True),
+    ("1 < 3 < 2", False),
+    ("0 or 'x'", "x"),
+    ("'' and 1", ""),
+    ("[i * 2 for i in [1, 2, 3] if i != 2]", [2, 6]),
+    ("{k: v for k, v in [('a', 1), ('b', 2)]}", {"a": 1, "b": 2}),
+    ("any(x > 2 for x in [1, 3])", True),
+    ("'abcdef'[1:4]", "bcd"),
+    ("[1, 2, 3][-1]", 3),
+    ("{'a': {'b': 5}}.a.b", 5),  # attribute access reads mapping keys
+    ("7 // 2 + 7 % 2 + 2 ** 3", 12),
+    ("-(3) if not False else 0", -3),
+    ("'bf16' in ('bf16', 'fp16')", True),
+    ("'GA' + str(203)", "GA203"),
+    ("join([1, 2], '+')", "1+2"),
+    ("training.output_dir", "out"),
+    ("'output_dir' in training and 'nope' not in training", True),
+    ("training.nope is None", True),
+    ("[k for k in [1, 2]] + [k for k in [3]]", [1, 2, 3]),
+]
+
+
+@pytest.mark.parametrize(("source", "expected"), SEMANTICS, ids=[s for s, _ in SEMANTICS])
+def test_the_language_keeps_pythons_meaning(source: str, expected: Any) -> None:
+    ns = Namespace("training", {"output_dir": Value("out")})
+    assert Evaluator({"training": ns}, HELPERS).evaluate(parse(source, HELPERS)) == expected
