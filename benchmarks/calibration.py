@@ -13,7 +13,8 @@ meta.json (see benchmarks/data/README.md):
     memory: {metric: nvidia-smi | reserved | allocated | active, value_gib, cuda_context_gib?, components?}
     time:   {metric: tokens_per_s | samples_per_s | step_s, value, scope: global | per_gpu,
              tokens_per_sample? (samples_per_s), tokens_per_step? (step_s)}
-    outcome: fits | oom;  grade A/B/C;  source: repository:path@commit or URL;  translation, notes
+    outcome: fits | oom | unknown (the measured run is not the HF recipe);  grade A/B/C
+    source: repository:path@commit or URL;  translation, notes
 
 The memory metric is read off the estimate's breakdown: nvidia-smi rows take the whole peak (with the CUDA
 context the row's own source measured, when it gives one), reserved rows drop the CUDA context, allocated and
@@ -325,7 +326,7 @@ def report(results: list[Result]) -> dict[str, Any]:
         ]
         print(_fmt_summary(f"grade {grade}: memory", summary(m)))
         print(_fmt_summary(f"grade {grade}: throughput", summary(t)))
-    judged = [r for r in head if r.outcome and r.verdict]
+    judged = [r for r in head if r.outcome in ("fits", "oom") and r.verdict]
     agree = sum((r.outcome == "oom") == (r.verdict == "does not fit") for r in judged)
     out["fit_agreement"] = {"agree": agree, "judged": len(judged)}
     print(f"  fit/OOM verdict agrees with the outcome: {agree} of {len(judged)}")

@@ -55,7 +55,7 @@ def test_every_row_is_a_folder_of_user_configs_with_its_measurement_and_source(r
     meta = row.meta
     assert (row.folder / "launch.sh").is_file() and (row.folder / row.hardware).is_file()
     assert meta["grade"][0] in "ABC"
-    assert meta["outcome"] in {"fits", "oom"}
+    assert meta["outcome"] in {"fits", "oom", "unknown"}  # unknown: the measured run is not the HF recipe
     assert SOURCE.match(meta["source"]), meta["source"]
     assert meta.get("memory") or meta.get("time")
     if meta.get("memory"):
