@@ -20,8 +20,8 @@ MAX_DEPTH = 64
 # Positions cost ~10 us and ~300 bytes a value in this parser: a 9.8 MB array of numbers took 29 s and
 # 1.6 GB. Positions are kept for the first POSITION_BUDGET values; past it, each remaining container
 # is decoded by the C json decoder (a finding at a later value points at the nearest value that kept
-# its position). What the C decoder refuses (comments, trailing commas, NaN, numbers we refuse) is
-# read here again, without positions, up to MAX_VALUES values in all.
+# its position). What the C decoder refuses (comments, trailing commas, NaN, numbers we refuse,
+# duplicate keys) is read here again, without positions, up to MAX_VALUES values in all.
 POSITION_BUDGET = 20_000
 MAX_VALUES = 100_000
 MAX_PROBLEMS = 100
@@ -67,7 +67,19 @@ def _no_constant(token: str) -> Any:
     raise _Refused(token)  # NaN / Infinity: not JSON, and neither DeepSpeed nor json.loads(strict) agree
 
 
-_DECODER = json.JSONDecoder(parse_int=_checked_int, parse_float=_checked_float, parse_constant=_no_constant)
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise _Refused("duplicate key")  # json keeps the last silently; read here again to report it
+    return out
+
+
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_unique_keys,
+    parse_int=_checked_int,
+    parse_float=_checked_float,
+    parse_constant=_no_constant,
+)
 _MISS = object()
 
 
