@@ -12,7 +12,7 @@ optimizer step   gradients + optimizer temporaries (+ DeepSpeed's fp32 gradient 
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from advisor.estimate import constants as K
 from advisor.estimate.memory import terms
@@ -20,7 +20,7 @@ from advisor.estimate.memory.optimizers import optimizer_profile
 from advisor.estimate.memory.resolve import ResolvedSetup, resolve_setup
 from advisor.estimate.memory.setup import MemoryEstimate, MemoryItem, Term, TrainingSetup
 
-__all__ = ["estimate_memory", "what_if"]
+__all__ = ["PhaseTerms", "estimate_memory", "phase_terms", "what_if"]
 
 _PHASE_LABELS = {
     terms.BACKWARD: "backward start (activations + logits)",
@@ -29,8 +29,21 @@ _PHASE_LABELS = {
 }
 
 
-def _phase_terms(setup: TrainingSetup) -> tuple[list[Term], list[Term], dict[str, list[Term]], dict]:
-    """(static terms, every-phase terms, the terms of each phase, side figures)."""
+@dataclass(frozen=True, slots=True)
+class PhaseTerms:
+    """Every term of one setup, grouped by when it is live."""
+
+    resolved: ResolvedSetup
+    static: list[Term]  # allocated once: weights, optimizer states, DDP buckets
+    live: list[Term]  # distributed buffers that churn in every phase
+    phases: dict[str, list[Term]]  # the terms of backward start, end of backward, optimizer step
+    trainable: int
+    host: float  # bytes offloaded to CPU RAM / NVMe
+    soft: float  # paged optimizer state (CUDA unified memory)
+
+
+def phase_terms(setup: TrainingSetup) -> PhaseTerms:
+    """Resolve the setup and compute each memory term with the phases it is live in."""
     r = resolve_setup(setup)
     s = setup
     train = terms.trainables(r)
@@ -64,8 +77,7 @@ def _phase_terms(setup: TrainingSetup) -> tuple[list[Term], list[Term], dict[str
         Term("last layer recompute + backward working set", act.work.bytes + act.last_layer, (terms.END,)),
     ]
     phases = {terms.BACKWARD: backward, terms.END: end, terms.STEP: [grads, step]}
-    side = {"r": r, "trainable": train.count, "host": host, "soft": opt.soft}
-    return [weights, opt.term, ddp_buckets], [live], phases, side
+    return PhaseTerms(r, [weights, opt.term, ddp_buckets], [live], phases, train.count, host, opt.soft)
 
 
 _ALWAYS_SHOWN = {
@@ -95,10 +107,11 @@ def _dtype_summary(r: ResolvedSetup) -> dict[str, str]:
 
 
 def estimate_memory(setup: TrainingSetup) -> MemoryEstimate:
-    static_terms, live_terms, phases, side = _phase_terms(setup)
-    s, r = setup, side["r"]
+    pt = phase_terms(setup)
+    s, r = setup, pt.resolved
+    static_terms, live_terms, phases = pt.static, pt.live, pt.phases
     A = r.assumptions
-    soft = side["soft"]
+    soft = pt.soft
     totals = {name: sum(tm.bytes for tm in ts) for name, ts in phases.items()}
     phase = max(totals, key=lambda k: totals[k])
     dyn = totals[phase]
@@ -162,9 +175,9 @@ def estimate_memory(setup: TrainingSetup) -> MemoryEstimate:
         peak_smi_gib=smi / gi,
         phase=_PHASE_LABELS[phase],
         phases_gib={_PHASE_LABELS[k]: v / gi for k, v in totals.items()},
-        host_gib=side["host"] / gi,
+        host_gib=pt.host / gi,
         soft_gib=soft / gi,
-        trainable_params=side["trainable"],
+        trainable_params=pt.trainable,
         dtypes=_dtype_summary(r),
         fits=fits,
         verdict=verdict,
