@@ -251,3 +251,19 @@ def test_training_setup_checks_and_converts_like_pydantic_lax_mode():
             TrainingSetup(**{"model": model, **bad})
     with pytest.raises(TypeError):
         TrainingSetup(model=model, micro_batch_size=4)  # unknown field
+
+
+def test_every_term_says_when_it_is_live_and_the_peak_is_their_phase_sum():
+    from advisor.estimate.memory import phase_terms
+
+    setup = base_setup(seq_len=4096, gradient_checkpointing=False)
+    pt = phase_terms(setup)
+    assert {t.name: t.phases for t in pt.static}["weights"] == ("static",)
+    backward = {t.name: t for t in pt.phases["backward start"]}
+    assert backward["activations"].phases == ("backward start",)
+    end = {t.name: t for t in pt.phases["end of backward"]}
+    assert end["gradients"].phases == ("end of backward", "optimizer step")
+    est = estimate_memory(setup)
+    static = sum(t.bytes for t in pt.static) + sum(t.bytes for t in pt.live)
+    peak_phase = max(sum(t.bytes for t in ts) for ts in pt.phases.values())
+    assert est.peak_allocated_gib == pytest.approx((static + peak_phase) / GIB)

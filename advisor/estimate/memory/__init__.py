@@ -11,7 +11,7 @@ peak.py         estimate_memory (phases, peak, band, verdict) and what_if
 
 from advisor.estimate.memory.lora import lora_params
 from advisor.estimate.memory.optimizers import has_optimizer_profile
-from advisor.estimate.memory.peak import estimate_memory, what_if
+from advisor.estimate.memory.peak import PhaseTerms, estimate_memory, phase_terms, what_if
 from advisor.estimate.memory.resolve import DtypeFacts, ResolvedSetup, resolve_setup
 from advisor.estimate.memory.setup import MemoryEstimate, MemoryItem, Term, TrainingSetup
 
@@ -21,12 +21,14 @@ __all__ = [
     "DtypeFacts",
     "MemoryEstimate",
     "MemoryItem",
+    "PhaseTerms",
     "ResolvedSetup",
     "Term",
     "TrainingSetup",
     "estimate_memory",
     "has_optimizer_profile",
     "lora_params",
+    "phase_terms",
     "resolve_setup",
     "what_if",
 ]
