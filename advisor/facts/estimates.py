@@ -12,6 +12,8 @@ The `estimates` namespace (what GA401-GA405, the run summary and `gpu-advise est
     fraction           peak / usable
     verdict            fits | tight | does not fit (tight: within thresholds.near_memory_fraction)
     items              the breakdown at the peak: [{name, gib, note}]
+    dtypes             {storage, trainable, compute, optimizer}: {dtype, source} as the estimate assumed them
+                       (advisor.facts.dtypes: each from where its consumer takes it)
     contributors       the three largest items, "optimizer states 29.9 GiB"
     savings            what each knob would save at the peak, "enable gradient checkpointing saves 12.3 GiB"
     single_gpu_peak    the same per-device batch on one GPU of the machine, no sharding, no offload
