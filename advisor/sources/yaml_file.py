@@ -52,6 +52,9 @@ MAX_NODES = 50_000
 # Over this size the events are counted first (the C parser alone, ~1 us an event), so a file that
 # will be refused is refused before it is composed.
 PRECOUNT_CHARS = 256 * 1024
+# A file with a tab that libyaml refuses is read again by the pure-Python loader for its error, up to
+# this size (~1 s).
+PURE_RETRY_CHARS = 256 * 1024
 MAX_DEPTH = 64
 MAX_PROBLEMS = 100
 # A 130 KB file whose aliases repeat a 100 KB string 3,000 times is 300 MB of values (`plan --format
@@ -297,11 +300,25 @@ def parse_yaml(text: str) -> YamlResult:
         root = loader.get_single_node()
         builder = _Builder(loader)
         data = None if root is None else builder.build(root, (), 0)
+    except (yaml.scanner.ScannerError, yaml.parser.ParserError) as exc:
+        if "\t" in text and len(text) <= PURE_RETRY_CHARS:
+            _pure_compose(text)  # the consumer's error: libyaml's can come later, or name the wrong thing
+        raise exc from None
     finally:
         loader.dispose()
     if "\t" in text:
         _refuse_tabs(text, root)
     return YamlResult(data, builder.key_spans, builder.value_spans, builder.problems)
+
+
+def _pure_compose(text: str) -> None:
+    """Raise the error yaml.safe_load's pure-Python scanner and parser give (` \tkey: 1` fails at the
+    tab there, and at the colon in libyaml); composing expands no alias, so this stays bounded."""
+    loader = yaml.SafeLoader(text)
+    try:
+        loader.get_single_node()
+    finally:
+        loader.dispose()
 
 
 def _precount(text: str) -> None:
