@@ -147,6 +147,7 @@ class DataLength:
 
     tokens_per_sample: float | None = None  # the data's mean real tokens per sample, before the cap
     packed: bool | None = None  # samples packed into rows of max_length (TRL packing, torchtune packed)
+    padding_free: bool | None = None  # micro-batches concatenated without padding (TRL padding_free)
     source: str = ""  # where tokens_per_sample came from, for the assumption line
 
 
@@ -238,8 +239,9 @@ def tokens_per_micro_batch(
         )
     real = min(float(mean), float(cap))
     # padded to the longest sample of the micro-batch; lengths taken as uniform on [0, 2 * mean]:
-    # E[max of b] = 2 * mean * b / (b + 1) (= mean for b = 1)
-    longest = min(float(cap), 2.0 * float(mean) * b / (b + 1)) if b > 1 else real
+    # E[max of b] = 2 * mean * b / (b + 1) (= mean for b = 1); padding-free batches compute what they hold
+    padded = b > 1 and not (data is not None and data.padding_free)
+    longest = min(float(cap), 2.0 * float(mean) * b / (b + 1)) if padded else real
     basis = f"{real:.0f} tokens per sample on average ({data.source or 'from the data'})" + (
         f", padded to ~{longest:.0f} per micro-batch" if longest > real + 0.5 else ""
     )

@@ -471,7 +471,13 @@ def _data_length(plan: Any) -> Any:
     mean = float(tokens) / float(samples) if tokens and samples and tokens > 0 and samples > 0 else None
     # TRL SFTConfig.packing, axolotl sample_packing, LLaMA-Factory packing / neat_packing
     packed = any(_truth(_written(plan.training, k)) for k in ("packing", "sample_packing", "neat_packing"))
-    return DataLength(tokens_per_sample=mean, packed=packed, source="dataset-tokens / dataset-samples")
+    padding_free = bool(_truth(_written(plan.training, "padding_free")))  # TRL SFTConfig.padding_free
+    return DataLength(
+        tokens_per_sample=mean,
+        packed=packed,
+        padding_free=padding_free,
+        source="dataset-tokens / dataset-samples",
+    )
 
 
 def _dataset(plan: Any, seq: int | None, world_dp: int, a: list[str]) -> tuple[float | None, int | None]:

@@ -170,3 +170,8 @@ def test_ddp_lora_comm_is_negligible_and_steps_to_tokens():
     assert t.grad_accum == 4 and t.tokens_per_step == 4 * 4 * 2048
     assert t.total_tokens == 1000 * 4 * 4 * 2048 and t.steps == pytest.approx(1000)
     assert t.scaling_efficiency > 0.99
+
+
+def test_padding_free_batches_compute_only_their_tokens():
+    data = DataLength(tokens_per_sample=210, padding_free=True)
+    assert tokens_per_micro_batch(4, 768, data)[:2] == (840, 840)
