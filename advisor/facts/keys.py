@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from advisor.sources import known_keys as kk
-from advisor.sources.document import Document, KeyPath, Location, pointer
+from advisor.sources.document import Document, KeyPath, Location, pointer, refused_number
 
 # Below this share of known keys, the file is some other project's dialect that merely shares
 # TrainingArguments names (open-instruct's own dataclass, say): judging its keys would be noise.
@@ -255,6 +255,16 @@ def _flag_problem(ft: kk.FieldType, text: str) -> str | None:
     return kk.check_type(ft, text, coerces=True)
 
 
+def _refused_flag(ft: kk.FieldType, text: str) -> str | None:
+    """A number argparse converts but no setting takes: float() reads inf, nan and 1e400."""
+    if not {"int", "float"} & set(ft.kinds):
+        return None
+    try:
+        return refused_number(float(text))
+    except ValueError:
+        return None
+
+
 def launch_flag_errors(doc: Document) -> list[dict[str, Any]]:
     """Values of TrainingArguments flags after the script (`train.py --per_device_train_batch_size=abc`)
     that the script's HfArgumentParser cannot convert: argparse exits at start-up, on the cluster."""
@@ -277,17 +287,17 @@ def launch_flag_errors(doc: Document) -> list[dict[str, Any]]:
                 continue
             if " " in word.text and not {"list", "str", "any", "dict"} & set(ft.kinds):
                 continue  # several words: argparse would complain about the extra ones, not the type
-            problem = _flag_problem(ft, word.text)
-            if problem is None:
+            refused = _refused_flag(ft, word.text)
+            problem = _flag_problem(ft, word.text) if refused is None else None
+            if problem is None and refused is None:
                 continue
             path = ("commands", idx, "script_args", key)
+            message = f"--{key} {word.text}: " + (
+                refused
+                or f"{problem}; the script's argument parser converts the flag with the field's type and "
+                "exits at start-up"
+            )
             out.append(
-                {
-                    "location": _loc(doc, path, value=True),
-                    "key": key,
-                    "message": f"--{key} {word.text}: {problem}; the script's argument parser "
-                    "converts the flag with the field's type and exits at start-up",
-                    "severity": "error",
-                }
+                {"location": _loc(doc, path, value=True), "key": key, "message": message, "severity": "error"}
             )
     return out

@@ -327,3 +327,22 @@ def test_a_failing_user_rule_stays_exit_2(tmp_path: Path, monkeypatch: pytest.Mo
     (tmp_path / "policies" / "XU001.yaml").write_text(rule)
     result = _invoke(["check", "--rules", "policies", "args.yaml"], tmp_path, monkeypatch)
     assert result.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("--learning_rate", "inf"), ("--max_steps", "1e400"), ("--per_device_train_batch_size", "9" * 25)],
+)
+def test_launch_flag_that_types_to_an_absurd_number(
+    flag: str, value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    launch = f"#!/bin/bash\ntorchrun --nproc_per_node 2 train.py --output_dir out {flag} {value}\n"
+    _write(tmp_path, {"run.sh": launch, "train.py": "from transformers import TrainingArguments\n"})
+    result = _invoke(["check", "--format", "json", "run.sh"], tmp_path, monkeypatch)
+    assert (
+        "GA001",
+        "run.sh",
+        *_at(launch, f" {value}\n")[:1],
+        _at(launch, f" {value}\n")[1] + 1,
+    ) in _findings(result)
+    assert _invoke(["estimate", "run.sh"], tmp_path, monkeypatch).exit_code in (0, 1, 2)
