@@ -20,6 +20,7 @@ import contextlib
 import os
 import random
 import shutil
+import sys
 import tempfile
 import time
 import traceback
@@ -312,7 +313,10 @@ def run_one(example: Example, runner: object, app: object) -> tuple[int, str | N
     return result.exit_code, None, seconds
 
 
-def run_fuzz(n: int, seed: int = 0, files: list[Path] | None = None, save: Path | None = None) -> Report:
+def run_fuzz(
+    n: int, seed: int = 0, files: list[Path] | None = None, save: Path | None = None, progress: int = 0
+) -> Report:
+    """Run ``n`` examples; ``progress`` > 0 prints a line to stderr every that many."""
     from typer.testing import CliRunner
 
     from advisor.cli import app
@@ -326,6 +330,8 @@ def run_fuzz(n: int, seed: int = 0, files: list[Path] | None = None, save: Path 
     for example in examples(n, seed, corpus_files() if files is None else files):
         code, failure, seconds = run_one(example, runner, app)
         report.examples += 1
+        if progress and report.examples % progress == 0:
+            print(f"{report.examples} examples, {report.tracebacks} failures", file=sys.stderr, flush=True)
         report.exits[(" ".join(example.command[:2]), code)] += 1
         report.slowest.append((seconds, f"{' '.join(example.command)} on {example.origin}"))
         report.slowest = sorted(report.slowest, reverse=True)[:10]
@@ -373,7 +379,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.save is not None:
         shutil.rmtree(args.save, ignore_errors=True)
-    report = run_fuzz(args.examples, args.seed, save=args.save)
+    report = run_fuzz(args.examples, args.seed, save=args.save, progress=500)
     print_report(report)
     raise SystemExit(1 if report.tracebacks else 0)
 
