@@ -3,14 +3,15 @@
 tokens      real tokens per sample: the data's average (dataset-tokens / dataset-samples) when known, else the
             max_length cap (an upper bound without packing); packed runs fill every row to max_length.
             Unpacked batches are padded to their longest sample: computed tokens = b x E[max of b lengths]
-flops/tok   k * N_mm + a * 2 * L * q * span (+ 6 per adapter parameter)
+flops/tok   k * N_mm + a * 4 * L * q * span / 2 (causal) (+ 6 per adapter parameter)
             N_mm = parameters in matmuls per token (all but the input-embedding lookup; MoE: active experts)
             k = 6 full FT (fwd 2 + dgrad 2 + wgrad 2), 4 LoRA/QLoRA (frozen base: no weight-gradient matmuls),
             +2 with gradient checkpointing (the forward again); attention has no weights, so its backward
-            is always whole: a = 3 (4 with checkpointing) on 2*q*span per layer, causal span halved
+            is always whole: a = 3 (4 with checkpointing)
 achieved    dense peak * MFU(GPU class, method) * torch.compile factor
 t_compute   computed tokens per GPU per optimizer step * flops/token / achieved
             + micro-batches * layers * passes * a fixed per-layer overhead (eager kernel launches)
+            + the weights streamed from HBM per pass (dequantised per pass for a 4-bit base)
 t_optimizer the optimizer step, memory-bound: bytes it reads and writes per trainable parameter / HBM
 comm        DDP/ZeRO-1: 2(n-1)/n * P_trainable * b once per optimizer step, hidden behind the last
             micro-batch's backward; ZeRO-2: reduce-scatter every micro-batch; ZeRO-3/FSDP: all-gather of P
@@ -308,6 +309,53 @@ def _weight_bytes_per_micro_batch(r: Any, pc: Any) -> float:
     return float(out)
 
 
+def _default_mfu_for(s: TrainingSetup, cls: str | None, gpu: str, assumptions: list[str]) -> float:
+    """The class MFU with the method and torch.compile factors applied."""
+    if cls is None:
+        value = K.MFU_FALLBACK
+        assumptions.append(f"no MFU default for GPU class '{gpu}': assumed {K.MFU_FALLBACK}")
+    else:
+        value = MFU_BY_CLASS[cls]
+    if s.method == "lora":
+        value *= MFU_LORA_FACTOR
+    elif s.method == "qlora":
+        value *= MFU_LORA_FACTOR * MFU_QLORA_FACTOR
+    if s.torch_compile:
+        value = min(1.0, value * COMPILE_SPEEDUP)
+    return value
+
+
+def _communication(
+    strategy: str,
+    n: int,
+    gas: int,
+    total: int,
+    trainable: int,
+    b_param: float,
+    b_grad: float,
+    bw_gbs: float,
+    t_compute: float,
+    frozen_base: bool,
+) -> tuple[float, float]:
+    """(seconds of collectives per optimizer step, seconds of compute they can hide behind)."""
+    f = (n - 1) / n
+    bw = bw_gbs * 1e9
+    bwd_share = 0.5 if frozen_base else 2.0 / 3.0  # the backward's share of the compute
+    if strategy in ("ddp", "zero1"):
+        # one all-reduce per optimizer step, behind the last micro-batch's backward
+        eff_bw = bw * (DDP_SMALL_MESSAGE_DERATE if bw_gbs > DDP_DERATE_ABOVE_GBS else 1.0)
+        return 2 * f * trainable * b_grad / eff_bw, t_compute / gas * bwd_share
+    if strategy in ("zero2", "fsdp_grad_op"):
+        # gradients reduce-scattered every micro-batch; parameters gathered once (ZeRO-2) or per micro-batch
+        per_mb = strategy == "fsdp_grad_op"
+        gather = (gas if per_mb else 1) * f * (total if per_mb else trainable) * b_param
+        return (gas * f * trainable * b_grad + gather) / bw, t_compute * bwd_share
+    if strategy in ("zero3", "fsdp"):
+        # all-gather of every weight in forward and in backward, reduce-scatter of the trainable gradients
+        return gas * (2 * f * total * b_param + f * trainable * b_grad) / bw, t_compute
+    return 0.0, 0.0
+
+
 def estimate_time(
     setup: TrainingSetup,
     peak_tflops: float,
@@ -339,26 +387,12 @@ def estimate_time(
     if n > 1 and strategy == "none":
         strategy = "ddp"
         A.append(f"{n} GPUs with strategy 'none': timed as DDP")
-    sharded = strategy in ("zero3", "fsdp")
 
     real_mb, computed_mb, basis = tokens_per_micro_batch(r.b, r.seq, data)
     span = computed_mb / max(1, r.b)
     fpt = flops_per_token(setup, attention_span=span)
     cls = gpu_class_of(gpu_class)
-    if mfu is None:
-        if cls is None:
-            mfu_v = K.MFU_FALLBACK
-            A.append(f"no MFU default for GPU class '{gpu_class}': assumed {K.MFU_FALLBACK}")
-        else:
-            mfu_v = MFU_BY_CLASS[cls]
-        if s.method == "lora":
-            mfu_v *= MFU_LORA_FACTOR
-        elif s.method == "qlora":
-            mfu_v *= MFU_LORA_FACTOR * MFU_QLORA_FACTOR
-        if s.torch_compile:
-            mfu_v = min(1.0, mfu_v * COMPILE_SPEEDUP)
-    else:
-        mfu_v = mfu
+    mfu_v = mfu if mfu is not None else _default_mfu_for(s, cls, gpu_class, A)
     achieved = peak_tflops * 1e12 * mfu_v
     if achieved <= 0:
         raise ValueError("peak_tflops must be positive")
@@ -373,8 +407,6 @@ def estimate_time(
         gas * _weight_bytes_per_micro_batch(r, pc) / (hbm * 1e9 * ELEMENTWISE_HBM_EFFICIENCY) if hbm else 0.0
     )
     t_compute = tok_gpu_step * fpt / achieved + t_overhead + t_weights
-    t_mb = t_compute / gas
-    bwd_share = 0.5 if s.method != "full" else 2.0 / 3.0
 
     full = s.method == "full"
     p_t = pc.total if full else lora_params(pc, r.lora_r, sorted(r.targets))
@@ -385,7 +417,6 @@ def estimate_time(
     if s.method == "qlora":
         b_param = K.NF4_DQ_BYTES if s.qlora_double_quant else K.NF4_BYTES
 
-    f = (n - 1) / n
     bw_gbs = busbw_gbs
     if n > 1 and spec is not None and not getattr(spec, "p2p_supported", True):
         bw_gbs = busbw_gbs * NO_P2P_BUSBW_FACTOR
@@ -393,24 +424,9 @@ def estimate_time(
             f"{getattr(spec, 'display_name', gpu_class)}: no PCIe peer-to-peer, NCCL through host memory "
             f"(bus bandwidth x{NO_P2P_BUSBW_FACTOR})"
         )
-    bw = bw_gbs * 1e9
-    comm = overlappable = 0.0
-    if strategy in ("ddp", "zero1"):
-        eff_bw = bw * (DDP_SMALL_MESSAGE_DERATE if bw_gbs > DDP_DERATE_ABOVE_GBS else 1.0)
-        comm = 2 * f * p_t * b_grad / eff_bw
-        overlappable = t_mb * bwd_share
-    elif strategy in ("zero2", "fsdp_grad_op"):
-        gather = (
-            (gas if strategy == "fsdp_grad_op" else 1)
-            * f
-            * (pc.total if strategy == "fsdp_grad_op" else p_t)
-            * b_param
-        )
-        comm = (gas * f * p_t * b_grad + gather) / bw
-        overlappable = t_compute * bwd_share
-    elif sharded:
-        comm = gas * (2 * f * pc.total * b_param + f * p_t * b_grad) / bw
-        overlappable = t_compute
+    comm, overlappable = _communication(
+        strategy, n, gas, pc.total, p_t, b_param, b_grad, bw_gbs, t_compute, s.method != "full"
+    )
     exposed = max(0.0, comm - COMM_OVERLAP * overlappable)
 
     t_opt = 0.0
