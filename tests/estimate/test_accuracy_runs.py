@@ -119,3 +119,27 @@ def test_the_data_length_reaches_the_time_estimate(results) -> None:
     # P01: PEFT's MetaMathQA LoRA run, ~210 tokens per sample under a 768 cap (dataset-tokens/-samples)
     res = results["P01"]
     assert any("210 tokens per sample" in note for note in res.notes)
+
+
+def test_a_row_the_tool_cannot_answer_reports_the_tools_reason(tmp_path: Path) -> None:
+    row = tmp_path / "time" / "X01"
+    row.mkdir(parents=True)
+    (row / "launch.sh").write_text("#!/usr/bin/env bash\npython train.py train.yaml\n")
+    (row / "train.yaml").write_text("model_name_or_path: nobody/no-such-model-7b\nmax_length: 512\n")
+    (row / "hw.yaml").write_text("name: 1xA100\ngpus: {model: A100-SXM-80GB, count: 1}\nnvlink: []\n")
+    meta = {
+        "id": "X01",
+        "grade": "C",
+        "outcome": "fits",
+        "source": "https://example.org/x",
+        "time": {"metric": "tokens_per_s", "value": 1000, "scope": "global"},
+    }
+    (row / "meta.json").write_text(json.dumps(meta))
+    (res,) = [CAL.evaluate(r, in_process=True) for r in CAL.load_rows(tmp_path)]
+    assert res.tps_estimate is None and res.reason and "no-such-model" in res.reason
+
+
+def test_summary_is_median_and_p90_of_absolute_errors() -> None:
+    s = CAL.summary([0.1, -0.2, 0.3, -0.4, 0.5, 0.6, -0.7, 0.8, 0.9, -1.0])
+    assert s["n"] == 10 and s["median"] == pytest.approx(55.0) and s["p90"] == pytest.approx(91.0)
+    assert CAL.summary([]) == {"n": 0}
