@@ -67,6 +67,13 @@ UNMODELLED_KEYS = {
     "use_muon": "the Muon optimizer",
     "unfrozen_parameters": "a partly frozen model (axolotl unfrozen_parameters)",
 }
+# Megatron-Core parallelism (LLaMA-Factory's mcore_adapter recipes, NeMo): pipeline stages and expert shards
+# split the model in ways the estimator does not model.
+MEGATRON_PARALLEL_KEYS = (
+    "pipeline_model_parallel_size",
+    "expert_model_parallel_size",
+    "virtual_pipeline_model_parallel_size",
+)
 PREFERENCE_STAGES = {"dpo", "kto", "orpo", "simpo"}
 REFERENCE_FREE = {"orpo", "simpo", "cpo"}
 _ATTN = {
@@ -571,6 +578,11 @@ def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
     if isinstance(mp, int) and mp > 1:
         out.reason = f"tensor/context/sequence parallelism (x{mp}) is not modelled"
         return out
+    for key in MEGATRON_PARALLEL_KEYS:
+        degree = _int(_written(t, key))
+        if degree is not None and degree > 1:
+            out.reason = f"Megatron-style {key.replace('_size', '')} (x{degree}) is not modelled"
+            return out
 
     unsloth = _unsloth(plan, names)
     if unsloth is not None:

@@ -236,13 +236,53 @@ EXPECTED_8XH100 = {
     ("GA404", "axolotl/axolotl-ai-cloud__axolotl__examples__llama-3__fft-8b.yaml"),
     # LLaMA-Factory demos capped at max_samples 1000 on all eight GPUs (llamafactory-cli takes them all)
     ("GA402", "launch/hiyouga__LLaMA-Factory__examples__train_lora__qwen3_lora_sft.sh"),
-    ("GA402", "training_args/hiyouga__LLaMA-Factory__examples__extras__fp8__llama3_fp8_fsdp_sft.yaml"),
+    # (llama3_fp8_fsdp_sft.yaml is no GA402: LLaMA-Factory upcasts trainable parameters to fp32 outside
+    # ZeRO-3, so the 8B full fine-tune needs ~16 B/param on one GPU; issue 10, H3a)
     ("GA402", "training_args/hiyouga__LLaMA-Factory__examples__extras__fsdp_qlora__llama3_lora_sft.yaml"),
     ("GA402", "training_args/hiyouga__LLaMA-Factory__examples__extras__mod__llama3_full_sft.yaml"),
     ("GA402", "training_args/hiyouga__LLaMA-Factory__examples__train_lora__qwen3_lora_dpo.yaml"),
     ("GA402", "training_args/hiyouga__LLaMA-Factory__examples__train_lora__qwen3_lora_sft.yaml"),
     ("GA402", "training_args/hiyouga__LLaMA-Factory__examples__train_lora__qwen3_lora_sft_ray.yaml"),
     ("GA402", "training_args/hiyouga__LLaMA-Factory__examples__train_qlora__qwen3_lora_sft_otfq.yaml"),
+    # issue 10 (H3a): a lone recipe with no launch script is estimated per GPU for one process (the same per
+    # GPU under DDP): full fine-tunes of 7B-70B models do not fit one 80 GB card unsharded, 7B ones are close
+    ("GA401", "training_args/allenai__open-instruct__configs__train_configs__olmo2__olmo2_1124_7b_sft.yaml"),
+    ("GA401", "training_args/allenai__open-instruct__configs__train_configs__sft__tulu2_70b.yaml"),
+    ("GA401", "training_args/allenai__open-instruct__configs__train_configs__sft__tulu2_7b.yaml"),
+    (
+        "GA401",
+        "training_args/huggingface__alignment-handbook__recipes__pref_align_scan__dpo__config_zephyr.yaml",
+    ),
+    (
+        "GA401",
+        "training_args/huggingface__alignment-handbook__recipes__zephyr-7b-beta__dpo__config_full.yaml",
+    ),
+    (
+        "GA401",
+        "training_args/huggingface__alignment-handbook__recipes__zephyr-7b-gemma__sft__config_full.yaml",
+    ),
+    ("GA401", "training_args/huggingface__open-r1__recipes__OlympicCoder-32B__sft__config_v00.00.yaml"),
+    ("GA401", "training_args/huggingface__open-r1__recipes__OlympicCoder-7B__sft__config_v00.00.yaml"),
+    (
+        "GA404",
+        "training_args/huggingface__alignment-handbook__recipes__constitutional-ai__sft__config_anthropic.yaml",
+    ),
+    (
+        "GA404",
+        "training_args/huggingface__alignment-handbook__recipes__zephyr-7b-beta__sft__config_full.yaml",
+    ),
+    # facebook/opt-66b and opt-1.3b are in the model catalog now: ZeRO-3 66B full on the 8 GPUs of the machine
+    # (the script is written for several nodes) does not fit; ZeRO-2 1.3B fits under plain DDP
+    (
+        "GA401",
+        "launch/microsoft__DeepSpeedExamples__applications__DeepSpeed-Chat__training__step1_supervised_finetuning"
+        "__training_scripts__opt__multi_node__run_66b.sh",
+    ),
+    (
+        "GA403",
+        "launch/microsoft__DeepSpeedExamples__applications__DeepSpeed-Chat__training__step1_supervised_finetuning"
+        "__training_scripts__opt__single_node__run_1.3b.sh",
+    ),
 }
 
 
