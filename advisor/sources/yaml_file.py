@@ -49,8 +49,8 @@ class _AliasLoader(yaml.composer.Composer, _Loader):  # type: ignore[misc, valid
 # in Python for every scalar even under the C loader): 99,000 keys took 20 s. The largest corpus file
 # has 419 nodes.
 MAX_NODES = 50_000
-# Over this size the events are counted first (the C parser alone, ~1 us an event), so a file that
-# will be refused is refused before it is composed.
+# Over this size, or with more flow brackets than MAX_DEPTH, the events are counted first (the C parser
+# alone, ~1 us an event), so a file that will be refused is refused before it is composed.
 PRECOUNT_CHARS = 256 * 1024
 # A file with a tab that libyaml refuses is read again by the pure-Python loader for its error, up to
 # this size (~1 s).
@@ -293,7 +293,7 @@ def _with_decimal_point(text: str) -> str:
 
 def parse_yaml(text: str) -> YamlResult:
     """Parse one YAML document. Raises yaml.YAMLError (with a mark; YamlLimitError for the limits)."""
-    if len(text) > PRECOUNT_CHARS:
+    if len(text) > PRECOUNT_CHARS or text.count("[") + text.count("{") > MAX_DEPTH:
         _precount(text)
     loader = _AliasLoader(text) if "*" in text else _Loader(text)
     try:
@@ -322,18 +322,27 @@ def _pure_compose(text: str) -> None:
 
 
 def _precount(text: str) -> None:
-    """Refuse a document of more than MAX_NODES nodes as written, after at most that many events."""
+    """Refuse a document of more than MAX_NODES nodes as written, or nested deeper than MAX_DEPTH, after
+    at most that many events of the C parser. Composing first would be slow (PyYAML's resolver runs
+    per scalar) or worse: libyaml's scanner is quadratic in the flow depth (10,000 `[` take 0.5 s,
+    1,000,000 take minutes) and its composer recurses in C (a segmentation fault)."""
     loader = _Loader(text)
     try:
-        nodes = 0
+        nodes = depth = 0
         while loader.check_event():
             event = loader.get_event()
-            if isinstance(event, yaml.ScalarEvent | yaml.CollectionStartEvent | yaml.AliasEvent):
+            if isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+            elif isinstance(event, yaml.ScalarEvent | yaml.CollectionStartEvent | yaml.AliasEvent):
                 nodes += 1
                 if nodes > MAX_NODES:
                     raise YamlLimitError(
                         f"more than {MAX_NODES} nodes: not read as a config", event.start_mark
                     )
+                if isinstance(event, yaml.CollectionStartEvent):
+                    depth += 1
+                    if depth > MAX_DEPTH + 1:  # the builder counts the root as depth 0
+                        raise YamlLimitError(f"nested deeper than {MAX_DEPTH} levels", event.start_mark)
     finally:
         loader.dispose()
 

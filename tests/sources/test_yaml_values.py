@@ -139,3 +139,17 @@ def test_refused_number_reaches_the_plan_as_unknown(tmp_path: Path) -> None:
     plan = build_plan(specs[0])
     entry = plan.accelerate.entry("num_processes")
     assert not entry.known and entry.origin.line == 2
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["a: " + "[" * 1_000_000 + "]" * 1_000_000, "a: " + "{b: " * 200_000 + "1" + "}" * 200_000],
+    ids=["1M-deep sequences", "200k-deep mappings"],
+)
+def test_deep_flow_nesting_is_refused_before_libyaml_scans_it(text: str) -> None:
+    """libyaml's scanner is quadratic in the flow depth and its composer recurses in C (this used to
+    take minutes, or crash the interpreter): the event count stops at the 65th level."""
+    with pytest.raises(yaml.YAMLError) as info:
+        parse_yaml(text)
+    span = yaml_error_span(info.value)
+    assert span.line == 1 and span.col < 70 * 4
