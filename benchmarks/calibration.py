@@ -187,6 +187,17 @@ def measured_tokens_per_s(time: dict[str, Any], gpus: int) -> float:
     return tps * gpus if time.get("scope") == "per_gpu" else tps
 
 
+def _descriptor_gpus(row: Row) -> int:
+    """GPUs of the row's hardware descriptor (1 when it names a built-in machine or cannot be read)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load((row.folder / row.hardware).read_text(encoding="utf-8"))
+        return int(data["gpus"]["count"]) * int(data.get("nodes", 1))
+    except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError):
+        return 1
+
+
 def evaluate(row: Row, in_process: bool = False) -> Result:
     meta = row.meta
     res = Result(
@@ -205,7 +216,7 @@ def evaluate(row: Row, in_process: bool = False) -> Result:
         reason = error or str(report.get("unknown") if report else "no answer")
         res.reason = reason if len(reason) <= 240 else reason[:237] + "..."  # transformers lists every type
         if time:
-            res.tps_measured = measured_tokens_per_s(time, int(meta.get("gpus", 1)))
+            res.tps_measured = measured_tokens_per_s(time, _descriptor_gpus(row))
         return res
     gpus = int((report.get("hardware") or {}).get("gpus") or (report.get("setup") or {}).get("gpus") or 1)
     res.verdict = report.get("verdict")
