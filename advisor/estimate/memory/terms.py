@@ -201,7 +201,8 @@ def step_temporaries(r: ResolvedSetup, train: Trainables, shards: Placement) -> 
     else:
         tmp = 0.0
     if r.dtypes.master and s.offload_optimizer == "none":
-        tmp += 4.0 * train.count / shards.n  # the fp32 gradient partition DeepSpeed builds for the step
+        # the fp32 gradients DeepSpeed builds for the step: a partition under ZeRO, all of them at stage 0
+        tmp += 4.0 * train.count / (shards.n if shards.optimizer else 1)
     note = r.opt.label + ("; + fp32 grad partition" if r.dtypes.master else "")
     return Term("optimizer-step temporaries", tmp, (STEP,), note)
 
