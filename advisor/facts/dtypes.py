@@ -363,6 +363,8 @@ def run_dtypes(
         why = f"accelerate upcasts FSDP's trainable parameters to fp32 under {compute.dtype} mixed precision"
         storage = DtypeFact("fp32", why)
         trainable = DtypeFact("fp32", why)
+    # Only DeepSpeed adds an fp32 master copy here: transformers 5 dropped Apex AMP (training_args.py has no
+    # fp16_opt_level / half_precision_backend), and torch AMP keeps the parameters as they are
     master = DtypeFact(None, "none: the optimizer runs on the parameters")
     if deepspeed:
         ds = deepspeed_mode(plan)
