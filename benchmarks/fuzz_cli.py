@@ -142,10 +142,11 @@ JUNK = [
 
 @dataclass(slots=True)
 class Example:
-    name: str  # the file's name in the project
+    name: str  # the file's name in the project: the seed the command is run on
     text: bytes
     command: list[str]
     origin: str  # what it was made from, for the report
+    companions: dict[str, bytes] = field(default_factory=dict)  # other files of the run
 
 
 @dataclass(slots=True)
@@ -272,14 +273,55 @@ def random_file(rng: random.Random) -> tuple[str, bytes]:
 def examples(n: int, seed: int, files: list[Path]) -> Iterator[Example]:
     rng = random.Random(seed)
     texts = {p: p.read_text(encoding="utf-8", errors="replace") for p in files}
+    by_folder: dict[str, list[Path]] = {}
+    for p in files:
+        by_folder.setdefault(p.parent.name, []).append(p)
     for i in range(n):
         command = COMMANDS[i % len(COMMANDS)]
-        if files and rng.random() < 0.85:
+        draw = rng.random()
+        if by_folder and draw < 0.3 and {"training_args", "deepspeed", "accelerate"} <= set(by_folder):
+            yield _bundle(rng, by_folder, texts, command)
+        elif files and draw < 0.85:
             path = rng.choice(files)
             yield Example(path.name, mutate(rng, texts[path]), command, f"{path.parent.name}/{path.name}")
         else:
             name, data = random_file(rng)
             yield Example(name, data, command, "random bytes")
+
+
+def _bundle(
+    rng: random.Random, by_folder: dict[str, list[Path]], texts: dict[Path, str], command: list[str]
+) -> Example:
+    """A whole run: a launch script naming an accelerate config, TrainingArguments and a DeepSpeed
+    JSON, each a corpus file, some of them mutated, so merged values reach the facts together."""
+    parts = {
+        "accelerate.yaml": rng.choice(by_folder["accelerate"]),
+        "args.yaml": rng.choice(by_folder["training_args"]),
+        "ds_config.json": rng.choice(by_folder["deepspeed"]),
+    }
+    companions = {}
+    for name, path in parts.items():
+        text = texts[path]
+        if name == "args.yaml":
+            text += "\ndeepspeed: ds_config.json\n"
+        companions[name] = mutate(rng, text) if rng.random() < 0.7 else text.encode()
+    companions["train.py"] = b"from transformers import TrainingArguments\n"
+    launcher = rng.choice(
+        [
+            "accelerate launch --config_file accelerate.yaml train.py args.yaml",
+            "torchrun --nproc_per_node 4 train.py args.yaml --deepspeed ds_config.json",
+            "deepspeed --num_gpus 2 train.py --deepspeed ds_config.json --per_device_train_batch_size 0",
+        ]
+    )
+    launch = f"#!/bin/bash\n{launcher}\n"
+    origin = "run of " + ", ".join(f"{p.parent.name}/{p.name}" for p in parts.values())
+    return Example(
+        "launch.sh",
+        mutate(rng, launch) if rng.random() < 0.3 else launch.encode(),
+        command,
+        origin,
+        companions,
+    )
 
 
 @contextlib.contextmanager
@@ -288,6 +330,8 @@ def _project(example: Example) -> Iterator[Path]:
         root = Path(tmp)
         (root / ".git").mkdir()
         (root / example.name).write_bytes(example.text)
+        for name, data in example.companions.items():
+            (root / name).write_bytes(data)
         if example.name.endswith((".sh", ".slurm", ".bash")) or example.name == "config":
             (root / "train.py").write_text("import os\nos.makedirs('out', exist_ok=True)\n")
         old = Path.cwd()
@@ -341,6 +385,8 @@ def run_fuzz(
                 target = save / f"failure-{len(report.failures):04d}"
                 target.mkdir(parents=True, exist_ok=True)
                 (target / example.name).write_bytes(example.text)
+                for name, data in example.companions.items():
+                    (target / name).write_bytes(data)
                 (target / "command.txt").write_text(
                     " ".join(["gpu-advise", *example.command, example.name]) + "\n"
                 )
