@@ -358,13 +358,18 @@ class YamlTabError(yaml.MarkedYAMLError):
         )
 
 
+_YAML_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
+
+
 def _refuse_tabs(text: str, root: yaml.Node | None) -> None:
     """Read tabs the way the consumer's loader does. HfArgumentParser and accelerate call
     yaml.safe_load, the pure-Python scanner, which refuses a tab anywhere but inside a quoted or block
     scalar or a comment (`key:<TAB>value`, a tab before a comment, in a flow sequence, in a plain
     scalar); the C loader we parse with accepts them all. Parsing every file with the pure loader costs
     several times more, so only files with a tab are checked, against the scalars just composed."""
-    line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+    # YAML's line breaks (\r\n, \r, \n, NEL, LS, PS), as both loaders count lines; marks' indexes are in
+    # code points, like str indexes
+    line_starts = [0] + [m.end() for m in _YAML_BREAK.finditer(text)]
     quoted: list[tuple[int, int]] = []  # [start, end) of quoted and block scalars: tabs allowed
     plain: list[tuple[int, int]] = []
     seen: set[int] = set()
@@ -375,9 +380,7 @@ def _refuse_tabs(text: str, root: yaml.Node | None) -> None:
             continue
         seen.add(id(node))
         if isinstance(node, yaml.ScalarNode):
-            start = line_starts[node.start_mark.line] + node.start_mark.column
-            end = line_starts[node.end_mark.line] + node.end_mark.column
-            (quoted if node.style else plain).append((start, end))
+            (quoted if node.style else plain).append((node.start_mark.index, node.end_mark.index))
         elif isinstance(node, yaml.MappingNode):
             stack.extend(n for pair in node.value for n in pair)
         elif isinstance(node, yaml.SequenceNode):

@@ -43,6 +43,10 @@ TAB_CASES = [
     "a:\t!!int 1\n",
     '"k\tey": 1\n',
     "a:\n  - 1\n  -\t2\n",
+    "a: 1\r\nb:\t2\r\n",  # YAML's other line breaks: \r\n, \r, NEL
+    "a: 1\rb: 2 #\tx\rc:\t3",
+    " :-11*e}nA'\ro [\t",  # found by benchmarks/fuzz_cli.py: a scalar ending on a \r-separated line
+    "a: 1\x85b:\t2\n",
 ]
 
 
