@@ -16,4 +16,9 @@ python finetune.py \
     --warmup_ratio 0.01 \
     --lr_scheduler_type cosine \
     --lazy_preprocess True \
-    --use_lora
+    --optim adamw_torch \
+    --use_lora \
+    --lora_r 64 \
+    --lora_alpha 16 \
+    --lora_dropout 0.05 \
+    --lora_target_modules c_attn c_proj w1 w2

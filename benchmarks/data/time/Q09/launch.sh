@@ -16,4 +16,5 @@ torchrun --nproc_per_node 1 finetune.py \
     --warmup_ratio 0.01 \
     --lr_scheduler_type cosine \
     --lazy_preprocess True \
+    --optim adamw_torch \
     --deepspeed ds_config_zero2.json
