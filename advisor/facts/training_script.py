@@ -37,9 +37,9 @@ CONSEQUENCES = {
 }
 
 
-# Rule expressions walk these lists in comprehensions, which the evaluator caps (simpleeval's
-# MAX_COMPREHENSION_LENGTH, 10,000 by default): a script with 10,001 `os.makedirs` calls made GA601 fail
-# with "internal error". A few sites per kind say all there is to say; the rest become a count.
+# Rule expressions walk these lists in comprehensions, which the evaluator bounds (advisor/expr.py
+# Limits.items): a script with 10,001 `os.makedirs` calls once made GA601 fail with "internal error".
+# A few sites per kind say all there is to say; the rest become a count.
 MAX_SITES_PER_KIND = 20
 MAX_DEVICE_MAP_SITES = 20
 
