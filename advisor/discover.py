@@ -20,6 +20,7 @@ from advisor.sources.document import Document, Location, SourceProblem, Span
 from advisor.sources.read import (
     CONFIG_SUFFIXES,
     NAMED_KINDS,
+    PY_SUFFIXES,
     SHELL_SUFFIXES,
     ReadRefused,
     as_named,
@@ -294,7 +295,8 @@ def discover(seeds: list[Path], cache: DocumentCache | None = None) -> tuple[lis
     runs = [
         r
         for r in _build_runs(docs + referrers, cache)
-        if resolved(r.root.path) in own or any(resolved(d.path) in own for d in r.documents)
+        if resolved(r.root.path) in own
+        or any(resolved(d.path) in own for d in (*r.documents, r.script) if d is not None)
     ]
     used = {resolved(d.path) for r in runs for d in (*r.documents, r.script) if d is not None}
     unused = {resolved(d.path) for d in referrers} - used
@@ -312,8 +314,10 @@ def _unreached_config_seeds(seeds: list[Path], docs: list[Document], runs: list[
         for d in docs
         if resolved(d.path) in files
         and resolved(d.path) not in reached
-        and d.kind in RUN_KINDS | {"unknown"}
-        and d.path.suffix.lower() in CONFIG_SUFFIXES - SHELL_SUFFIXES
+        and (
+            (d.kind in RUN_KINDS | {"unknown"} and d.path.suffix.lower() in CONFIG_SUFFIXES - SHELL_SUFFIXES)
+            or d.path.suffix.lower() in PY_SUFFIXES  # a training script: the launch scripts that run it
+        )
     ]
 
 
@@ -472,7 +476,9 @@ def _attach_from_command(run: RunSpec, doc: Document, command: Any, cache: Docum
         if ref.path:
             run.deepspeed = cache.get(ref.path, "deepspeed")
 
-    if command.script is not None and command.script.text and not command.module:
+    # `llamafactory-cli train`, `trl sft`: the command word names no file
+    subcommand = getattr(command, "subcommand", False)
+    if command.script is not None and command.script.text and not command.module and not subcommand:
         ref = _ref(doc, command.script.text, command.script.span, "script", cache)
         run.references.append(ref)
         if ref.path and ref.path.suffix == ".py":

@@ -1,0 +1,178 @@
+"""Values with positions: the pieces and fields that word expansion produces."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from advisor.sources.shell.lexer import _WS, _Part, _Src
+from advisor.sources.shell.model import Word
+
+
+@dataclass(slots=True)
+class _Piece:
+    """A run of characters of an expanded value: known text with the file offset of each
+    character, or an unknown value with the reason."""
+
+    text: str | None
+    raw: str
+    offs: list[int] | None  # file offset of each character of text; None: all at start
+    start: int
+    reason: str | None = None
+    split: bool = False  # subject to field splitting (the result of an unquoted expansion)
+
+    def sub(self, a: int, b: int) -> _Piece:
+        assert self.text is not None
+        text = self.text[a:b]
+        offs = self.offs[a:b] if self.offs is not None else None
+        start = self.offs[a] if self.offs is not None and a < len(self.offs) else self.start
+        return _Piece(text, text, offs, start, None, self.split)
+
+    def off_at(self, k: int) -> int:
+        if self.offs is not None and k < len(self.offs):
+            return self.offs[k]
+        if self.offs:
+            return self.offs[-1] + 1
+        return self.start
+
+
+@dataclass(slots=True)
+class _Field:
+    """One word after expansion and field splitting."""
+
+    pieces: list[_Piece]
+    raw: str | None = None  # the word exactly as written, when the field is the whole word
+    off: int | None = None
+
+    @property
+    def text(self) -> str | None:
+        if any(p.text is None for p in self.pieces):
+            return None
+        return "".join(p.text for p in self.pieces)  # type: ignore[misc]
+
+    @property
+    def known_prefix(self) -> str:
+        out = []
+        for p in self.pieces:
+            if p.text is None:
+                break
+            out.append(p.text)
+        return "".join(out)
+
+    @property
+    def reason(self) -> str | None:
+        return next((p.reason or "unknown value" for p in self.pieces if p.text is None), None)
+
+    def offset(self) -> int:
+        if self.off is not None:
+            return self.off
+        return self.pieces[0].off_at(0) if self.pieces else 0
+
+    def raw_text(self) -> str:
+        return self.raw if self.raw is not None else "".join(p.raw for p in self.pieces)
+
+    def split_eq(self) -> tuple[str, _Field] | None:
+        """`--flag=value` -> ("--flag", value field)."""
+        acc = ""
+        for n, p in enumerate(self.pieces):
+            if p.text is None:
+                return None
+            k = p.text.find("=")
+            if k < 0:
+                acc += p.text
+                continue
+            rest = [p.sub(k + 1, len(p.text))] if k + 1 < len(p.text) else []
+            rest += self.pieces[n + 1 :]
+            value_off = rest[0].off_at(0) if rest else p.off_at(k) + 1
+            raw = None
+            if self.raw is not None and "=" in self.raw:
+                raw = self.raw[self.raw.index("=") + 1 :]
+                value_off = p.off_at(k) + 1  # where the value is written, quotes included
+            return acc + p.text[:k], _Field(rest, raw, value_off)
+        return None
+
+
+def _first_reason(pieces: list[_Piece]) -> str | None:
+    return next((p.reason or "unknown value" for p in pieces if p.text is None), None)
+
+
+def _join_text(pieces: list[_Piece]) -> str | None:
+    if any(p.text is None for p in pieces):
+        return None
+    return "".join(p.text for p in pieces)  # type: ignore[misc]
+
+
+def _split_fields(pieces: list[_Piece]) -> list[_Field]:
+    fields: list[_Field] = []
+    cur: list[_Piece] = []
+    for p in pieces:
+        if not p.split or p.text is None:
+            cur.append(p)
+            continue
+        for m in re.finditer(r"[^ \t\n]+|[ \t\n]+", p.text):
+            if m.group()[0] in _WS:
+                if cur:
+                    fields.append(_Field(cur))
+                    cur = []
+            else:
+                cur.append(p.sub(m.start(), m.end()))
+    if cur:
+        fields.append(_Field(cur))
+    return fields
+
+
+def _strip_pieces(pieces: list[_Piece]) -> list[_Piece]:
+    out = list(pieces)
+    while out and out[0].text is not None:
+        s = out[0].text.lstrip(_WS)
+        if s:
+            out[0] = out[0].sub(len(out[0].text) - len(s), len(out[0].text))
+            break
+        out.pop(0)
+    while out and out[-1].text is not None:
+        s = out[-1].text.rstrip(_WS)
+        if s:
+            out[-1] = out[-1].sub(0, len(s))
+            break
+        out.pop()
+    return out
+
+
+def _cut_pieces(pieces: list[_Piece], ch: str) -> list[_Piece]:
+    out = []
+    for p in pieces:
+        if p.text is not None and ch in p.text:
+            k = p.text.index(ch)
+            if k:
+                out.append(p.sub(0, k))
+            return out
+        out.append(p)
+    return out
+
+
+@dataclass(slots=True)
+class _Var:
+    pieces: list[_Piece]
+    word: Word
+    key_off: int
+    array: bool = False
+
+
+@dataclass(slots=True)
+class _Assign:
+    name: str
+    parts: list[_Part]
+    raw: str
+    off: int
+    key_off: int
+    append: bool
+    array: bool
+    src: _Src
+
+
+class _Unknown(Exception):
+    pass
+
+
+class _TooLarge(Exception):
+    pass

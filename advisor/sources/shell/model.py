@@ -1,0 +1,38 @@
+"""What the launch-script reader returns: resolved words and launch commands."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from advisor.sources.document import Span
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    """One resolved shell word/value."""
+
+    text: str | None  # the resolved value; None when it cannot be resolved statically
+    raw: str  # as written, e.g. "${NUM_GPUS:-4}" or "$(nvidia-smi -L | wc -l)"
+    span: Span  # 1-based position of the raw word in the file
+    unknown: str | None = None  # why it is unknown
+
+
+@dataclass(slots=True)
+class LaunchCommand:
+    # "accelerate" | "torchrun" | "deepspeed" | "python" | "llamafactory" | "trl" | "axolotl" | "vllm"
+    launcher: str
+    span: Span  # where the command starts
+    env: dict[str, Word] = field(default_factory=dict)
+    launcher_args: dict[str, Word] = field(default_factory=dict)
+    script: Word | None = None
+    module: bool = False
+    subcommand: bool = False  # script is the launcher's command word (llamafactory-cli train), not a file
+    script_args: dict[str, Word] = field(default_factory=dict)
+    positional: list[Word] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class LaunchScript:
+    commands: list[LaunchCommand] = field(default_factory=list)
+    sbatch: dict[str, Word] = field(default_factory=dict)
+    variables: dict[str, Word] = field(default_factory=dict)

@@ -1,0 +1,60 @@
+"""TMP"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from advisor.sources.document import Document, SourceProblem, Span
+from advisor.sources.shell.expand import _TooLarge
+from advisor.sources.shell.interpreter import _Shell
+from advisor.sources.shell.lexer import _JUNK_RE, _MAX_COMMANDS, _Src
+from advisor.sources.shell.model import LaunchScript
+from advisor.sources.shell.sbatch import _read_sbatch
+
+
+def read_launch(path: Path, text: str) -> Document:
+    """Read a bash/sbatch launch script statically. Never raises for bad content."""
+    problems: list[SourceProblem] = []
+    doc = Document(path, "launch", data=LaunchScript(), text=text, problems=problems)
+    try:
+        _read(text, doc, problems)
+    except Exception as exc:  # a reader must never crash the tool; say what happened instead
+        message = f"launch script could not be read: {type(exc).__name__}: {exc}"
+        problems.append(SourceProblem("GA001", message, Span(1, 1)))
+    return doc
+
+
+def _read(text: str, doc: Document, problems: list[SourceProblem]) -> None:
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    text = text.replace("\r\n", "\n")
+    shell = _Shell(text, problems)
+
+    # Lines with binary junk are reported and blanked, so the rest of the file is still read.
+    lines = text.split("\n")
+    cleaned = []
+    pos = 0
+    for line in lines:
+        m = _JUNK_RE.search(line)
+        if m:
+            what = f"U+{ord(m.group()):04X}"
+            shell.problem(f"line contains binary data ({what}); the line is skipped", pos + m.start())
+            line = " " * len(line)
+        cleaned.append(line)
+        pos += len(line) + 1
+    text = "\n".join(cleaned)
+    shell.text = text
+
+    script: LaunchScript = doc.data
+    _read_sbatch(shell, text, script)
+    try:
+        shell.run(_Src(text))
+    except _TooLarge:
+        shell.problem("the script expands to too much text to follow statically; the rest is not read", 0)
+    script.commands = shell.commands[:_MAX_COMMANDS]
+    script.variables = {k: v.word for k, v in shell.vars.items()}
+    for k, v in shell.vars.items():
+        shell.key_spans[("variables", k)] = shell.span(v.key_off)
+        shell.value_spans[("variables", k)] = v.word.span
+    doc.key_spans = shell.key_spans
+    doc.value_spans = shell.value_spans
