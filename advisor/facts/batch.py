@@ -1056,7 +1056,18 @@ def batch_facts(plan: RunPlan) -> Namespace:
     ns.set("accumulation", accum)
     n_gpu, _ = _dataparallel(plan)
     ns.set("dataparallel_gpus", n_gpu or Value(None, None, "derived"))
-    if n_gpu is not None and not n_gpu.known:
+    split = split_batches(plan)
+    ns.set("split_batches", split or Value(False, None, "default"))
+    ns.set("split_problems", Value(_split_problems(split, micro, dp), None, "derived"))
+    if split is not None and dp is not None and micro.known and accum.known:
+        # accelerate splits each per_device_train_batch_size batch over the processes
+        # (accelerate/data_loader.py:1284 `dataloader.batch_size // num_processes`)
+        m, g = int(micro.value), int(accum.value)
+        related = [loc for loc in (accum.origin, split.origin) if loc is not None]
+        note = f"{m} per step split over {dp} processes x {g} accumulation (split_batches)"
+        ns.set("effective_batch", Value(m * g, micro.origin, "derived", related=related, note=note))
+        ns.set("per_process_batch", Value(max(m // dp, 1) * g, micro.origin, "derived"))
+    elif n_gpu is not None and not n_gpu.known:
         ns.set("effective_batch", Value(None, n_gpu.origin, "derived", unknown=n_gpu.unknown))
     elif dp is not None and micro.known and accum.known:
         m, g = int(micro.value), int(accum.value)
@@ -1083,7 +1094,43 @@ def batch_facts(plan: RunPlan) -> Namespace:
     ns.set("deepspeed_consumer", Value(deepspeed_consumer(plan), None, "derived"))
     ns.set("deepspeed_problems", Value(deepspeed_batch_check(plan, micro, accum, world, dp), None, "derived"))
     ns.set("conflicts", Value(batch_conflicts(plan), None, "derived"))
+    from advisor.facts.generation_batch import generation_facts
+
+    generation = generation_facts(plan, dp, micro, accum)
+    ns.set("generation", Value(generation, None, "derived"))
+    ns.set("generation_problems", Value(list(generation.get("problems", [])), None, "derived"))
     return ns
+
+
+def split_batches(plan: RunPlan) -> Value | None:
+    """TrainingArguments `accelerator_config: {split_batches: true}` (the value, when it is true)."""
+    entry = plan.training.lookup("accelerator_config.split_batches")
+    if (
+        isinstance(entry, Value)
+        and entry.known
+        and (entry.value is True or str(entry.value).lower() == "true")
+    ):
+        return entry
+    return None
+
+
+def _split_problems(split: Value | None, micro: Value, dp: int | None) -> list[dict[str, Any]]:
+    """accelerate refuses a split batch that does not divide by the process count
+    (accelerate/data_loader.py:1183-1187: `batch_size > 1 and batch_size % num_processes != 0` raises
+    ValueError in prepare_data_loader; BatchSamplerShard:160 the same)."""
+    if split is None or dp is None or dp <= 1 or not micro.known:
+        return []
+    m = int(micro.value)
+    if m <= 1 or m % dp == 0:
+        return []
+    return [
+        {
+            "location": micro.origin or split.origin,
+            "related": [split.origin] if split.origin is not None and split.origin != micro.origin else [],
+            "batch": m,
+            "processes": dp,
+        }
+    ]
 
 
 def _micro_and_accum(plan: RunPlan) -> tuple[Value, Value]:

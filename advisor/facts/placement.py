@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from advisor.facts import topology
+from advisor.facts.device_map import distributed_device_maps
 from advisor.provenance import Namespace, Value
 
 # Below this all-reduce busbw (GB/s) a network is "not fast" for FSDP/ZeRO-3: with H100-class
@@ -230,6 +231,8 @@ def placement_facts(plan: Any, names: dict[str, Any]) -> Namespace:
     ns.set("selection", Value(selected, selection_origin, "derived"))
     ns.set("selected_via", Value(batch.selected_via, selection_origin, "derived"))
     ns.set("serving", Value(False, None, "derived"))
+    sites = distributed_device_maps(plan, batch.world_size)
+    ns.set("device_map_distributed", Value(sites, None, "derived"))
     if plan.launch.launcher in SERVING_LAUNCHERS:
         return _serving_facts(plan, ns, selected, selection_origin)
     tp = tensor_parallel_size(plan)

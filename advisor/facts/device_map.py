@@ -1,0 +1,65 @@
+"""`device_map` values that spread one model over several GPUs, in a run that starts several
+training processes: accelerate refuses to train such a model in any distributed mode.
+
+accelerate 1.15 accelerator.py:1470-1481 (`prepare`) and 1817-1825 (`prepare_model`): when
+`verify_device_map(model)` (accelerator.py:4350: some module has an `hf_device_map` with more than
+one entry) and `distributed_type != NO`, ValueError "You can't train a model that has been loaded
+with `device_map='auto'` in any distributed mode". Every process of a torchrun/accelerate launch
+sees the same GPUs, so "auto" (and the other dispatch strategies of transformers' `from_pretrained`:
+"balanced", "balanced_low_0", "sequential") maps the layers over all of them. A map to the
+process's own GPU (`{"": PartialState().local_process_index}`, `{"": local_rank}`, TRL's
+`get_kbit_device_map()`) has one entry and is what the fix writes.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from advisor.paths import relative
+from advisor.sources.document import Location
+
+SPREADING = frozenset({"auto", "balanced", "balanced_low_0", "sequential"})
+MAX_SITES = 20
+
+
+@cache
+def _spreading_sites(text: str) -> tuple[tuple[int, int, str], ...]:
+    """(line, col, value) of each `device_map=<spreading string>` keyword of a call (1-based)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ()
+    out: list[tuple[int, int, str]] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        for kw in node.keywords:
+            value = kw.value
+            if (
+                kw.arg == "device_map"
+                and isinstance(value, ast.Constant)
+                and isinstance(value.value, str)
+                and value.value in SPREADING
+            ):
+                out.append((value.lineno, value.col_offset + 1, value.value))
+                if len(out) >= MAX_SITES:
+                    return tuple(sorted(out))
+    return tuple(sorted(out))
+
+
+def distributed_device_maps(plan: Any, world_size: Any) -> list[dict[str, Any]]:
+    """Each spreading device_map of the training script, when the launch starts more than one
+    process (a plain `python` run is one process: GA602's business)."""
+    doc = plan.spec.script
+    if doc is None or not isinstance(getattr(doc, "text", None), str):
+        return []
+    if not isinstance(world_size, int) or world_size <= 1 or plan.launch.launcher == "python":
+        return []
+    path = Path(relative(doc.path)) if doc.path.is_absolute() else doc.path  # as script facts show it
+    return [
+        {"location": Location(path, line, col), "value": value, "processes": world_size}
+        for line, col, value in _spreading_sites(doc.text)
+    ]
