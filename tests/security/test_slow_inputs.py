@@ -19,6 +19,7 @@ from advisor.facts import keys as key_facts
 from advisor.sources import json_file, launch, yaml_file
 from advisor.sources.json_file import parse_json
 from advisor.sources.read import read_document
+from advisor.sources.shell import lexer as shell_lexer
 
 ACCELERATE_HEAD = "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nnum_processes: 2\n"
 
@@ -89,7 +90,7 @@ def test_launch_commands_past_the_limit_are_one_finding(
 def test_token_limit_is_a_finding_where_reading_stopped(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(launch, "_MAX_TOKENS", 200)
+    monkeypatch.setattr(shell_lexer, "_MAX_TOKENS", 200)  # the lexer moved to advisor/sources/shell
     lines = ["#!/bin/bash"] + ["echo a b c d"] * 100  # 6 tokens a line with the newline
     path = tmp_path / "run.sh"
     path.write_text("\n".join(lines) + "\n")

@@ -20,13 +20,14 @@ class _Piece:
     start: int
     reason: str | None = None
     split: bool = False  # subject to field splitting (the result of an unquoted expansion)
+    brk: bool = False  # a word boundary that quoting does not remove ("${ARGS[@]}" between elements)
 
     def sub(self, a: int, b: int) -> _Piece:
         assert self.text is not None
         text = self.text[a:b]
         offs = self.offs[a:b] if self.offs is not None else None
         start = self.offs[a] if self.offs is not None and a < len(self.offs) else self.start
-        return _Piece(text, text, offs, start, None, self.split)
+        return _Piece(text, text, offs, start, None, self.split, self.brk)
 
     def off_at(self, k: int) -> int:
         if self.offs is not None and k < len(self.offs):
@@ -106,6 +107,11 @@ def _split_fields(pieces: list[_Piece]) -> list[_Field]:
     fields: list[_Field] = []
     cur: list[_Piece] = []
     for p in pieces:
+        if p.brk:
+            if cur:
+                fields.append(_Field(cur))
+                cur = []
+            continue
         if not p.split or p.text is None:
             cur.append(p)
             continue
@@ -156,6 +162,7 @@ class _Var:
     word: Word
     key_off: int
     array: bool = False
+    elements: list[list[_Piece]] | None = None  # an indexed array whose words are known (arrays.py)
 
 
 @dataclass(slots=True)

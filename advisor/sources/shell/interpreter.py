@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from advisor.sources.document import KeyPath, SourceProblem, Span
 from advisor.sources.shell.arith import _ArithEval, _trim
+from advisor.sources.shell.arrays import array_elements, count_piece, element_pieces, first_element
 from advisor.sources.shell.commands import _is_cmd_name, _is_flag, _LauncherReading
 from advisor.sources.shell.expand import (
     _Assign,
@@ -172,6 +173,8 @@ class _Shell(_LauncherReading):
         var = self.vars.get(name)
         if var is not None:
             if var.array:
+                if var.elements is not None:
+                    return True, first_element(var.elements), ""
                 return True, [self.unknown("", 0, f"${name} is an array")], ""
             return True, var.pieces, ""
         if name.isdigit() and name != "0":
@@ -225,9 +228,16 @@ class _Shell(_LauncherReading):
             return [self.unknown(raw, off, "$# is the number of script arguments")]
         is_set, val, why = self.lookup(name)
         var = self.vars.get(name)
+        rest = inner[m.end() :]
+        if sub is not None and var is not None and var.elements is not None:
+            if pre == "#" and not rest and sub in ("[@]", "[*]"):
+                return [count_piece(var.elements, raw, off)]
+            got = None if (pre or rest) else element_pieces(var.elements, sub, p.quoted, raw, off)
+            if got is None:
+                return [self.unknown(raw, off, f"array expansion {raw} is not followed statically")]
+            return got
         if sub is not None and ((var is not None and var.array) or sub not in ("[0]", "[@]", "[*]")):
             return [self.unknown(raw, off, f"array element {raw}")]
-        rest = inner[m.end() :]
         wa = p.a + m.end()
         if pre == "#":
             if rest:
@@ -337,6 +347,7 @@ class _Shell(_LauncherReading):
         *,
         array: bool = False,
         export: bool = False,
+        elements: list[list[_Piece]] | None = None,
     ) -> None:
         old = self.vars.get(name)
         conditional = self.cond or self.depth > 0
@@ -348,7 +359,7 @@ class _Shell(_LauncherReading):
             and word.text is None
         )
         if not keep:
-            self.vars[name] = _Var(pieces, word, key_off, array)
+            self.vars[name] = _Var(pieces, word, key_off, array, elements)
         if export:
             self.exported[name] = None
 
@@ -391,6 +402,17 @@ class _Shell(_LauncherReading):
         return pieces, Word(text, a.raw, self.span(a.off), reason)
 
     def do_assign(self, a: _Assign, *, export: bool = False) -> None:
+        if a.array:
+            old = self.vars.get(a.name)
+            elements = array_elements(self, a, old.elements if old is not None else None)
+            if elements is not None:
+                texts = [_join_text(e) for e in elements]
+                text = None if None in texts else " ".join(texts)  # type: ignore[arg-type]
+                reason = None if text is not None else "an element is not known statically"
+                word = Word(text, a.raw, self.span(a.off), reason)
+                pieces = first_element(elements)
+                self.set_var(a.name, pieces, word, a.key_off, array=True, export=export, elements=elements)
+                return
         pieces, word = self.assign_value(a)
         self.set_var(a.name, pieces, word, a.key_off, array=a.array, export=export)
 
