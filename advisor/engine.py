@@ -11,7 +11,7 @@ rule points `at`.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -56,11 +56,15 @@ class RuleSpec:
     summary: str
     scope: Literal["run", "document"] = "run"
     requires: list[str] = field(default_factory=list)
+    let: dict[str, str] = field(default_factory=dict)  # name -> sub-expression, read as a local
     when: str = "True"
     for_each: str | None = None
     at: str | None = None
     related: list[str] = field(default_factory=list)
-    message: str
+    message: str  # the template; with message_by, the template of no listed case ("" for none)
+    message_by: str | None = None  # `message: {by, cases, default}`: the case this expression names
+    message_cases: dict[str, str] = field(default_factory=dict)
+    severity_when: dict[str, str] = field(default_factory=dict)  # severity -> condition, error first
     fix: FixSpec | None = None
     docs: str
     examples: list[Example] = field(default_factory=list)
@@ -93,7 +97,9 @@ def _join(items: Any, sep: str = ", ") -> str:
 
 
 def _plural(n: Any, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
+    if n == 1:
+        return f"{n} {word}"
+    return f"{n} {word}" + ("es" if word.endswith(("s", "sh", "ch", "x")) else "s")
 
 
 def _round(x: Any, ndigits: Any = None) -> Any:
@@ -149,6 +155,10 @@ HELPERS: dict[str, Any] = {
     "upper": _upper,
 }
 
+# Names an expression reads that are not fact namespaces: a rule's `let` names may not take them.
+RESERVED_NAMES = frozenset({"item", "True", "False", "None"})
+MESSAGE_CHARS = 300  # the longest message template (one case of a message mapping): prose goes in `docs`
+
 _TEMPLATE = re.compile(r"\{([^{}]+)\}")
 # `at`, `related`, `requires` and fix targets: dotted names, read by the engine, never evaluated
 _DOTTED = re.compile(r"[A-Za-z][A-Za-z0-9_]*(?:\.[A-Za-z][A-Za-z0-9_]*)*")
@@ -169,17 +179,34 @@ class CompiledRule:
     fix_when: Expression | None = None
     fix_description: Template = ()
     lines: dict[str, int] = field(default_factory=dict)  # field of the rule file -> its 1-based line
+    let: dict[str, Expression] = field(default_factory=dict)
+    message_by: Expression | None = None
+    message_cases: dict[str, Template] = field(default_factory=dict)
+    severity_when: dict[str, Expression] = field(default_factory=dict)
 
     @property
     def code(self) -> str:
         return self.spec.code
 
+    def templates(self) -> Iterator[tuple[str, Template]]:
+        """Every message template with its field (`message`, `message.cases.KEY`)."""
+        if self.message:
+            yield "message", self.message
+        yield from ((f"message.cases.{k}", t) for k, t in self.message_cases.items())
+
     def expressions(self) -> Iterator[tuple[str, Expression]]:
         """Every expression of the rule with the field it is written in, for a static check of the names
         it reads (advisor.expr.references) against a fact catalogue; `where(field)` gives its line."""
-        singles = (("when", self.when), ("for_each", self.for_each), ("fix.when", self.fix_when))
+        yield from ((f"let.{name}", e) for name, e in self.let.items())
+        singles = (
+            ("for_each", self.for_each),
+            ("when", self.when),
+            ("message.by", self.message_by),
+            ("fix.when", self.fix_when),
+        )
         yield from ((part, e) for part, e in singles if e is not None)
-        for part, template in (("message", self.message), ("fix.description", self.fix_description)):
+        yield from ((f"severity.{sev}", e) for sev, e in self.severity_when.items())
+        for part, template in (*self.templates(), ("fix.description", self.fix_description)):
             yield from ((part, e) for _, e in template if e is not None)
         for kind, payload in self.fix_values.values():
             if kind == "expr":
@@ -189,7 +216,7 @@ class CompiledRule:
 
     def where(self, part: str) -> str:
         """`FILE:LINE` of a field of the rule file (the file alone when its line is not known)."""
-        line = self.lines.get(part) or self.lines.get(part.split(".")[0])
+        line = _field_line(self.lines, part)
         return f"{self.path}:{line}" if line else str(self.path)
 
 
@@ -211,7 +238,7 @@ class _Compiler:
         return RuleError(f"{where}: rule {self.spec.code}, {part}: {problem}")
 
     def _line_of(self, part: str, source: str | None) -> int | None:
-        line = self.lines.get(part) or self.lines.get(part.split(".")[0])
+        line = _field_line(self.lines, part)
         if line and source and self.text_lines is not None:
             # a template spread over several lines of a block scalar: find the line the expression starts on
             needle = source.strip().splitlines()[0][:40] if source.strip() else ""
@@ -246,6 +273,16 @@ class _Compiler:
     def dotted(self, path: Any, part: str) -> None:
         if not isinstance(path, str) or not _DOTTED.fullmatch(path.strip()):
             raise self.fail(part, f"{path!r} is not a dotted name such as batch.world_size")
+
+
+def _field_line(lines: dict[str, int], part: str) -> int | None:
+    """The line of `a.b.c`, else of `a.b`, else of `a`."""
+    pieces = part.split(".")
+    for n in range(len(pieces), 0, -1):
+        line = lines.get(".".join(pieces[:n]))
+        if line:
+            return line
+    return None
 
 
 def compile_rule(
@@ -284,17 +321,31 @@ def compile_rule(
             c.dotted(target, "fix")
         fix_when = c.expression(spec.fix.when, "fix.when")
         description = c.template(spec.fix.description, "fix.description") if spec.fix.description else ()
-    return CompiledRule(
+    rule = CompiledRule(
         spec=spec,
         path=path,
         when=c.expression(spec.when, "when"),
         for_each=c.expression(spec.for_each, "for_each") if spec.for_each else None,
-        message=c.template(spec.message.strip(), "message"),
+        message=c.template(spec.message.strip(), "message") if spec.message.strip() else (),
         fix_values=fix_values,
         fix_when=fix_when,
         fix_description=description,
         lines=lines,
+        let={name: c.expression(src, f"let.{name}") for name, src in spec.let.items()},
+        message_by=c.expression(spec.message_by, "message.by") if spec.message_by else None,
+        message_cases={
+            str(k): c.template(t.strip(), f"message.cases.{k}") for k, t in spec.message_cases.items()
+        },
+        severity_when={sev: c.expression(src, f"severity.{sev}") for sev, src in spec.severity_when.items()},
     )
+    if not rule.message and not rule.message_cases:
+        raise c.fail("message", "a rule needs a message")
+    if eager:  # a cached rule was checked when it was stored
+        from advisor.facts.references import check_rule
+
+        for part, source, problem in check_rule(rule, HELPERS):
+            raise c.fail(part, problem, source)
+    return rule
 
 
 def builtin_rules_dir() -> Path:
@@ -329,12 +380,19 @@ def _field_lines(node: Any) -> dict[str, int]:
     for k, v in node.value:
         if not isinstance(k, yaml.ScalarNode):
             continue
-        lines[k.value] = line(v)
-        if k.value == "fix" and isinstance(v, yaml.MappingNode):
-            for fk, fv in v.value:
-                if isinstance(fk, yaml.ScalarNode):
-                    lines[f"fix.{fk.value}"] = line(fv)
+        _record(lines, k.value, v, line, depth=2)
     return lines
+
+
+def _record(lines: dict[str, int], name: str, node: Any, line: Callable[[Any], int], depth: int) -> None:
+    """The line of a field and of the fields of a mapping under it (`fix.when`, `message.cases.fails`)."""
+    import yaml
+
+    lines[name] = line(node)
+    if depth and isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode):
+                _record(lines, f"{name}.{k.value}", v, line, depth - 1)
 
 
 MAX_RULE_NODES = 50_000  # YAML nodes of one rule file, aliases counted each time they are used
@@ -424,10 +482,12 @@ def _load_dir(directory: Path) -> tuple[CompiledRule, ...]:
     """Compile a folder of rule files (through the on-disk cache: a pre-commit hook pays this on
     every commit, and validating the catalog costs more than checking a typical project)."""
     from advisor.cache import cached, file_stamps
+    from advisor.facts import catalogue
 
     files = sorted(directory.glob("*.yaml"))
     try:
-        stamps = file_stamps(files)
+        # the rules were checked against the catalogue when they were stored: a new one checks them again
+        stamps = file_stamps([*files, Path(catalogue.__file__)])
     except OSError as exc:
         raise RuleError(f"{directory}: cannot read rule files: {exc.strerror or exc}") from None
     return cached(
@@ -513,7 +573,8 @@ class Engine:
                         self._exhausted.add(rule.code)
                     continue
                 finally:
-                    ev.unbind("item")
+                    for name in ("item", *rule.let):
+                        ev.unbind(name)
                 yield from found
 
     def _evaluate(self, rule: CompiledRule, ctx: Context, ev: Evaluator) -> Iterator[Finding]:
@@ -533,14 +594,17 @@ class Engine:
             if rule.for_each is not None:
                 ev.bind("item", item)
                 raw_item = ev.raw_of(item)
+            for name, expr in rule.let.items():  # each item reads its own
+                ev.bind_lazy(name, expr)
             if not ev.evaluate(rule.when):
                 continue
-            message = _render(ev, rule.message)
+            message = _render(ev, _message_of(rule, ev))
             location, related = self._locate(rule, ctx, item, raw_item)
             own = item.get("severity") if type(item) is dict else None  # an item may carry its own
             if own is not None and own not in SEVERITY_RANK:
                 raise EvalError(f"item severity {own!r} is not one of {', '.join(SEVERITY_RANK)}")
-            severity = self.severity_overrides.get(rule.code, own or rule.spec.severity)
+            conditional = next((sev for sev, cond in rule.severity_when.items() if ev.evaluate(cond)), None)
+            severity = self.severity_overrides.get(rule.code, own or conditional or rule.spec.severity)
             yield Finding(
                 rule=rule.code,
                 name=rule.spec.name,
@@ -608,6 +672,19 @@ class Engine:
             edits.append(edit)
         description = _render(ev, rule.fix_description) if rule.fix_description else ""
         return Fix(description=description, safety=spec.safety, edits=tuple(edits))
+
+
+def _message_of(rule: CompiledRule, ev: Evaluator) -> Template:
+    """The rule's template, or the case of its message mapping that `by` names."""
+    if rule.message_by is None:
+        return rule.message
+    key = ev.evaluate(rule.message_by)
+    template = rule.message_cases.get(str(key)) if type(key) in (str, int, bool) else None
+    if template is not None:
+        return template
+    if rule.message:
+        return rule.message
+    raise EvalError(f"message: no case for {rule.spec.message_by} = {key!r} and no default")
 
 
 def _describe(exc: Exception) -> str:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import difflib
 import operator
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping
@@ -251,8 +252,11 @@ def _check_node(node: ast.AST, helpers: Collection[str], limits: Limits) -> None
         if not isinstance(func, ast.Name):
             raise ExprError(f"only helpers can be called: {', '.join(sorted(helpers))}", *_at(node))
         if node.func.id not in helpers:
+            close = difflib.get_close_matches(node.func.id, list(helpers), n=1)
+            hint = f"did you mean {close[0]}()? " if close else ""
             raise ExprError(
-                f"{node.func.id}() is not a helper; the helpers are {', '.join(sorted(helpers))}", *_at(node)
+                f"{node.func.id}() is not a helper; {hint}the helpers are {', '.join(sorted(helpers))}",
+                *_at(node),
             )
         if node.keywords:
             raise ExprError(f"{node.func.id}(): keyword arguments are not allowed", *_at(node))
@@ -366,6 +370,7 @@ class Evaluator:
         self._helpers = helpers
         self._limits = limits
         self._locals: dict[str, Any] = {}
+        self._lazy: dict[str, Expression] = {}  # `let` names not evaluated yet
         self._converted: dict[int, tuple[Any, Any]] = {}  # id(fact value) -> (fact value, plain value)
         self._sources: dict[int, tuple[Any, Any]] = {}  # id(plain mapping) -> (plain mapping, fact value)
         self._ops = 0
@@ -388,6 +393,12 @@ class Evaluator:
 
     def unbind(self, name: str) -> None:
         self._locals.pop(name, None)
+        self._lazy.pop(name, None)
+
+    def bind_lazy(self, name: str, expr: Expression) -> None:
+        """Set a local to an expression evaluated when first read (a rule's `let`), then kept."""
+        self._locals.pop(name, None)
+        self._lazy[name] = expr
 
     def evaluate(self, expr: Expression) -> Any:
         try:
@@ -525,6 +536,10 @@ class Evaluator:
         name = node.id
         if name in self._locals:
             return self._locals[name]
+        lazy = self._lazy.pop(name, None)
+        if lazy is not None:  # popped first: an expression reading its own name finds no such name
+            self._locals[name] = value = self._eval(lazy.tree)
+            return value
         if name in self._names:
             return self.plain(self._names[name])
         if name in self._helpers:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,31 @@ class Value:
         if self.unknown:
             return f"unknown ({self.unknown}) at {where}"
         return f"{self.value!r} from {where}" + (f" ({self.note})" if self.note else "")
+
+
+# GPU_ADVISE_STRICT_FACTS=1 (the test suite sets it): every fact a builder sets must be declared in the
+# catalogue (advisor/facts/catalogue.py) with its type; an undeclared one raises UndeclaredFact.
+_STRICT = os.environ.get("GPU_ADVISE_STRICT_FACTS", "") not in ("", "0")
+
+
+class UndeclaredFact(BaseException):
+    """A builder set a fact the catalogue does not declare, or a value of another type (strict mode only).
+
+    A BaseException, so that no builder's `except Exception` turns it into an unknown value: in the test
+    suite it must fail the test that built the fact."""
+
+
+def set_strict(on: bool) -> None:
+    global _STRICT
+    _STRICT = on
+
+
+def _check_declared(namespace: str, key: str, value: Value | Namespace) -> None:
+    from advisor.facts.catalogue import declared_problem
+
+    problem = declared_problem(namespace, key, value)
+    if problem is not None:
+        raise UndeclaredFact(problem)
 
 
 class Namespace:
@@ -70,6 +96,8 @@ class Namespace:
         return f"<{self._name}: {', '.join(self._values)}>"
 
     def set(self, key: str, value: Value | Namespace) -> None:
+        if _STRICT:
+            _check_declared(self._name, key, value)
         self._values[key] = value
 
     def entry(self, key: str) -> Value | Namespace | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 from advisor.provenance import Namespace
@@ -11,28 +12,28 @@ from advisor.sources.document import Document, Location
 FactBuilder = Callable[[Any, dict[str, Any]], Namespace]
 
 
+@cache
 def _builders() -> list[tuple[str, FactBuilder]]:
-    from advisor.facts.baseline import baseline_facts
-    from advisor.facts.batch import batch_facts
-    from advisor.facts.data import data_facts
-    from advisor.facts.estimates import estimates_facts
-    from advisor.facts.hardware import hardware_facts
-    from advisor.facts.placement import placement_facts
-    from advisor.facts.precision import precision_facts
-    from advisor.facts.run import run_facts
-    from advisor.facts.training_script import script_facts
+    """Each run-scoped namespace's builder, in the order their declared `requires` give
+    (advisor/facts/catalogue.py): a builder runs after every namespace it reads."""
+    from importlib import import_module
 
-    return [
-        ("batch", lambda plan, _: batch_facts(plan)),
-        ("hardware", lambda plan, _: hardware_facts(plan)),
-        ("data", data_facts),
-        ("run", run_facts),
-        ("placement", placement_facts),
-        ("precision", precision_facts),
-        ("script", script_facts),
-        ("baseline", baseline_facts),
-        ("estimates", estimates_facts),
-    ]
+    from advisor.facts.catalogue import build_order
+
+    out: list[tuple[str, FactBuilder]] = []
+    for decl in build_order():
+        module, _, function = decl.builder.partition(":")
+        out.append((decl.name, _call_with_names(getattr(import_module(module), function))))
+    return out
+
+
+def _call_with_names(builder: Callable[..., Namespace]) -> FactBuilder:
+    """batch and hardware read the plan only; the others the plan and the namespaces built so far."""
+    import inspect
+
+    if len(inspect.signature(builder).parameters) == 1:
+        return lambda plan, _: builder(plan)
+    return builder
 
 
 def run_names(plan: Any) -> dict[str, Any]:

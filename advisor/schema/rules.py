@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from advisor import engine
 from advisor.findings import Severity
@@ -31,19 +32,63 @@ class Example(BaseModel):
     note: str | None = None
 
 
+_SEVERITY_ORDER = ("error", "warning", "info")
+_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+class SeveritySpec(BaseModel):
+    """`severity: {error: "<condition>", default: warning}`: the first severity whose condition holds, in the
+    order error, warning, info; `default` otherwise."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    error: str | None = None
+    warning: str | None = None
+    info: str | None = None
+    default: Severity
+
+    @model_validator(mode="after")
+    def _some_condition(self) -> SeveritySpec:
+        conditions = {k: getattr(self, k) for k in _SEVERITY_ORDER if getattr(self, k) is not None}
+        if not conditions:
+            raise ValueError(
+                "a severity mapping needs a condition for error, warning or info, besides default"
+            )
+        if self.default in conditions:
+            raise ValueError(f"severity {self.default!r} is both the default and conditional")
+        return self
+
+
+class MessageSpec(BaseModel):
+    """`message: {by: item.kind, cases: {fails: "...", missing: "..."}, default: "..."}`: the template of the
+    case the `by` expression's value names; `default` when none does (no default: the rule's error)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    by: str
+    cases: dict[str, str]
+    default: str | None = None
+
+    @field_validator("cases")
+    @classmethod
+    def _cases(cls, v: dict[str, str]) -> dict[str, str]:
+        if not v:
+            raise ValueError("a message mapping needs at least one case")
+        return v
+
+
 class RuleSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     code: str
     name: str
-    severity: Severity
+    severity: Severity | SeveritySpec
     summary: str
     scope: Literal["run", "document"] = "run"
     requires: list[str] = Field(default_factory=list)
+    let: dict[str, str] = Field(default_factory=dict)
     when: str = "True"
     for_each: str | None = None
     at: str | None = None
     related: list[str] = Field(default_factory=list)
-    message: str
+    message: str | MessageSpec
     fix: FixSpec | None = None
     docs: str
     examples: list[Example] = Field(default_factory=list)
@@ -63,10 +108,40 @@ class RuleSpec(BaseModel):
             raise ValueError(f"rule name '{v}' must be kebab-case")
         return v
 
+    @field_validator("let")
+    @classmethod
+    def _let(cls, v: dict[str, str]) -> dict[str, str]:
+        from advisor.engine import HELPERS, RESERVED_NAMES
+        from advisor.facts.catalogue import by_name
+
+        for name in v:
+            if not _NAME.fullmatch(name):
+                raise ValueError(f"let name {name!r} must be snake_case, like scaled_lr")
+            if name in RESERVED_NAMES or name in HELPERS or name in by_name():
+                raise ValueError(f"let name {name!r} is a namespace, a local or a helper already")
+        return v
+
 
 VIEWS = {"RuleSpec": engine.RuleSpec, "FixSpec": engine.FixSpec, "Example": engine.Example}
 
 
 def validate_rule(raw: Any) -> engine.RuleSpec:
-    """The rule file's mapping as a RuleSpec; raises pydantic.ValidationError."""
-    return to_view(RuleSpec.model_validate(raw), VIEWS)
+    """The rule file's mapping as a RuleSpec; raises pydantic.ValidationError.
+
+    A severity or message mapping is stored flat: `severity` the default and `severity_when` the
+    conditions; `message` the default template ("" without one), `message_by` and `message_cases`."""
+    model = RuleSpec.model_validate(raw)
+    fields = {
+        f.name: to_view(getattr(model, f.name), VIEWS)
+        for f in dataclasses.fields(engine.RuleSpec)
+        if f.name in RuleSpec.model_fields
+    }
+    severity, message = model.severity, model.message
+    if isinstance(severity, SeveritySpec):
+        fields["severity"] = severity.default
+        fields["severity_when"] = {k: getattr(severity, k) for k in _SEVERITY_ORDER if getattr(severity, k)}
+    if isinstance(message, MessageSpec):
+        fields["message"] = message.default or ""
+        fields["message_by"] = message.by
+        fields["message_cases"] = dict(message.cases)
+    return engine.RuleSpec(**fields)
