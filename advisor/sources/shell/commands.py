@@ -51,6 +51,16 @@ def _looks_like_script(f: _Field) -> bool:
     return (t is not None and t.endswith(".py")) or f.raw_text().rstrip("\"'").endswith(".py")
 
 
+def _one_value(key: str) -> bool:
+    """Whether a script flag takes exactly one word: a TrainingArguments field that is not a list.
+    HfArgumentParser gives nargs="+" only to list fields (transformers 5.24 hf_argparser.py:220-222,
+    `_parse_dataclass_field`), so in `--deepspeed ds.json t.yaml` the second word is positional."""
+    from advisor.sources.known_keys import field_type
+
+    kind = field_type("training_args", key)
+    return kind is not None and "list" not in kind.kind.split("|") and kind.kind != "any"
+
+
 class _LauncherReading:
     """The interpreter's reading of launch commands: launcher flags, the script and its flags."""
 
@@ -170,7 +180,8 @@ class _LauncherReading:
                 name = f.text if f.text is not None else f.known_prefix
                 value = []
                 j = i + 1
-                while j < n and not _is_flag(fields[j]) and fields[j].text != "--":
+                most = 1 if _one_value(_norm(name)) else n
+                while j < n and len(value) < most and not _is_flag(fields[j]) and fields[j].text != "--":
                     value.append(fields[j])
                     j += 1
             key = _norm(name)
