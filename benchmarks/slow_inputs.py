@@ -5,7 +5,8 @@ of at most 10 MB answered within 2 s and 300 MB, its limits reported as findings
     python benchmarks/slow_inputs.py [--case NAME ...] [--tree DIR] [--timeout 120]
 
 ``--tree DIR`` runs another checkout of the package (e.g. `git archive REV | tar -x -C DIR`) to measure
-before and after. Peak RSS is the child's own (os.wait4), in MB.
+before and after. Peak RSS and CPU seconds are the child's own (os.wait4), RSS in MB; on a shared
+machine CPU seconds are the steadier figure.
 """
 
 from __future__ import annotations
@@ -164,6 +165,7 @@ def run_case(name: str, tree: Path, timeout: float) -> dict[str, object]:
             "case": name,
             "input_mb": size / 1e6,
             "seconds": seconds,
+            "cpu_seconds": usage.ru_utime + usage.ru_stime,
             "peak_rss_mb": usage.ru_maxrss / 1024,
             "stdout_mb": out[0] / 1e6,
             "exit": proc.returncode if seconds < timeout else "timeout",
@@ -180,11 +182,14 @@ def main() -> None:
     if args.build:
         print(json.dumps(CASES[args.build[0]](Path(args.build[1]))))
         return
-    print(f"{'case':<30} {'input MB':>8} {'seconds':>8} {'peak MB':>8} {'out MB':>8} {'exit':>7}")
+    print(
+        f"{'case':<30} {'input MB':>8} {'seconds':>8} {'cpu s':>6} {'peak MB':>8} {'out MB':>8} {'exit':>7}"
+    )
     for name in args.case or list(CASES):
         row = run_case(name, args.tree.resolve(), args.timeout)
         print(
-            f"{row['case']:<30} {row['input_mb']:>8.2f} {row['seconds']:>8.2f} {row['peak_rss_mb']:>8.0f} "
+            f"{row['case']:<30} {row['input_mb']:>8.2f} {row['seconds']:>8.2f} {row['cpu_seconds']:>6.2f} "
+            f"{row['peak_rss_mb']:>8.0f} "
             f"{row['stdout_mb']:>8.2f} {row['exit']!s:>7}",
             flush=True,
         )
