@@ -131,12 +131,13 @@ def validate_rule(raw: Any) -> engine.RuleSpec:
     A severity or message mapping is stored flat: `severity` the default and `severity_when` the
     conditions; `message` the default template ("" without one), `message_by` and `message_cases`."""
     model = RuleSpec.model_validate(raw)
+    severity, message = model.severity, model.message
     fields = {
         f.name: to_view(getattr(model, f.name), VIEWS)
         for f in dataclasses.fields(engine.RuleSpec)
-        if f.name in RuleSpec.model_fields
+        if f.name in RuleSpec.model_fields and f.name not in ("severity", "message")
     }
-    severity, message = model.severity, model.message
+    fields["severity"], fields["message"] = severity, message
     if isinstance(severity, SeveritySpec):
         fields["severity"] = severity.default
         fields["severity_when"] = {k: getattr(severity, k) for k in _SEVERITY_ORDER if getattr(severity, k)}
