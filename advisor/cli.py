@@ -561,6 +561,28 @@ def list_rules(
         typer.echo(escape_text(f"{r.code}  {r.spec.name:<32} {r.spec.severity:<8} {fix}  {r.spec.summary}"))
 
 
+@app.command("facts")
+def list_facts(
+    namespace: Annotated[str | None, typer.Argument(help="One namespace, e.g. batch.")] = None,
+    output_format: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.text,
+) -> None:
+    """List the facts rule expressions can read: namespace, name, type, unit, doc (docs/facts.md)."""
+    import difflib
+
+    from advisor.facts import catalogue_view
+    from advisor.facts.catalogue import by_name
+    from advisor.report.escape import strict_json
+
+    if namespace is not None and namespace not in by_name():
+        close = difflib.get_close_matches(namespace, list(by_name()), n=1)
+        _die(f"no fact namespace {namespace!r}" + (f"; did you mean {close[0]!r}?" if close else ""))
+        return
+    if output_format is OutputFormat.json:
+        sys.stdout.write(strict_json(catalogue_view.rows(namespace)) + "\n")
+        return
+    sys.stdout.write(catalogue_view.text(namespace))
+
+
 @app.command("rule")
 def show_rule(code: Annotated[str, typer.Argument(help="Rule code or name, e.g. GA203.")]) -> None:
     """Print one rule's documentation."""

@@ -50,7 +50,7 @@ def set_strict(on: bool) -> None:
 
 
 def _check_declared(namespace: str, key: str, value: Value | Namespace) -> None:
-    from advisor.facts.catalogue import declared_problem
+    from advisor.facts.strict import declared_problem
 
     problem = declared_problem(namespace, key, value)
     if problem is not None:
