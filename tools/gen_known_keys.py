@@ -27,6 +27,7 @@ tables below with that provenance.
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import dataclasses
 import enum
@@ -1498,6 +1499,294 @@ def gen_deepspeed(root: str) -> None:
     write("deepspeed", data)
 
 
+# --------------------------------------------------------------------------------------------------
+# versions.json: which releases each key exists in (read from the released sources' AST, not imported)
+# --------------------------------------------------------------------------------------------------
+
+# (package, oldest minor) for which every minor's newest patch release is read; the wheels (deepspeed:
+# the sdist) are fetched with `pip download --no-deps NAME==VER` into the cache folder.
+VERSIONED = {
+    "transformers": (4, 40),
+    "trl": (0, 9),
+    "accelerate": (0, 30),
+    "peft": (0, 10),
+    "deepspeed": (0, 14),
+}
+# The dataclasses whose fields are the keys: {package: {class name: source files to search (globs)}}.
+# For TRL every @dataclass named *Config / *Arguments in the package is read (the set grows per release).
+VERSIONED_CLASSES: dict[str, dict[str, tuple[str, ...]]] = {
+    "transformers": {
+        "TrainingArguments": ("transformers/training_args.py",),
+        "Seq2SeqTrainingArguments": (
+            "transformers/training_args_seq2seq.py",
+            "transformers/training_args.py",
+        ),
+    },
+    "accelerate": {"ClusterConfig": ("accelerate/commands/config/config_args.py",)},
+    "peft": {"LoraConfig": ("peft/tuners/lora/config.py", "peft/config.py")},
+    "deepspeed": {
+        "DeepSpeedZeroConfig": ("deepspeed/runtime/zero/config.py",),
+    },
+}
+_DEPRECATION_WORDS = re.compile(r"deprecat|will be removed|no longer", re.IGNORECASE)
+_BACKTICKED = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)`")
+
+
+def _minor_releases(package: str, floor: tuple[int, int]) -> list[str]:
+    """The newest patch release of every minor from ``floor`` on, oldest first (pip index versions)."""
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, "-m", "pip", "index", "versions", package],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    line = next(ln for ln in out.splitlines() if ln.startswith("Available versions:"))
+    newest: dict[tuple[int, int], tuple[int, ...]] = {}
+    for v in line.split(":", 1)[1].split(","):
+        v = v.strip()
+        if not re.fullmatch(r"\d+\.\d+\.\d+", v):
+            continue
+        t = tuple(int(x) for x in v.split("."))
+        if t[:2] >= floor and t > newest.get(t[:2], (-1,)):
+            newest[t[:2]] = t
+    return [".".join(map(str, newest[k])) for k in sorted(newest)]
+
+
+def _release_sources(package: str, version: str, cache: Path) -> dict[str, str]:
+    """{path inside the distribution: text} of the package's .py files in one release."""
+    import subprocess
+    import tarfile
+    import zipfile
+
+    found = [p for p in cache.glob(f"{package}-{version}*") if p.suffix in (".whl", ".gz")]
+    if not found:
+        args = (
+            ["--only-binary", ":all:"]
+            if package != "deepspeed"
+            else ["--no-binary", ":all:", "--no-build-isolation"]
+        )
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                *args,
+                f"{package}=={version}",
+                "-d",
+                str(cache),
+                "-q",
+            ],
+            check=False,
+        )
+        found = [p for p in cache.glob(f"{package}-{version}*") if p.suffix in (".whl", ".gz")]
+    if not found:
+        raise SystemExit(f"{package}=={version}: not downloaded into {cache}")
+    out: dict[str, str] = {}
+    if found[0].suffix == ".whl":
+        with zipfile.ZipFile(found[0]) as z:
+            for name in z.namelist():
+                if name.startswith(f"{package}/") and name.endswith(".py") and _wanted_file(package, name):
+                    out[name] = z.read(name).decode("utf-8", errors="replace")
+    else:
+        with tarfile.open(found[0]) as t:
+            for m in t.getmembers():
+                parts = m.name.split("/", 1)
+                if (
+                    len(parts) == 2
+                    and parts[1].endswith(".py")
+                    and _wanted_file(package, parts[1])
+                    and m.isfile()
+                ):
+                    f = t.extractfile(m)
+                    if f is not None:
+                        out[parts[1]] = f.read().decode("utf-8", errors="replace")
+    return out
+
+
+def _wanted_file(package: str, name: str) -> bool:
+    if not name.startswith(f"{package}/"):
+        return False
+    if package == "trl":
+        return True
+    return any(name == p for paths in VERSIONED_CLASSES[package].values() for p in paths)
+
+
+def _ast_classes(sources: dict[str, str], paths: tuple[str, ...] | None) -> dict[str, ast.ClassDef]:
+    """Classes by simple name in the given files (all files when ``paths`` is None; first wins)."""
+    out: dict[str, ast.ClassDef] = {}
+    names = sorted(sources) if paths is None else [p for p in paths if p in sources]
+    for name in names:
+        try:
+            tree = ast.parse(sources[name])
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                out.setdefault(node.name, node)
+    return out
+
+
+def _ast_fields(
+    cls: ast.ClassDef, classes: dict[str, ast.ClassDef], seen: frozenset[str] = frozenset()
+) -> dict[str, str | None]:
+    """{field: alias or None} of a dataclass or pydantic model, with the fields of bases in ``classes``."""
+    out: dict[str, str | None] = {}
+    for base in cls.bases:
+        name = (
+            base.id if isinstance(base, ast.Name) else base.attr if isinstance(base, ast.Attribute) else None
+        )
+        if name in classes and name not in seen and name != cls.name:
+            out.update(_ast_fields(classes[name], classes, seen | {cls.name}))
+    for stmt in cls.body:
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            ann = ast.unparse(stmt.annotation)
+            if "ClassVar" in ann or stmt.target.id.startswith("_") or stmt.target.id == "model_config":
+                continue
+            alias = None
+            if isinstance(stmt.value, ast.Call):
+                for kw in stmt.value.keywords:
+                    if (
+                        kw.arg == "alias"
+                        and isinstance(kw.value, ast.Constant)
+                        and isinstance(kw.value.value, str)
+                    ):
+                        alias = kw.value.value
+            out[stmt.target.id] = alias
+    return out
+
+
+def _ast_deprecations(cls: ast.ClassDef, fields: set[str]) -> dict[str, str | None]:
+    """{field: replacement or None} for the fields whose use ``__post_init__`` answers with a deprecation
+    warning: ``if self.warmup_ratio is not None: logger.warning("warmup_ratio is deprecated ... Use
+    `warmup_steps` instead.")`` (transformers 5.6 training_args.py)."""
+    out: dict[str, str | None] = {}
+    post = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__post_init__"), None)
+    if post is None:
+        return out
+    for node in ast.walk(post):
+        if not isinstance(node, ast.If):
+            continue
+        tested = {
+            n.attr
+            for n in ast.walk(node.test)
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"
+        } & fields
+        if len(tested) != 1:
+            continue
+        (key,) = tested
+        for stmt in node.body:
+            for call in ast.walk(stmt):
+                if not (
+                    isinstance(call, ast.Call) and _ast_callee(call) in ("warn", "warning", "warning_once")
+                ):
+                    continue
+                text = " ".join(
+                    str(c.value)
+                    for c in ast.walk(call)
+                    if isinstance(c, ast.Constant) and isinstance(c.value, str)
+                )
+                named = [m for m in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text) if m in fields]
+                if named and named[0] == key and _DEPRECATION_WORDS.search(text):
+                    repl = [m for m in _BACKTICKED.findall(text) if m != key and m in fields]
+                    out.setdefault(key, repl[0] if repl else None)
+    return out
+
+
+def _ast_callee(call: ast.Call) -> str | None:
+    f = call.func
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+
+
+def _is_dataclass(cls: ast.ClassDef) -> bool:
+    return any("dataclass" in ast.unparse(d) for d in cls.decorator_list)
+
+
+def _release_classes(
+    package: str, sources: dict[str, str]
+) -> dict[str, tuple[dict[str, str | None], dict[str, str | None]]]:
+    """{class: (fields, deprecations)} of one release."""
+    if package == "trl":
+        every = _ast_classes(sources, None)
+        wanted = {
+            name: cls
+            for name, cls in every.items()
+            if _is_dataclass(cls) and (name.endswith("Config") or name.endswith("Arguments"))
+        }
+    else:
+        every = _ast_classes(
+            sources, tuple(p for paths in VERSIONED_CLASSES[package].values() for p in paths)
+        )
+        wanted = {}
+        for name, paths in VERSIONED_CLASSES[package].items():
+            local = _ast_classes(sources, paths)
+            if name in local:
+                wanted[name] = local[name]
+    out = {}
+    for name, cls in wanted.items():
+        fields = _ast_fields(cls, every)
+        out[name] = (fields, _ast_deprecations(cls, set(fields)))
+    return out
+
+
+def _ranges(indexes: list[int]) -> list[int]:
+    """Sorted release indexes as flat [first, last, first, last, ...] pairs."""
+    out: list[int] = []
+    for i in indexes:
+        if out and out[-1] == i - 1:
+            out[-1] = i
+        else:
+            out.extend([i, i])
+    return out
+
+
+def gen_versions(cache: Path, packages: list[str] | None = None) -> None:
+    """advisor/data/keys/versions.json: per package, the releases read and, per class, each key with the
+    release-index ranges it exists in (and is deprecated in, with its replacement)."""
+    path = OUT / "versions.json"
+    data = json.loads(path.read_text()) if path.exists() else {"packages": {}}
+    for package in packages or list(VERSIONED):
+        releases = _minor_releases(package, VERSIONED[package])
+        present: dict[str, dict[str, list[int]]] = {}
+        deprecated: dict[str, dict[str, list[int]]] = {}
+        replacement: dict[str, dict[str, str]] = {}
+        aliases: dict[str, dict[str, str]] = {}
+        for i, version in enumerate(releases):
+            print(f"{package} {version}", file=sys.stderr)
+            for cls, (fields, deps) in _release_classes(
+                package, _release_sources(package, version, cache)
+            ).items():
+                for key, alias in fields.items():
+                    present.setdefault(cls, {}).setdefault(key, []).append(i)
+                    if alias:
+                        aliases.setdefault(cls, {})[key] = alias
+                for key, repl in deps.items():
+                    deprecated.setdefault(cls, {}).setdefault(key, []).append(i)
+                    if repl:
+                        replacement.setdefault(cls, {})[key] = repl
+        classes = {}
+        for cls in sorted(present):
+            entry: dict[str, Any] = {"keys": {k: _ranges(v) for k, v in sorted(present[cls].items())}}
+            if cls in deprecated:
+                entry["deprecated"] = {k: _ranges(v) for k, v in sorted(deprecated[cls].items())}
+            if cls in replacement:
+                entry["replacement"] = dict(sorted(replacement[cls].items()))
+            if cls in aliases:
+                entry["aliases"] = dict(sorted(aliases[cls].items()))
+            classes[cls] = entry
+        data["packages"][package] = {"versions": releases, "classes": classes}
+    data["source"] = (
+        "tools/gen_known_keys.py --versions: the AST of each release's sources (pip download --no-deps), "
+        "never imported; the newest patch of every minor"
+    )
+    data["packages"] = dict(sorted(data["packages"].items()))
+    path.write_text(json.dumps(data, separators=(",", ":"), sort_keys=False) + "\n", encoding="utf-8")
+    print(f"wrote {path.relative_to(REPO)} ({path.stat().st_size:,} bytes)", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--llamafactory", help="folder holding an unpacked llamafactory wheel")
@@ -1506,7 +1795,17 @@ def main(argv: list[str] | None = None) -> int:
         "--deepspeed", help="an unpacked deepspeed sdist (the folder with deepspeed/ and version.txt)"
     )
     ap.add_argument("--only", nargs="*", help="dialects to write (default: all whose source is at hand)")
+    ap.add_argument(
+        "--versions",
+        nargs="*",
+        metavar="PACKAGE",
+        help=f"write versions.json for these packages (none named: {', '.join(VERSIONED)}) and nothing else",
+    )
+    ap.add_argument("--cache", default="/tmp/gk_cache", help="folder for the downloaded releases")
     args = ap.parse_args(argv)
+    if args.versions is not None:
+        gen_versions(Path(args.cache), args.versions or None)
+        return 0
     want = set(args.only or ["training_args", "trl", "accelerate", "llamafactory", "axolotl", "deepspeed"])
     if "training_args" in want:
         gen_training_args()
