@@ -32,6 +32,9 @@ class CheckOptions:
     online: bool = False
     settings: Settings | None = None
     base: str | None = None  # git revision whose runs are the baseline (the CI gate)
+    # the revision compared with when --base is not given (the pre-commit hook passes HEAD): skipped
+    # outside git and before the first commit, and for a run whose settings declare its effective batch
+    base_default: str | None = None
     inline_ignores: bool = True  # honour `# gpu-advise: ignore[...]` directives (--no-inline-ignores)
     baseline: Path | None = None  # a baseline file: report only findings not in it (--baseline)
     verify: Any = None  # advisor.probe.spec.ProbeOptions: run the training probe (--verify)
@@ -219,19 +222,38 @@ def build_plans(
     return plans, documents
 
 
+def default_base(options: CheckOptions) -> str | None:
+    """options.base_default when there is a commit to compare with, else None (today's behaviour)."""
+    from advisor.revision import has_commit
+
+    if options.base is not None or options.base_default is None:
+        return None
+    return options.base_default if has_commit(options.base_default, Path.cwd()) else None
+
+
 def attach_baselines(
-    plans: list[RunPlan], paths: list[Path], options: CheckOptions, settings: Settings
+    plans: list[RunPlan],
+    paths: list[Path],
+    options: CheckOptions,
+    settings: Settings,
+    rev: str | None = None,
 ) -> None:
-    """Build the same runs at options.base and attach each one's numbers to its twin (matched by name)."""
+    """Build the same runs at `rev` (default options.base) and attach each one's numbers to its twin
+    (matched by name). With the hook's default base, a run whose settings declare its effective batch
+    keeps that declared baseline: the settings override the default."""
     import contextlib
 
     from advisor.facts.batch import batch_facts
     from advisor.revision import RevisionError, materialise
 
-    assert options.base is not None
+    explicit = rev is None
+    rev = rev or options.base
+    assert rev is not None
+    if not explicit and all(p.settings is not None and p.settings.effective_batch is not None for p in plans):
+        return
     cwd = Path.cwd().resolve()
     try:
-        root, base_root, tmp = materialise(options.base, cwd)
+        root, base_root, tmp = materialise(rev, cwd)
     except RevisionError as exc:
         raise CheckError(str(exc)) from None
     with tmp:
@@ -258,7 +280,7 @@ def attach_baselines(
             for bp in base_plans:
                 batch = batch_facts(bp)
                 by_name[bp.name] = BaselineRun(
-                    source=f"git {options.base}",
+                    source=f"git {rev}",
                     values={
                         "effective_batch": batch.effective_batch,
                         "formula": getattr(batch.entry("effective_batch"), "note", None),
@@ -270,7 +292,8 @@ def attach_baselines(
                     },
                 )
     for plan in plans:
-        plan.baseline = by_name.get(plan.name)
+        if explicit or plan.settings is None or plan.settings.effective_batch is None:
+            plan.baseline = by_name.get(plan.name)
 
 
 def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
@@ -279,6 +302,8 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     plans, documents = build_plans(paths, options, settings, boundary)
     if options.base:
         attach_baselines(plans, paths, options, settings)
+    elif (hook_base := default_base(options)) is not None:
+        attach_baselines(plans, paths, options, settings, hook_base)
 
     for folder in settings.extend_rules:
         named_by = SettingsRef(settings, "extend-rules", folder, boundary)

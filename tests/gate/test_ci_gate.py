@@ -131,3 +131,96 @@ def test_workflow_in_the_docs_runs_this_command() -> None:
     assert "gpu-advise check --base origin/$BASE_REF --format sarif --output gpu-advise.sarif" in doc
     assert "github/codeql-action/upload-sarif" in doc
     assert "docs/ci.md" in (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def _check(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"}
+    return subprocess.run(
+        [sys.executable, "-m", "advisor.cli", "check", "--format", "json", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def _codes(proc: subprocess.CompletedProcess[str]) -> list[str]:
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    return [f["rule"] for f in json.loads(proc.stdout)["findings"]]
+
+
+def _four_gpus_uncommitted(tmp_path: Path) -> Path:
+    work = _repos(tmp_path)
+    launch = work / "launch.sh"
+    launch.write_text(MAIN["launch.sh"].replace("--num_processes 1", "--num_processes 4"), encoding="utf-8")
+    return work
+
+
+def test_hook_default_base_compares_with_head(tmp_path: Path) -> None:
+    work = _four_gpus_uncommitted(tmp_path)
+    proc = _check(work, "--base-default", "HEAD", "launch.sh")
+    assert "GA101" in _codes(proc)
+    assert proc.returncode == 1
+    assert "GA101" not in _codes(_check(work, "launch.sh"))  # a plain check has no baseline
+
+
+def test_explicit_base_and_declared_batch_override_the_default(tmp_path: Path) -> None:
+    work = _four_gpus_uncommitted(tmp_path)
+    git(work, "commit", "-q", "-am", "four GPUs")
+    # --base names the commit that already launched on four GPUs: nothing changed against it
+    assert "GA101" not in _codes(_check(work, "--base-default", "HEAD~1", "--base", "HEAD", "launch.sh"))
+    assert "GA101" in _codes(_check(work, "--base-default", "HEAD~1", "launch.sh"))
+    # a run that declares the batch it was tuned for is judged against that, not against the default
+    (work / ".gpu-advise.toml").write_text(
+        '[[runs]]\npath = "launch.sh"\neffective-batch = 64\n', encoding="utf-8"
+    )
+    assert "GA101" not in _codes(_check(work, "--base-default", "HEAD~1", "launch.sh"))
+
+
+def test_hook_default_base_before_the_first_commit_and_outside_git(tmp_path: Path) -> None:
+    fresh = tmp_path / "fresh"
+    write_files(fresh, MAIN)
+    git(fresh, "init", "-q", "-b", "main")
+    proc = _check(fresh, "--base-default", "HEAD", "launch.sh")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stderr == ""
+    plain = tmp_path / "plain"
+    write_files(plain, MAIN)
+    proc = _check(plain, "--base-default", "HEAD", "launch.sh")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stderr == ""
+
+
+def test_base_never_runs_the_scanned_repositorys_git_programs(tmp_path: Path) -> None:
+    """A fork's repository config and attributes cannot make `--base` run a program: fsmonitor,
+    clean/smudge filters, textconv, pager and external diff are all set to write a marker."""
+    work = _four_gpus_uncommitted(tmp_path)
+    marker = tmp_path / "ran"
+    evil = tmp_path / "evil.sh"
+    evil.write_text(f'#!/bin/sh\necho "$0 $*" >> {marker}\ncat\n', encoding="utf-8")
+    evil.chmod(0o755)
+    for key in (
+        "core.fsmonitor",
+        "filter.evil.clean",
+        "filter.evil.smudge",
+        "diff.evil.textconv",
+        "core.pager",
+    ):
+        git(work, "config", key, str(evil))
+    git(work, "config", "filter.evil.required", "true")
+    git(work, "config", "diff.external", str(evil))
+    (work / ".gitattributes").write_text("* filter=evil diff=evil\n", encoding="utf-8")
+    marker.unlink(missing_ok=True)  # `git config` itself ran nothing, but start clean
+    codes = _codes(_check(work, "--base", "HEAD", "launch.sh"))
+    codes += _codes(_check(work, "--base-default", "HEAD", "launch.sh"))
+    assert codes.count("GA101") == 2
+    assert not marker.exists(), marker.read_text(encoding="utf-8")
+
+
+def test_base_that_looks_like_an_option_is_refused(tmp_path: Path) -> None:
+    work = _repos(tmp_path)
+    proc = _check(work, "--base=--output=x", "launch.sh")
+    assert proc.returncode == 2
+    assert "gpu-advise:" in proc.stderr and not (work / "x").exists()

@@ -2,14 +2,22 @@
 
 The hook repository is a temporary git repository holding this checkout's files (tracked and
 untracked, not ignored), committed there. pre-commit clones it and installs it the way it installs
-any `language: python` hook: a virtualenv and `pip install .`. To stay offline, the virtualenv
-sees the already-installed dependencies (VIRTUALENV_SYSTEM_SITE_PACKAGES) and pip neither reaches
-an index (PIP_NO_INDEX) nor builds in isolation; the package itself, the wheel with its rule
-catalog, is built from the copy and installed into the hook's own environment.
+any `language: python` hook: a fresh virtualenv and `pip install .`, so the package, the wheel with
+its rule catalog, is built from the copy. Offline, and from any interpreter (a fresh venv made by
+the README's commands or a bare one):
 
-The project repository then gets one clean commit and one bad commit: the bad commit stages only
-the TrainingArguments YAML, and the hook must find the launch script that names it (the seed
-lookup) to see that the batch changed for four GPUs.
+- the build backend (setuptools, in pip's isolated build environment) comes from the wheels that
+  virtualenv itself embeds (pre-commit depends on virtualenv), through PIP_FIND_LINKS + PIP_NO_INDEX;
+- the runtime dependencies are the ones this interpreter has installed: a folder of links to its
+  site-packages entries, minus gpu-advise itself, is put on PYTHONPATH, so pip finds them satisfied
+  and the hook imports them. PYTHONPATH (not VIRTUALENV_SYSTEM_SITE_PACKAGES, which exposes the
+  *base* interpreter's packages, not a venv's) works the same from a venv and from a bare
+  interpreter; `.pth` files are not processed on PYTHONPATH, so the editable install of this
+  checkout is not seen and `advisor` is imported from the hook's own environment (asserted).
+
+The scenario of issue 12 runs with no settings at all: train.yaml (per_device 2, accumulation 8) and
+launch.sh (`--num_processes 1`) committed, then the launch moved to four GPUs: the shipped hook,
+`pre-commit try-repo <hook repo> gpu-advise --files launch.sh`, must block it with GA101 and its fix.
 """
 
 from __future__ import annotations
@@ -18,21 +26,26 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.conftest import REPO, write_files
 from tests.gate.conftest import git, needs_git
 
 pytestmark = needs_git
 
+TRAIN = (
+    "output_dir: out\nper_device_train_batch_size: 2\ngradient_accumulation_steps: 8\nlearning_rate: 2.0e-4\n"
+)
+LAUNCH = "#!/bin/bash\naccelerate launch --num_processes 1 train.py configs/train.yaml\n"
 PROJECT = {
     ".gpu-advise.toml": '[[runs]]\npath = "launch.sh"\neffective-batch = 16\n',
-    "launch.sh": "#!/bin/bash\naccelerate launch --num_processes 1 train.py configs/train.yaml\n",
+    "launch.sh": LAUNCH,
     "train.py": "print('train')\n",
-    "configs/train.yaml": "output_dir: out\nper_device_train_batch_size: 2\ngradient_accumulation_steps: 8\n"
-    "learning_rate: 2.0e-4\n",
+    "configs/train.yaml": TRAIN,
     "README.md": "a training project\n",
 }
 
@@ -62,6 +75,58 @@ def _hook_repo(tmp: Path) -> tuple[Path, str]:
     return target, git(target, "rev-parse", "HEAD").strip()
 
 
+def _dependency_path(tmp: Path) -> str:
+    """A folder of links to this interpreter's installed packages, without gpu-advise itself."""
+    deps = tmp / "deps"
+    deps.mkdir()
+    sites = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    for site in sorted(sites):
+        for entry in sorted(Path(site).iterdir()):
+            name = entry.name.lower()
+            if name.startswith(("advisor", "gpu_advise", "gpu-advise", "__editable__")) or name.endswith(
+                ".pth"
+            ):
+                continue
+            link = deps / entry.name
+            if not link.exists():
+                link.symlink_to(entry)
+    return str(deps)
+
+
+def _embedded_wheels() -> str:
+    import virtualenv  # a dependency of pre-commit
+
+    folder = Path(virtualenv.__file__).parent / "seed" / "wheels" / "embed"
+    assert list(folder.glob("setuptools-*.whl")), f"virtualenv embeds no setuptools wheel in {folder}"
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
+def hook(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict[str, str]]:
+    pytest.importorskip("pre_commit")
+    tmp = tmp_path_factory.mktemp("precommit")
+    hook_repo, rev = _hook_repo(tmp)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "VIRTUALENV_", "PYTHON"))}
+    env.pop("GITHUB_ACTIONS", None)
+    env.pop("VIRTUAL_ENV", None)
+    env |= {
+        "PRE_COMMIT_HOME": str(tmp / "pre-commit-home"),
+        "PYTHONPATH": _dependency_path(tmp),
+        "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": _embedded_wheels(),
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        "VIRTUALENV_NO_PERIODIC_UPDATE": "1",
+        "HF_HUB_OFFLINE": "1",
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.invalid",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
+    return hook_repo, rev, env
+
+
 def _pre_commit(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pre_commit", *args],
@@ -74,73 +139,140 @@ def _pre_commit(cwd: Path, env: dict[str, str], *args: str) -> subprocess.Comple
     )
 
 
-def test_pre_commit_hook_end_to_end(tmp_path: Path) -> None:
-    pytest.importorskip("pre_commit")
-    hook_repo, rev = _hook_repo(tmp_path)
+def _config(hook_repo: Path, rev: str, *hook_ids: str) -> str:
+    hooks = "".join(f"      - id: {h}\n" for h in hook_ids)
+    return f"repos:\n  - repo: {hook_repo.as_posix()}\n    rev: {rev}\n    hooks:\n{hooks}"
+
+
+def test_shipped_hook_blocks_the_launch_moved_to_four_gpus(tmp_path: Path, hook) -> None:
+    hook_repo, rev, env = hook
+    project = tmp_path / "project"
+    write_files(
+        project,
+        {
+            "launch.sh": LAUNCH,
+            "train.py": "print('train')\n",
+            "configs/train.yaml": TRAIN,
+            ".pre-commit-config.yaml": _config(hook_repo, rev, "gpu-advise"),
+        },
+    )
+    git(project, "init", "-q", "-b", "main")
+    git(project, "add", "-A")
+
+    # before the first commit there is no HEAD: the hook checks as a plain `check` would, no error
+    first = _pre_commit(project, env, "run")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "Passed" in first.stdout
+    git(project, "commit", "-q", "-m", "tuned on one GPU")
+
+    # the hook ran from its own environment, built from the hook repository
+    home = Path(env["PRE_COMMIT_HOME"])
+    envs = list(home.glob("repo*/py_env-*/bin/python"))
+    assert envs, "pre-commit created no python environment"
+    where = subprocess.run(
+        [str(envs[0]), "-c", "import advisor.cli; print(advisor.cli.__file__)"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert str(home) in where
+    assert (Path(where.strip()).parent / "_rules").is_dir()  # the wheel carries the rule catalog
+
+    # the issue's command, with no settings: the launch moves to four GPUs, accumulation unchanged
+    (project / "launch.sh").write_text(
+        LAUNCH.replace("--num_processes 1", "--num_processes 4"), encoding="utf-8"
+    )
+    git(project, "add", "launch.sh")
+    tried = _pre_commit(project, env, "try-repo", str(hook_repo), "gpu-advise", "--files", "launch.sh")
+    assert tried.returncode == 1, tried.stdout + tried.stderr
+    assert "Failed" in tried.stdout
+    assert "GA101" in tried.stdout and "configs/train.yaml" in tried.stdout
+    assert "gradient_accumulation_steps" in tried.stdout  # the fix names the key to change
+
+    # the same through the installed git hook: `git commit` is blocked
+    assert _pre_commit(project, env, "install").returncode == 0
+    commit = subprocess.run(
+        ["git", "commit", "-m", "four GPUs"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert commit.returncode != 0
+    assert "GA101" in commit.stdout + commit.stderr
+
+    # the user applies the fix: accumulation 8 -> 2 keeps the effective batch of 16, and commits
+    (project / "configs" / "train.yaml").write_text(
+        TRAIN.replace("accumulation_steps: 8", "accumulation_steps: 2"), encoding="utf-8"
+    )
+    git(project, "add", "-A")
+    commit = subprocess.run(
+        ["git", "commit", "-m", "four GPUs"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert commit.returncode == 0, commit.stdout + commit.stderr
+
+
+def test_a_commit_that_only_changes_the_training_script_is_checked(tmp_path: Path, hook) -> None:
+    hook_repo, rev, env = hook
+    project = tmp_path / "project"
+    write_files(
+        project,
+        {
+            "launch.sh": LAUNCH.replace("--num_processes 1", "--num_processes 4"),
+            "train.py": "print('x')\n",
+            "configs/train.yaml": TRAIN,
+            ".pre-commit-config.yaml": _config(hook_repo, rev, "gpu-advise"),
+        },
+    )
+    git(project, "init", "-q", "-b", "main")
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "four GPUs")
+    (project / "train.py").write_text("open('metrics.json', 'w').write('{}')\n", encoding="utf-8")
+    git(project, "add", "train.py")
+    proc = _pre_commit(project, env, "run")
+    assert "Skipped" not in proc.stdout, proc.stdout
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "GA601" in proc.stdout and "train.py" in proc.stdout
+
+
+def test_declared_baseline_blocks_the_commit_through_the_git_hook(tmp_path: Path, hook) -> None:
+    """With `effective-batch` in the settings, only the YAML staged (the launch script was already
+    committed on four GPUs by someone else): both hooks find the launch script and fail, and
+    pre-commit's installed git hook blocks `git commit`."""
+    hook_repo, rev, env = hook
     project = tmp_path / "project"
     write_files(project, PROJECT)
     (project / ".pre-commit-config.yaml").write_text(
-        f"repos:\n  - repo: {hook_repo.as_posix()}\n    rev: {rev}\n    hooks:\n      - id: gpu-advise\n"
-        "      - id: gpu-advise-project\n",
-        encoding="utf-8",
+        _config(hook_repo, rev, "gpu-advise", "gpu-advise-project"), encoding="utf-8"
     )
     git(project, "init", "-q", "-b", "main")
-    env = {
-        **os.environ,
-        "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
-        "VIRTUALENV_SYSTEM_SITE_PACKAGES": "true",  # the dependencies come from this interpreter
-        "PIP_NO_INDEX": "1",  # ... so no index is needed
-        "PIP_NO_BUILD_ISOLATION": "0",  # pip's negated flag: "0" turns build isolation off
-        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-        "HF_HUB_OFFLINE": "1",
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@example.invalid",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@example.invalid",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_CONFIG_NOSYSTEM": "1",
-    }
-    env.pop("GITHUB_ACTIONS", None)
-    env.pop("VIRTUAL_ENV", None)
-
-    # clean commit: tuned on one GPU, launched on one GPU
     git(project, "add", "-A")
     clean = _pre_commit(project, env, "run")
     assert clean.returncode == 0, clean.stdout + clean.stderr
     assert clean.stdout.count("Passed") == 2, clean.stdout  # both hooks
     git(project, "commit", "-q", "-m", "tuned on one GPU")
 
-    # the hook ran from its own environment, built from the hook repository
-    envs = list((tmp_path / "pre-commit-home").glob("repo*/py_env-*/bin/python"))
-    assert envs, "pre-commit created no python environment"
-    where = subprocess.run(
-        [str(envs[0]), "-c", "import advisor.cli; print(advisor.cli.__file__)"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    assert str(tmp_path / "pre-commit-home") in where
-    assert (Path(where.strip()).parent / "_rules").is_dir()  # the wheel carries the rule catalog
-
-    # bad commit: the launch moves to four GPUs; only the YAML is staged (the script was already
-    # committed that way by someone else): the hook must find the launch script by itself
     (project / "launch.sh").write_text(
-        PROJECT["launch.sh"].replace("--num_processes 1", "--num_processes 4"), encoding="utf-8"
+        LAUNCH.replace("--num_processes 1", "--num_processes 4"), encoding="utf-8"
     )
     git(project, "add", "launch.sh")
     git(project, "commit", "-q", "--no-verify", "-m", "launch on four GPUs")
     train = project / "configs" / "train.yaml"
-    train.write_text(
-        PROJECT["configs/train.yaml"].replace("2.0e-4", "2.0e-4  # unchanged lr"), encoding="utf-8"
-    )
+    train.write_text(TRAIN.replace("2.0e-4", "2.0e-4  # unchanged lr"), encoding="utf-8")
     git(project, "add", "configs/train.yaml")
     bad = _pre_commit(project, env, "run")
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert bad.stdout.count("Failed") == 2, bad.stdout  # the seed hook and the project hook
     assert "GA101" in bad.stdout and "configs/train.yaml" in bad.stdout
 
-    # and pre-commit's git hook blocks the commit
     installed = _pre_commit(project, env, "install")
     assert installed.returncode == 0, installed.stderr
     commit = subprocess.run(
@@ -148,3 +280,22 @@ def test_pre_commit_hook_end_to_end(tmp_path: Path) -> None:
     )
     assert commit.returncode != 0
     assert "GA101" in commit.stdout + commit.stderr
+
+
+def test_documented_pre_commit_config_and_the_manifest_are_valid(tmp_path: Path) -> None:
+    """docs/examples/pre-commit-config.yaml is the snippet in README.md and docs/ci.md
+    (tests/gate/test_action.py checks that they are the same text)."""
+    pytest.importorskip("pre_commit")
+    example = REPO / "docs" / "examples" / "pre-commit-config.yaml"
+    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path)}
+    config = _pre_commit(REPO, env, "validate-config", str(example))
+    assert config.returncode == 0, config.stdout + config.stderr
+    manifest = _pre_commit(REPO, env, "validate-manifest", str(REPO / ".pre-commit-hooks.yaml"))
+    assert manifest.returncode == 0, manifest.stdout + manifest.stderr
+    hooks = {
+        h["id"]: h for h in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+    }
+    assert "gpu-advise" in hooks
+    for hook in hooks.values():
+        assert {"python", "toml", "yaml", "json", "shell"} <= set(hook["types_or"])
+        assert "--base-default HEAD" in hook["entry"]
