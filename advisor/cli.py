@@ -108,6 +108,17 @@ def _emit(text: str, output: Path | None) -> None:
         _die(f"cannot write {output}: {exc.strerror or exc}")
 
 
+def _seeds(paths: list[Path] | None) -> list[Path]:
+    """The paths to check. A settings file (pyproject.toml, .gpu-advise.toml: TOML, not a run config)
+    stands for the project it configures, its folder: the hook passes it when the settings change."""
+    seeds: list[Path] = []
+    for p in paths or [Path(".")]:
+        seed = (p.parent if p.suffix.lower() == ".toml" and p.is_file() else p) or Path(".")
+        if seed not in seeds:
+            seeds.append(seed)
+    return seeds
+
+
 @app.command()
 def check(
     paths: Annotated[
@@ -155,6 +166,16 @@ def check(
     base: Annotated[
         str | None, typer.Option("--base", help="Compare every run with the same run at this git revision.")
     ] = None,
+    base_default: Annotated[
+        str | None,
+        typer.Option(
+            "--base-default",
+            metavar="REV",
+            help="Without --base, compare with REV when it exists (the pre-commit hook passes HEAD; "
+            "skipped outside git, before the first commit, and for runs whose settings declare "
+            "effective-batch).",
+        ),
+    ] = None,
     color: Annotated[bool | None, typer.Option("--color/--no-color", help="Force colour on or off.")] = None,
     verify: Annotated[
         bool, typer.Option("--verify", help="Back the advice with a short real training probe per run.")
@@ -189,6 +210,7 @@ def check(
         rules_dirs=list(rules or []),
         online=online,
         base=base,
+        base_default=base_default,
         inline_ignores=not no_inline_ignores,
         baseline=baseline,
     )
@@ -213,7 +235,7 @@ def check(
     )
     if statistics and fmt in (CheckFormat.sarif, CheckFormat.github):
         _die("--statistics works with --format text or json")
-    seeds = list(paths or [Path(".")])
+    seeds = _seeds(paths)
     try:
         result = run_check(seeds, options)
         if fix or unsafe_fixes or diff:
