@@ -10,6 +10,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # the on-disk cache of compiled rules and catalogs goes to a folder of this test session, not ~/.cache
 os.environ.setdefault("GPU_ADVISE_CACHE_DIR", tempfile.mkdtemp(prefix="gpu-advise-test-cache-"))
+# a builder that sets a fact not declared in advisor/facts/catalogue.py fails the test (advisor/facts/strict.py)
+os.environ.setdefault("GPU_ADVISE_STRICT_FACTS", "1")
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO.parent / "shared" / "corpus"

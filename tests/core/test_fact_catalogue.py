@@ -1,0 +1,186 @@
+"""The fact catalogue: builders set only declared facts, rules read only declared ones, docs are current."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from advisor import provenance
+from advisor.check import CheckOptions, run_check
+from advisor.cli import app
+from advisor.facts import _builders
+from advisor.facts.catalogue import NAMESPACES, build_order, by_name
+from advisor.facts.catalogue_view import markdown
+from advisor.provenance import Namespace, UndeclaredFact, Value
+from tests.conftest import CORPUS, REPO, write_files
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def strict(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(provenance, "_STRICT", True)
+
+
+def _projects() -> list[Path]:
+    folders = [p.parent for p in sorted((REPO / "fixtures").rglob("expect.yaml"))]
+    if CORPUS.is_dir():
+        folders += [p for p in sorted(CORPUS.iterdir()) if p.is_dir()]
+    return folders
+
+
+def test_every_fixture_and_corpus_folder_sets_only_declared_facts(
+    strict: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for folder in _projects():
+        monkeypatch.chdir(folder)
+        for hardware in (None, "4xH100-NVL"):
+            run_check([Path(".")], CheckOptions(hardware=hardware))  # UndeclaredFact is not an Exception
+
+
+def test_strict_mode_refuses_an_undeclared_fact_and_a_wrong_type(strict: None) -> None:
+    with pytest.raises(UndeclaredFact, match=r"batch\.wrold_size"):
+        Namespace("batch").set("wrold_size", Value(4))
+    with pytest.raises(UndeclaredFact, match=r"batch\.world_size"):
+        Namespace("batch").set("world_size", Value("4"))
+    with pytest.raises(UndeclaredFact, match="undeclared keys extra"):
+        Namespace("run").set("missing_references", Value([{"raw": "x", "extra": 1}]))
+    Namespace("batch").set("world_size", Value(None, unknown="not written"))  # unknown: any type
+    Namespace("training").set("any_key_of_the_file", Value("x"))  # dynamic: the file's keys
+
+
+def test_builders_run_after_what_they_require() -> None:
+    order = [name for name, _ in _builders()]
+    assert order == [ns.name for ns in build_order()]
+    plan_namespaces = {"training", "accelerate", "deepspeed", "launch", "env", "model"}
+    for i, name in enumerate(order):
+        for required in by_name()[name].requires:
+            assert required in plan_namespaces or required in order[:i], (name, required)
+
+
+def test_docs_facts_md_is_generated_from_the_catalogue() -> None:
+    assert (REPO / "docs" / "facts.md").read_text(encoding="utf-8") == markdown(), (
+        "docs/facts.md is out of date: run python3 tools/gen_fact_docs.py"
+    )
+
+
+def test_facts_command_lists_every_namespace() -> None:
+    result = runner.invoke(app, ["facts", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert [r["namespace"] for r in rows] == [ns.name for ns in NAMESPACES]
+    batch = next(r for r in rows if r["namespace"] == "batch")
+    assert {"name": "world_size", "type": "int"}.items() <= next(
+        f for f in batch["facts"] if f["name"] == "world_size"
+    ).items()
+    one = runner.invoke(app, ["facts", "placement"])
+    assert one.exit_code == 0 and "placement.in_one_nvlink_group" in one.stdout
+    assert runner.invoke(app, ["facts", "batc"]).exit_code == 2
+
+
+POLICY = """code: ORG{n:03d}
+name: org-policy-{n}
+severity: warning
+summary: a policy
+{body}
+docs: a policy
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "line", "names"),
+    [
+        ("when: batch.wrold_size > 2\nmessage: too many", 5, ["wrold_size", "world_size"]),
+        ("when: batc.world_size > 2\nmessage: too many", 5, ["batc", "batch"]),
+        ("when: run.strategy > 2\nmessage: sharded", 5, ["run.strategy"]),
+        ("when: \"batch.world_size == 'four'\"\nmessage: four", 5, ["batch.world_size"]),
+        ("when: lenn(batch.conflicts) > 0\nmessage: conflicts", 5, ["lenn", "len"]),
+        ("for_each: batch.conflicts\nmessage: '{item.knd}'", 6, ["knd", "kind"]),
+        ("message: '{training.learning_rat}'", 5, ["learning_rat", "learning_rate"]),
+        ("at: placement.gpu_idss\nmessage: x", 5, ["gpu_idss", "gpu_ids"]),
+        ("when: document.kind == 'x'\nmessage: x", 5, ["document"]),
+        ("let:\n  a: b + 1\n  b: '2'\nmessage: '{a}'", 6, ["'b'"]),
+    ],
+)
+def test_a_policy_rule_reading_an_undeclared_name_is_refused_at_load(
+    body: str, line: int, names: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rules = tmp_path / "policies"
+    rules.mkdir()
+    (rules / "ORG001.yaml").write_text(POLICY.format(n=1, body=body), encoding="utf-8")
+    write_files(tmp_path, {"args.yaml": "per_device_train_batch_size: 2\n"})
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["check", ".", "--rules", str(rules)])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.output, result.output
+    assert f"ORG001.yaml:{line}:" in lines[0], lines[0]
+    for name in names:
+        assert name in lines[0], lines[0]
+
+
+def test_extend_rules_from_the_settings_are_checked_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "org").mkdir()
+    (tmp_path / "org" / "ORG002.yaml").write_text(
+        POLICY.format(n=2, body="when: hardware.gpu_count > 4\nmessage: big"), encoding="utf-8"
+    )
+    write_files(tmp_path, {"args.yaml": "per_device_train_batch_size: 2\n", ".gpu-advise.toml": ""})
+    (tmp_path / ".gpu-advise.toml").write_text('extend-rules = ["org"]\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["check", "."])
+    assert result.exit_code == 2 and "ORG002.yaml:5:" in result.output and "gpu_count" in result.output
+
+
+LANGUAGE = """code: ORG003
+name: org-language
+summary: let, message cases, a severity condition
+severity: {{error: "n > 2", info: "n == 1", default: warning}}
+let:
+  n: batch.world_size
+  twice: n * 2
+when: n is not None
+at: batch.world_size
+message:
+  by: "'many' if n > 2 else 'few'"
+  cases:
+    many: "{{twice}}"
+    few: "{{n}}"
+docs: a policy
+"""
+
+
+@pytest.mark.parametrize(
+    ("processes", "severity", "message"), [(4, "error", "8"), (2, "warning", "2"), (1, "info", "1")]
+)
+def test_let_names_message_cases_and_a_severity_condition(
+    processes: int, severity: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rules = tmp_path / "policies"
+    rules.mkdir()
+    (rules / "ORG003.yaml").write_text(LANGUAGE.format(), encoding="utf-8")
+    write_files(
+        tmp_path,
+        {
+            "launch.sh": f"#!/bin/bash\ntorchrun --nproc_per_node {processes} train.py --output_dir out\n",
+            "train.py": "print('train')\n",
+        },
+    )
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(
+        app, ["check", ".", "--rules", str(rules), "--select", "ORG003", "--format", "json", "--exit-zero"]
+    )
+    assert result.exit_code == 0, result.output
+    found = json.loads(result.stdout)["findings"]
+    assert [(f["rule"], f["severity"], f["message"], f["file"]) for f in found] == [
+        ("ORG003", severity, message, "launch.sh")
+    ]
+
+
+def test_strict_mode_is_on_in_the_test_suite() -> None:
+    assert os.environ.get("GPU_ADVISE_STRICT_FACTS") == "1"
