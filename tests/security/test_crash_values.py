@@ -308,9 +308,13 @@ def test_main_outside_a_command_is_still_one_line(monkeypatch: pytest.MonkeyPatc
 def test_a_failing_builtin_rule_is_internal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     launch = "#!/bin/bash\ntorchrun --nproc_per_node 2 train.py --output_dir out\n"
     _write(tmp_path, {"train.py": "open('f', 'w')\n", "run.sh": launch})
-    # a fact of the wrong shape makes GA601's for_each fail inside the engine
-    monkeypatch.setattr("advisor.facts.training_script._bounded_side_effects", lambda facts, path: (42, 0))
+    # items without the keys GA601's message reads make the rule fail inside the engine
+    monkeypatch.setattr(
+        "advisor.facts.training_script._bounded_side_effects",
+        lambda facts, path: ([{"kind": "open_write"}], 0),
+    )
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GPU_ADVISE_DEBUG", raising=False)
     result = CliRunner().invoke(app, ["check", "run.sh"])
     assert result.exit_code == 3
     assert "Traceback" not in result.output
