@@ -18,7 +18,9 @@ Static approximations (documented, deliberate):
 - `${X:-default}` for an X the script does not set gives the default: the script's own fallback.
 - `#SBATCH` lines are read the way sbatch reads them: only before the first command (sbatch.py).
 
-Why a hand-written lexer and not tree-sitter-bash: benchmarks/shell_reader.py measures both.
+Why a hand-written lexer and not tree-sitter-bash: benchmarks/shell_reader.py measures both (import
+0.9 vs 7.5 ms, parse 0.012 vs 0.030 ms a script); the interpreter re-lexes text no grammar sees
+(`bash -c` strings, variable values with unknown pieces), so the lexer would stay anyway.
 """
 
 from __future__ import annotations
