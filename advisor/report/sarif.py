@@ -18,8 +18,11 @@ from advisor.paths import relative
 from advisor.report.escape import escape_result, escape_text, strict_json
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
-INFORMATION_URI = "https://gpu-advise.readthedocs.io/"
-DOCS_URL = "https://gpu-advise.readthedocs.io/en/stable/rules/{code}/"
+# The one place the project's address is written: SARIF's informationUri and every rule's helpUri
+# (docs/rules/CODE.md, generated from the rule files by tools/gen_rule_docs.py) derive from it.
+REPOSITORY_URL = "https://github.com/gpu-advise/gpu-advise"
+INFORMATION_URI = REPOSITORY_URL
+DOCS_URL = REPOSITORY_URL + "/blob/main/docs/rules/{code}.md"
 FINGERPRINT_KEY = "gpuAdvise/v1"
 LEVELS = {"error": "error", "warning": "warning", "info": "note"}
 

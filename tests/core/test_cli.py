@@ -131,3 +131,31 @@ def test_hardware_detect_from_saved_output(tmp_path: Path, corpus: Path) -> None
     )
     assert result.exit_code == 0, result.output
     assert "count: 8" in result.stdout and "nvlink: all" in result.stdout
+
+
+def test_generated_rule_pages_match_the_rule_files() -> None:
+    """docs/rules/CODE.md is generated from rules/*.yaml: regenerate with tools/gen_rule_docs.py."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "gen_rule_docs.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_sarif_help_uri_is_the_rule_page_in_the_repository() -> None:
+    from advisor.cli import ISSUES_URL
+    from advisor.engine import load_catalog
+    from advisor.report.sarif import REPOSITORY_URL, help_uri
+
+    catalog = load_catalog()
+    assert catalog
+    for rule in catalog:
+        uri = help_uri(rule)
+        assert uri is not None and uri.startswith(REPOSITORY_URL + "/blob/main/")
+        assert (REPO / uri.removeprefix(REPOSITORY_URL + "/blob/main/")).is_file(), uri
+    assert ISSUES_URL.startswith(REPOSITORY_URL)

@@ -95,7 +95,7 @@ def test_gate_fails_the_pull_request_that_launches_on_four_gpus(tmp_path: Path) 
     edit = hit["fixes"][0]["artifactChanges"][0]["replacements"][0]
     assert edit["insertedContent"]["text"] == "2"  # accumulation 8 -> 2 keeps 16
     rule = run["tool"]["driver"]["rules"][hit["ruleIndex"]]
-    assert rule["id"] == "GA101" and rule["helpUri"].endswith("/rules/GA101/")
+    assert rule["id"] == "GA101" and rule["helpUri"].endswith("/docs/rules/GA101.md")
 
 
 def test_gate_passes_when_the_pull_request_keeps_the_effective_batch(tmp_path: Path) -> None:

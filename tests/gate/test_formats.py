@@ -85,7 +85,7 @@ def test_sarif_content(project: Path, monkeypatch) -> None:
     run = sarif["runs"][0]
     rules = {r["id"]: r for r in run["tool"]["driver"]["rules"]}
     assert set(rules) == {"GA900", "TST001", "TST002", "TST003"}
-    assert rules["GA900"]["helpUri"].endswith("/rules/GA900/")
+    assert rules["GA900"]["helpUri"].endswith("/docs/rules/GA900.md")
     assert "helpUri" not in rules["TST001"]  # an organisation's own rule has no page of ours
     assert rules["GA900"]["help"]["markdown"].startswith("## What it does")
     assert rules["TST003"]["defaultConfiguration"]["level"] == "error"
@@ -140,7 +140,7 @@ def test_sarif_on_the_bundled_example_validates(monkeypatch) -> None:
     sarif = json.loads(result.stdout)
     assert_valid_sarif(sarif)
     for rule in sarif["runs"][0]["tool"]["driver"]["rules"]:
-        assert rule["helpUri"] == f"https://gpu-advise.readthedocs.io/en/stable/rules/{rule['id']}/"
+        assert rule["helpUri"] == f"https://github.com/gpu-advise/gpu-advise/blob/main/docs/rules/{rule['id']}.md"
         assert rule["shortDescription"]["text"] and rule["help"]["markdown"]
 
 
@@ -193,7 +193,7 @@ def test_exit_codes_in_every_format(fmt: str, project: Path, monkeypatch) -> Non
 def test_rule_command_prints_its_documentation_url(monkeypatch, tmp_path: Path) -> None:
     result = cli(["rule", "GA900"], tmp_path, monkeypatch)
     assert result.exit_code == 0
-    assert "Documentation: https://gpu-advise.readthedocs.io/en/stable/rules/GA900/" in result.stdout
+    assert "Documentation: https://github.com/gpu-advise/gpu-advise/blob/main/docs/rules/GA900.md" in result.stdout
 
 
 def test_statistics_in_github_actions_stay_text(project: Path, monkeypatch) -> None:
