@@ -1670,6 +1670,8 @@ def _ast_deprecations(cls: ast.ClassDef, fields: set[str]) -> dict[str, str | No
     for node in ast.walk(post):
         if not isinstance(node, ast.If):
             continue
+        if any(isinstance(n, ast.Call) and _ast_callee(n) == "isinstance" for n in ast.walk(node.test)):
+            continue  # a deprecated *value type* of the field (EvaluationStrategy enums), not the field
         tested = {
             n.attr
             for n in ast.walk(node.test)

@@ -1,0 +1,237 @@
+"""Which release of each library a file is judged against, and what that release accepts.
+
+The release comes from the project's ``target-versions`` setting, else from the pins nearest the file
+(advisor.sources.pins, walking up to the project root: the folder holding ``.git``), else it is the
+current release our key data was generated from. ``advisor/data/keys/versions.json`` (written by
+``tools/gen_known_keys.py --versions`` from every minor's sources) says, per class, in which releases
+each key exists and in which it is deprecated; it is read lazily, once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from advisor.sources.pins import PACKAGES, Pin, read_folder_pins
+
+_DATA = Path(__file__).resolve().parent.parent / "data" / "keys" / "versions.json"
+# a file deeper than this below its project root is judged without pins (a bound on the walk)
+MAX_FOLDERS_UP = 12
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """The release of ``package`` a verdict is for, and why that one."""
+
+    package: str
+    release: str  # a release we have key data for (the newest patch of its minor)
+    index: int  # its position in versions.json's releases of the package
+    why: str  # "pinned ==4.57.1 in requirements.txt:3", "target-versions", "current release"
+    pinned: bool
+
+    @property
+    def label(self) -> str:
+        return f"{self.package} {self.release} ({self.why})"
+
+
+@cache
+def _data() -> dict[str, Any]:
+    return json.loads(_DATA.read_text(encoding="utf-8"))["packages"]
+
+
+def releases(package: str) -> list[str]:
+    return list(_data().get(package, {}).get("versions", ()))
+
+
+def _vtuple(v: str) -> tuple[int, ...]:
+    out = []
+    for part in v.split("."):
+        m = re.match(r"\d+", part)
+        if not m:
+            break
+        out.append(int(m.group(0)))
+    return tuple(out)
+
+
+def current(package: str) -> Target | None:
+    shipped = releases(package)
+    if not shipped:
+        return None
+    return Target(package, shipped[-1], len(shipped) - 1, "current release, nothing pinned", False)
+
+
+def resolve_spec(package: str, spec: str, why: str) -> Target | None:
+    """The newest shipped release whose minor a version allowed by ``spec`` falls in; below the oldest
+    shipped minor, the oldest; None when the spec cannot be read or allows nothing we ship."""
+    shipped = releases(package)
+    if not shipped:
+        return None
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        spec_set = SpecifierSet(spec)
+    except InvalidSpecifier:
+        return None
+    written = re.findall(r"\d+(?:\.\d+)+", spec)
+    candidates = sorted({*shipped, *written}, key=_vtuple)
+    try:
+        allowed = [v for v in candidates if spec_set.contains(Version(v), prereleases=True)]
+    except InvalidVersion:
+        return None
+    if not allowed:
+        return None
+    best = _vtuple(allowed[-1])[:2]
+    by_minor = {_vtuple(v)[:2]: i for i, v in enumerate(shipped)}
+    if best in by_minor:
+        i = by_minor[best]
+    elif best < _vtuple(shipped[0])[:2]:
+        i, why = 0, f"{why}; older than the oldest release we ship data for"
+    else:
+        older = [i for m, i in by_minor.items() if m <= best]
+        if not older:
+            return None
+        i = max(older)
+    return Target(package, shipped[i], i, why, True)
+
+
+def _project_folders(start: Path) -> list[Path]:
+    here = start.resolve()
+    out = []
+    for folder in (here, *here.parents)[:MAX_FOLDERS_UP]:
+        out.append(folder)
+        if (folder / ".git").exists():
+            break
+    return out
+
+
+@cache
+def _folder_pins(folder: Path) -> dict[str, Pin]:
+    return read_folder_pins(folder)
+
+
+@cache
+def _pins_for(folder: Path) -> dict[str, Pin]:
+    """The nearest pin per package, from ``folder`` up to the project root."""
+    out: dict[str, Pin] = {}
+    for f in _project_folders(folder):
+        for name, pin in _folder_pins(f).items():
+            out.setdefault(name, pin)
+    return out
+
+
+def targets_for(path: Path, settings: Any = None) -> dict[str, Target]:
+    """{package: Target} for a file: ``target-versions`` first, then pins, else the current release."""
+    wanted = dict(getattr(settings, "target_versions", None) or {})
+    pins = _pins_for(path.parent)
+    out: dict[str, Target] = {}
+    for package in PACKAGES:
+        target = None
+        if package in wanted:
+            spec = str(wanted[package])
+            spec = spec if spec[:1] in "<>=!~" else f"=={spec}"
+            target = resolve_spec(package, spec, f"target-versions {spec}")
+        elif package in pins:
+            pin = pins[package]
+            target = resolve_spec(package, pin.spec, f"pinned {pin.spec} in {pin.where}")
+        target = target or current(package)
+        if target is not None:
+            out[package] = target
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# what a release accepts
+# --------------------------------------------------------------------------------------------------
+
+
+def _in_ranges(ranges: list[int], index: int) -> bool:
+    return any(ranges[i] <= index <= ranges[i + 1] for i in range(0, len(ranges), 2))
+
+
+def _class(package: str, cls: str) -> dict[str, Any] | None:
+    return _data().get(package, {}).get("classes", {}).get(cls)
+
+
+def has_class(package: str, cls: str) -> bool:
+    return _class(package, cls) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class KeyStatus:
+    """A key of ``cls`` at one release: ``present`` (accepted), ``deprecated`` (accepted with a warning),
+    ``removed`` (accepted by an older release: ``last`` is the newest one), ``new`` (only in newer
+    releases: ``first``), or ``never`` (in no release we ship)."""
+
+    state: str
+    first: str | None = None
+    last: str | None = None
+    replacement: str | None = None
+
+
+def key_status(package: str, classes: tuple[str, ...], key: str, index: int) -> KeyStatus:
+    """The key at release ``index`` over the union of ``classes`` (the dataclasses a parser receives)."""
+    shipped = releases(package)
+    seen: list[int] = []
+    deprecated = False
+    replacement = None
+    for cls in classes:
+        data = _class(package, cls)
+        if data is None:
+            continue
+        ranges = data["keys"].get(key)
+        if ranges is None:
+            continue
+        if _in_ranges(ranges, index):
+            dep = data.get("deprecated", {}).get(key)
+            if dep is None or not _in_ranges(dep, index):
+                return KeyStatus("present")
+            deprecated = True
+            replacement = replacement or _replacement(package, cls, key)
+        seen.extend(ranges)
+    if deprecated:
+        return KeyStatus("deprecated", replacement=_usable(package, classes, replacement, index))
+    if not seen:
+        return KeyStatus("never")
+    older = [v for v in seen if v < index]
+    if older:
+        last = max(older)
+        replacement = next((r for c in classes if (r := _replacement(package, c, key))), None)
+        return KeyStatus(
+            "removed",
+            first=shipped[last + 1],  # the first release without it
+            last=shipped[last],
+            replacement=_usable(package, classes, replacement, index),
+        )
+    return KeyStatus("new", first=shipped[min(seen)])
+
+
+def _replacement(package: str, cls: str, key: str) -> str | None:
+    data = _class(package, cls)
+    return data.get("replacement", {}).get(key) if data else None
+
+
+def _usable(package: str, classes: tuple[str, ...], replacement: str | None, index: int) -> str | None:
+    """The replacement only when the release judged accepts it: a fix never names what it cannot read."""
+    if replacement is None:
+        return None
+    for cls in classes:
+        data = _class(package, cls)
+        if data is not None and _in_ranges(data["keys"].get(replacement, []), index):
+            return replacement
+    return None
+
+
+def keys_at(package: str, classes: tuple[str, ...], index: int) -> frozenset[str]:
+    """Every key the union of ``classes`` accepts at release ``index``."""
+    out: set[str] = set()
+    for cls in classes:
+        data = _class(package, cls)
+        if data is None:
+            continue
+        out.update(k for k, r in data["keys"].items() if _in_ranges(r, index))
+    return frozenset(out)

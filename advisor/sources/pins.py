@@ -1,0 +1,234 @@
+"""The versions a project pins for the libraries whose keys we judge (transformers, TRL, accelerate, ...).
+
+Read from the files people pin in, nearest folder first: lock files (uv.lock, poetry.lock, Pipfile.lock:
+exact versions), then requirements*.txt, pyproject.toml (PEP 621 dependencies and optional dependencies,
+poetry dependencies), environment.yml (conda and its pip list), setup.cfg (install_requires) and
+setup.py (the literal ``install_requires=[...]`` of its ``setup()`` call, read from the AST, never run).
+A pin is a specifier (``==4.57.1``, ``>=4.41,<5``, poetry ``^4.40``); which release it means is decided
+against the releases we ship key data for (advisor.facts.versions).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGES = ("transformers", "trl", "accelerate", "peft", "deepspeed")
+
+# lock files first: an exact version beats a range written elsewhere in the same folder
+PIN_FILES = (
+    "uv.lock",
+    "poetry.lock",
+    "Pipfile.lock",
+    "requirements.txt",
+    "pyproject.toml",
+    "environment.yml",
+    "environment.yaml",
+    "setup.cfg",
+    "setup.py",
+)
+MAX_PIN_FILE_BYTES = 2 * 1024 * 1024
+
+_REQ_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(\(?[<>=!~^][^;#]*)?")
+
+
+@dataclass(frozen=True, slots=True)
+class Pin:
+    package: str
+    spec: str  # as written, normalised to PEP 440 ("^4.40" becomes ">=4.40,<5")
+    path: Path
+    line: int
+
+    @property
+    def where(self) -> str:
+        return f"{self.path.name}:{self.line}"
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _poetry_spec(spec: str) -> str:
+    """Poetry's caret and tilde forms as PEP 440 (^4.40 means >=4.40,<5; ~4.40 means >=4.40,<4.41)."""
+    spec = spec.strip()
+    m = re.fullmatch(r"([\^~])\s*(\d+(?:\.\d+)*)", spec)
+    if not m:
+        return spec
+    parts = [int(p) for p in m.group(2).split(".")]
+    if m.group(1) == "^":
+        idx = next((i for i, p in enumerate(parts) if p != 0), len(parts) - 1)
+    else:
+        idx = min(1, len(parts) - 1) if len(parts) > 1 else 0
+    upper = [*parts[:idx], parts[idx] + 1]
+    return f">={m.group(2)},<{'.'.join(map(str, upper))}"
+
+
+def _from_requirement(text: str, path: Path, line: int, out: dict[str, Pin]) -> None:
+    m = _REQ_RE.match(text)
+    if not m:
+        return
+    name = _norm(m.group(1))
+    if name not in PACKAGES or name in out:
+        return
+    spec = (m.group(3) or "").strip().strip("()").replace(" ", "")
+    if spec.startswith("=") and not spec.startswith("=="):
+        spec = "=" + spec  # conda's single "=" (transformers=4.57.1)
+    if spec:
+        out[name] = Pin(name, _poetry_spec(spec), path, line)
+
+
+def _line_of(text: str, needle: str, start: int = 0) -> int:
+    at = text.find(needle, start)
+    return text.count("\n", 0, at) + 1 if at >= 0 else 1
+
+
+def _requirements(text: str, path: Path, out: dict[str, Pin]) -> None:
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.split(" #", 1)[0].strip()
+        if line and not line.startswith(("#", "-")):
+            _from_requirement(line, path, n, out)
+
+
+def _lock(text: str, path: Path, out: dict[str, Pin]) -> None:
+    """uv.lock / poetry.lock: [[package]] tables with name and version."""
+    import tomllib
+
+    data = tomllib.loads(text)
+    for pkg in data.get("package", ()):
+        if not isinstance(pkg, dict):
+            continue
+        name, version = _norm(str(pkg.get("name", ""))), pkg.get("version")
+        if name in PACKAGES and isinstance(version, str) and name not in out:
+            out[name] = Pin(name, f"=={version}", path, _line_of(text, f'name = "{pkg.get("name")}"'))
+
+
+def _pipfile_lock(text: str, path: Path, out: dict[str, Pin]) -> None:
+    data = json.loads(text)
+    for group in ("default", "develop"):
+        for name, entry in (data.get(group) or {}).items():
+            n = _norm(name)
+            if n in PACKAGES and isinstance(entry, dict) and isinstance(entry.get("version"), str):
+                out.setdefault(n, Pin(n, entry["version"], path, _line_of(text, f'"{name}"')))
+
+
+def _pyproject(text: str, path: Path, out: dict[str, Pin]) -> None:
+    import tomllib
+
+    data = tomllib.loads(text)
+    project = data.get("project") or {}
+    reqs = list(project.get("dependencies") or [])
+    for group in (project.get("optional-dependencies") or {}).values():
+        reqs.extend(group if isinstance(group, list) else [])
+    for req in reqs:
+        if isinstance(req, str):
+            _from_requirement(req, path, _line_of(text, req), out)
+    poetry = (data.get("tool") or {}).get("poetry") or {}
+    groups = [poetry.get("dependencies") or {}]
+    groups += [(g or {}).get("dependencies") or {} for g in (poetry.get("group") or {}).values()]
+    for deps in groups:
+        for name, value in deps.items():
+            n = _norm(name)
+            spec = value.get("version") if isinstance(value, dict) else value
+            if n in PACKAGES and isinstance(spec, str) and n not in out:
+                spec = spec.replace(" ", "")
+                spec = f"=={spec}" if re.fullmatch(r"\d+(\.\d+)*", spec) else spec
+                out[n] = Pin(n, _poetry_spec(spec), path, _line_of(text, name))
+
+
+def _environment(text: str, path: Path, out: dict[str, Pin]) -> None:
+    import yaml
+
+    data = yaml.safe_load(text)
+    deps = data.get("dependencies") if isinstance(data, dict) else None
+    for dep in deps or ():
+        items = dep.get("pip") if isinstance(dep, dict) else [dep]
+        for item in items or ():
+            if isinstance(item, str):
+                _from_requirement(item.split("::")[-1], path, _line_of(text, item), out)
+
+
+def _setup_cfg(text: str, path: Path, out: dict[str, Pin]) -> None:
+    inside = False
+    for n, raw in enumerate(text.splitlines(), 1):
+        stripped = raw.strip()
+        if stripped.startswith("install_requires"):
+            inside = True
+            rest = stripped.split("=", 1)[1].strip() if "=" in stripped else ""
+            if rest:
+                _from_requirement(rest, path, n, out)
+            continue
+        if inside:
+            if raw[:1] not in (" ", "\t") and stripped:
+                inside = False
+            elif stripped and not stripped.startswith("#"):
+                _from_requirement(stripped, path, n, out)
+
+
+def _setup_py(text: str, path: Path, out: dict[str, Pin]) -> None:
+    """The string literals of ``install_requires=[...]`` in a ``setup(...)`` call; the file is parsed only."""
+    tree = ast.parse(text)
+    lists: dict[str, ast.expr] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            lists[node.targets[0].id] = node.value
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        for kw in node.keywords:
+            if kw.arg not in ("install_requires", "extras_require"):
+                continue
+            value = lists.get(kw.value.id, kw.value) if isinstance(kw.value, ast.Name) else kw.value
+            for const in ast.walk(value):
+                if isinstance(const, ast.Constant) and isinstance(const.value, str):
+                    _from_requirement(const.value, path, getattr(const, "lineno", 1), out)
+
+
+_READERS = {
+    "uv.lock": _lock,
+    "poetry.lock": _lock,
+    "Pipfile.lock": _pipfile_lock,
+    "pyproject.toml": _pyproject,
+    "environment.yml": _environment,
+    "environment.yaml": _environment,
+    "setup.cfg": _setup_cfg,
+    "setup.py": _setup_py,
+}
+
+
+def _files(folder: Path) -> list[Path]:
+    out = [folder / name for name in PIN_FILES if name != "requirements.txt"]
+    try:
+        reqs = sorted(p for p in folder.glob("requirements*.txt"))
+    except OSError:
+        reqs = []
+    # requirements.txt before requirements-dev.txt and the like; then the rest of the order above
+    reqs.sort(key=lambda p: (p.name != "requirements.txt", p.name))
+    return out[:3] + reqs + out[3:]
+
+
+def read_folder_pins(folder: Path) -> dict[str, Pin]:
+    """The pins written in one folder's files (first file in PIN_FILES order wins per package). A file
+    that cannot be read or parsed pins nothing: its own reader reports it when it is a checked config."""
+    from advisor.sources.read import ReadRefused, read_text_file
+
+    out: dict[str, Pin] = {}
+    for path in _files(folder):
+        if not path.is_file():
+            continue
+        try:
+            text = read_text_file(path, MAX_PIN_FILE_BYTES)
+        except (ReadRefused, OSError, UnicodeDecodeError):
+            continue
+        reader = _READERS.get(path.name, _requirements)
+        try:
+            reader(text, path, out)
+        except (ValueError, SyntaxError, RecursionError, MemoryError, TypeError, AttributeError):
+            continue  # tomllib/json/yaml errors are ValueError subclasses; yaml's YAMLError is below
+        except Exception as exc:  # yaml.YAMLError: not imported up front (start-up time)
+            if type(exc).__module__.startswith("yaml"):
+                continue
+            raise
+    return out
