@@ -119,7 +119,7 @@ class DocumentCache:
         if doc is None:
             doc = self._docs[key] = Document(key, "unknown")
             self._refused.add(key)
-        doc.problems.append(SourceProblem("GA001", reason, Span(1, 1)))
+        doc.problems.append(SourceProblem("refused-path", reason, Span(1, 1)))
         return doc
 
     def all(self) -> list[Document]:

@@ -108,7 +108,7 @@ _BATCH = NamespaceDecl(
             "generation_problems",
             "list[dict]",
             "generation or eval batches that do not divide as the trainer requires",
-            items=("detail", "divisor", "kind", LOCATION, "related", "trainer", "value"),
+            items=("detail", "divisor", "kind", LOCATION, "related", "severity", "trainer", "value"),
         ),
         _f(
             "effective_batch",
@@ -602,16 +602,11 @@ _DOCUMENT = NamespaceDecl(
         _f("dialect", "str", "whose keys it holds (hf, trl, axolotl, llamafactory, ...)"),
         _f("path", "str", "the file's path"),
         _f(
-            "problems_GA001",
+            "problems",
             "list[dict]",
-            "problems reading the file (syntax, duplicate keys, types)",
-            items=(LOCATION, "message", "severity"),
-        ),
-        _f(
-            "problems_GA003",
-            "list[dict]",
-            "YAML 1.1 scalars the consumer reads differently than written",
-            items=(LOCATION, "message", "severity"),
+            "what the reader found, by kind (advisor.sources.document.PROBLEM_KINDS); YAML 1.1 surprises only "
+            "where they matter to the file's consumer",
+            items=("detail", "kind", LOCATION, "message", "severity"),
         ),
         _f(
             "unknown_keys",
@@ -624,6 +619,18 @@ _DOCUMENT = NamespaceDecl(
             "list[dict]",
             "keys the consumer's pinned version removed",
             items=("key", LOCATION, "message", "severity"),
+        ),
+        _f(
+            "deprecated_keys",
+            "list[dict]",
+            "keys the consumer's pinned version deprecates",
+            items=("key", LOCATION, "message", "severity", "suggestion"),
+        ),
+        _f(
+            "dropped_flags",
+            "list[dict]",
+            "launch flags the training script does not read",
+            items=("key", LOCATION, "message", "severity", "suggestion"),
         ),
         _f(
             "type_errors",

@@ -6,7 +6,7 @@ from typing import Any
 
 from advisor.provenance import Namespace, Value
 from advisor.sources import known_keys as kk
-from advisor.sources.document import Document, KeyPath, Location, SourceProblem, pointer
+from advisor.sources.document import SURPRISE_KINDS, Document, KeyPath, Location, SourceProblem, pointer
 
 # Dialects whose tool reads the YAML with OmegaConf.load (LLaMA-Factory's read_args): OmegaConf's
 # loader adds a float resolver, so 1e-5 is a float there even though the values then go through
@@ -41,31 +41,34 @@ def number_string_matters(doc: Document, path: KeyPath) -> bool:
 
 
 def yaml11_surprises(doc: Document) -> list[SourceProblem]:
-    """The reader's GA003 problems that matter to the file's consumer."""
+    """The reader's YAML 1.1 surprises that matter to the file's consumer."""
     if doc.kind == "unknown":
         return []  # no known consumer: whether 'yes' or '1e-5' surprises it cannot be judged
     return [
         p
         for p in doc.problems
-        if p.code == "GA003" and (p.detail != "number-string" or number_string_matters(doc, p.key))
+        if p.kind in SURPRISE_KINDS and (p.detail != "number-string" or number_string_matters(doc, p.key))
     ]
 
 
-def _items(doc: Document, problems: list[SourceProblem]) -> list[dict[str, Any]]:
+def reported_problems(doc: Document) -> list[SourceProblem]:
+    """Every problem the reader found, YAML 1.1 surprises only where they matter to the consumer."""
+    surprises = {id(p) for p in yaml11_surprises(doc)}
+    return [p for p in doc.problems if p.kind not in SURPRISE_KINDS or id(p) in surprises]
+
+
+def problem_items(doc: Document) -> list[dict[str, Any]]:
+    """`document.problems`: rule files choose the kinds they report (GA001, GA003)."""
     return [
         {
+            "kind": p.kind,
+            "detail": p.detail,
             "location": Location(doc.path, p.span.line, p.span.col, pointer(p.key) or None),
             "message": p.message,
             "severity": p.severity,
         }
-        for p in problems
+        for p in reported_problems(doc)
     ]
-
-
-def problem_items(doc: Document, code: str) -> list[dict[str, Any]]:
-    if code == "GA003":
-        return _items(doc, yaml11_surprises(doc))
-    return _items(doc, [p for p in doc.problems if p.code == code])
 
 
 def document_facts(doc: Document) -> Namespace:
@@ -73,8 +76,7 @@ def document_facts(doc: Document) -> Namespace:
     ns.set("kind", Value(doc.kind, None, "derived"))
     ns.set("dialect", Value(doc.dialect, None, "derived"))
     ns.set("path", Value(str(doc.path), None, "derived"))
-    for code in ("GA001", "GA003"):
-        ns.set(f"problems_{code}", Value(problem_items(doc, code), None, "derived"))
+    ns.set("problems", Value(problem_items(doc), None, "derived"))
     from advisor.facts.keys import key_items
 
     for name, items in key_items(doc).items():

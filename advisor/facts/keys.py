@@ -182,7 +182,7 @@ def _check_section(
                     {"location": _loc(doc, path, value=True), "key": key, "message": choice, "severity": None}
                 )
             continue
-        if any(p.code == "GA003" and p.key == path for p in doc.problems):
+        if any(p.kind == "yaml11-scalar" and p.key == path for p in doc.problems):
             continue  # GA003 already says why this scalar is not what it looks like
         out["type_errors"].append(
             {

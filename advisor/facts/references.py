@@ -51,9 +51,29 @@ class _RuleChecker:
             self.item_keys = self._items_of(rule.spec.for_each.strip())
 
     def _items_of(self, source: str) -> tuple[str, ...] | None:
-        head, _, rest = source.partition(".")
-        decl = self.scope.get(head)
-        fact = decl.fact(rest) if decl is not None and rest and "." not in rest else None
+        """The declared item keys of a for_each: a fact list, a filter of one (`[p for p in FACT if ...]`),
+        or a concatenation of such; None when the items are built some other way."""
+        try:
+            tree = ast.parse(source, mode="eval").body
+        except SyntaxError:
+            return None
+        return self._items_of_node(tree)
+
+    def _items_of_node(self, node: ast.AST) -> tuple[str, ...] | None:
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, right = self._items_of_node(node.left), self._items_of_node(node.right)
+            return tuple(sorted({*left, *right})) if left is not None and right is not None else None
+        if isinstance(node, ast.ListComp) and len(node.generators) == 1:
+            gen = node.generators[0]
+            if (
+                isinstance(gen.target, ast.Name)
+                and isinstance(node.elt, ast.Name)
+                and node.elt.id == gen.target.id
+            ):
+                return self._items_of_node(gen.iter)
+            return None
+        path = _path(node)
+        fact = self.fact_of(path) if path is not None and len(path) == 2 else None
         return fact.items if fact is not None and fact.items else None
 
     # -- names

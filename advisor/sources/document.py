@@ -41,19 +41,49 @@ class Location:
         return f"{self.file}:{self.line}:{self.col}"
 
 
+# What a reader can find, by kind. Rule files choose the kinds they report (GA001 and GA003 read
+# `document.problems`); a reader tags each problem with one of these, never with a rule code.
+PROBLEM_KINDS: dict[str, str] = {
+    "unreadable": "the file cannot be read or parsed (syntax, encoding, size, nesting)",
+    "not-a-mapping": "the top level is not a mapping of settings",
+    "empty-file": "the file holds no settings",
+    "duplicate-key": "a key written twice in one mapping",
+    "json-comment": "a comment in a JSON file that strict json readers refuse",
+    "trailing-comma": "a trailing comma in a JSON file that strict json readers refuse",
+    "refused-number": "NaN, infinity or a number beyond 64 bits",
+    "launch-syntax": "a launch script's command the reader cannot follow",
+    "refused-path": "a file the run names that the tool may not read (outside the project, not a file)",
+    "too-many-problems": "more problems than a file reports",
+    "yaml11-scalar": "a YAML 1.1 scalar the consumer reads differently than it looks (1e-5, yes, 1:30)",
+}
+# Kinds that mean the file's values cannot be trusted (when not a warning): GA001's errors.
+SURPRISE_KINDS = frozenset({"yaml11-scalar"})
+
+
 @dataclass(frozen=True, slots=True)
 class SourceProblem:
     """Something a reader found while reading: a parse error, a duplicate key, a YAML 1.1 surprise."""
 
-    code: str  # the rule code it becomes (GA001, GA003, ...)
+    kind: str  # one of PROBLEM_KINDS; rule files choose which kinds they report
     message: str
     span: Span
     key: KeyPath = ()
     severity: Literal["error", "warning", "info"] | None = None  # None: the rule's default
-    # What kind of problem, for facts that judge it by the file's consumer. GA003: "number-string"
-    # (1e-5 read as a string), "bool-word" (yes/no/on/off read as a boolean), "sexagesimal" (1:30
-    # or 010 read as an integer). GA001: "refused-number" (refused_number: NaN, infinity, too large).
+    # More about the kind, for facts that judge it by the file's consumer. yaml11-scalar: "number-string"
+    # (1e-5 read as a string), "bool-word" (yes/no/on/off read as a boolean), "sexagesimal" (1:30 or 010
+    # read as an integer).
     detail: str | None = None
+
+    @property
+    def code(self) -> str:
+        """The built-in rule that reports this kind (GA003 for YAML 1.1 surprises, else GA001): for
+        callers and tests written before kinds; nothing in advisor/ reads it."""
+        return "GA003" if self.kind in SURPRISE_KINDS else "GA001"
+
+    @property
+    def fails_reading(self) -> bool:
+        """The file's values cannot be trusted: a reading error, not a warning or a surprise."""
+        return self.kind not in SURPRISE_KINDS and self.severity != "warning"
 
 
 # The largest magnitude a count, size or step setting can have anywhere it is consumed (torch and
@@ -97,7 +127,7 @@ class Document:
 
     @property
     def ok(self) -> bool:
-        return not any(p.code == "GA001" and p.severity != "warning" for p in self.problems)
+        return not any(p.fails_reading for p in self.problems)
 
     def span(self, path: KeyPath, *, value: bool = False) -> Span:
         """The position of a key (or its value); falls back to the nearest written ancestor."""

@@ -102,7 +102,7 @@ class _Parser:
         elif len(problems) == MAX_PROBLEMS:
             problems.append(
                 SourceProblem(
-                    "GA001",
+                    "too-many-problems",
                     f"more than {MAX_PROBLEMS} problems in this file: the rest are not reported",
                     problem.span,
                     severity="warning",
@@ -158,7 +158,7 @@ class _Parser:
     def _comment(self, pos: int) -> None:
         self.problem(
             SourceProblem(
-                "GA001",
+                "json-comment",
                 "comment in JSON: DeepSpeed (hjson) accepts it but accelerate and the HF Trainer read "
                 "this file with strict json and fail",
                 self.span(pos),
@@ -222,7 +222,7 @@ class _Parser:
         self.pos = m.end()
         refusal = refused_number(value)
         if refusal is not None:
-            self.problem(SourceProblem("GA001", refusal, self.span(start), path, detail="refused-number"))
+            self.problem(SourceProblem("refused-number", refusal, self.span(start), path, detail="refused-number"))
         return value
 
     def obj(self, path: KeyPath, depth: int) -> dict[str, Any]:
@@ -275,7 +275,7 @@ class _Parser:
     def _duplicate(self, key: str, child: KeyPath, pos: int) -> None:
         self.problem(
             SourceProblem(
-                "GA001",
+                "duplicate-key",
                 f"duplicate key '{key}': DeepSpeed refuses duplicate keys and json keeps the last",
                 self.span(pos),
                 child,
@@ -318,7 +318,7 @@ class _Parser:
     def _trailing_comma(self) -> None:
         self.problem(
             SourceProblem(
-                "GA001",
+                "trailing-comma",
                 "trailing comma: strict json (accelerate, the HF Trainer) rejects it",
                 self.span(),
                 severity="warning",

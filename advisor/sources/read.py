@@ -25,7 +25,7 @@ CONFIG_SUFFIXES = YAML_SUFFIXES | JSON_SUFFIXES | SHELL_SUFFIXES
 
 
 def _fail(path: Path, kind: DocumentKind, message: str, span: Span | None = None) -> Document:
-    return Document(path, kind, problems=[SourceProblem("GA001", message, span or Span(1, 1))])
+    return Document(path, kind, problems=[SourceProblem("unreadable", message, span or Span(1, 1))])
 
 
 class ReadRefused(Exception):
@@ -187,7 +187,7 @@ def as_named(doc: Document, hint: DocumentKind | None) -> Document:
     a GA001 document that quotes nothing of it."""
     label = NAMED_KINDS[str(hint)]
     kind = hint or doc.kind
-    failed = [p for p in doc.problems if p.code == "GA001" and p.severity != "warning"]
+    failed = [p for p in doc.problems if p.fails_reading]
     if failed:
         span = failed[0].span
         where = f"at line {span.line}, column {span.col}" if (span.line, span.col) != (1, 1) else "as a whole"
@@ -234,7 +234,7 @@ def _empty(path: Path, hint: DocumentKind | None) -> Document:
         path,
         hint or "unknown",
         data={},
-        problems=[SourceProblem("GA001", "empty file: no settings to read", Span(1, 1), severity="warning")],
+        problems=[SourceProblem("empty-file", "empty file: no settings to read", Span(1, 1), severity="warning")],
     )
 
 
@@ -261,7 +261,7 @@ def _read_yaml(path: Path, text: str, hint: DocumentKind | None) -> Document:
             data=result.data,
             problems=[
                 SourceProblem(
-                    "GA001",
+                    "not-a-mapping",
                     f"expected a mapping of settings at the top level, found a {type(result.data).__name__}",
                     Span(1, 1),
                     severity=None if hint else "warning",

@@ -142,7 +142,7 @@ class _Builder:
         elif len(self.problems) == MAX_PROBLEMS:
             self.problems.append(
                 SourceProblem(
-                    "GA001",
+                    "too-many-problems",
                     f"more than {MAX_PROBLEMS} problems in this file: the rest are not reported",
                     problem.span,
                     severity="warning",
@@ -178,7 +178,7 @@ class _Builder:
                 if key in out:
                     self.problem(
                         SourceProblem(
-                            "GA001",
+                            "duplicate-key",
                             f"duplicate key '{key}': YAML loaders keep only the last value",
                             _span(key_node),
                             child,
@@ -202,7 +202,7 @@ class _Builder:
             self._check_yaml11(node, value, path)
             refusal = refused_number(value)
             if refusal is not None:
-                self.problem(SourceProblem("GA001", refusal, _span(node), path, detail="refused-number"))
+                self.problem(SourceProblem("refused-number", refusal, _span(node), path, detail="refused-number"))
         return value
 
     def construct(self, node: yaml.Node, deep: bool = False) -> Any:
@@ -247,7 +247,7 @@ class _Builder:
         if isinstance(value, str) and _YAML12_FLOAT.match(text):
             self.problem(
                 SourceProblem(
-                    "GA003",
+                    "yaml11-scalar",
                     f"'{text}' is read as the string '{text}' by PyYAML (YAML 1.1), not as a number; "
                     f"write it with a decimal point, e.g. {_with_decimal_point(text)}",
                     _span(node),
@@ -258,7 +258,7 @@ class _Builder:
         elif isinstance(value, bool) and text not in _YAML12_BOOL:
             self.problem(
                 SourceProblem(
-                    "GA003",
+                    "yaml11-scalar",
                     f"'{text}' is read as the boolean {value} by PyYAML (YAML 1.1); "
                     f"write {str(value).lower()} or quote it if you meant the string",
                     _span(node),
@@ -273,7 +273,7 @@ class _Builder:
         ):
             self.problem(
                 SourceProblem(
-                    "GA003",
+                    "yaml11-scalar",
                     f"'{text}' is read as the integer {value} by PyYAML (YAML 1.1 sexagesimal or octal)",
                     _span(node),
                     path,

@@ -90,10 +90,10 @@ class _Shell(_LauncherReading):
 
     def problem(self, message: str, off: int, severity: str | None = None) -> None:
         if len(self.problems) < _MAX_PROBLEMS:
-            self.problems.append(SourceProblem("GA001", message, self.span(off), severity=severity))  # type: ignore[arg-type]
+            self.problems.append(SourceProblem("launch-syntax", message, self.span(off), severity=severity))  # type: ignore[arg-type]
         elif len(self.problems) == _MAX_PROBLEMS:
             self.problems.append(
-                SourceProblem("GA001", "more problems in this file were not reported", self.span(off))
+                SourceProblem("too-many-problems", "more problems in this file were not reported", self.span(off))
             )
 
     # -- words ----------------------------------------------------------------------------------

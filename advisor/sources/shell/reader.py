@@ -20,7 +20,7 @@ def read_launch(path: Path, text: str) -> Document:
         _read(text, doc, problems)
     except Exception as exc:  # a reader must never crash the tool; say what happened instead
         message = f"launch script could not be read: {type(exc).__name__}: {exc}"
-        problems.append(SourceProblem("GA001", message, Span(1, 1)))
+        problems.append(SourceProblem("unreadable", message, Span(1, 1)))
     return doc
 
 
