@@ -222,7 +222,9 @@ class _Parser:
         self.pos = m.end()
         refusal = refused_number(value)
         if refusal is not None:
-            self.problem(SourceProblem("refused-number", refusal, self.span(start), path, detail="refused-number"))
+            self.problem(
+                SourceProblem("refused-number", refusal, self.span(start), path, detail="refused-number")
+            )
         return value
 
     def obj(self, path: KeyPath, depth: int) -> dict[str, Any]:

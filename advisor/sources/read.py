@@ -234,7 +234,9 @@ def _empty(path: Path, hint: DocumentKind | None) -> Document:
         path,
         hint or "unknown",
         data={},
-        problems=[SourceProblem("empty-file", "empty file: no settings to read", Span(1, 1), severity="warning")],
+        problems=[
+            SourceProblem("empty-file", "empty file: no settings to read", Span(1, 1), severity="warning")
+        ],
     )
 
 

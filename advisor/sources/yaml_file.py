@@ -202,7 +202,9 @@ class _Builder:
             self._check_yaml11(node, value, path)
             refusal = refused_number(value)
             if refusal is not None:
-                self.problem(SourceProblem("refused-number", refusal, _span(node), path, detail="refused-number"))
+                self.problem(
+                    SourceProblem("refused-number", refusal, _span(node), path, detail="refused-number")
+                )
         return value
 
     def construct(self, node: yaml.Node, deep: bool = False) -> Any:
