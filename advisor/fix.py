@@ -426,37 +426,25 @@ def _check_json(before: str, after: str) -> None:
 # ---------------------------------------------------------------- shell
 
 
-def _shell_word_end(text: str, pos: int) -> int:
-    i = pos
-    n = len(text)
-    depth = 0
-    while i < n:
-        c = text[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "'":
-            end = text.find("'", i + 1)
-            i = n if end < 0 else end + 1
-            continue
-        if c == '"':
-            i += 1
-            while i < n and text[i] != '"':
-                i += 2 if text[i] == "\\" else 1
-            i += 1
-            continue
-        if c == "$" and text.startswith(("$(", "${"), i):
-            depth += 1
-            i += 2
-            continue
-        if depth and c in ")}":
-            depth -= 1
-            i += 1
-            continue
-        if not depth and (c.isspace() or c in ";&|<>()"):
-            break
-        i += 1
-    return min(i, n)
+def _shell_value_span(src: SourceFile, line: int, col: int) -> Any:
+    """The span, with its end, of the launch-script value written at line:col, as the shell reader
+    found it (advisor/sources/shell/words.py): the exact characters of the word, quotes included.
+    At the start of `--flag=value` it is the value's span. None when no value with a known end is
+    written there (a word inside a `bash -c` string built from several places, say)."""
+    from advisor.sources.launch import read_launch
+
+    doc = read_launch(src.path, src.text)
+    at = (line, col)
+    for span in doc.value_spans.values():
+        if (span.line, span.col) == at and span.has_end:
+            return span
+    for path, key in doc.key_spans.items():  # `--flag=value` located at the flag
+        span = doc.value_spans.get(path)
+        if (key.line, key.col) == at and span is not None and span.has_end and span.line == line:
+            between = src.text[src.offset(line, col) : src.offset(span.line, span.col)]
+            if between.startswith("-") and between.endswith("=") and not any(c.isspace() for c in between):
+                return span
+    return None
 
 
 def _plan_shell(edit: Edit, src: SourceFile) -> TextEdit:
@@ -464,13 +452,13 @@ def _plan_shell(edit: Edit, src: SourceFile) -> TextEdit:
         raise FixError("a launch-script edit needs a line and column")
     if edit.value is DELETE:
         raise FixError("deleting a launch-script word is not supported")
-    start = src.offset(edit.line, edit.col)
-    end = _shell_word_end(src.text, start)
+    span = _shell_value_span(src, edit.line, edit.col)
+    if span is None:
+        raise FixError(f"no launch-script value with a known end at {edit.line}:{edit.col}")
+    start = src.offset(span.line, span.col)
+    end = src.offset(span.end_line, span.end_col)
     if end <= start:
         raise FixError(f"no word at {edit.line}:{edit.col}")
-    word = src.text[start:end]
-    if word.startswith("-") and "=" in word:
-        start += word.index("=") + 1
     value = edit.value
     rendered = ("true" if value else "false") if isinstance(value, bool) else shlex.quote(str(value))
     return TextEdit(src.path, start, end, rendered)

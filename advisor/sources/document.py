@@ -24,10 +24,22 @@ DocumentKind = Literal[
 
 @dataclass(frozen=True, slots=True)
 class Span:
-    """A 1-based line and column in a file."""
+    """A 1-based line and column in a file. A value's span also says where it ends: the line and
+    column just after its last character, and both ends as 0-based character offsets into the text
+    as the reader read it (after a BOM and CRLF line ends are dropped, so --fix edits by line and
+    column). The ends are None where the value is not written in one piece (a `bash -c` string's
+    word, a value built from several places); they never take part in comparisons."""
 
     line: int
     col: int
+    end_line: int | None = field(default=None, compare=False)
+    end_col: int | None = field(default=None, compare=False)
+    offset: int | None = field(default=None, compare=False)
+    end_offset: int | None = field(default=None, compare=False)
+
+    @property
+    def has_end(self) -> bool:
+        return self.end_line is not None and self.end_col is not None
 
 
 @dataclass(frozen=True, slots=True)

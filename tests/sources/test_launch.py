@@ -675,3 +675,76 @@ def test_corpus_llamafactory() -> None:
     assert cli.launcher == "llamafactory"
     assert cli.script_args["model_name_or_path"].text == "Qwen/Qwen3-4B-Instruct-2507"
     assert cli.script_args["bf16"].text == "true"
+
+
+# --- value spans carry their end; --fix replaces exactly those characters ----------------------
+
+
+def _ends(text: str) -> dict[str, str]:
+    doc = read_launch(Path("run.sh"), text)
+    out = {}
+    for path, span in doc.value_spans.items():
+        if path[0] == "commands" and len(path) == 4 and span.has_end:
+            assert span.offset is not None and span.end_offset is not None
+            out[str(path[3])] = text[span.offset : span.end_offset]
+    return out
+
+
+def test_value_spans_end_where_the_written_value_ends() -> None:
+    text = (
+        '#!/bin/bash\nN=4\nA=(--nnodes 2)\ntorchrun --nproc_per_node=$N "${A[@]}" --master_port "29500" '
+        "train.py \\\n    --lr 1e-5 --lora_target_modules q k v\n"
+    )
+    assert _ends(text) == {
+        "nproc_per_node": "$N",
+        "nnodes": "2",  # an array element ends where it is written in the array
+        "master_port": '"29500"',
+        "lr": "1e-5",
+        "lora_target_modules": "q k v",
+    }
+    span = read_launch(Path("run.sh"), text).value_spans[("commands", 0, "script_args", "lr")]
+    assert (span.line, span.col, span.end_line, span.end_col) == (5, 10, 5, 14)
+
+
+def test_bash_c_words_have_an_end_only_when_written_unchanged() -> None:
+    text = (
+        "#!/bin/bash\nbash -c 'accelerate launch --num_processes 8 x.py'\n"
+        'P=4\nbash -c "torchrun --nproc_per_node $P y.py"\n'
+    )
+    doc = read_launch(Path("run.sh"), text)
+    first = doc.value_spans[("commands", 0, "launcher_args", "num_processes")]
+    assert first.has_end and text[first.offset : first.end_offset] == "8"
+    second = doc.value_spans[("commands", 1, "launcher_args", "nproc_per_node")]
+    assert second.line == 4 and not second.has_end  # "4" came through the outer shell's $P
+
+
+def test_span_ends_do_not_change_equality() -> None:
+    assert Span(2, 3, 2, 5, 10, 12) == Span(2, 3)
+
+
+@pytest.mark.parametrize(
+    ("line", "col", "replaced"),
+    [(3, 10, "8"), (3, 27, "8"), (3, 43, '"29500"'), (4, 10, "1e-5"), (4, 19, "$N"), (2, 3, "4")],
+)
+def test_fix_replaces_exactly_the_value_span(tmp_path: Path, line: int, col: int, replaced: str) -> None:
+    from advisor.findings import Edit
+    from advisor.fix import load_source, plan_edit
+
+    path = tmp_path / "run.sh"
+    path.write_bytes(
+        b'#!/bin/bash\nN=4\ntorchrun --nproc_per_node=8 --master_port "29500" train.py \\\r\n'
+        b"    --lr 1e-5 --x $N\r\n"
+    )
+    src = load_source(path)
+    edit = plan_edit(Edit(path, None, 2, line, col), src)
+    assert src.text[edit.start : edit.end] == replaced and edit.text == "2"
+
+
+def test_fix_refuses_a_word_whose_end_is_not_known(tmp_path: Path) -> None:
+    from advisor.findings import Edit
+    from advisor.fix import FixError, load_source, plan_edit
+
+    path = tmp_path / "run.sh"
+    path.write_text("#!/bin/bash\nbash -c \"torchrun --nproc_per_node 4\"'$(nproc)' train.py\n")
+    with pytest.raises(FixError):
+        plan_edit(Edit(path, None, 2, 1, 1), load_source(path))

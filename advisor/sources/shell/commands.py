@@ -9,6 +9,7 @@ from advisor.sources.launchers.spec import Flags, LauncherSpec
 from advisor.sources.shell.expand import _Field, _Var
 from advisor.sources.shell.lexer import _MAX_COMMANDS, _NEG_NUM_RE
 from advisor.sources.shell.model import LaunchCommand, Word
+from advisor.sources.shell.words import _Words
 from advisor.sources.shell.wrappers import _RUNNERS, _SHELLS, _SIMPLE_WRAPPERS, _WRAPPERS
 
 _PY_VALUE_OPTS = {"-W", "-X", "-Q"}  # python options that take a value
@@ -61,7 +62,7 @@ def _one_value(key: str) -> bool:
     return kind is not None and "list" not in kind.kind.split("|") and kind.kind != "any"
 
 
-class _LauncherReading:
+class _LauncherReading(_Words):
     """The interpreter's reading of launch commands: launcher flags, the script and its flags."""
 
     # -- launchers ------------------------------------------------------------------------------

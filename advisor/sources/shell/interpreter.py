@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
 import re
 from dataclasses import replace
 
@@ -83,33 +82,17 @@ class _Shell(_LauncherReading):
 
     # -- positions ------------------------------------------------------------------------------
 
-    def span(self, off: int) -> Span:
-        off = max(0, min(off, len(self.text)))
-        line = bisect.bisect_right(self.starts, off) - 1
-        return Span(line + 1, off - self.starts[line] + 1)
-
     def problem(self, message: str, off: int, severity: str | None = None) -> None:
         if len(self.problems) < _MAX_PROBLEMS:
             self.problems.append(SourceProblem("launch-syntax", message, self.span(off), severity=severity))  # type: ignore[arg-type]
         elif len(self.problems) == _MAX_PROBLEMS:
             self.problems.append(
-                SourceProblem("too-many-problems", "more problems in this file were not reported", self.span(off))
+                SourceProblem(
+                    "too-many-problems", "more problems in this file were not reported", self.span(off)
+                )
             )
 
     # -- words ----------------------------------------------------------------------------------
-
-    def word(self, f: _Field) -> Word:
-        text = f.text
-        return Word(text, f.raw_text(), self.span(f.offset()), None if text is not None else f.reason)
-
-    def true_word(self, f: _Field) -> Word:
-        return Word("true", f.raw_text(), self.span(f.offset()))
-
-    def joined_word(self, fs: list[_Field]) -> Word:
-        texts = [f.text for f in fs]
-        text = None if any(t is None for t in texts) else " ".join(texts)  # type: ignore[arg-type]
-        reason = next((f.reason for f in fs if f.text is None), None)
-        return Word(text, " ".join(f.raw_text() for f in fs), self.span(fs[0].offset()), reason)
 
     # -- expansion ------------------------------------------------------------------------------
 
@@ -399,7 +382,7 @@ class _Shell(_LauncherReading):
             pieces = self.vars[a.name].pieces + pieces
         text = _join_text(pieces)
         reason = None if text is not None else _first_reason(pieces)
-        return pieces, Word(text, a.raw, self.span(a.off), reason)
+        return pieces, Word(text, a.raw, self.raw_span(a.raw, a.off), reason)
 
     def do_assign(self, a: _Assign, *, export: bool = False) -> None:
         if a.array:
@@ -409,7 +392,7 @@ class _Shell(_LauncherReading):
                 texts = [_join_text(e) for e in elements]
                 text = None if None in texts else " ".join(texts)  # type: ignore[arg-type]
                 reason = None if text is not None else "an element is not known statically"
-                word = Word(text, a.raw, self.span(a.off), reason)
+                word = Word(text, a.raw, self.raw_span(a.raw, a.off), reason)
                 pieces = first_element(elements)
                 self.set_var(a.name, pieces, word, a.key_off, array=True, export=export, elements=elements)
                 return
