@@ -68,6 +68,7 @@ class Analysis:
     time: Any = None  # TimeEstimate
     time_reason: str | None = None
     savings: list[tuple[str, float]] = field(default_factory=list)
+    fitting_options: list[str] = field(default_factory=list)  # changes that fit on the given machine
     assumptions: list[str] = field(default_factory=list)
 
 
@@ -234,6 +235,10 @@ def analyse(
     want_savings = savings if savings is not None else verdict in {"tight", "does not fit"}
     if want_savings:
         an.savings = what_if(setup)
+        if machine is not None and verdict == "does not fit":
+            from advisor.facts.fit_options import fitting_options
+
+            an.fitting_options = fitting_options(setup, machine, usable, reference_copy)
     if machine is not None:
         gpu = machine.gpu
         tflops, note = peak_tflops(gpu, setup.precision)
@@ -362,6 +367,11 @@ def _fill(ns: Namespace, inputs: PlanInputs, an: Analysis) -> None:
     put("items", an.items)
     put("contributors", _contributors(an.items))
     put("savings", [f"{label} saves {gib:.1f} GiB" for label, gib in an.savings])
+    put("fitting_options", an.fitting_options)
+    put("fit_advice", _fit_advice(an.fitting_options, inputs.machine))
+    put("setup_label", _setup_label(s, inputs.dp, info.hub_id or info.name))
+    put("oom_certain", an.usable is not None and an.low > an.usable)
+    put("band", f"{an.low:.1f}-{an.high:.1f} GiB")
     put("near_fraction", inputs.near_fraction)
     if an.usable is not None:
         put("gpu_memory_gib", round(an.usable, 1))
@@ -406,6 +416,24 @@ def _fill(ns: Namespace, inputs: PlanInputs, an: Analysis) -> None:
         put("time_reason", reason)
     put("assumptions", assumptions)
     put("input_assumptions", _input_assumptions(assumptions))
+
+
+def _fit_advice(options: list[str], machine: Any) -> str:
+    """GA401's advice: what fits on this machine, or that nothing tried does."""
+    name = getattr(machine, "name", None) or "this machine"
+    if options:
+        return f"Fits on {name}: " + "; ".join(options) + "."
+    return (
+        f"Nothing tried fits on {name} (checkpointing, ZeRO-3 over its GPUs, LoRA, QLoRA): use larger cards."
+    )
+
+
+def _setup_label(setup: Any, dp: int, model: str | None) -> str:
+    """ "meta-llama/Meta-Llama-3-70B full fine-tune, 1 x 2048 tokens, DDP on 4 GPUs"."""
+    method = {"full": "full fine-tune", "lora": "LoRA", "qlora": "QLoRA"}.get(setup.method, str(setup.method))
+    label = STRATEGY_LABEL.get(setup.strategy, setup.strategy)
+    where = f"{label} on {dp} GPUs" if dp > 1 else f"{label}"
+    return f"{model} {method}, {setup.micro_batch} x {setup.seq_len} tokens per micro-batch, {where}"
 
 
 def summary_notes(estimates: Namespace | None) -> list[str]:

@@ -57,6 +57,45 @@ def online_trainer(plan: RunPlan) -> str | None:
     return None
 
 
+COMMON_PROCESS_COUNTS = (1, 2, 4, 8, 16, 32, 64)
+MAX_PROCESSES = 64
+
+
+def _only_at(
+    kind: str,
+    ng: int,
+    ng_v: Value | None,
+    micro: int,
+    per_device: Value,
+    accum: int | None,
+    spg_v: Value | None,
+) -> dict[str, Any] | None:
+    """A lone config (process count unknown): the process counts at which the default generation batch
+    (micro x processes x steps_per_generation) divides by num_generations, when a common count fails.
+    An explicit generation_batch_size is judged only at a known process count."""
+    spg = count(spg_v) if spg_v is not None else accum
+    if spg is None:
+        return None
+    valid = [n for n in range(1, MAX_PROCESSES + 1) if (micro * n * spg) % ng == 0]
+    failing = [n for n in COMMON_PROCESS_COUNTS if n not in valid]
+    if not failing:
+        return None
+    shown = ", ".join(str(n) for n in valid[:6]) + (", ..." if len(valid) > 6 else "")
+    where = f"only at {shown} processes" if valid else f"at no process count up to {MAX_PROCESSES}"
+    source = "steps_per_generation" if spg_v is not None else "gradient_accumulation_steps"
+    return {
+        "kind": "only_at",
+        "trainer": kind,
+        "severity": "warning",
+        "location": ng_v.origin if ng_v is not None and ng_v.origin else per_device.origin,
+        "related": [loc for loc in (per_device.origin,) if loc is not None],
+        "value": micro * spg,
+        "divisor": ng,
+        "detail": f"{micro} per device x processes x {spg} ({source}) is a multiple of num_generations {ng} "
+        f"{where}; on {', '.join(str(n) for n in failing[:3])} processes",
+    }
+
+
 def _is_true(v: Value | None) -> bool:
     return v is not None and v.known and (v.value is True or str(v.value).lower() == "true")
 
@@ -94,7 +133,12 @@ def generation_facts(
         "generation_batch_size": None,
         "problems": [],
     }
-    if ng is None or micro is None or processes is None:
+    if ng is None or micro is None:
+        return out
+    if processes is None:
+        item = _only_at(kind, ng, ng_v, micro, per_device, accum, _value(t, "steps_per_generation"))
+        if item is not None:
+            out["problems"].append(item)
         return out
     global_batch = micro * processes
     spg = count(spg_v) if spg_v is not None else None

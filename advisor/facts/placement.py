@@ -107,6 +107,53 @@ def _serving_facts(plan: Any, ns: Namespace, selected: list[int] | None, selecti
     return ns
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """'1 GPU', '2 GPUs', '1 process', '3 processes'."""
+    return f"{n} {word}" if n == 1 else f"{n} {many or word + 's'}"
+
+
+def index_range(first: int, last: int, word: str = "rank") -> str:
+    """'rank 3', 'ranks 2-3': a range of one is a single index."""
+    return f"{word} {first}" if first == last else f"{word}s {first}-{last}"
+
+
+def _listing(ids: list[int]) -> str:
+    return ",".join(str(i) for i in ids)
+
+
+def _count_detail(item: dict[str, Any], machine_name: str | None) -> str:
+    """GA304's sentence for one problem, with counts in the singular where they are one."""
+    kind = item["kind"]
+    if kind == "out_of_range":
+        last = item["machine_gpus"] - 1
+        gpus = ", ".join(str(g) for g in item["gpus"])
+        return (
+            f"GPU index {gpus} in {item['via']} does not exist on {machine_name} "
+            f"({'GPU 0' if last == 0 else f'GPUs 0-{last}'}): CUDA hides an invalid index and every index "
+            f"after it. Use indices below {item['machine_gpus']}."
+        )
+    procs, visible = item["processes"], item["visible"]
+    if kind == "too_many":
+        verb = "fails" if procs - 1 == visible else "fail"
+        where = (
+            f"visible ({item['via']}={_listing(item['selection'])})"
+            if item["selection"] is not None
+            else f"on {machine_name}"
+        )
+        return (
+            f"{plural(procs, 'process', 'processes')} per node but only {plural(visible, 'GPU')} {where}: "
+            f'{index_range(visible, procs - 1)} {verb} with "invalid device ordinal" (or share a GPU). Start '
+            f"{plural(visible, 'process', 'processes')} or make {plural(procs, 'GPU')} visible."
+        )
+    idle = item["idle"]
+    sits = f"GPU {idle[0]} sits" if len(idle) == 1 else f"GPUs {', '.join(str(g) for g in idle)} sit"
+    return (
+        f"{item['via']} selects {plural(visible, 'GPU')} ({_listing(item['selection'])}) but only "
+        f"{plural(procs, 'process', 'processes')} start: {sits} idle. Make the process count and the "
+        "selection agree."
+    )
+
+
 def count_problems(
     plan: Any,
     per_node: Any,
@@ -140,6 +187,7 @@ def count_problems(
                     "via": via,
                 }
             )
+            out[-1]["detail"] = _count_detail(out[-1], machine.name)
             return out
     if not isinstance(per_node, int):
         return out
@@ -173,6 +221,9 @@ def count_problems(
                 "related": [proc_origin] if proc_origin is not None else [],
             }
         )
+    name = machine.name if machine is not None else None
+    for item in out:
+        item["detail"] = _count_detail(item, name)
     return out
 
 
