@@ -1698,6 +1698,25 @@ def _ast_deprecations(cls: ast.ClassDef, fields: set[str]) -> dict[str, str | No
     return out
 
 
+def _ast_lineage(cls: ast.ClassDef, classes: dict[str, ast.ClassDef]) -> list[ast.ClassDef]:
+    """The class and its bases found in ``classes``, nearest first."""
+    out, todo = [], [cls]
+    while todo and len(out) < 32:
+        node = todo.pop(0)
+        if any(node is c for c in out):
+            continue
+        out.append(node)
+        for base in node.bases:
+            name = _last_name(base)
+            if name in classes and classes[name] is not node:
+                todo.append(classes[name])
+    return out
+
+
+def _last_name(node: ast.expr) -> str | None:
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+
+
 def _ast_callee(call: ast.Call) -> str | None:
     f = call.func
     return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
@@ -1730,7 +1749,11 @@ def _release_classes(
     out = {}
     for name, cls in wanted.items():
         fields = _ast_fields(cls, every)
-        out[name] = (fields, _ast_deprecations(cls, set(fields)))
+        deps: dict[str, str | None] = {}
+        for owner in _ast_lineage(cls, every):  # a subclass inherits its bases' __post_init__ warnings
+            for key, repl in _ast_deprecations(owner, set(fields)).items():
+                deps.setdefault(key, repl)
+        out[name] = (fields, deps)
     return out
 
 

@@ -84,14 +84,21 @@ def key_items(doc: Document) -> dict[str, list[dict[str, Any]]]:
 _WHAT = {
     "unknown_keys": "unknown keys",
     "removed_keys": "removed keys",
+    "deprecated_keys": "deprecated keys",
+    "dropped_flags": "flags the script drops",
     "type_errors": "wrongly typed values",
 }
+_OUT_KIND = {"unknown": "unknown_keys", "removed": "removed_keys", "deprecated": "deprecated_keys"}
 
 
 def _key_items(doc: Document) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {"unknown_keys": [], "removed_keys": [], "type_errors": []}
+    out: dict[str, list[dict[str, Any]]] = {kind: [] for kind in _WHAT}
     if doc.kind == "launch":
         out["type_errors"] = launch_flag_errors(doc)
+        from advisor.facts.script_flags import script_flag_items
+
+        for kind, items in script_flag_items(doc).items():
+            out[kind].extend(items)
         return out
     dialect = dialect_of(doc)
     if dialect is None or not isinstance(doc.data, dict):
@@ -129,21 +136,39 @@ def _check_section(
     coerces = kk.coerces(dialect, section)
     name = _DIALECT_NAMES.get(dialect, dialect)
     where = f"a key of `{'.'.join(section)}` in {_article(name)}" if section else f"{_article(name)} key"
+    versioned = _versioned_sources(doc, dialect) if not section else None
+    own = kk.own_keys(dialect, section) if dialect == "llamafactory" else frozenset()
     for key, value in node.items():
         if not isinstance(key, str):
             continue
         path = (*section, key)
+        if versioned is not None and key not in own:
+            verdict = _versioned_verdict(versioned, key)
+            if verdict is not None:
+                if verdict["kind"] != "present":
+                    item = {"location": _loc(doc, path), "key": key, "message": verdict["message"]}
+                    if verdict["kind"] == "unknown":
+                        item.update(
+                            suggestion=verdict.get("suggestion"), severity="error" if strict else None
+                        )
+                    else:
+                        item["severity"] = None
+                    out[_OUT_KIND[verdict["kind"]]].append(item)
+                    continue
+                if key not in known:
+                    continue  # accepted by the pinned release; no type data for it
         removal = kk.removed_key(dialect, key, section)
         if removal is not None:
             replacement = f"; use {removal.replacement}" if removal.replacement else ""
             verb = "is deprecated since" if removal.status == "deprecated" else "was removed in"
-            out["removed_keys"].append(
+            out["deprecated_keys" if removal.status == "deprecated" else "removed_keys"].append(
                 {
                     "location": _loc(doc, path),
                     "key": key,
                     "message": f"'{key}' {verb} {removal.package} {removal.version}{replacement}"
-                    + (f" ({removal.note})" if removal.note else ""),
-                    "severity": "info" if removal.status == "deprecated" else None,
+                    + (f" ({removal.note})" if removal.note else "")
+                    + (_current_note(removal.package) if dialect in _VERSIONED_DIALECTS else ""),
+                    "severity": None,
                 }
             )
             continue
@@ -192,6 +217,105 @@ def _check_section(
                 "severity": "error",
             }
         )
+
+
+# --------------------------------------------------------------------------------------------------
+# keys judged against the release the project pins (advisor.facts.versions)
+# --------------------------------------------------------------------------------------------------
+
+# The classes whose keys a dialect's top level takes, per package (versions.json class names). TRL
+# recipes (TrlParser) take one TRL config plus ModelConfig and ScriptArguments: which one the script
+# builds is not in the file, so the union of TRL's dataclasses is the fair reading.
+_TRL_CLASSES = "*"
+_VERSIONED_DIALECTS: dict[str, tuple[tuple[str, tuple[str, ...] | str], ...]] = {
+    "training_args": (("transformers", ("TrainingArguments",)),),
+    "trl": (("transformers", ("TrainingArguments",)), ("trl", _TRL_CLASSES)),
+    # LLaMA-Factory's TrainingArguments extends Seq2SeqTrainingArguments (llamafactory 0.9.5
+    # hparams/training_args.py); unpinned, the newest transformers its requirement allows judges
+    "llamafactory": (("transformers", ("Seq2SeqTrainingArguments",)),),
+}
+
+
+def _settings_for(path: Any) -> Any:
+    from advisor.settings import SettingsError, find_settings
+
+    try:
+        return find_settings(path)
+    except (SettingsError, OSError, ValueError):
+        return None
+
+
+def _versioned_sources(doc: Document, dialect: str) -> list[tuple[Any, tuple[str, ...]]] | None:
+    """[(Target, classes)] when the project pins (or targets) a release of a package the dialect reads;
+    None when nothing is pinned: then the current release's tables judge, as before."""
+    spec = _VERSIONED_DIALECTS.get(dialect)
+    if spec is None:
+        return None
+    from advisor.facts import versions
+
+    targets = versions.targets_for(doc.path, _settings_for(doc.path))
+    if dialect == "llamafactory" and not targets["transformers"].pinned:
+        requirement = kk.dialect_info("llamafactory")["source"].get("transformers_requirement")
+        ceiling = requirement and versions.resolve_spec(
+            "transformers", requirement, f"the newest that LLaMA-Factory's requirement {requirement} allows"
+        )
+        if ceiling:
+            targets["transformers"] = ceiling
+    out = []
+    for package, classes in spec:
+        target = targets.get(package)
+        if target is None:
+            return None
+        out.append((target, versions.class_names(package) if classes == _TRL_CLASSES else classes))
+    if not any(t.pinned for t, _ in out):
+        return None
+    return out
+
+
+def _versioned_verdict(sources: list[tuple[Any, tuple[str, ...]]], key: str) -> dict[str, Any] | None:
+    """How the pinned releases read ``key``: present, deprecated, removed or unknown (None: no release
+    we ship ever had it, so the current tables judge it, with its did-you-mean)."""
+    from advisor.facts import versions
+
+    found = [(t, versions.key_status(t.package, classes, key, t.index)) for t, classes in sources]
+    if any(st.state == "present" for _, st in found):
+        return {"kind": "present"}
+    for state in ("deprecated", "removed", "new"):
+        for target, st in found:
+            if st.state != state:
+                continue
+            use = f"; use {st.replacement}" if st.replacement else ""
+            if state == "deprecated":
+                message = f"'{key}' is deprecated in {target.label}{use}"
+                return {"kind": "deprecated", "message": message}
+            if state == "removed":
+                message = (
+                    f"'{key}' was removed in {target.package} {st.first} (last in {st.last}); "
+                    f"it is not a key of {target.label}{use}"
+                )
+                return {"kind": "removed", "message": message}
+            known = versions.keys_at(target.package, classes_of(sources, target), target.index)
+            import difflib
+
+            guess = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.8)
+            hint = f" (did you mean '{guess[0]}'?)" if guess else ""
+            message = f"'{key}' is not a key of {target.label}: it was added in {st.first}{hint}"
+            return {"kind": "unknown", "message": message, "suggestion": guess[0] if guess else None}
+    return None
+
+
+def classes_of(sources: list[tuple[Any, tuple[str, ...]]], target: Any) -> tuple[str, ...]:
+    return next(classes for t, classes in sources if t is target)
+
+
+def _current_note(package: str | None) -> str:
+    """Which release a verdict from the current tables is for (nothing pinned)."""
+    if package is None:
+        return ""
+    from advisor.facts import versions
+
+    shipped = versions.releases(package)
+    return f" (judged for {package} {shipped[-1]}, the current release: nothing pinned)" if shipped else ""
 
 
 # Counts the consumer asserts are positive: DeepSpeed's _batch_assertion (deepspeed 0.19.8

@@ -10,6 +10,7 @@ each key exists and in which it is deprecated; it is read lazily, once.
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -35,7 +36,8 @@ class Target:
 
     @property
     def label(self) -> str:
-        return f"{self.package} {self.release} ({self.why})"
+        """``transformers 4.57 (pinned ==4.57.1 in requirements.txt:2)``: the data is per minor release."""
+        return f"{self.package} {minor(self.release)} ({self.why})"
 
 
 @cache
@@ -55,6 +57,10 @@ def _vtuple(v: str) -> tuple[int, ...]:
             break
         out.append(int(m.group(0)))
     return tuple(out)
+
+
+def minor(release: str) -> str:
+    return ".".join(release.split(".")[:2])
 
 
 def current(package: str) -> Target | None:
@@ -127,7 +133,7 @@ def _pins_for(folder: Path) -> dict[str, Pin]:
 def targets_for(path: Path, settings: Any = None) -> dict[str, Target]:
     """{package: Target} for a file: ``target-versions`` first, then pins, else the current release."""
     wanted = dict(getattr(settings, "target_versions", None) or {})
-    pins = _pins_for(path.parent)
+    pins = _pins_for(Path(os.path.abspath(path)).parent)
     out: dict[str, Target] = {}
     for package in PACKAGES:
         target = None
@@ -155,6 +161,11 @@ def _in_ranges(ranges: list[int], index: int) -> bool:
 
 def _class(package: str, cls: str) -> dict[str, Any] | None:
     return _data().get(package, {}).get("classes", {}).get(cls)
+
+
+@cache
+def class_names(package: str) -> tuple[str, ...]:
+    return tuple(_data().get(package, {}).get("classes", {}))
 
 
 def has_class(package: str, cls: str) -> bool:
@@ -203,11 +214,11 @@ def key_status(package: str, classes: tuple[str, ...], key: str, index: int) -> 
         replacement = next((r for c in classes if (r := _replacement(package, c, key))), None)
         return KeyStatus(
             "removed",
-            first=shipped[last + 1],  # the first release without it
-            last=shipped[last],
+            first=minor(shipped[last + 1]),  # the first minor release without it
+            last=minor(shipped[last]),
             replacement=_usable(package, classes, replacement, index),
         )
-    return KeyStatus("new", first=shipped[min(seen)])
+    return KeyStatus("new", first=minor(shipped[min(seen)]))
 
 
 def _replacement(package: str, cls: str, key: str) -> str | None:

@@ -163,6 +163,15 @@ def known_keys(dialect: str, section: Section = ()) -> frozenset[str]:
     return frozenset(_keys(dialect, _sec(section)))
 
 
+@cache
+def own_keys(dialect: str, section: Section = ()) -> frozenset[str]:
+    """The keys the dialect's own classes declare in ``section``, without those of included dialects
+    (LLaMA-Factory's arguments without TrainingArguments')."""
+    _check_dialect(dialect)
+    sec = _load(dialect)["sections"].get(_sec(section))
+    return frozenset(sec["keys"]) if sec else frozenset()
+
+
 def field_type(dialect: str, key: str, section: Section = ()) -> FieldType | None:
     """The simple type of ``key``, or None when the key is unknown."""
     tag = _keys(dialect, _sec(section)).get(key)

@@ -33,9 +33,27 @@ def test_every_data_file_records_its_source_package_and_version():
     files = sorted(DATA.glob("*.json"))
     assert {f.stem for f in files} >= {*kk.DIALECTS, "removed"}
     for f in files:
+        if f.stem == "versions":
+            continue  # per-release history, checked below
         data = json.loads(f.read_text(encoding="utf-8"))
         source = data["source"]
         assert source["package"] and re.match(r"\d+\.\d+", source["version"]), f.name
+
+
+def test_release_history_covers_the_minors_people_pin():
+    """tools/gen_known_keys.py --versions: every minor from transformers 4.40, TRL 0.9, accelerate 0.30,
+    DeepSpeed 0.14 and peft 0.10 on, oldest first, each key as [first, last] release-index pairs."""
+    data = json.loads((DATA / "versions.json").read_text(encoding="utf-8"))["packages"]
+    floors = {"transformers": "4.40", "trl": "0.9", "accelerate": "0.30", "deepspeed": "0.14", "peft": "0.10"}
+    for package, floor in floors.items():
+        releases = data[package]["versions"]
+        minors = [".".join(v.split(".")[:2]) for v in releases]
+        assert minors[0] == floor, package
+        assert len(set(minors)) == len(minors), package
+        for cls in data[package]["classes"].values():
+            for ranges in cls["keys"].values():
+                assert len(ranges) % 2 == 0 and all(0 <= i < len(releases) for i in ranges)
+    assert {"4.57", "5.0", "5.6", "5.24"} <= {".".join(v.split(".")[:2]) for v in data["transformers"]["versions"]}
 
 
 def test_import_is_cheap_and_never_imports_the_consumers():

@@ -1,0 +1,230 @@
+"""Flags a launch command passes to a training script, against the arguments that script declares.
+
+The script is read (never run) from the launch command's script word, inside the project boundary. When
+it builds one ``HfArgumentParser`` / ``TrlParser`` from dataclasses we can read whole (its own, with their
+own bases, and library classes such as ``transformers.Seq2SeqTrainingArguments`` or TRL's configs), every
+``--flag`` is judged against the union of their fields at the releases the project pins
+(advisor.facts.versions): a flag no dataclass has is unknown (argparse exits with "unrecognized
+arguments"), a removed one says when it went, a deprecated one says what replaces it; and when the
+script parses with ``return_remaining_strings=True`` (or ``parse_known_args``) an unknown flag is not
+refused but set aside, silently: artidoro/qlora's qlora.py does this, so ``--evaluation_strategy steps``
+on a transformers without that field means no evaluation ever runs.
+"""
+
+from __future__ import annotations
+
+import difflib
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from advisor.facts.script import MAX_SCRIPT_BYTES, ArgumentParsing, analyse_script
+from advisor.sources.document import Document, Location, pointer
+
+# Launchers whose script flags do not go to the script's own argparse (keys.py says why).
+_NOT_SCRIPT_FLAGS = frozenset({"vllm", "axolotl", "llamafactory", "trl"})
+# Library dataclasses by module prefix: (package in versions.json, extends transformers.TrainingArguments)
+_TRANSFORMERS_CLASSES = {"TrainingArguments", "Seq2SeqTrainingArguments"}
+_TRL_NOT_TRAINING = {"ModelConfig", "ScriptArguments", "DatasetConfig", "DatasetMixtureConfig"}
+# Flags every HfArgumentParser / TrlParser accepts besides the fields (argparse's own and TrlParser's).
+_PARSER_FLAGS = frozenset({"help", "h", "config"})
+
+
+@cache
+def _analysed(path: Path, mtime_ns: int) -> ArgumentParsing | str | None:
+    """The script's one argument parser; "several" when it builds more than one; None when none."""
+    from advisor.sources.read import ReadRefused, read_text_file
+
+    try:
+        text = read_text_file(path, MAX_SCRIPT_BYTES)
+    except (ReadRefused, OSError, UnicodeDecodeError):
+        return None
+    parsers = analyse_script(text).argument_parsers
+    if len(parsers) > 1:
+        return "several"
+    return parsers[0] if parsers else None
+
+
+def _bases(doc_path: Path) -> list[Path]:
+    """Where a script word may point: the current folder, then the launch file's folder and its parents
+    (as advisor.discover resolves the run's script)."""
+    out = [Path.cwd()]
+    here = doc_path.parent
+    for _ in range(6):
+        out.append(here)
+        if (here / ".git").exists() or here.parent == here:
+            break
+        here = here.parent
+    return out
+
+
+def _script_path(doc: Document, raw: str, settings: Any) -> Path | None:
+    from advisor.boundary import project_boundary
+    from advisor.discover import resolve_reference
+    from advisor.settings import Settings
+
+    boundary = project_boundary(settings or Settings(), [doc.path])
+    path, _outside = resolve_reference(raw, doc.path, _bases(doc.path), boundary)
+    return path if path is not None and path.suffix == ".py" else None
+
+
+def _library_sources(parsing: ArgumentParsing) -> list[tuple[str, tuple[str, ...]]] | None:
+    """[(package, classes)] for the library bases; None when one of them has no key data."""
+    from advisor.facts import versions
+
+    by_package: dict[str, list[str]] = {}
+    for qualified in parsing.library_bases:
+        package, _, rest = qualified.partition(".")
+        name = rest.rsplit(".", 1)[-1] if rest else ""
+        if package == "transformers" and name in _TRANSFORMERS_CLASSES:
+            by_package.setdefault("transformers", []).append(name)
+        elif package == "trl" and versions.has_class("trl", name):
+            by_package.setdefault("trl", []).append(name)
+            if name not in _TRL_NOT_TRAINING:
+                by_package.setdefault("transformers", []).append("TrainingArguments")
+        elif package == "peft" and versions.has_class("peft", name):
+            by_package.setdefault("peft", []).append(name)
+        else:
+            return None
+    return [(p, tuple(dict.fromkeys(c))) for p, c in by_package.items()]
+
+
+def _judge(
+    key: str, parsing: ArgumentParsing, sources: list[tuple[str, tuple[str, ...]]], targets: dict[str, Any]
+) -> tuple[str, str, str | None]:
+    """(state, detail, suggestion): state is present, deprecated, removed or unknown."""
+    from advisor.facts import versions
+
+    known = set(parsing.fields) | _PARSER_FLAGS
+    statuses = []
+    for package, classes in sources:
+        target = targets[package]
+        known |= versions.keys_at(package, classes, target.index)
+        statuses.append((target, versions.key_status(package, classes, key, target.index)))
+    if key in parsing.fields or key in _PARSER_FLAGS or any(st.state == "present" for _, st in statuses):
+        return "present", "", None
+    # HfArgumentParser adds --no_X for a bool field defaulting to True; argparse takes a unique prefix
+    if key.startswith("no_") and key[3:] in known:
+        return "present", "", None
+    prefixed = [k for k in known if k.startswith(key)]
+    if len(prefixed) == 1:
+        return "present", "", None
+    for state in ("deprecated", "removed"):
+        for target, st in statuses:
+            if st.state == state:
+                use = f"; use --{st.replacement}" if st.replacement else ""
+                if state == "deprecated":
+                    return "deprecated", f"is deprecated in {target.label}{use}", None
+                return (
+                    "removed",
+                    f"was removed in {target.package} {st.first} (last in {st.last}): {target.label} has no "
+                    f"such argument{use}",
+                    None,
+                )
+    guess = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.8)
+    added = next((f" (added in {t.package} {st.first})" for t, st in statuses if st.state == "new"), "")
+    labels = ", ".join(t.label for t, _ in statuses)
+    detail = f"is an argument of none of its dataclasses{added}" + (f" at {labels}" if labels else "")
+    return "unknown", detail, guess[0] if guess else None
+
+
+def script_flag_items(doc: Document) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {
+        "unknown_keys": [],
+        "removed_keys": [],
+        "deprecated_keys": [],
+        "dropped_flags": [],
+    }
+    commands = getattr(doc.data, "commands", None) or []
+    settings = None
+    for idx, cmd in enumerate(commands):
+        if cmd.launcher in _NOT_SCRIPT_FLAGS or cmd.module or not cmd.script_args:
+            continue
+        if cmd.script is None or not cmd.script.text:
+            continue
+        if settings is None:
+            from advisor.facts.keys import _settings_for
+
+            settings = _settings_for(doc.path)
+        path = _script_path(doc, cmd.script.text, settings)
+        if path is None:
+            continue
+        try:
+            parsing = _analysed(path, path.stat().st_mtime_ns)
+        except OSError:
+            continue
+        if not isinstance(parsing, ArgumentParsing) or not parsing.complete:
+            continue
+        sources = _library_sources(parsing)
+        if sources is None:
+            continue
+        from advisor.facts import versions
+
+        targets = versions.targets_for(doc.path, settings)
+        if any(p not in targets for p, _ in sources):
+            continue
+        _judge_command(doc, idx, cmd, parsing, sources, targets, path, out)
+    return out
+
+
+def _judge_command(
+    doc: Document,
+    idx: int,
+    cmd: Any,
+    parsing: ArgumentParsing,
+    sources: list[tuple[str, tuple[str, ...]]],
+    targets: dict[str, Any],
+    script: Path,
+    out: dict[str, list[dict[str, Any]]],
+) -> None:
+    from advisor.paths import relative
+
+    shown = relative(script) if script.is_absolute() else str(script)
+    classes = ", ".join(c.name for c in parsing.classes)
+    for key in cmd.script_args:
+        name = key.replace("-", "_")
+        state, detail, guess = _judge(name, parsing, sources, targets)
+        if state == "present":
+            continue
+        path = ("commands", idx, "script_args", key)
+        span = doc.span(path)
+        location = Location(doc.path, span.line, span.col, pointer(path))
+        hint = f" (did you mean --{guess}?)" if guess else ""
+        base = f"--{key} {detail}"
+        if state == "deprecated":
+            out["deprecated_keys"].append(
+                {"location": location, "key": key, "message": base, "severity": None}
+            )
+            continue
+        if parsing.drops_unknown is not None:
+            line, _col, how = parsing.drops_unknown
+            out["dropped_flags"].append(
+                {
+                    "location": location,
+                    "key": key,
+                    "suggestion": guess,
+                    "message": f"--{key} is dropped without a word: {shown} parses with {how} "
+                    f"({shown}:{line}), "
+                    f"so a flag none of {classes} has is set aside, not refused{hint}",
+                    "severity": None,
+                }
+            )
+        consequence = (
+            ""
+            if parsing.drops_unknown is not None
+            else f"; {shown}'s parser exits with 'unrecognized arguments'"
+        )
+        if state == "removed":
+            out["removed_keys"].append(
+                {"location": location, "key": key, "message": base + consequence, "severity": None}
+            )
+        elif parsing.drops_unknown is None:
+            out["unknown_keys"].append(
+                {
+                    "location": location,
+                    "key": key,
+                    "suggestion": guess,
+                    "message": f"--{key} is not an argument of {shown} ({classes}){hint}{consequence}",
+                    "severity": "error",
+                }
+            )
