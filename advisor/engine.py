@@ -54,7 +54,7 @@ class RuleSpec:
     name: str
     severity: Severity
     summary: str
-    scope: Literal["run", "document"] = "run"
+    scope: Literal["run", "document", "suppression"] = "run"  # suppression: evaluated by advisor/suppress.py
     requires: list[str] = field(default_factory=list)
     let: dict[str, str] = field(default_factory=dict)  # name -> sub-expression, read as a local
     when: str = "True"
@@ -516,15 +516,10 @@ def load_catalog(extra_dirs: Iterable[Path] = ()) -> list[CompiledRule]:
 
 
 def matches(rule: CompiledRule, selectors: Iterable[str]) -> bool:
-    """Selectors are codes (GA203), prefixes (GA2, GA), names (prefetch-without-workers) or ALL."""
-    code, name = rule.spec.code, rule.spec.name
-    for s in selectors:
-        s = s.strip()
-        if not s:
-            continue
-        if s.upper() == "ALL" or code.startswith(s.upper()) or s == name or s in rule.spec.aliases:
-            return True
-    return False
+    """Whether any selector names the rule (advisor/selectors.py: codes, prefixes, names, aliases, ALL)."""
+    from advisor.selectors import matches_any
+
+    return matches_any(selectors, rule.spec.code, rule.spec.name, rule.spec.aliases)
 
 
 def select_rules(

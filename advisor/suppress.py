@@ -10,9 +10,13 @@ Three sources, in this order:
   it (stacked directive lines are fine), and `# gpu-advise: ignore-file[GA3]` anywhere in the file.
   In a shell file a directive covers the whole command it is written on or above, since a
   command continued with `\\` cannot hold a comment on its inner lines;
-- GA900 unused-suppression: each code of a directive that suppressed nothing.
+- GA900 unused-suppression: a rule of scope `suppression` (rules/GA900-unused-suppression.yaml). After
+  the findings are matched with the directives, this stage lists each directive code that suppressed
+  nothing as the `suppressions.unused` fact and the engine evaluates the suppression-scoped rules over it;
+  what to report and how to word it is the rule file's.
 
-Codes in brackets are rule codes, prefixes (GA3) or rule names, separated by commas.
+Codes in brackets are selectors (advisor/selectors.py): rule codes, prefixes (GA3), rule names or
+aliases, separated by commas.
 """
 
 from __future__ import annotations
@@ -26,11 +30,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from advisor.findings import Finding
+from advisor.provenance import Namespace, Value
+from advisor.selectors import matches as selector_matches
+from advisor.selectors import named_rules
 from advisor.sources.document import Document, Location
 
 YAML_SUFFIXES = {".yaml", ".yml"}
 SHELL_SUFFIXES = {".sh", ".bash", ".slurm", ".sbatch", ".zsh"}
-UNUSED_CODE = "GA900"
 
 _DIRECTIVE = re.compile(
     r"(?:^|(?<=\s))#\s*gpu-advise\s*:\s*(?P<kind>ignore-file|ignore)\b"
@@ -51,12 +57,12 @@ class Directive:
     lines: frozenset[int] = frozenset()  # the lines an `ignore` covers; empty for ignore-file
     used: set[str] = field(default_factory=set)  # the codes that suppressed something
 
-    def covers(self, finding: Finding) -> str | None:
-        """The code of this directive that suppresses the finding, if any."""
+    def covers(self, finding: Finding, aliases: tuple[str, ...] = ()) -> str | None:
+        """The code of this directive that suppresses the finding, if any (`aliases`: the rule's)."""
         if self.kind == "ignore" and finding.location.line not in self.lines:
             return None
         for code in self.codes:
-            if code_matches(code, finding.rule, finding.name):
+            if selector_matches(code, finding.rule, finding.name, aliases):
                 return code
         return None
 
@@ -66,16 +72,6 @@ class Suppressed:
     finding: Finding
     by: str  # "inline", "per-file-ignores", "key-ignores"
     reason: str = ""
-
-
-def code_matches(code: str, rule: str, name: str) -> bool:
-    """GA203 matches GA203; GA2 and GA match every GA2xx; a rule name matches that rule; ALL matches all."""
-    c = code.strip()
-    if not c:
-        return False
-    if c.upper() == "ALL" or c == name:
-        return True
-    return rule.startswith(c.upper()) and bool(re.fullmatch(r"[A-Za-z]+\d*", c))
 
 
 def _logical_lines(lines: list[str]) -> dict[int, tuple[int, int]]:
@@ -195,10 +191,10 @@ def _key_matches(pointer: str, key: str | None) -> bool:
     return key == pointer or key.startswith(pointer + "/") or pointer == ""
 
 
-def _settings_ignore(finding: Finding, settings: Any) -> Suppressed | None:
+def _settings_ignore(finding: Finding, settings: Any, aliases: tuple[str, ...] = ()) -> Suppressed | None:
     root = settings.root
     for pattern, codes in settings.per_file_ignores.items():
-        if any(code_matches(c, finding.rule, finding.name) for c in codes) and path_matches(
+        if any(selector_matches(c, finding.rule, finding.name, aliases) for c in codes) and path_matches(
             pattern, finding.location.file, root
         ):
             return Suppressed(finding, "per-file-ignores", pattern)
@@ -207,7 +203,7 @@ def _settings_ignore(finding: Finding, settings: Any) -> Suppressed | None:
             continue
         for pointer, codes in keys.items():
             if _key_matches(pointer, finding.location.key) and any(
-                code_matches(c, finding.rule, finding.name) for c in codes
+                selector_matches(c, finding.rule, finding.name, aliases) for c in codes
             ):
                 return Suppressed(finding, "key-ignores", f"{pattern} {pointer}")
     return None
@@ -261,7 +257,8 @@ def apply_suppressions(
     selected: Iterable[Any] = (),
     catalog: Iterable[Any] = (),
 ) -> tuple[list[Finding], list[Suppressed]]:
-    """Drop suppressed findings; add GA900 for directive codes that suppressed nothing.
+    """Drop suppressed findings; then evaluate the `suppression`-scoped rules (GA900) over the directive
+    codes that suppressed nothing.
 
     `selected` are the rules that ran (a directive for a rule that did not run is not unused);
     `catalog` is every known rule (a code that names no rule at all is reported).
@@ -269,6 +266,7 @@ def apply_suppressions(
     documents = list(documents)
     selected = list(selected)
     catalog = list(catalog)
+    aliases = {r.code: tuple(r.spec.aliases) for r in catalog}
     kept: list[Finding] = []
     suppressed: list[Suppressed] = []
     directives = collect_directives(documents, findings) if inline else []
@@ -277,12 +275,13 @@ def apply_suppressions(
         by_file.setdefault(d.file.resolve(), []).append(d)
 
     for f in findings:
-        hit = _settings_ignore(f, settings)
+        own = aliases.get(f.rule, ())
+        hit = _settings_ignore(f, settings, own)
         if hit is not None:
             suppressed.append(hit)
             continue
         for d in by_file.get(f.location.file.resolve(), []):
-            code = d.covers(f)
+            code = d.covers(f, own)
             if code is not None:
                 d.used.add(code)
                 suppressed.append(Suppressed(f, "inline", d.reason))
@@ -290,25 +289,36 @@ def apply_suppressions(
         else:
             kept.append(f)
 
-    unused_rule = next((r for r in selected if r.code == UNUSED_CODE), None)
-    if unused_rule is not None:
-        severity = settings.severity.get(UNUSED_CODE, unused_rule.spec.severity)
-        for d in directives:
-            for message in _unused_messages(d, selected, catalog):
-                finding = Finding(
-                    rule=UNUSED_CODE,
-                    name=unused_rule.spec.name,
-                    severity=severity,
-                    message=message,
-                    location=Location(d.file, d.line, d.col, None),
-                )
-                if _settings_ignore(finding, settings) is None:
-                    kept.append(finding)
+    checks = [r for r in selected if r.spec.scope == "suppression"]
+    if checks and directives:
+        from advisor.engine import Context, Engine
+
+        names = {"suppressions": suppression_facts(directives, selected, catalog)}
+        context = Context(names, Location(directives[0].file, directives[0].line, directives[0].col))
+        engine = Engine(checks, settings.severity)
+        for finding in engine.evaluate("suppression", [context]):
+            if _settings_ignore(finding, settings, aliases.get(finding.rule, ())) is None:
+                kept.append(finding)
+        if engine.errors:  # a broken suppression check: one line, exit 2, as for a broken rule file
+            from advisor.check import CheckError
+
+            raise CheckError("; ".join(engine.errors))
         kept.sort(key=lambda f: f.sort_key)
     return kept, suppressed
 
 
-def _unused_messages(d: Directive, selected: list[Any], catalog: list[Any]) -> list[str]:
+def suppression_facts(directives: list[Directive], selected: list[Any], catalog: list[Any]) -> Namespace:
+    """The `suppressions` namespace: each directive code that suppressed nothing, by kind."""
+    ns = Namespace("suppressions")
+    ns.set(
+        "unused", Value([item for d in directives for item in _unused(d, selected, catalog)], None, "derived")
+    )
+    return ns
+
+
+def _unused(d: Directive, selected: list[Any], catalog: list[Any]) -> list[dict[str, Any]]:
+    """no-codes (a directive without codes in brackets), unknown-code (names no rule) or unused (its
+    rule ran and found nothing there); a code for a rule that did not run in this check is neither."""
     if d.kind == "ignore-file":
         where = "in this file"
     elif d.line in d.lines:
@@ -317,21 +327,16 @@ def _unused_messages(d: Directive, selected: list[Any], catalog: list[Any]) -> l
         where = f"on line {min(d.lines)}"
     else:
         where = "after it (no line follows the directive)"
+    location = Location(d.file, d.line, d.col, None)
+    base = {"directive": d.kind, "where": where, "location": location}
     if not d.codes:
-        return [
-            f"`gpu-advise: {d.kind}` needs rule codes in brackets, e.g. `{d.kind}[GA203]`; "
-            "it suppresses nothing"
-        ]
+        return [{**base, "kind": "no-codes", "code": None}]
     out = []
     for code in d.codes:
         if code in d.used:
             continue
-        known = [r for r in catalog if code_matches(code, r.code, r.spec.name)]
-        if not known:
-            out.append(f"unused suppression: '{code}' names no rule (see `gpu-advise rules`)")
-            continue
-        ran = [r for r in selected if code_matches(code, r.code, r.spec.name)]
-        if not ran:
-            continue  # the rule was not selected in this check: nothing to say about it
-        out.append(f"unused suppression: no {code} finding {where}; remove '{code}' from the directive")
+        if not named_rules(code, catalog):
+            out.append({**base, "kind": "unknown-code", "code": code})
+        elif named_rules(code, selected):
+            out.append({**base, "kind": "unused", "code": code})
     return out

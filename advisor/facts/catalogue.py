@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Literal
 
-Scope = Literal["run", "document"]
+Scope = Literal["run", "document", "suppression"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -604,7 +604,7 @@ _DOCUMENT = NamespaceDecl(
         _f(
             "problems",
             "list[dict]",
-            "what the reader found, by kind (advisor.sources.document.PROBLEM_KINDS); YAML 1.1 surprises only "
+            "what the reader found, by kind (sources/document.py PROBLEM_KINDS); YAML 1.1 surprises only "
             "where they matter to the file's consumer",
             items=("detail", "kind", LOCATION, "message", "severity"),
         ),
@@ -641,6 +641,22 @@ _DOCUMENT = NamespaceDecl(
     ),
 )
 
+_SUPPRESSIONS = NamespaceDecl(
+    "suppressions",
+    "The inline suppression directives of the check, after the findings were matched with them.",
+    "advisor.suppress:suppression_facts",
+    scope="suppression",
+    facts=(
+        _f(
+            "unused",
+            "list[dict]",
+            "each directive code that suppressed nothing: kind no-codes (no codes in brackets), "
+            "unknown-code (names no rule) or unused (its rule ran and found nothing there)",
+            items=("code", "directive", "kind", LOCATION, "where"),
+        ),
+    ),
+)
+
 NAMESPACES: tuple[NamespaceDecl, ...] = (
     _TRAINING,
     _ACCELERATE,
@@ -661,6 +677,7 @@ NAMESPACES: tuple[NamespaceDecl, ...] = (
     _THRESHOLDS,
     _MEASURED,
     _DOCUMENT,
+    _SUPPRESSIONS,
 )
 
 

@@ -15,7 +15,7 @@ from collections.abc import Collection, Iterator
 from typing import Any
 
 from advisor.expr import Expression, references
-from advisor.facts.catalogue import Fact, NamespaceDecl, dynamic_keys, namespaces
+from advisor.facts.catalogue import Fact, NamespaceDecl, by_name, dynamic_keys, namespaces
 
 Problem = tuple[str, str | None, str]  # field of the rule file, the expression's text, what is wrong
 
@@ -96,7 +96,7 @@ class _RuleChecker:
         if decl is None:
             if head in self.locals:
                 return f"{head!r} is a let name defined after this one: a let reads only the names above it"
-            if head in namespaces("document" if self.rule.spec.scope == "run" else "run"):
+            if head in by_name():
                 return f"{head!r} is not read in a {self.rule.spec.scope}-scoped rule"
             choices = [*self.scope, *known_locals]
             hint = _did_you_mean(head, choices) or f" (namespaces: {', '.join(sorted(self.scope))})"

@@ -81,7 +81,7 @@ class RuleSpec(BaseModel):
     name: str
     severity: Severity | SeveritySpec
     summary: str
-    scope: Literal["run", "document"] = "run"
+    scope: Literal["run", "document", "suppression"] = "run"
     requires: list[str] = Field(default_factory=list)
     let: dict[str, str] = Field(default_factory=dict)
     when: str = "True"
