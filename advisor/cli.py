@@ -50,6 +50,9 @@ class _GuardedGroup(TyperGroup):
             raise _internal_error(exc) from None
 
 
+# -h as well as --help, on the app and (inherited through click's context) on every command
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
+
 app = typer.Typer(
     cls=_GuardedGroup,
     name="gpu-advise",
@@ -57,9 +60,63 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    context_settings=HELP_OPTIONS,
 )
-hardware_app = typer.Typer(help="GPU machines: built-in descriptors and detection.", no_args_is_help=True)
+hardware_app = typer.Typer(
+    help="GPU machines: built-in descriptors and detection.",
+    no_args_is_help=True,
+    context_settings=HELP_OPTIONS,
+)
 app.add_typer(hardware_app, name="hardware")
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("gpu-advise")
+    except PackageNotFoundError:  # a source checkout that was never installed
+        return "unknown"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"gpu-advise {version()}")
+        raise typer.Exit(0)
+
+
+VersionOption = Annotated[
+    bool,
+    typer.Option(
+        "--version", callback=_print_version, is_eager=True, expose_value=False, help="Print the version."
+    ),
+]
+
+
+@app.callback()
+def _app(show_version: VersionOption = False) -> None:
+    """Config linter and static advisor for multi-GPU training."""
+
+
+class ColorWhen(StrEnum):
+    auto = "auto"
+    always = "always"
+    never = "never"
+
+
+ColorOption = Annotated[
+    ColorWhen | None,
+    typer.Option(
+        "--color",
+        help="auto (default: a terminal, unless NO_COLOR or TERM=dumb; FORCE_COLOR forces), always, never.",
+    ),
+]
+NoColorOption = Annotated[bool, typer.Option("--no-color", help="Same as --color never.")]
+
+
+def _color_when(color: ColorWhen | None, no_color: bool) -> str:
+    return "never" if no_color else (color.value if color else "auto")
 
 
 class OutputFormat(StrEnum):
@@ -69,6 +126,7 @@ class OutputFormat(StrEnum):
 
 class CheckFormat(StrEnum):
     text = "text"
+    concise = "concise"
     json = "json"
     sarif = "sarif"
     github = "github"
@@ -176,7 +234,8 @@ def check(
             "effective-batch).",
         ),
     ] = None,
-    color: Annotated[bool | None, typer.Option("--color/--no-color", help="Force colour on or off.")] = None,
+    color: ColorOption = None,
+    no_color: NoColorOption = False,
     verify: Annotated[
         bool, typer.Option("--verify", help="Back the advice with a short real training probe per run.")
     ] = False,
@@ -236,6 +295,11 @@ def check(
     if statistics and fmt in (CheckFormat.sarif, CheckFormat.github):
         _die("--statistics works with --format text or json")
     seeds = _seeds(paths)
+    from advisor.estimate.params import META_DEVICE_COUNTING
+
+    # the check path never imports torch/transformers: a model type without a built-in formula is
+    # reported as not modelled here (`estimate` counts it on the meta device)
+    counting = META_DEVICE_COUNTING.set(False)
     try:
         result = run_check(seeds, options)
         if fix or unsafe_fixes or diff:
@@ -244,6 +308,8 @@ def check(
     except (CheckError, SettingsError) as exc:
         _die(str(exc))
         return
+    finally:
+        META_DEVICE_COUNTING.reset(counting)
     verification = getattr(result, "verification", None)
     if probe is not None and verification is not None and verification.unavailable:
         typer.echo(f"gpu-advise: {verification.unavailable}", err=True)
@@ -261,7 +327,8 @@ def check(
     if verify_required and verification is not None and verification.unavailable:
         code = 2
     if not diff:
-        text = _render(result, fmt, code, statistics=statistics, color=color, to_file=output is not None)
+        when = _color_when(color, no_color)
+        text = _render(result, fmt, code, statistics=statistics, color=when, to_file=output is not None)
         if verification is not None and fmt is CheckFormat.text and not statistics:
             from advisor.probe.render import render_verification
 
@@ -288,9 +355,7 @@ def _errors_exit_code(result: Any) -> int:
     return 2
 
 
-def _render(
-    result: Any, fmt: CheckFormat, code: int, *, statistics: bool, color: bool | None, to_file: bool
-) -> str:
+def _render(result: Any, fmt: CheckFormat, code: int, *, statistics: bool, color: str, to_file: bool) -> str:
     if statistics:
         from advisor.report.statistics import render_statistics
 
@@ -307,9 +372,13 @@ def _render(
         from advisor.report.github import render_github
 
         return render_github(result)
-    from advisor.report.text import render_text
+    if fmt is CheckFormat.concise:
+        from advisor.report.text import render_concise
 
-    text = render_text(result, color=color if color is not None else (not to_file and sys.stdout.isatty()))
+        return render_concise(result)
+    from advisor.report.text import color_enabled, render_text
+
+    text = render_text(result, color=color_enabled(color, isatty=not to_file and sys.stdout.isatty()))
     notes = []
     if getattr(result, "baseline", None) is not None:
         from advisor.baseline import describe
@@ -391,7 +460,8 @@ def verify_command(
     real_weights: Annotated[
         bool, typer.Option("--real-weights", "--verify-real-weights", help="Load local checkpoint weights.")
     ] = False,
-    color: Annotated[bool | None, typer.Option("--color/--no-color", help="Force colour on or off.")] = None,
+    color: ColorOption = None,
+    no_color: NoColorOption = False,
 ) -> None:
     """Run a short real training probe per run (our probe, the run's launcher settings) and report
     measured against predicted: `check --verify` (exit 2 when torch/accelerate/peft are missing)."""
@@ -407,6 +477,7 @@ def verify_command(
         rules=rules,
         online=online,
         color=color,
+        no_color=no_color,
         verify=True,
         verify_scaling=scaling,
         verify_report=report,
@@ -498,7 +569,8 @@ def estimate(
     output_format: Annotated[
         OutputFormat, typer.Option("--format", help="Output format.")
     ] = OutputFormat.text,
-    color: Annotated[bool | None, typer.Option("--color/--no-color", help="Force colour on or off.")] = None,
+    color: ColorOption = None,
+    no_color: NoColorOption = False,
 ) -> None:
     """Peak GPU memory (a breakdown), fit per GPU, strategies compared, and time, for a model or for runs."""
     from advisor.report.estimate_view import (
@@ -511,6 +583,27 @@ def estimate(
 
     items = list(targets or ["."])
     as_runs = len(items) > 1 or (Path(items[0]).exists() and not is_model_path(items[0]))
+    if as_runs:
+        # a run's GPUs, strategy, batch and precision come from its own files: a flag that would
+        # silently not apply is refused (edit the launch script or configs, or pass -H for the machine)
+        model_only = {
+            "--method": method is not Method.full,
+            "--batch": batch is not None,
+            "--seq": seq is not None,
+            "--gpus": gpus is not None,
+            "--strategy": strategy is not None,
+            "--offload": offload,
+            "--optim": optim is not None,
+            "--grad-ckpt/--no-grad-ckpt": grad_ckpt is not None,
+            "--precision": precision is not None,
+            "--tokens": tokens is not None,
+        }
+        given = [flag for flag, used in model_only.items() if used]
+        if given:
+            _die(
+                f"{', '.join(given)}: only for a model id; a run's values come from its files "
+                "(edit them, or see `gpu-advise plan`; -H sets the machine)"
+            )
     try:
         if as_runs:
             missing = [t for t in items if not Path(t).exists()]
@@ -546,8 +639,9 @@ def estimate(
         sys.stdout.write(render_json(reports, runs=as_runs))
         return
     from advisor.report.estimate_view import render_text
+    from advisor.report.text import color_enabled
 
-    use_color = color if color is not None else sys.stdout.isatty()
+    use_color = color_enabled(_color_when(color, no_color), isatty=sys.stdout.isatty())
     sys.stdout.write(render_text(reports, color=use_color) if reports else "No runs found.\n")
 
 

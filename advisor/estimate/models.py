@@ -25,7 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from advisor.estimate.params import ParamCount, count_params
+from advisor.estimate.params import ParamCount, UnknownModelTypeError, count_params
 
 __all__ = ["ModelInfo", "catalog_ids", "read_safetensors_params", "resolve_model"]
 
@@ -67,7 +67,14 @@ class ModelInfo:
 
     def count(self) -> ParamCount:
         """count_params(config), with the exact total from local safetensors when those exist."""
-        pc = count_params(self.config)
+        try:
+            pc = count_params(self.config)
+        except UnknownModelTypeError as exc:
+            if self.weights_params is None:
+                raise
+            raise UnknownModelTypeError(
+                f"{exc}; its safetensors headers hold {self.weights_params:,} parameters"
+            ) from None
         if self.weights_params is None:
             return pc
         if self.config.get("quantization_config"):

@@ -16,10 +16,18 @@ def statistics(result: Any) -> list[dict[str, Any]]:
     rows = []
     for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         f = first[code]
-        fixable = sum(
-            1 for g in result.findings if g.rule == code and g.fix is not None and g.fix.safety != "display"
+        fixes = [g.fix.safety for g in result.findings if g.rule == code and g.fix is not None]
+        safe, unsafe = fixes.count("safe"), fixes.count("unsafe")  # "display" fixes are never applied
+        rows.append(
+            {
+                "code": code,
+                "name": f.name,
+                "count": n,
+                "fixable": safe + unsafe,
+                "safe_fixes": safe,  # what --fix applies
+                "unsafe_fixes": unsafe,  # what only --unsafe-fixes applies
+            }
         )
-        rows.append({"code": code, "name": f.name, "count": n, "fixable": fixable})
     return rows
 
 
@@ -32,12 +40,18 @@ def render_statistics(result: Any, *, as_json: bool = False) -> str:
     width = max(len(str(r["count"])) for r in rows)
     lines = []
     for r in rows:
-        mark = "[*]" if r["fixable"] else "   "
+        # ruff's marks: [*] some fixed by --fix, [-] fixable only with --unsafe-fixes
+        mark = "[*]" if r["safe_fixes"] else "[-]" if r["unsafe_fixes"] else "   "
         lines.append(f"{r['count']:>{width}}  {r['code']:<6} {mark} {r['name']}")
     total = sum(r["count"] for r in rows)
-    fixable = sum(r["fixable"] for r in rows)
+    safe = sum(r["safe_fixes"] for r in rows)
+    unsafe = sum(r["unsafe_fixes"] for r in rows)
+    notes = []
+    if safe:
+        notes.append(f"[*] {safe} fixable with --fix")
+    if unsafe:
+        notes.append(f"[-] {unsafe} more with --unsafe-fixes")
     lines.append(
-        f"Found {total} finding{'s' if total != 1 else ''}"
-        + (f"; [*] {fixable} fixable with --fix or --unsafe-fixes." if fixable else ".")
+        f"Found {total} finding{'s' if total != 1 else ''}" + (f"; {'; '.join(notes)}." if notes else ".")
     )
     return "\n".join(lines) + "\n"

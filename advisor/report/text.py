@@ -6,6 +6,8 @@ avoids rich's start-up cost here (rich serves the estimate tables and the verify
 
 from __future__ import annotations
 
+import os
+import re
 from collections import Counter
 from itertools import groupby
 
@@ -22,6 +24,45 @@ class _Style:
 
     def __call__(self, style: str, text: str) -> str:
         return f"\x1b[{_CODES[style]}m{text}\x1b[0m" if self.color else text
+
+
+def color_enabled(when: str | None, *, isatty: bool) -> bool:
+    """Whether to colour output: `--color always|never` decides; with `auto` (the default) NO_COLOR
+    (no-color.org: any non-empty value) turns it off, then FORCE_COLOR (non-empty, not "0") turns it
+    on, then TERM=dumb turns it off, else colour exactly when the output is a terminal."""
+    if when in ("always", "never"):
+        return when == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR", "") not in ("", "0"):
+        return True
+    if os.environ.get("TERM") == "dumb":
+        return False
+    return isatty
+
+
+# the first sentence ends at '.', '!' or '?' followed by a space and a capital or a backtick (not
+# inside "2.0e-4", "1.5x" or "e.g. foo"), or at the end of the message
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`(])")
+
+
+def first_sentence(message: str) -> str:
+    text = " ".join(message.split())
+    return _SENTENCE_END.split(text, maxsplit=1)[0]
+
+
+def render_concise(result: CheckResult) -> str:
+    """`--format concise`: one line per finding, `file:line:col: CODE message` with the message's first
+    sentence (ruff's concise format; what pre-commit logs and editors' problem matchers read)."""
+    result = escape_result(result)
+    out = [
+        f"{escape_text(relative(f.location.file))}:{f.location.line}:{f.location.col}: "
+        f"{f.rule} {first_sentence(f.message)}"
+        for f in result.findings
+    ]
+    out.append(f"Found {_plural(len(result.findings), 'finding')}." if result.findings else "No findings.")
+    out.extend(f"internal error: {err}" for err in result.errors)
+    return "\n".join(out) + "\n"
 
 
 def _plural(n: int, word: str) -> str:

@@ -18,9 +18,14 @@ Nothing here imports torch or transformers; an unknown ``model_type`` falls back
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any
 
 from advisor.estimate.params.shapes import LinearShape, ParamCount, UnknownModelTypeError
+
+# `check` (the pre-commit path) turns this off: an unknown model_type is then not modelled instead of
+# importing torch and transformers (seconds) to count it on the meta device; `estimate` counts it
+META_DEVICE_COUNTING: ContextVar[bool] = ContextVar("gpu_advise_meta_device_counting", default=True)
 
 __all__ = [
     "LinearShape",
@@ -60,6 +65,11 @@ def count_params(config: dict[str, Any]) -> ParamCount:
             return pc
     if mt in ARCHS:
         return count_from_table(config, mt)
+    if not META_DEVICE_COUNTING.get():
+        raise UnknownModelTypeError(
+            f"model_type '{mt or '?'}' is not modelled on the check path (no built-in formula; "
+            "`gpu-advise estimate` counts it with transformers on the meta device)"
+        )
     from advisor.estimate import _meta  # lazy: imports torch/transformers
 
     if _meta.available():
