@@ -54,6 +54,7 @@ class Settings:
     baseline: str | None = None
     dataset_samples: int | None = None
     dataset_tokens: int | None = None
+    target_versions: dict[str, str] = field(default_factory=dict)  # {package: release or specifier}
 
     # where the settings were read from; relative paths in them are relative to its folder
     source: Path | None = None

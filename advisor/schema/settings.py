@@ -75,6 +75,12 @@ class Settings(_Model):
     baseline: str | None = None
     dataset_samples: int | None = Field(None, alias="dataset-samples")
     dataset_tokens: int | None = Field(None, alias="dataset-tokens")
+    target_versions: dict[Literal["transformers", "trl", "accelerate", "peft", "deepspeed"], str] = Field(
+        default_factory=dict,
+        alias="target-versions",
+        description='the library releases to judge keys against, e.g. {transformers = "4.57.1"} or '
+        '{trl = ">=0.19,<0.20"}; overrides the pins found in requirements files and lock files',
+    )
 
     # where the settings were read from; relative paths in them are relative to its folder
     source: Path | None = Field(None, exclude=True)
