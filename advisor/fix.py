@@ -285,43 +285,6 @@ def _json_skip(text: str, pos: int) -> int:
     return pos
 
 
-def _json_value_end(text: str, pos: int) -> int:
-    ch = text[pos : pos + 1]
-    if ch == '"':
-        i = pos + 1
-        while i < len(text):
-            if text[i] == "\\":
-                i += 2
-                continue
-            if text[i] == '"':
-                return i + 1
-            i += 1
-        raise FixError("unterminated string")
-    if ch in "{[":
-        depth = 0
-        i = pos
-        while i < len(text):
-            c = text[i]
-            if c == '"':
-                i = _json_value_end(text, i)
-                continue
-            if text.startswith("//", i) or c == "#" or text.startswith("/*", i):
-                i = _json_skip(text, i)
-                continue
-            if c in "{[":
-                depth += 1
-            elif c in "}]":
-                depth -= 1
-                if depth == 0:
-                    return i + 1
-            i += 1
-        raise FixError("unterminated object or array")
-    m = re.compile(r"[^\s,\]\}/#]+").match(text, pos)
-    if not m:
-        raise FixError("no JSON value at the position")
-    return m.end()
-
-
 def _plan_json(edit: Edit, src: SourceFile) -> TextEdit:
     from advisor.sources.json_file import JsonSyntaxError, parse_json
 
@@ -351,10 +314,15 @@ def _plan_json(edit: Edit, src: SourceFile) -> TextEdit:
     def off(span: Any) -> int:
         return src.offset(span.line, span.col)
 
+    def end(span: Any) -> int:  # the JSON reader's span ends just after the value
+        if not span.has_end:
+            raise FixError(f"{edit.key}: the value's end is not known")
+        return src.offset(span.end_line, span.end_col)
+
     if parts[-1] in node:
         key_start = off(parsed.key_spans[target])
         value_start = off(parsed.value_spans[target])
-        value_end = _json_value_end(text, value_start)
+        value_end = end(parsed.value_spans[target])
         if edit.value is not DELETE:
             return TextEdit(src.path, value_start, value_end, json.dumps(edit.value))
         after = _json_skip(text, value_end)
@@ -380,7 +348,7 @@ def _plan_json(edit: Edit, src: SourceFile) -> TextEdit:
     if edit.value is DELETE:
         raise FixError(f"{edit.key}: key not found")
     obj_start = off(parsed.value_spans[path])
-    obj_end = _json_value_end(text, obj_start) - 1  # the closing brace
+    obj_end = end(parsed.value_spans[path]) - 1  # the closing brace
     member = f"{json.dumps(parts[-1])}: {json.dumps(edit.value)}"
     if not node:
         return TextEdit(src.path, obj_start + 1, obj_start + 1, member)
@@ -389,7 +357,7 @@ def _plan_json(edit: Edit, src: SourceFile) -> TextEdit:
         key=lambda k: off(parsed.key_spans[k]),
     )
     last_key = off(parsed.key_spans[last])
-    last_end = _json_value_end(text, off(parsed.value_spans[last]))
+    last_end = end(parsed.value_spans[last])
     line_start = _line_start(text, last_key)
     if not text[line_start:last_key].strip() and "\n" in text[last_end:obj_end]:
         indent = text[line_start:last_key]

@@ -126,6 +126,10 @@ class _Parser:
 
     def span(self, pos: int | None = None) -> Span:
         pos = self.pos if pos is None else pos
+        line = self._line(pos)
+        return Span(line + 1, pos - self.line_starts[line] + 1)
+
+    def _line(self, pos: int) -> int:
         lo, hi = 0, len(self.line_starts) - 1
         while lo < hi:
             mid = (lo + hi + 1) // 2
@@ -133,7 +137,12 @@ class _Parser:
                 lo = mid
             else:
                 hi = mid - 1
-        return Span(lo + 1, pos - self.line_starts[lo] + 1)
+        return lo
+
+    def value_span(self, start: int, end: int) -> Span:
+        """A value's span with its end (just after its last character), for --fix."""
+        a, b = self._line(start), self._line(end)
+        return Span(a + 1, start - self.line_starts[a] + 1, b + 1, end - self.line_starts[b] + 1, start, end)
 
     def fail(self, message: str, pos: int | None = None) -> JsonSyntaxError:
         return JsonSyntaxError(message, self.span(pos))
@@ -177,6 +186,13 @@ class _Parser:
         return self.result
 
     def value(self, path: KeyPath, depth: int) -> Any:
+        start = self.pos
+        value = self._value(path, depth)
+        if self.keeping:  # the span set before the children is kept in place, now with its end
+            self.result.value_spans[path] = self.value_span(start, self.pos)
+        return value
+
+    def _value(self, path: KeyPath, depth: int) -> Any:
         if depth > MAX_DEPTH:
             raise self.fail(f"nested deeper than {MAX_DEPTH} levels")
         ch = self.text[self.pos : self.pos + 1]

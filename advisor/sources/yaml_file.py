@@ -107,6 +107,15 @@ def _mark_span(mark: yaml.Mark) -> Span:
     return Span(mark.line + 1, mark.column + 1)
 
 
+def _value_span(node: yaml.Node) -> Span:
+    """A value's span with its end, for --fix: scalars and flow collections end at their end mark; a
+    block collection's end mark is the next token's start, so it gets none."""
+    start, end = node.start_mark, node.end_mark
+    if not isinstance(node, yaml.ScalarNode) and not getattr(node, "flow_style", False):
+        return _mark_span(start)
+    return Span(start.line + 1, start.column + 1, end.line + 1, end.column + 1, start.index, end.index)
+
+
 class _Builder:
     def __init__(self, loader: Any) -> None:
         self.loader = loader
@@ -168,7 +177,7 @@ class _Builder:
         self._count(1, alias or node.start_mark, scalar_chars)
         if depth > MAX_DEPTH:
             raise YamlLimitError(f"nested deeper than {MAX_DEPTH} levels", alias or node.start_mark)
-        self.value_spans.setdefault(path, _span(node))
+        self.value_spans.setdefault(path, _value_span(node))
         if isinstance(node, yaml.MappingNode):
             self.loader.flatten_mapping(node)
             out: dict[Any, Any] = {}
