@@ -656,6 +656,8 @@ class Engine:
                 value = _render(ev, payload)
             else:
                 value = payload
+            if value is None and _resolve(ctx.names, target, None, None) is None:
+                continue  # null for a setting the run does not have: nothing to edit in that place
             edit = _edit_for(ctx, target, value)
             if edit is None:
                 return None

@@ -237,6 +237,17 @@ _COUNT_KEYS = {
 }
 
 
+def _shards(plan: Any) -> bool:
+    """The run is set up for FSDP or DeepSpeed (accelerate's distributed_type, a DeepSpeed file, fsdp)."""
+    dist = str(plan.accelerate.distributed_type or "").upper()
+    fsdp = plan.training.lookup("fsdp")
+    return (
+        dist in ("FSDP", "DEEPSPEED")
+        or plan.spec.deepspeed is not None
+        or (isinstance(fsdp, Value) and fsdp.known and bool(fsdp.value))
+    )
+
+
 def process_count_fix(plan: Any, per_node: Any, n_visible: int) -> Value | None:
     """GA304's fix: the written process count (torchrun --nproc_per_node, accelerate
     num_processes, deepspeed --num_gpus, NPROC_PER_NODE), as a Value at its position whose value is
@@ -248,6 +259,8 @@ def process_count_fix(plan: Any, per_node: Any, n_visible: int) -> Value | None:
     where = _COUNT_KEYS.get(launcher)
     if where is None or n_visible < 1:
         return None
+    if n_visible == 1 and _shards(plan):
+        return None  # one process would shard nothing (GA406): leaving FSDP/ZeRO is the user's choice
     group, key = where
     entry = plan.namespaces()[group].entry(key)
     if not isinstance(entry, Value) or not entry.known or entry.origin is None:
