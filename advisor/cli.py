@@ -495,6 +495,7 @@ def plan(
     ] = None,
     hardware: Annotated[str | None, typer.Option("--hardware", "-H")] = None,
     output_format: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.text,
+    show_all: Annotated[bool, typer.Option("--all", help="Also show empty values (None, [], '').")] = False,
 ) -> None:
     """Show the merged plan of each run, with where every value came from."""
     from advisor.check import CheckError, CheckOptions, build_plans, resolve_settings
@@ -509,7 +510,7 @@ def plan(
     except (CheckError, SettingsError) as exc:
         _die(str(exc))
         return
-    sys.stdout.write(render_plans(plans, as_json=output_format is OutputFormat.json))
+    sys.stdout.write(render_plans(plans, as_json=output_format is OutputFormat.json, show_all=show_all))
 
 
 class Method(StrEnum):

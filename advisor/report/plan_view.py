@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 from advisor.facts import run_names
@@ -10,8 +11,60 @@ from advisor.paths import relative
 from advisor.plan import RunPlan
 from advisor.provenance import Namespace, Value
 from advisor.report.escape import escape_text, escape_value, strict_json
+from advisor.sources.document import Location
 
 _SHOWN = ("launch", "env", "accelerate", "training", "deepspeed", "model", "batch", "run", "data", "hardware")
+# namespaces read from the user's files: their rows show the key as written there (`max_length`, not
+# training.max_seq_length); the others are derived facts and keep their fact names
+_WRITTEN = ("launch", "env", "accelerate", "training", "deepspeed")
+
+
+def _pointer_path(key: str) -> tuple[str, ...]:
+    """A Location.key JSON pointer (/fsdp_config/fsdp_version) as a key path."""
+    return tuple(part.replace("~1", "/").replace("~0", "~") for part in key.strip("/").split("/") if part)
+
+
+def _line(file: Path, line: int, docs: dict[str, Any]) -> str | None:
+    doc = docs.get(str(file))
+    text = getattr(doc, "text", None)
+    if not text:
+        return None
+    lines = text.splitlines()
+    return lines[line - 1] if 0 < line <= len(lines) else None
+
+
+def written_key(loc: Location | None, docs: dict[str, Any]) -> str | None:
+    """The key as the user wrote it at loc: the config key path, or the launch flag / variable in
+    front of the value on its line (`--num_processes 2`, `--num_processes=2`, `CUDA_VISIBLE_DEVICES=1`)."""
+    if loc is None:
+        return None
+    if loc.key:
+        return ".".join(_pointer_path(loc.key)) or None
+    line = _line(loc.file, loc.line, docs)
+    if line is None:
+        return None
+    before = line[: max(loc.col - 1, 0)].rstrip()
+    token = before.split()[-1] if before.split() else ""
+    if "=" in token and not token.startswith("-"):
+        token = token.split("=", 1)[0].removeprefix("export")
+    token = token.rstrip("=").strip("\"'")
+    return token or None
+
+
+def _losing(loc: Location, docs: dict[str, Any]) -> tuple[str, str]:
+    """(the losing value as written, where) for a related location of a conflict."""
+    where = f"{relative(loc.file)}:{loc.line}:{loc.col}"
+    doc = docs.get(str(loc.file))
+    if loc.key and doc is not None:
+        try:
+            return repr(doc.get(_pointer_path(loc.key))), where
+        except Exception:  # a shape the path does not reach: show the place only
+            pass
+    return "?", where
+
+
+def _empty(v: Value) -> bool:
+    return v.unknown is None and (v.value is None or (isinstance(v.value, (list, dict, str)) and not v.value))
 
 
 def _where(v: Value) -> str:
@@ -29,11 +82,12 @@ def _non_finite_note(value: Any) -> str | None:
     return None
 
 
-def _json_value(v: Value) -> dict[str, Any]:
+def _json_value(v: Value, written: str | None = None) -> dict[str, Any]:
     notes = [n for n in (v.note, _non_finite_note(v.value)) if n]
     return escape_value(
         {
             "value": v.value,
+            "written": written,
             "unknown": v.unknown,
             "source": v.source,
             "file": relative(v.origin.file) if v.origin else None,
@@ -60,16 +114,32 @@ def _rows(names: dict[str, Any]) -> list[tuple[str, Value]]:
     return rows
 
 
-def render_plans(plans: list[RunPlan], *, as_json: bool = False) -> str:
+def _documents(plan: RunPlan) -> dict[str, Any]:
+    docs = [*plan.spec.documents, getattr(plan.spec, "root", None)]
+    return {str(d.path): d for d in docs if d is not None}
+
+
+def _shown_key(key: str, v: Value, docs: dict[str, Any]) -> str:
+    if key.split(".", 1)[0] not in _WRITTEN or v.source in ("default", "derived"):
+        return key
+    return written_key(v.origin, docs) or key
+
+
+def render_plans(plans: list[RunPlan], *, as_json: bool = False, show_all: bool = False) -> str:
     if as_json:
         out = []
         for plan in plans:
             names = run_names(plan)
+            docs = _documents(plan)
+            values = {}
+            for key, v in _rows(names):
+                shown = _shown_key(key, v, docs)
+                values[escape_text(key)] = _json_value(v, escape_text(shown) if shown != key else None)
             out.append(
                 {
                     "name": escape_text(plan.name),
                     "files": [escape_text(relative(d.path)) for d in plan.spec.documents],
-                    "values": {escape_text(key): _json_value(v) for key, v in _rows(names)},
+                    "values": values,
                 }
             )
         return strict_json(out) + "\n"
@@ -85,12 +155,34 @@ def render_plans(plans: list[RunPlan], *, as_json: bool = False) -> str:
                         f"  missing: {ref.raw} (named at {relative(ref.named_at.file)}:{ref.named_at.line})"
                     )
                 )
-        rows = _rows(names)
-        width = max((len(k) for k, _ in rows), default=10)
-        for key, v in rows:
+        docs = _documents(plan)
+        rows = [(key, v) for key, v in _rows(names) if show_all or not _empty(v)]
+        hidden = len(_rows(names)) - len(rows)
+        keys = [_shown_key(key, v, docs) for key, v in rows]
+        width = max((len(k) for k in keys), default=10)
+        section = None
+        for (key, v), shown_key in zip(rows, keys, strict=True):
+            namespace = key.split(".", 1)[0]
+            if namespace != section:
+                section = namespace
+                lines.append(f"  [{namespace}]")
             shown = escape_text(f"? ({v.unknown})" if v.unknown else repr(v.value))
             if len(shown) > 60:
                 shown = shown[:57] + "..."
-            lines.append(f"  {escape_text(key):<{width}}  {shown:<24}  {_where(v)}")
+            conflict = namespace in _WRITTEN and v.source != "derived" and any(r.key for r in v.related)
+            # the fact name, where the key was written under another name (max_length, --num_processes)
+            plain = shown_key.lstrip("-").replace("-", "_")
+            alias = f"  = {key}" if plain not in (key.split(".", 1)[-1], key) else ""
+            where = _where(v)
+            if conflict and v.origin is not None:
+                where = escape_text(f"{relative(v.origin.file)}:{v.origin.line}:{v.origin.col}") + "  <- wins"
+            lines.append(f"    {escape_text(shown_key):<{width}}  {shown:<24}  {where}{escape_text(alias)}")
+            if conflict:
+                for r in v.related:
+                    if r.key:
+                        value, where = _losing(r, docs)
+                        lines.append(escape_text(f"    {'':<{width}}  {value:<24}  {where}  <- loses"))
+        if hidden:
+            lines.append(f"  ({hidden} empty row{'s' if hidden != 1 else ''} hidden; --all shows them)")
         lines.append("")
     return "\n".join(lines) + ("\n" if lines else "no runs found\n")

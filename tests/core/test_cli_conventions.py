@@ -209,3 +209,36 @@ def test_check_never_imports_torch_for_a_local_model_of_unknown_type(tmp_path: P
     assert runs and runs[0]["peak_vram_gib"] is None  # not modelled on the check path
     note = " ".join(runs[0]["notes"])
     assert "brand-new-arch" in note and f"{64 * 64 + 64 * 128:,}" in note  # the safetensors count
+
+
+def test_plan_shows_written_keys_hides_empty_rows_and_marks_the_conflict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_files(
+        tmp_path,
+        {
+            "launch.sh": "#!/bin/bash\n"
+            "accelerate launch --config_file acc.yaml --num_processes 4 train.py sft.yaml\n",
+            "acc.yaml": "distributed_type: MULTI_GPU\nnum_processes: 8\n",
+            "train.py": "print('train')\n",
+            "sft.yaml": "output_dir: out\nmax_length: 1024\nper_device_train_batch_size: 2\n",
+        },
+    )
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["plan", "launch.sh"])
+    assert result.exit_code == 0, result.output
+    rows = result.stdout.splitlines()
+    keyed = {line.split()[0]: line for line in rows if line.startswith("    ") and line.split()}
+    assert "max_length" in keyed and "sft.yaml:2:13" in keyed["max_length"]
+    assert "training.max_seq_length" not in keyed  # the key as written, not the fact's name
+    wins = [line for line in rows if "<- wins" in line]
+    loses = [line for line in rows if "<- loses" in line]
+    assert any("launch.sh:2:" in line and line.split()[1] == "4" for line in wins), wins
+    assert any("acc.yaml:2:" in line and line.split()[0] == "8" for line in loses), loses
+
+    everything = runner.invoke(app, ["plan", "--all", "launch.sh"]).stdout.splitlines()
+    assert len(everything) > len(rows)
+    empty = [line for line in everything if line.startswith("    ") and " None " in f"{line} "]
+    assert empty and not [line for line in rows if line.startswith("    ") and " None " in f"{line} "]
+    as_json = json.loads(runner.invoke(app, ["plan", "--format", "json", "launch.sh"]).stdout)
+    assert as_json[0]["values"]["training.max_seq_length"]["written"] == "max_length"
