@@ -157,7 +157,6 @@ HELPERS: dict[str, Any] = {
 
 # Names an expression reads that are not fact namespaces: a rule's `let` names may not take them.
 RESERVED_NAMES = frozenset({"item", "True", "False", "None"})
-MESSAGE_CHARS = 300  # the longest message template (one case of a message mapping): prose goes in `docs`
 
 _TEMPLATE = re.compile(r"\{([^{}]+)\}")
 # `at`, `related`, `requires` and fix targets: dotted names, read by the engine, never evaluated
