@@ -187,6 +187,7 @@ def analyse(
     compare: bool = True,
     savings: bool | None = None,
     data: Any = None,
+    reserved_fraction: float = 0.0,
 ) -> Analysis:
     """Memory at the peak, the fit verdict, single-GPU and DDP peaks, time, and knob savings."""
     from advisor.estimate import MemoryItem, estimate_memory, estimate_time, what_if
@@ -208,6 +209,8 @@ def analyse(
         scale = (peak + ref) / peak if peak else 1.0
         peak, low, high = peak + ref, low * scale, high * scale
     usable = float(machine.memory_gib) if machine is not None else setup.gpu_memory_gib
+    if usable is not None and reserved_fraction > 0:
+        usable *= 1.0 - reserved_fraction
     hard = peak - m.soft_gib
     verdict = verdict_for(peak, usable, near_fraction)
     if verdict == "does not fit" and usable is not None and hard <= usable:
@@ -291,10 +294,11 @@ def _input_assumptions(assumptions: list[str]) -> list[str]:
 # ---- the fact builder -----------------------------------------------------------------------------
 def estimates_facts(plan: Any, names: dict[str, Any]) -> Namespace:
     ns = Namespace("estimates")
+    share = vllm_colocate_share(plan)
     try:
         inputs = plan_inputs(plan, names)
         if inputs.setup is None:
-            _unknown(ns, inputs, inputs.reason or "unknown")
+            _unknown(ns, inputs, inputs.reason or "unknown", share)
             return ns
         an = analyse(
             inputs.setup,
@@ -306,7 +310,10 @@ def estimates_facts(plan: Any, names: dict[str, Any]) -> Namespace:
             max_steps=inputs.max_steps,
             busbw_gbs=inputs.busbw_gbs,
             data=inputs.data_length,
+            reserved_fraction=share,
         )
+        if share:
+            an.assumptions.append(_share_note(share))
     except Exception as exc:  # an estimator bug must cost the estimate, never the check
         _unknown(ns, None, f"the estimator failed: {type(exc).__name__}: {exc}")
         return ns
@@ -314,7 +321,36 @@ def estimates_facts(plan: Any, names: dict[str, Any]) -> Namespace:
     return ns
 
 
-def _unknown(ns: Namespace, inputs: PlanInputs | None, reason: str) -> None:
+def vllm_colocate_share(plan: Any) -> float:
+    """The fraction of every GPU's memory a colocated vLLM engine takes (TRL `use_vllm` with
+    `vllm_mode: colocate`, the default; `vllm_gpu_memory_utilization` defaults to 0.3: trl 1.16
+    trl/trainer/grpo_config.py:122 and :158). vLLM preallocates that share of the card for its weights
+    and KV cache before training starts; in server mode it runs on other GPUs (0.0)."""
+    t = plan.training
+
+    def known(key: str) -> Any:
+        entry = t.entry(key)
+        return entry.value if isinstance(entry, Value) and entry.known else None
+
+    if str(known("use_vllm")).lower() != "true":
+        return 0.0
+    if str(known("vllm_mode") or "colocate").lower() != "colocate":
+        return 0.0
+    share = known("vllm_gpu_memory_utilization")
+    share = 0.3 if share is None else share
+    if isinstance(share, str):
+        try:
+            share = float(share)
+        except ValueError:
+            return 0.0
+    return float(share) if isinstance(share, int | float) and 0.0 < float(share) < 1.0 else 0.0
+
+
+def _share_note(share: float) -> str:
+    return f"a colocated vLLM engine takes {share:.0%} of each GPU's memory (vllm_gpu_memory_utilization)"
+
+
+def _unknown(ns: Namespace, inputs: PlanInputs | None, reason: str, share: float = 0.0) -> None:
     origin = inputs.model_value.origin if inputs is not None and inputs.model_value is not None else None
     ns.set("known", Value(False, origin, "derived"))
     ns.set("reason", Value(reason, origin, "derived"))
@@ -322,7 +358,11 @@ def _unknown(ns: Namespace, inputs: PlanInputs | None, reason: str) -> None:
     for key in ("peak_vram_gib", "hours_single_gpu", "hours"):
         ns.set(key, Value(None, origin, "derived", unknown=reason))
     if inputs is not None and inputs.machine is not None:
-        ns.set("gpu_memory_gib", Value(round(float(inputs.machine.memory_gib), 1), None, "hardware"))
+        usable = float(inputs.machine.memory_gib) * (1.0 - share)
+        ns.set(
+            "gpu_memory_gib",
+            Value(round(usable, 1), None, "hardware", note=_share_note(share) if share else None),
+        )
 
 
 def _fill(ns: Namespace, inputs: PlanInputs, an: Analysis) -> None:

@@ -426,3 +426,112 @@ def test_accelerate_accumulation_beside_a_deepspeed_file(facts_of) -> None:
     )
     kinds = [i["kind"] for i in names["batch"].conflicts]
     assert kinds == ["accelerate_with_file"]
+
+
+# --- start failures: split_batches, online RL generation batches, vLLM's share ------------------
+
+
+def test_split_batches_divides_the_batch_over_processes(facts_of) -> None:
+    # accelerate/data_loader.py:1284: each process gets batch_size // num_processes
+    args = "output_dir: o\nper_device_train_batch_size: 8\ngradient_accumulation_steps: 2\n"
+    args += "accelerator_config:\n  split_batches: true\n"
+    batch = facts_of(launch("accelerate launch --num_processes 4 train.py args.yaml", **{"args.yaml": args}))[
+        "batch"
+    ]
+    assert batch.effective_batch == 8 * 2  # not x 4 processes
+    assert batch.split_problems == []
+
+
+def test_split_batches_not_divisible_is_a_start_failure(facts_of) -> None:
+    args = "output_dir: o\nper_device_train_batch_size: 6\naccelerator_config:\n  split_batches: true\n"
+    batch = facts_of(launch("accelerate launch --num_processes 4 train.py args.yaml", **{"args.yaml": args}))[
+        "batch"
+    ]
+    (problem,) = batch.split_problems
+    assert (problem["batch"], problem["processes"]) == (6, 4)
+    assert (problem["location"].line, problem["location"].col) == (2, 30)
+
+
+GRPO_SCRIPT = {"grpo.py": "from trl import GRPOConfig, GRPOTrainer\n"}
+
+
+@pytest.mark.parametrize(
+    ("processes", "per_device", "accum", "generations", "fails"),
+    [
+        (7, 2, 4, 16, True),  # open-r1 on 8 GPUs with one serving vLLM: 56 % 16
+        (8, 2, 4, 16, False),
+        (7, 16, 4, 14, False),  # 448 % 14 == 0
+        (8, 16, 4, 14, True),
+    ],
+)
+def test_grpo_generation_batch_divides_by_num_generations(
+    facts_of, processes: int, per_device: int, accum: int, generations: int, fails: bool
+) -> None:
+    cfg = (
+        f"output_dir: o\nper_device_train_batch_size: {per_device}\ngradient_accumulation_steps: {accum}\n"
+        f"num_generations: {generations}\n"
+    )
+    cmd = f"accelerate launch --num_processes {processes} grpo.py --config grpo.yaml"
+    batch = facts_of({**launch(cmd, **{"grpo.yaml": cfg}), **GRPO_SCRIPT})["batch"]
+    assert batch.generation["generation_batch_size"] == per_device * processes * accum
+    assert [p["kind"] for p in batch.generation_problems] == (["generation_batch"] if fails else [])
+
+
+def test_grpo_eval_batch_is_checked_only_when_evaluating(facts_of) -> None:
+    cfg = "output_dir: o\nper_device_train_batch_size: 4\nper_device_eval_batch_size: 3\nnum_generations: 8\n"
+    cmd = "accelerate launch --num_processes 2 grpo.py --config grpo.yaml"
+    quiet = facts_of({**launch(cmd, **{"grpo.yaml": cfg}), **GRPO_SCRIPT})["batch"]
+    assert quiet.generation_problems == []
+    loud = facts_of(
+        {**launch(cmd, **{"grpo.yaml": cfg + "do_eval: true\neval_strategy: steps\n"}), **GRPO_SCRIPT}
+    )
+    assert [p["kind"] for p in loud["batch"].generation_problems] == ["eval_batch"]
+
+
+def test_lone_grpo_config_lists_the_process_counts_that_work(facts_of) -> None:
+    cfg = "output_dir: o\nper_device_train_batch_size: 16\ngradient_accumulation_steps: 4\n"
+    cfg += "num_generations: 14\n"
+    (problem,) = facts_of({"grpo.yaml": cfg})["batch"].generation_problems
+    assert problem["kind"] == "only_at" and problem["severity"] == "warning"
+    assert problem["location"].line == 4
+
+
+def test_sft_config_has_no_generation_batch(facts_of) -> None:
+    batch = facts_of({"sft.yaml": "output_dir: o\nper_device_train_batch_size: 3\n"})["batch"]
+    assert batch.generation == {} and batch.generation_problems == []
+
+
+@pytest.mark.parametrize(
+    ("extra", "usable"),
+    [("", 93.6 * 0.7), ("vllm_gpu_memory_utilization: 0.5\n", 93.6 * 0.5), ("vllm_mode: server\n", 93.6)],
+)
+def test_colocated_vllm_takes_its_share_of_the_gpu(facts_of, extra: str, usable: float) -> None:
+    cfg = (
+        "model_name_or_path: Qwen/Qwen2.5-1.5B-Instruct\nuse_vllm: true\nnum_generations: 8\noutput_dir: o\n"
+    )
+    est = facts_of({"grpo.yaml": cfg + extra}, hardware="1xH100")["estimates"]
+    assert est.gpu_memory_gib == pytest.approx(usable, abs=0.1)
+
+
+@pytest.mark.parametrize(
+    ("command", "device_map", "fires"),
+    [
+        ("torchrun --nproc_per_node 4 train.py", "'auto'", True),
+        ("accelerate launch --num_processes 2 train.py", "'balanced'", True),
+        ("torchrun --nproc_per_node 4 train.py", "{'': PartialState().local_process_index}", False),
+        ("python train.py", "'auto'", False),  # one process: GA602's question, not a refusal
+        ("torchrun --nproc_per_node 1 train.py", "'auto'", False),
+    ],
+)
+def test_spreading_device_map_under_a_multi_process_launch(
+    facts_of, command: str, device_map: str, fires: bool
+) -> None:
+    script = (
+        f"from transformers import AutoModel\nm = AutoModel.from_pretrained('x', device_map={device_map})\n"
+    )
+    sites = facts_of({"launch.sh": f"#!/bin/bash\n{command}\n", "train.py": script})[
+        "placement"
+    ].device_map_distributed
+    assert [(s["location"].line, s["location"].col) for s in sites] == (
+        [(2, 47)] if fires else []
+    )  # the value's column
