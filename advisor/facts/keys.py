@@ -179,6 +179,8 @@ def _check_section(
             if budget[0] > 0:
                 budget[0] -= 1
                 guess = kk.suggest(dialect, key, section)
+                if versioned is not None and guess is not None:
+                    guess = _readable_guess(versioned, key, guess)
             if dialect == "training_args" and not section and guess is None:
                 # HfArgumentParser files are read together with the script's own dataclasses
                 # (ModelArguments, DataTrainingArguments...), which we cannot see: only a near miss
@@ -191,7 +193,7 @@ def _check_section(
                     "location": _loc(doc, path),
                     "key": key,
                     "suggestion": guess,
-                    "message": f"'{key}' is not {where}{hint}: {consequence}",
+                    "message": f"'{key}' is not {where}{_release_note(versioned)}{hint}: {consequence}",
                     "severity": "error" if strict else None,
                 }
             )
@@ -302,6 +304,29 @@ def _versioned_verdict(sources: list[tuple[Any, tuple[str, ...]]], key: str) -> 
             message = f"'{key}' is not a key of {target.label}: it was added in {st.first}{hint}"
             return {"kind": "unknown", "message": message, "suggestion": guess[0] if guess else None}
     return None
+
+
+def _release_note(sources: list[tuple[Any, tuple[str, ...]]] | None) -> str:
+    if not sources:
+        return ""
+    return " of " + ", ".join(t.label for t, _ in sources)
+
+
+def _readable_guess(sources: list[tuple[Any, tuple[str, ...]]], key: str, guess: str) -> str | None:
+    """A did-you-mean the pinned releases can read: a key of the current tables that the pinned release
+    lacks (``eval_strategy`` for transformers 4.40) gives way to the closest key the release has."""
+    from advisor.facts import versions
+
+    statuses = [versions.key_status(t.package, classes, guess, t.index) for t, classes in sources]
+    if all(st.state == "never" for st in statuses) or any(st.state == "present" for st in statuses):
+        return guess  # not a versioned key (a TRL recipe's extra), or readable
+    import difflib
+
+    readable: set[str] = set()
+    for target, classes in sources:
+        readable |= versions.keys_at(target.package, classes, target.index)
+    match = difflib.get_close_matches(key, sorted(readable), n=1, cutoff=0.8)
+    return match[0] if match else None
 
 
 def classes_of(sources: list[tuple[Any, tuple[str, ...]]], target: Any) -> tuple[str, ...]:

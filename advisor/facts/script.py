@@ -1126,24 +1126,24 @@ def _argument_parsers(tree: ast.Module, resolve: Any, pos: Any) -> tuple[Argumen
             return [arg]
         return None
 
+    assigned: dict[int, list[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Call):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            assigned[id(node.value)] = [t.id for t in targets if isinstance(t, ast.Name)]
     parsers: dict[str, tuple[ast.Call, str, list[ArgumentClass] | None]] = {}
     anonymous: list[tuple[ast.Call, str, list[ArgumentClass] | None]] = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Assign | ast.AnnAssign | ast.Expr):
-            continue
-        call = node.value
+    for call in ast.walk(tree):
         if not isinstance(call, ast.Call) or _last_id(call.func) not in _PARSER_CLASSES:
             continue
         arg = call.args[0] if call.args else _kwarg(call, "dataclass_types")
         nodes = class_nodes(arg) if arg is not None else None
         described = [describe(n) for n in nodes] if nodes is not None else None
         entry = (call, _last_id(call.func) or "", described)
-        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-        names = [t.id for t in targets if isinstance(t, ast.Name)]
-        if names:
-            for n in names:
-                parsers[n] = entry
-        else:
+        names = assigned.get(id(call), [])
+        for n in names:
+            parsers[n] = entry
+        if not names:
             anonymous.append(entry)
 
     methods: dict[int, list[str]] = {}
