@@ -472,7 +472,11 @@ class _Out:
         self.lines.append(text)
 
     def table(self, headers: list[str], rows: list[list[tuple[str, str | None]]], right: set[int]) -> None:
-        """Columns sized to their widest cell; each cell is (text, style)."""
+        """Columns sized to their widest cell; each cell is (text, style). On a terminal (colour on),
+        a rich table wrapped to the terminal's width; piped or written to a file, plain columns."""
+        if self.color:
+            self.lines.extend(rich_table(headers, rows, right))
+            return
         widths = [len(h) for h in headers]
         for row in rows:
             for i, (text, _) in enumerate(row):
@@ -490,6 +494,37 @@ class _Out:
                 for i, (text, style) in enumerate(row)
             ]
             self.line("  ".join(cells).rstrip())
+
+
+_RICH_STYLES = {
+    "dim": "dim",
+    "bold": "bold",
+    "green": "green",
+    "red": "red",
+    "yellow": "yellow",
+    "cyan": "cyan",
+}
+
+
+def rich_table(headers: list[str], rows: list[list[tuple[str, str | None]]], right: set[int]) -> list[str]:
+    """A rich table as lines of ANSI text, wrapped to the terminal's width (rich is imported here, on
+    a terminal only: the piped output and the check path never pay its start-up)."""
+    import io
+    import shutil
+
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(box=None, pad_edge=False, show_edge=False, header_style="dim")
+    for i, h in enumerate(headers):
+        table.add_column(h, justify="right" if i in right else "left", overflow="fold")
+    for row in rows:
+        table.add_row(*(Text(text, style=_RICH_STYLES.get(style or "", "")) for text, style in row))
+    buffer = io.StringIO()
+    width = shutil.get_terminal_size((100, 24)).columns
+    Console(file=buffer, force_terminal=True, width=width, color_system="standard").print(table)
+    return [line.rstrip() for line in buffer.getvalue().splitlines()]
 
 
 def render_text(reports: list[dict[str, Any]], *, color: bool = False) -> str:

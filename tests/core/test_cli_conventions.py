@@ -242,3 +242,17 @@ def test_plan_shows_written_keys_hides_empty_rows_and_marks_the_conflict(
     assert empty and not [line for line in rows if line.startswith("    ") and " None " in f"{line} "]
     as_json = json.loads(runner.invoke(app, ["plan", "--format", "json", "launch.sh"]).stdout)
     assert as_json[0]["values"]["training.max_seq_length"]["written"] == "max_length"
+
+
+def test_rule_and_estimate_use_rich_on_a_terminal_and_plain_text_when_piped(tmp_path: Path) -> None:
+    code, piped = _cli(tmp_path, "rule", "GA203")
+    assert code == 0 and "## What it does" in piped and ESC not in piped  # the Markdown of docs/rules
+    code, shown = _cli(tmp_path, "rule", "GA203", tty=True)
+    assert code == 0 and ESC in shown and "## What it does" not in shown  # rendered by rich
+    assert "What it does" in shown
+
+    write_files(tmp_path, PROJECT)
+    code, piped = _cli(tmp_path, "estimate", ".")
+    assert code == 0 and ESC not in piped
+    code, shown = _cli(tmp_path, "estimate", ".", tty=True)
+    assert code == 0 and ESC in shown
