@@ -104,6 +104,8 @@ docs: a policy
         ("at: placement.gpu_idss\nmessage: x", 5, ["gpu_idss", "gpu_ids"]),
         ("when: document.kind == 'x'\nmessage: x", 5, ["document"]),
         ("let:\n  a: b + 1\n  b: '2'\nmessage: '{a}'", 6, ["'b'"]),
+        ("let:\n  a: training.items()\nmessage: '{a}'", 6, ["items"]),
+        ("let:\n  batch: '2'\nmessage: '{batch}'", 6, ["batch"]),
     ],
 )
 def test_a_policy_rule_reading_an_undeclared_name_is_refused_at_load(
@@ -184,3 +186,24 @@ def test_let_names_message_cases_and_a_severity_condition(
 
 def test_strict_mode_is_on_in_the_test_suite() -> None:
     assert os.environ.get("GPU_ADVISE_STRICT_FACTS") == "1"
+
+
+def test_readers_tag_problems_with_declared_kinds_and_a_built_in_rule_reports_each() -> None:
+    """No reader names a rule code; each kind of PROBLEM_KINDS is chosen by GA001 or GA003."""
+    import ast
+
+    from advisor.engine import load_catalog
+    from advisor.sources.document import PROBLEM_KINDS
+
+    used: set[str] = set()
+    for path in sorted((REPO / "advisor").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "SourceProblem" and node.args:
+                first = node.args[0]
+                assert isinstance(first, ast.Constant), f"{path}:{node.lineno}: a kind is a literal"
+                assert first.value in PROBLEM_KINDS, f"{path}:{node.lineno}: {first.value!r} is not a kind"
+                used.add(first.value)
+    assert used == set(PROBLEM_KINDS)
+    readers = {r.code: r.spec.for_each or "" for r in load_catalog() if r.code in ("GA001", "GA003")}
+    for kind in PROBLEM_KINDS:
+        assert sum(f"'{kind}'" in for_each for for_each in readers.values()) == 1, kind
