@@ -406,9 +406,10 @@ def _fill(ns: Namespace, inputs: PlanInputs, an: Analysis) -> None:
     put("host_gib", round(an.memory.host_gib, 1))
     put("items", an.items)
     put("contributors", _contributors(an.items))
-    put("savings", [f"{label} saves {gib:.1f} GiB" for label, gib in an.savings])
+    savings = _on_this_machine(an.savings, inputs.machine)
+    put("savings", [f"{label} saves {gib:.1f} GiB" for label, gib in savings])
     put("fitting_options", an.fitting_options)
-    put("fit_advice", _fit_advice(an.fitting_options, inputs.machine))
+    put("fit_advice", _fit_advice(an.fitting_options, savings, inputs.machine))
     put("setup_label", _setup_label(s, inputs.dp, info.hub_id or info.name))
     put("oom_certain", an.usable is not None and an.low > an.usable)
     put("band", f"{an.low:.1f}-{an.high:.1f} GiB")
@@ -458,14 +459,32 @@ def _fill(ns: Namespace, inputs: PlanInputs, an: Analysis) -> None:
     put("input_assumptions", _input_assumptions(assumptions))
 
 
-def _fit_advice(options: list[str], machine: Any) -> str:
-    """GA401's advice: what fits on this machine, or that nothing tried does."""
+_ACROSS = re.compile(r"across (\d+) GPUs")
+
+
+def _on_this_machine(savings: list[tuple[str, float]], machine: Any) -> list[tuple[str, float]]:
+    """The knob savings without a sharding degree the machine does not have (the estimator's what-if
+    tries ZeRO-3 across 8 GPUs for a one-process run)."""
+    if machine is None:
+        return savings
+    gpus = int(machine.gpus.count or 1) * int(getattr(machine, "nodes", 1) or 1)
+    out = []
+    for label, gib in savings:
+        m = _ACROSS.search(label)
+        if m is None or int(m.group(1)) <= gpus:
+            out.append((label, gib))
+    return out
+
+
+def _fit_advice(options: list[str], savings: list[tuple[str, float]], machine: Any) -> str:
+    """GA401's advice: what fits on this machine; else the largest savings and that nothing tried fits."""
     name = getattr(machine, "name", None) or "this machine"
     if options:
         return f"Fits on {name}: " + "; ".join(options) + "."
+    knobs = "; ".join(f"{label} saves {gib:.1f} GiB" for label, gib in savings[:3])
     return (
-        f"Nothing tried fits on {name} (checkpointing, ZeRO-3 over its GPUs, LoRA, QLoRA): use larger cards."
-    )
+        f"Knobs: {knobs}. " if knobs else ""
+    ) + f"Nothing tried fits on {name}: use larger cards or more GPUs."
 
 
 def _setup_label(setup: Any, dp: int, model: str | None) -> str:

@@ -149,7 +149,7 @@ def test_70b_full_fine_tune_zero3_without_offload_does_not_fit(
     assert "GA401" in codes
     assert not codes & {"GA402", "GA403", "GA405"}
     msg = next(f for f in findings if f.rule == "GA401").message
-    assert "optimizer states" in msg and "GiB" in msg and "saves" in msg
+    assert "optimizer states" in msg and "GiB" in msg and ("saves" in msg or "Fits on" in msg)
 
 
 # ---- true negatives ---------------------------------------------------------------------------
