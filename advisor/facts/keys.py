@@ -257,7 +257,8 @@ def _versioned_sources(doc: Document, dialect: str) -> list[tuple[Any, tuple[str
 
     targets = versions.targets_for(doc.path, _settings_for(doc.path))
     if dialect == "llamafactory" and not targets["transformers"].pinned:
-        requirement = kk.dialect_info("llamafactory")["source"].get("transformers_requirement")
+        requirement = kk.dialect_info("llamafactory")["source"].get("transformers_requirement") or ""
+        requirement = requirement.removeprefix("transformers")
         ceiling = requirement and versions.resolve_spec(
             "transformers", requirement, f"the newest that LLaMA-Factory's requirement {requirement} allows"
         )

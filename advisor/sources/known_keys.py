@@ -165,11 +165,18 @@ def known_keys(dialect: str, section: Section = ()) -> frozenset[str]:
 
 @cache
 def own_keys(dialect: str, section: Section = ()) -> frozenset[str]:
-    """The keys the dialect's own classes declare in ``section``, without those of included dialects
-    (LLaMA-Factory's arguments without TrainingArguments')."""
+    """The keys the dialect's own classes declare in ``section`` (their ``from`` tag names one of them),
+    without those they inherit from the library: LLaMA-Factory's ``stage`` and its re-added
+    ``overwrite_output_dir``, not transformers' ``learning_rate`` or ``warmup_ratio``."""
     _check_dialect(dialect)
     sec = _load(dialect)["sections"].get(_sec(section))
-    return frozenset(sec["keys"]) if sec else frozenset()
+    if not sec:
+        return frozenset()
+    return frozenset(
+        k
+        for k, tag in sec["keys"].items()
+        if any(not str(c).startswith("transformers") for c in tag.get("from", ()))
+    )
 
 
 def field_type(dialect: str, key: str, section: Section = ()) -> FieldType | None:

@@ -1,0 +1,224 @@
+"""Keys judged against the releases the project pins (issue 11, item 2) and the deprecations read from
+the consumers' sources (item 3)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from advisor.check import CheckOptions, run_check
+from advisor.facts import versions
+from advisor.sources.pins import read_folder_pins
+
+TA = ("TrainingArguments",)
+
+
+def _project(tmp_path: Path, files: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / ".git").mkdir()
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _findings(codes: set[str]) -> list[tuple[str, str, int, int]]:
+    result = run_check([Path(".")], CheckOptions())
+    assert not result.errors, result.errors
+    return sorted(
+        (f.rule, str(f.location.file), f.location.line, f.location.col)
+        for f in result.findings
+        if f.rule in codes
+    )
+
+
+ARGS = (
+    "output_dir: out\nper_device_train_batch_size: 4\nwarmup_ratio: 0.03\noverwrite_output_dir: true\n"
+    "logging_dir: logs\n"
+)
+
+
+# ------------------------------------------------------------------------------------------------
+# the verdicts
+# ------------------------------------------------------------------------------------------------
+
+
+def test_transformers_4_57_pin_accepts_keys_removed_later(tmp_path, monkeypatch):
+    # the issue's case: the three keys exist in transformers 4.57 (training_args.py of 4.57.6)
+    _project(
+        tmp_path,
+        {"requirements.txt": "torch==2.4.0\ntransformers==4.57.1\n", "train.yaml": ARGS},
+        monkeypatch,
+    )
+    assert _findings({"GA002", "GA005", "GA007"}) == []
+
+
+def test_without_a_pin_the_current_release_judges(tmp_path, monkeypatch):
+    _project(tmp_path, {"train.yaml": ARGS}, monkeypatch)
+    assert _findings({"GA005"}) == [
+        ("GA005", "train.yaml", 3, 1),
+        ("GA005", "train.yaml", 4, 1),
+        ("GA005", "train.yaml", 5, 1),
+    ]
+
+
+def test_deprecated_and_removed_are_different_findings(tmp_path, monkeypatch):
+    # transformers 5.6: warmup_ratio and logging_dir warn in __post_init__ (deprecated), the FSDP
+    # top-level keys and evaluation_strategy are gone
+    text = (
+        "output_dir: out\nwarmup_ratio: 0.03\nevaluation_strategy: steps\nlogging_steps: 5\n"
+        "learning_rate: 1.0e-5\n"
+    )
+    _project(tmp_path, {"requirements.txt": "transformers==5.6.0\n", "train.yaml": text}, monkeypatch)
+    assert _findings({"GA005", "GA007"}) == [("GA005", "train.yaml", 3, 1), ("GA007", "train.yaml", 2, 1)]
+
+
+def test_a_key_added_after_the_pinned_release_is_unknown(tmp_path, monkeypatch):
+    # eval_strategy replaced evaluation_strategy in 4.41; a 4.40 project cannot read it
+    text = "output_dir: out\neval_strategy: steps\nlogging_steps: 5\nlearning_rate: 1.0e-5\n"
+    _project(tmp_path, {"requirements.txt": "transformers==4.40.2\n", "train.yaml": text}, monkeypatch)
+    assert _findings({"GA002", "GA005"}) == [("GA002", "train.yaml", 2, 1)]
+
+
+def test_target_versions_setting_wins_over_pins(tmp_path, monkeypatch):
+    settings = '[tool.gpu-advise]\ntarget-versions = {transformers = "5.20"}\n'
+    files = {"requirements.txt": "transformers==4.57.1\n", "pyproject.toml": settings, "train.yaml": ARGS}
+    _project(tmp_path, files, monkeypatch)
+    assert [f[2] for f in _findings({"GA005"})] == [3, 4, 5]
+
+
+def test_llamafactory_is_judged_at_the_transformers_ceiling_it_requires(tmp_path, monkeypatch):
+    # LLaMA-Factory 0.9.5 requires transformers<=5.6.0, where warmup_ratio is deprecated, not removed
+    text = (
+        "model_name_or_path: Qwen/Qwen2.5-0.5B\nstage: sft\ndo_train: true\nfinetuning_type: lora\n"
+        "dataset: alpaca_en_demo\ntemplate: qwen\noutput_dir: out\nwarmup_ratio: 0.1\n"
+    )
+    _project(tmp_path, {"train_lora.yaml": text}, monkeypatch)
+    assert _findings({"GA005", "GA007"}) == [("GA007", "train_lora.yaml", 8, 1)]
+
+
+def test_a_replacement_is_named_only_when_the_release_reads_it():
+    index = versions.releases("transformers").index("4.50.3")
+    status = versions.key_status("transformers", TA, "evaluation_strategy", index)
+    assert (status.state, status.replacement) == ("deprecated", "eval_strategy")
+    assert versions.key_status("transformers", TA, "eval_strategy", 0).state == "new"
+    # logging_dir's deprecation (5.0-5.14) names no replacement at all
+    five = versions.releases("transformers").index("5.0.0")
+    assert versions.key_status("transformers", TA, "logging_dir", five) == versions.KeyStatus("deprecated")
+
+
+def test_trl_history_knows_max_seq_length():
+    releases = versions.releases("trl")
+    old = releases.index("0.19.1")
+    new = releases.index("1.16.0")
+    assert versions.key_status("trl", ("SFTConfig",), "max_seq_length", old).state in (
+        "present",
+        "deprecated",
+    )
+    assert versions.key_status("trl", ("SFTConfig",), "max_seq_length", new).state == "removed"
+
+
+# ------------------------------------------------------------------------------------------------
+# reading the pins
+# ------------------------------------------------------------------------------------------------
+
+
+def _pins(tmp_path: Path, name: str, text: str) -> dict[str, str]:
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    return {k: p.spec for k, p in read_folder_pins(tmp_path).items()}
+
+
+def test_requirements_with_extras_markers_and_comments(tmp_path):
+    text = (
+        "# training\n-r base.txt\ntransformers[torch]>=4.41,<5 ; python_version >= '3.9'\n"
+        "trl==0.19.1  # pinned\n"
+    )
+    assert _pins(tmp_path, "requirements.txt", text) == {"transformers": ">=4.41,<5", "trl": "==0.19.1"}
+
+
+def test_pyproject_pep621_like_llava(tmp_path):
+    # haotian-liu/LLaVA pyproject.toml @ c121f04 pins "transformers==4.37.2" in dependencies and
+    # "deepspeed==0.12.6" in the train extra
+    text = '[project]\nname = "llava"\ndependencies = ["torch==2.1.2", "transformers==4.37.2", "peft"]\n'
+    text += '[project.optional-dependencies]\ntrain = ["deepspeed==0.12.6", "ninja"]\n'
+    assert _pins(tmp_path, "pyproject.toml", text) == {"transformers": "==4.37.2", "deepspeed": "==0.12.6"}
+
+
+def test_poetry_caret_and_exact(tmp_path):
+    text = (
+        '[tool.poetry.dependencies]\npython = "^3.10"\ntransformers = "^4.40"\ntrl = {version = "0.12.2"}\n'
+    )
+    assert _pins(tmp_path, "pyproject.toml", text) == {"transformers": ">=4.40,<5", "trl": "==0.12.2"}
+
+
+def test_lock_files_are_exact(tmp_path):
+    uv = 'version = 1\n[[package]]\nname = "transformers"\nversion = "4.46.3"\n'
+    assert _pins(tmp_path, "uv.lock", uv) == {"transformers": "==4.46.3"}
+    pipfile = json.dumps({"default": {"trl": {"version": "==0.13.0"}}})
+    assert _pins(tmp_path, "Pipfile.lock", pipfile)["trl"] == "==0.13.0"
+
+
+def test_lock_file_beats_requirements_in_the_same_folder(tmp_path):
+    (tmp_path / "requirements.txt").write_text("transformers>=4.40\n")
+    (tmp_path / "poetry.lock").write_text('[[package]]\nname = "transformers"\nversion = "4.45.2"\n')
+    assert read_folder_pins(tmp_path)["transformers"].spec == "==4.45.2"
+
+
+def test_environment_yml_conda_and_pip(tmp_path):
+    text = (
+        "name: x\ndependencies:\n  - python=3.11\n  - conda-forge::transformers=4.44.2\n"
+        "  - pip:\n    - trl==0.11.4\n"
+    )
+    assert _pins(tmp_path, "environment.yml", text) == {"transformers": "==4.44.2", "trl": "==0.11.4"}
+
+
+def test_setup_cfg_install_requires(tmp_path):
+    text = (
+        "[metadata]\nname = x\n\n[options]\ninstall_requires =\n    accelerate>=0.34,<1\n    peft==0.13.2\n"
+    )
+    assert _pins(tmp_path, "setup.cfg", text) == {"accelerate": ">=0.34,<1", "peft": "==0.13.2"}
+
+
+def test_setup_py_is_read_not_run(tmp_path):
+    marker = tmp_path / "ran"
+    text = (
+        f"open({str(marker)!r}, 'w').write('x')\nfrom setuptools import setup\n"
+        "REQS = ['transformers==4.48.3', 'numpy']\nsetup(name='x', install_requires=REQS)\n"
+    )
+    assert _pins(tmp_path, "setup.py", text) == {"transformers": "==4.48.3"}
+    assert not marker.exists()
+
+
+def test_broken_pin_files_pin_nothing(tmp_path):
+    assert _pins(tmp_path, "pyproject.toml", "[project\n") == {}
+    assert _pins(tmp_path, "setup.py", "def (:\n") == {}
+
+
+def test_nearest_folder_wins_up_to_the_project_root(tmp_path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "requirements.txt").write_text("transformers==4.57.1\n")
+    sub = tmp_path / "recipes" / "sft"
+    sub.mkdir(parents=True)
+    (sub / "requirements.txt").write_text("transformers==5.2.0\n")
+    assert versions.targets_for(sub / "a.yaml")["transformers"].release == "5.2.0"
+    assert versions.targets_for(tmp_path / "b.yaml")["transformers"].release == "4.57.6"
+    # above the project root nothing is read
+    assert not versions.targets_for(tmp_path.parent / "c.yaml")["transformers"].pinned
+
+
+@pytest.mark.parametrize(
+    ("spec", "release"),
+    [
+        ("==4.57.1", "4.57.6"),
+        (">=4.41,<5", "4.57.6"),
+        ("<=5.6.0", "5.6.2"),
+        ("~=4.45.0", "4.45.2"),
+        ("==4.31.0", "4.40.2"),  # older than we ship: the oldest we have
+    ],
+)
+def test_specifiers_resolve_to_a_shipped_minor(spec, release):
+    target = versions.resolve_spec("transformers", spec, "test")
+    assert target is not None and target.release == release
