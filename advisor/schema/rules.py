@@ -33,6 +33,7 @@ class Example(BaseModel):
 
 
 _SEVERITY_ORDER = ("error", "warning", "info")
+_DERIVED = ("message_by", "message_cases", "severity_when")
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
@@ -89,10 +90,26 @@ class RuleSpec(BaseModel):
     at: str | None = None
     related: list[str] = Field(default_factory=list)
     message: str | MessageSpec
+    # filled from a `message` or `severity` mapping by validate_rule (the dataclass stores them flat);
+    # a rule file cannot write them
+    message_by: str | None = None
+    message_cases: dict[str, str] = Field(default_factory=dict)
+    severity_when: dict[str, str] = Field(default_factory=dict)
     fix: FixSpec | None = None
     docs: str
     examples: list[Example] = Field(default_factory=list)
     aliases: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_written(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for key in _DERIVED:
+                if key in data:
+                    raise ValueError(
+                        f"{key}: write `message: {{by, cases}}` or `severity: {{error: ...}}` instead"
+                    )
+        return data
 
     @field_validator("code")
     @classmethod
@@ -135,7 +152,7 @@ def validate_rule(raw: Any) -> engine.RuleSpec:
     fields = {
         f.name: to_view(getattr(model, f.name), VIEWS)
         for f in dataclasses.fields(engine.RuleSpec)
-        if f.name in RuleSpec.model_fields and f.name not in ("severity", "message")
+        if f.name not in ("severity", "message", *_DERIVED)
     }
     fields["severity"], fields["message"] = severity, message
     if isinstance(severity, SeveritySpec):
