@@ -383,3 +383,38 @@ def test_llamafactory_spec_names_the_variables_its_launcher_reads() -> None:
         spec.env
     )
     assert spec.processes.env == ("NPROC_PER_NODE",)
+
+
+def _started_by(spec: LauncherSpec) -> list[str]:
+    """Command lines that start the launcher, built from its spec alone (so a new launcher module
+    is read by the shell reader without code elsewhere)."""
+    lines = []
+    for words in spec.commands:
+        head = " ".join(words)
+        if spec.form == "subcommand":
+            lines.append(f"{head} {sorted(spec.subcommands)[0]} cfg.yaml --seed 3")
+        elif spec.form == "server":
+            lines.append(f"{head} org/model --seed 3")
+        else:
+            lines.append(f"{head} train.py --seed 3")
+    if spec.form == "script":
+        lines += [f"python -m {m} train.py --seed 3" for m in spec.modules]
+    if spec.form == "interpreter":
+        lines.append("python3 train.py --seed 3")
+    return lines
+
+
+@pytest.mark.parametrize("spec", list(launchers.LAUNCHERS.values()), ids=lambda s: s.name)
+def test_every_registered_launcher_is_read_from_its_spec(spec: LauncherSpec) -> None:
+    lines = _started_by(spec)
+    assert lines
+    for line in lines:
+        cmd = only(line + "\n")
+        assert cmd.launcher == spec.name, line
+        if spec.form == "server":
+            assert cmd.launcher_args["model"].text == "org/model" and cmd.launcher_args["seed"].text == "3"
+        elif spec.form == "subcommand":
+            assert cmd.subcommand and [w.text for w in cmd.positional] == ["cfg.yaml"]
+            assert cmd.script_args["seed"].text == "3"
+        else:
+            assert cmd.script.text == "train.py" and cmd.script_args["seed"].text == "3"
