@@ -748,3 +748,10 @@ def test_fix_refuses_a_word_whose_end_is_not_known(tmp_path: Path) -> None:
     path.write_text("#!/bin/bash\nbash -c \"torchrun --nproc_per_node 4\"'$(nproc)' train.py\n")
     with pytest.raises(FixError):
         plan_edit(Edit(path, None, 2, 1, 1), load_source(path))
+
+
+def test_backslash_ending_the_script_is_dropped() -> None:
+    # artidoro/qlora scripts/finetune_llama2_guanaco_7b.sh ends with `--seed 0 \` and no newline;
+    # bash drops the backslash (`printf '[%s]' a \` at EOF prints [a]), so no "\" word follows.
+    cmd = only("python qlora.py --data_seed 42 \\\n    --seed 0 \\")
+    assert texts(cmd.script_args) == {"data_seed": "42", "seed": "0"} and cmd.positional == []

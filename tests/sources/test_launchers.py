@@ -313,6 +313,18 @@ def test_torchrun_with_every_rendezvous_flag() -> None:
     }
 
 
+def test_llamafactory_multi_node_counts_nodes_and_processes(tmp_path, monkeypatch) -> None:
+    # launcher.py:64-66: torchrun --nnodes $NNODES --nproc_per_node $NPROC_PER_NODE
+    files = {
+        "run.sh": "#!/bin/bash\nFORCE_TORCHRUN=1 NNODES=2 NODE_RANK=0 MASTER_ADDR=10.0.0.1 \\\n"
+        "MASTER_PORT=29500 "
+        "NPROC_PER_NODE=8 llamafactory-cli train sft.yaml\n",
+        "sft.yaml": "stage: sft\ndo_train: true\nmodel_name_or_path: gpt2\n" + TRAIN_ARGS,
+    }
+    [(_, names, _)] = runs(tmp_path, monkeypatch, files, "8xH100-SXM")
+    assert (names["batch"].processes_per_node, names["batch"].nodes, names["batch"].world_size) == (8, 2, 16)
+
+
 def test_llamafactory_multi_node_env_block() -> None:
     # LLaMA-Factory's documented multi-node form (README "Supervised Fine-Tuning on multiple nodes"),
     # each variable read by launcher.py:64-68

@@ -334,6 +334,8 @@ class _Lexer:
                     if nx:
                         lit(nx, i + 1, True)
                         i += 2
+                    elif mode == "word" and i + 1 == len(t):
+                        i += 1  # bash drops a backslash that ends the script (`--seed 0 \` at EOF)
                     else:
                         lit("\\", i, False)
                         i += 1
