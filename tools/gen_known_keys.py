@@ -963,7 +963,21 @@ def gen_axolotl(root: str) -> None:
     for name, f in model.model_fields.items():
         extra = f.json_schema_extra if isinstance(f.json_schema_extra, dict) else {}
         desc = str(extra.get("description") or f.description or "")
-        if desc.lower().startswith("deprecated") and name not in removed:
+        # Field(deprecated="Use `attn_implementation: flash_attention_2` instead.") (axolotl 0.19
+        # utils/schemas/config.py line 811): pydantic warns when the field is set
+        if isinstance(getattr(f, "deprecated", None), str) and name not in removed:
+            message = str(f.deprecated)
+            named = [m for m in re.findall(r"`([a-z_][a-z0-9_.]*)", message) if m != name]
+            rep = re.search(r"use `?([a-z_][a-z0-9_.]*)`?", message, re.I)
+            replacement = named[0] if named else rep.group(1) if rep and rep.group(1) != name else None
+            removed[name] = {
+                "status": "deprecated",
+                "replacement": replacement,
+                "version": _dist_version(root, "axolotl"),
+                "note": message.strip()[:300],
+            }
+            continue
+        if desc.lower().lstrip("[").startswith("deprecated") and name not in removed:
             rep = re.search(r"use `?([a-z_][a-z0-9_]*)`?", desc)
             removed[name] = {
                 "status": "deprecated",
@@ -1027,6 +1041,18 @@ def gen_axolotl(root: str) -> None:
             for k, tag in pydantic_keys(getattr(ds_mod, cname)).items():
                 dsets.setdefault(k, tag)
     version = _dist_version(root, "axolotl")
+    # legacy dataset keys remapped with a warning (handle_legacy_message_fields_logic, axolotl 0.19
+    # utils/schemas/utils.py lines 37-52: message_field_role / message_field_content)
+    ds_removed: dict[str, dict[str, Any]] = {}
+    for path in sorted(Path(root, "axolotl", "utils", "schemas").glob("*.py")):
+        found = _validator_deprecations(
+            path.read_text(encoding="utf-8"), set(dsets) | {"message_property_mappings"}
+        )
+        for key, (status, repl, note) in found.items():
+            if key in dsets:
+                ds_removed.setdefault(
+                    key, {"status": status, "replacement": repl, "version": version, "note": note}
+                )
     data = {
         "dialect": "axolotl",
         "source": {
@@ -1062,9 +1088,55 @@ def gen_axolotl(root: str) -> None:
                 }
                 for k, v in prefixed.items()
             },
+            "datasets": dict(sorted(ds_removed.items())),
         },
     }
     write("axolotl", data)
+
+
+def _validator_deprecations(text: str, known: set[str]) -> dict[str, tuple[str, str | None, str]]:
+    """{key: (status, replacement, message)} for validator code of the form ``if "X" in data:`` (or
+    ``data.get("X")``) whose body warns that X is deprecated (status deprecated) or raises because it is
+    no longer supported (status removed); the replacement is the next known key the message names."""
+    out: dict[str, tuple[str, str | None, str]] = {}
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return out
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.If):
+            continue
+        tested = {
+            c.value
+            for c in ast.walk(node.test)
+            if isinstance(c, ast.Constant) and isinstance(c.value, str) and c.value in known
+        }
+        if len(tested) != 1:
+            continue
+        (key,) = tested
+        for stmt in node.body:
+            for call in ast.walk(stmt):
+                is_raise = isinstance(call, ast.Raise)
+                if not is_raise and not (
+                    isinstance(call, ast.Call) and _ast_callee(call) in ("warn", "warning", "warning_once")
+                ):
+                    continue
+                message = " ".join(
+                    str(c.value)
+                    for c in ast.walk(call)
+                    if isinstance(c, ast.Constant) and isinstance(c.value, str)
+                )
+                named = [m for m in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", message) if m in known]
+                if not named or named[0] != key or not _DEPRECATION_WORDS.search(message):
+                    continue
+                repl = next((m for m in named[1:] if m != key), None)
+                first = next(
+                    c.value
+                    for c in ast.walk(call)
+                    if isinstance(c, ast.Constant) and isinstance(c.value, str)
+                )
+                out.setdefault(key, ("removed" if is_raise else "deprecated", repl, first.strip()[:300]))
+    return out
 
 
 def gen_accelerate() -> None:

@@ -15,6 +15,11 @@ from advisor.sources.document import Document, KeyPath, Location, pointer, refus
 # TrainingArguments names (open-instruct's own dataclass, say): judging its keys would be noise.
 MIN_KNOWN_SHARE = 0.6
 
+# Sections that describe each mapping of a list: axolotl's `datasets:` entries (SFTDataset, DPODataset...,
+# whose legacy message_field_role / message_field_content are remapped with a warning).
+ENTRY_SECTIONS = {("axolotl", ("datasets",))}
+MAX_ENTRIES = 200
+
 # Keys here are keyword arguments of whichever optimizer or scheduler `type` names (DeepSpeed's
 # FusedAdam takes adam_w_mode, OneBitAdam takes freeze_step...): one table cannot judge them.
 OPEN_SECTIONS = {("optimizer", "params"), ("scheduler", "params")}
@@ -115,6 +120,11 @@ def _key_items(doc: Document) -> dict[str, list[dict[str, Any]]]:
         if section in OPEN_SECTIONS:
             continue
         node = doc.get(section) if section else doc.data
+        if isinstance(node, list) and (dialect, section) in ENTRY_SECTIONS:
+            for index, entry in enumerate(node[:MAX_ENTRIES]):
+                if isinstance(entry, dict):
+                    _check_section(doc, dialect, section, entry, out, budget, at=(*section, index))
+            continue
         if not isinstance(node, dict):
             continue
         _check_section(doc, dialect, section, node, out, budget)
@@ -128,8 +138,10 @@ def _check_section(
     node: dict[str, Any],
     out: dict[str, list[dict[str, Any]]],
     budget: list[int],
+    at: KeyPath | None = None,
 ) -> None:
-    """Judge the keys of one section; ``budget`` holds the did-you-mean searches left for the file."""
+    """Judge the keys of one section; ``budget`` holds the did-you-mean searches left for the file;
+    ``at`` is where the mapping is when it is one entry of a list (``("datasets", 0)``)."""
     known = kk.known_keys(dialect, section)
     refused = {p.key for p in doc.problems if p.detail == "refused-number"}
     strict = kk.is_strict(dialect, section)
@@ -141,7 +153,7 @@ def _check_section(
     for key, value in node.items():
         if not isinstance(key, str):
             continue
-        path = (*section, key)
+        path = (*(section if at is None else at), key)
         if versioned is not None and key not in own:
             verdict = _versioned_verdict(versioned, key)
             if verdict is not None:
@@ -168,7 +180,7 @@ def _check_section(
                     "message": f"'{key}' {verb} {removal.package} {removal.version}{replacement}"
                     + (f" ({removal.note})" if removal.note else "")
                     + (_current_note(removal.package) if dialect in _VERSIONED_DIALECTS else ""),
-                    "severity": None,
+                    "severity": "error" if removal.refused else None,
                 }
             )
             continue

@@ -61,6 +61,7 @@ class Removal:
     status: Literal["removed", "deprecated"] = "removed"
     package: str | None = None
     note: str | None = None
+    refused: bool = False  # the consumer still declares the key but raises when it is set
 
 
 # --------------------------------------------------------------------------------------------------
@@ -355,7 +356,7 @@ def _removed_table(dialect: str, section: str) -> dict[str, tuple[dict[str, Any]
                 continue  # still present in the newest transformers this project allows
             out[key] = (entry, tf["source"].get("package"))
     for key, entry in data.get("removed", {}).get(section, {}).items():
-        out[key] = (entry, data.get("source", {}).get("package"))
+        out[key] = ({**entry, "own": True}, data.get("source", {}).get("package"))
     return out
 
 
@@ -380,8 +381,13 @@ def removed_key(dialect: str, key: str, section: Section = ()) -> Removal | None
         return None
     entry, package = hit
     status = entry.get("status", "removed")
+    refused = False
     if status == "removed" and key in known_keys(dialect, section):
-        return None
+        if not entry.get("own"):
+            return None  # a transformers key the dialect's own class declares again (LLaMA-Factory)
+        refused = (
+            True  # still a field, but a validator raises when it is set (axolotl's DeprecatedParameters)
+        )
     return Removal(
         key=key,
         replacement=entry.get("replacement"),
@@ -389,6 +395,7 @@ def removed_key(dialect: str, key: str, section: Section = ()) -> Removal | None
         status=status,
         package=package,
         note=entry.get("note"),
+        refused=refused,
     )
 
 

@@ -222,3 +222,64 @@ def test_nearest_folder_wins_up_to_the_project_root(tmp_path):
 def test_specifiers_resolve_to_a_shipped_minor(spec, release):
     target = versions.resolve_spec("transformers", spec, "test")
     assert target is not None and target.release == release
+
+
+# ------------------------------------------------------------------------------------------------
+# deprecations read from the consumers' sources (item 3)
+# ------------------------------------------------------------------------------------------------
+
+# The shape of axolotl's examples (examples/llama-2/qlora.yml) with the keys axolotl 0.19 deprecates
+# (Field(deprecated=...) in utils/schemas/config.py, handle_legacy_message_fields_logic in
+# utils/schemas/utils.py) and the one its DeprecatedParameters validator refuses
+# (utils/schemas/deprecated.py).
+AXOLOTL = """base_model: NousResearch/Llama-2-7b-hf
+load_in_4bit: true
+adapter: qlora
+datasets:
+  - path: mhenrichsen/alpaca_2k_test
+    type: chat_template
+    message_field_role: from
+    message_field_content: value
+sequence_len: 4096
+max_packed_sequence_len: 4096
+micro_batch_size: 2
+gradient_accumulation_steps: 4
+num_epochs: 1
+learning_rate: 0.0002
+flash_attention: true
+output_dir: ./out
+"""
+
+
+def test_axolotl_deprecations_and_the_refused_key(tmp_path, monkeypatch):
+    _project(tmp_path, {"qlora.yml": AXOLOTL}, monkeypatch)
+    result = run_check([Path(".")], CheckOptions())
+    found = sorted(
+        (f.rule, f.severity, f.location.line, f.location.col)
+        for f in result.findings
+        if f.rule in {"GA002", "GA005", "GA007"}
+    )
+    assert found == [
+        ("GA005", "error", 10, 1),  # max_packed_sequence_len: the validator raises
+        ("GA007", "info", 7, 5),  # message_field_role, inside the datasets entry
+        ("GA007", "info", 8, 5),  # message_field_content
+        ("GA007", "info", 15, 1),  # flash_attention
+    ]
+
+
+def test_axolotl_replacements_come_from_its_messages():
+    from advisor.sources import known_keys as kk
+
+    assert kk.removed_key("axolotl", "flash_attention").replacement == "attn_implementation"
+    assert (
+        kk.removed_key("axolotl", "message_field_role", ("datasets",)).replacement
+        == "message_property_mappings"
+    )
+    assert kk.removed_key("axolotl", "max_packed_sequence_len").refused
+
+
+def test_transformers_5_6_deprecates_warmup_ratio():
+    index = versions.releases("transformers").index("5.6.2")
+    status = versions.key_status("transformers", TA, "warmup_ratio", index)
+    assert (status.state, status.replacement) == ("deprecated", "warmup_steps")
+    assert versions.key_status("transformers", TA, "warmup_ratio", index + 20).state == "removed"
