@@ -430,3 +430,21 @@ def test_every_registered_launcher_is_read_from_its_spec(spec: LauncherSpec) -> 
             assert cmd.script_args["seed"].text == "3"
         else:
             assert cmd.script.text == "train.py" and cmd.script_args["seed"].text == "3"
+
+
+def test_shipped_accelerate_flags_match_the_installed_parser() -> None:
+    import importlib.util
+    import json
+
+    accelerate = pytest.importorskip("accelerate")
+    data = json.loads(
+        (Path(launchers.__file__).parent.parent.parent / "data/launchers/accelerate.json").read_text()
+    )
+    if data["source"]["version"] != accelerate.__version__:
+        pytest.skip(f"data from accelerate {data['source']['version']}, {accelerate.__version__} installed")
+    gen = Path(__file__).resolve().parents[2] / "tools" / "gen_launcher_flags.py"
+    spec = importlib.util.spec_from_file_location("gen_launcher_flags", gen)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.accelerate_flags() == data  # regenerate: python3 tools/gen_launcher_flags.py
