@@ -6,6 +6,9 @@ tools/gen_known_keys.py), so transformers is never imported here.
 
 from __future__ import annotations
 
+import os
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from advisor.sources import known_keys as kk
@@ -251,10 +254,15 @@ _VERSIONED_DIALECTS: dict[str, tuple[tuple[str, tuple[str, ...] | str], ...]] = 
 
 
 def _settings_for(path: Any) -> Any:
+    return _folder_settings(os.path.dirname(os.path.abspath(path)))
+
+
+@cache
+def _folder_settings(folder: str) -> Any:
     from advisor.settings import SettingsError, find_settings
 
     try:
-        return find_settings(path)
+        return find_settings(Path(folder))
     except (SettingsError, OSError, ValueError):
         return None
 

@@ -76,19 +76,12 @@ def resolve_spec(package: str, spec: str, why: str) -> Target | None:
     shipped = releases(package)
     if not shipped:
         return None
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        spec_set = SpecifierSet(spec)
-    except InvalidSpecifier:
+    clauses = _parse_spec(spec)
+    if clauses is None:
         return None
     written = re.findall(r"\d+(?:\.\d+)+", spec)
     candidates = sorted({*shipped, *written}, key=_vtuple)
-    try:
-        allowed = [v for v in candidates if spec_set.contains(Version(v), prereleases=True)]
-    except InvalidVersion:
-        return None
+    allowed = [v for v in candidates if all(_satisfies(_vtuple(v), op, want) for op, want in clauses)]
     if not allowed:
         return None
     best = _vtuple(allowed[-1])[:2]
@@ -103,6 +96,57 @@ def resolve_spec(package: str, spec: str, why: str) -> Target | None:
             return None
         i = max(older)
     return Target(package, shipped[i], i, why, True)
+
+
+_CLAUSE_RE = re.compile(r"\s*(===|==|!=|~=|>=|<=|>|<)\s*v?(\d+(?:\.\d+)*)(\.\*)?\s*")
+
+
+def _parse_spec(spec: str) -> list[tuple[str, tuple[int, ...] | str]] | None:
+    """PEP 440 specifier clauses over plain release numbers (what pins of these libraries use); None for
+    anything else (a URL, a local version, a pre-release pin): then the pin is not used. packaging is not
+    imported for this: it costs ~18 ms of start-up."""
+    out: list[tuple[str, tuple[int, ...] | str]] = []
+    for part in spec.split(","):
+        if not part.strip():
+            continue
+        m = _CLAUSE_RE.fullmatch(part)
+        if m is None:
+            return None
+        op, number, star = m.group(1), m.group(2), m.group(3)
+        if star:
+            if op not in ("==", "!="):
+                return None
+            out.append((op + "*", number))
+        else:
+            out.append((op, tuple(int(x) for x in number.split("."))))
+    return out or None
+
+
+def _pad(a: tuple[int, ...], n: int) -> tuple[int, ...]:
+    return a + (0,) * (n - len(a))
+
+
+def _satisfies(version: tuple[int, ...], op: str, want: tuple[int, ...] | str) -> bool:
+    if isinstance(want, str):  # ==4.57.* / !=4.57.*
+        prefix = tuple(int(x) for x in want.split("."))
+        same = version[: len(prefix)] == prefix
+        return same if op == "==*" else not same
+    n = max(len(version), len(want))
+    a, b = _pad(version, n), _pad(want, n)
+    if op in ("==", "==="):
+        return a == b
+    if op == "!=":
+        return a != b
+    if op == ">=":
+        return a >= b
+    if op == "<=":
+        return a <= b
+    if op == ">":
+        return a > b
+    if op == "<":
+        return a < b
+    # ~=4.45.0 means >=4.45.0, ==4.45.*; ~=4.45 means >=4.45, ==4.*
+    return a >= b and len(want) > 1 and version[: len(want) - 1] == want[:-1]
 
 
 def _project_folders(start: Path) -> list[Path]:

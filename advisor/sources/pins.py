@@ -15,6 +15,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 PACKAGES = ("transformers", "trl", "accelerate", "peft", "deepspeed")
 
@@ -209,6 +210,25 @@ def _files(folder: Path) -> list[Path]:
     return out[:3] + reqs + out[3:]
 
 
+def _cached_pins(reader: Any, text: str, path: Path) -> list[Pin]:
+    """One file's pins, through the on-disk cache (keyed by its text) that settings and rules use."""
+    from advisor.cache import cached
+
+    def build() -> list[Pin]:
+        found: dict[str, Pin] = {}
+        reader(text, path, found)
+        return list(found.values())
+
+    return cached(
+        "pins",
+        str(path),
+        text,
+        build,
+        to_data=lambda pins: [[p.package, p.spec, p.line] for p in pins],
+        from_data=lambda data: [Pin(str(a), str(b), path, int(c)) for a, b, c in data],
+    )
+
+
 def read_folder_pins(folder: Path) -> dict[str, Pin]:
     """The pins written in one folder's files (first file in PIN_FILES order wins per package). A file
     that cannot be read or parsed pins nothing: its own reader reports it when it is a checked config."""
@@ -222,9 +242,12 @@ def read_folder_pins(folder: Path) -> dict[str, Pin]:
             text = read_text_file(path, MAX_PIN_FILE_BYTES)
         except (ReadRefused, OSError, UnicodeDecodeError):
             continue
+        if not any(name in text for name in PACKAGES):
+            continue  # pins nothing we judge: not parsed (tomllib alone costs ~10 ms of start-up)
         reader = _READERS.get(path.name, _requirements)
         try:
-            reader(text, path, out)
+            for pin in _cached_pins(reader, text, path):
+                out.setdefault(pin.package, pin)
         except (ValueError, SyntaxError, RecursionError, MemoryError, TypeError, AttributeError):
             continue  # tomllib/json/yaml errors are ValueError subclasses; yaml's YAMLError is below
         except Exception as exc:  # yaml.YAMLError: not imported up front (start-up time)
