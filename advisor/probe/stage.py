@@ -332,8 +332,13 @@ def load_recorded(path: Path, plans: list[Any]) -> Verification:
 # ---- the stage ----------------------------------------------------------------------------------
 def _reads(rule: Any, pattern: re.Pattern[str], message: bool = False) -> bool:
     spec = rule.spec
-    text = " ".join([spec.when or "", spec.for_each or "", *spec.requires, spec.message if message else ""])
-    return bool(pattern.search(text))
+    # a `let` may be read by `when`, a severity condition or a message case's `by`: all count as the
+    # rule's judgement; message templates only when asked
+    parts = [spec.when or "", spec.for_each or "", *spec.requires, *spec.let.values(), spec.message_by or ""]
+    parts += spec.severity_when.values()
+    if message:
+        parts += [spec.message, *spec.message_cases.values()]
+    return bool(pattern.search(" ".join(parts)))
 
 
 def _overlay_batch(batch: Namespace, measured: dict[str, Any]) -> Namespace:
