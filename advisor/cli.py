@@ -1,4 +1,11 @@
-"""The command line: options in, calls out, the reporter picks the output. Heavy imports stay lazy."""
+"""The command line: options in, calls out, the reporter picks the output. Heavy imports stay lazy.
+
+`check` is the pre-commit hot path: main() parses its usual options itself (`_fast_check`) and runs
+it without importing typer (~25 ms, the largest import of a run); anything else (another command,
+-h, --fix, --verify, an option it does not know or a value it cannot parse) goes through the typer
+app, built on first use (`app` is a lazy module attribute). The commands are plain functions whose
+typer annotations are strings (postponed evaluation) until the app is built.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +14,12 @@ import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import typer
-from typer.core import TyperGroup
+if TYPE_CHECKING:
+    import typer
+
+    VersionOption = ColorOption = NoColorOption = Any  # built by _option_aliases with the app
 
 # Where a user reports an internal error (the project publishes no Project-URL yet).
 ISSUES_URL = "https://github.com/gpu-advise/gpu-advise/issues"
@@ -30,44 +39,110 @@ def _internal_error(exc: BaseException) -> typer.Exit:
     return typer.Exit(EXIT_INTERNAL)
 
 
-class _GuardedGroup(TyperGroup):
-    """Every command runs inside this: an uncaught exception is an internal error (exit 3), never a
-    traceback and never exit 1, which means findings; Ctrl-C says so and exits 130."""
+class _Plain:
+    """What the command bodies use of typer (echo, Exit), for the fast path that never imports it;
+    replaced by typer itself when the app is built."""
 
-    def invoke(self, ctx: Any) -> Any:
-        from typer.exceptions import Abort, TyperException
+    class Exit(SystemExit):
+        def __init__(self, code: int = 0) -> None:
+            super().__init__(code)
+            self.exit_code = code
 
-        try:
-            return super().invoke(ctx)
-        except (typer.Exit, Abort, TyperException):  # exits and usage errors that typer reports itself
-            raise
-        except BrokenPipeError:
-            raise  # click quiets a closed stdout (`gpu-advise plan | head`)
-        except KeyboardInterrupt:
-            typer.echo("gpu-advise: interrupted", err=True)
-            raise typer.Exit(130) from None
-        except Exception as exc:
-            raise _internal_error(exc) from None
+    @staticmethod
+    def echo(message: str = "", err: bool = False) -> None:
+        stream = sys.stderr if err else sys.stdout
+        stream.write(f"{message}\n")
+        stream.flush()
+
+
+typer = _Plain  # the real module once _build_app runs
+
+
+def _guarded_group() -> type:
+    from typer.core import TyperGroup
+
+    class _GuardedGroup(TyperGroup):
+        """Every command runs inside this: an uncaught exception is an internal error (exit 3), never a
+        traceback and never exit 1, which means findings; Ctrl-C says so and exits 130."""
+
+        def invoke(self, ctx: Any) -> Any:
+            from typer.exceptions import Abort, TyperException
+
+            try:
+                return super().invoke(ctx)
+            except (typer.Exit, Abort, TyperException):  # exits and usage errors that typer reports itself
+                raise
+            except BrokenPipeError:
+                raise  # click quiets a closed stdout (`gpu-advise plan | head`)
+            except KeyboardInterrupt:
+                typer.echo("gpu-advise: interrupted", err=True)
+                raise typer.Exit(130) from None
+            except Exception as exc:
+                raise _internal_error(exc) from None
+
+    return _GuardedGroup
 
 
 # -h as well as --help, on the app and (inherited through click's context) on every command
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 
-app = typer.Typer(
-    cls=_GuardedGroup,
-    name="gpu-advise",
-    help="Config linter and static advisor for multi-GPU training.",
-    add_completion=False,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    context_settings=HELP_OPTIONS,
-)
-hardware_app = typer.Typer(
-    help="GPU machines: built-in descriptors and detection.",
-    no_args_is_help=True,
-    context_settings=HELP_OPTIONS,
-)
-app.add_typer(hardware_app, name="hardware")
+
+_COMMANDS: list[tuple[str | None, str | None, Any]] = []  # (group, name, function), in definition order
+_CALLBACK: list[Any] = []
+
+
+def _command(name: str | None = None, group: str | None = None) -> Any:
+    """Register a command of the typer app (built lazily by _build_app)."""
+
+    def register(fn: Any) -> Any:
+        _COMMANDS.append((group, name, fn))
+        return fn
+
+    return register
+
+
+def _callback(fn: Any) -> Any:
+    _CALLBACK.append(fn)
+    return fn
+
+
+def _build_app() -> tuple[Any, Any]:
+    """The typer app and its `hardware` group: typer is imported here, and the names the commands'
+    string annotations use (typer, the option aliases) become module globals first."""
+    global typer
+    import typer as real_typer
+
+    typer = real_typer
+    globals().update(_option_aliases(real_typer))
+    app = real_typer.Typer(
+        cls=_guarded_group(),
+        name="gpu-advise",
+        help="Config linter and static advisor for multi-GPU training.",
+        add_completion=False,
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        context_settings=HELP_OPTIONS,
+    )
+    hardware_app = real_typer.Typer(
+        help="GPU machines: built-in descriptors and detection.",
+        no_args_is_help=True,
+        context_settings=HELP_OPTIONS,
+    )
+    app.add_typer(hardware_app, name="hardware")
+    for fn in _CALLBACK:
+        app.callback()(fn)
+    for group, name, fn in _COMMANDS:
+        (hardware_app if group == "hardware" else app).command(name)(fn)
+    return app, hardware_app
+
+
+def __getattr__(name: str) -> Any:
+    """`app` and `hardware_app`, built on first use (PEP 562); plain module globals from then on."""
+    if name in ("app", "hardware_app"):
+        built_app, built_hardware = _build_app()
+        globals().update(app=built_app, hardware_app=built_hardware)
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def version() -> str:
@@ -86,15 +161,7 @@ def _print_version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-VersionOption = Annotated[
-    bool,
-    typer.Option(
-        "--version", callback=_print_version, is_eager=True, expose_value=False, help="Print the version."
-    ),
-]
-
-
-@app.callback()
+@_callback
 def _app(show_version: VersionOption = False) -> None:
     """Config linter and static advisor for multi-GPU training."""
 
@@ -105,14 +172,29 @@ class ColorWhen(StrEnum):
     never = "never"
 
 
-ColorOption = Annotated[
-    ColorWhen | None,
-    typer.Option(
-        "--color",
-        help="auto (default: a terminal, unless NO_COLOR or TERM=dumb; FORCE_COLOR forces), always, never.",
-    ),
-]
-NoColorOption = Annotated[bool, typer.Option("--no-color", help="Same as --color never.")]
+def _option_aliases(typer: Any) -> dict[str, Any]:
+    """Annotated option types shared by several commands (their annotations name them)."""
+    return {
+        "VersionOption": Annotated[
+            bool,
+            typer.Option(
+                "--version",
+                callback=_print_version,
+                is_eager=True,
+                expose_value=False,
+                help="Print the version.",
+            ),
+        ],
+        "ColorOption": Annotated[
+            ColorWhen | None,
+            typer.Option(
+                "--color",
+                help="auto (default: a terminal, unless NO_COLOR or TERM=dumb; FORCE_COLOR forces), always, "
+                "never.",
+            ),
+        ],
+        "NoColorOption": Annotated[bool, typer.Option("--no-color", help="Same as --color never.")],
+    }
 
 
 def _color_when(color: ColorWhen | None, no_color: bool) -> str:
@@ -177,7 +259,7 @@ def _seeds(paths: list[Path] | None) -> list[Path]:
     return seeds
 
 
-@app.command()
+@_command()
 def check(
     paths: Annotated[
         list[Path] | None, typer.Argument(help="Files or folders (default: the current folder).")
@@ -431,7 +513,7 @@ def _fix(
     return result
 
 
-@app.command("verify")
+@_command("verify")
 def verify_command(
     paths: Annotated[
         list[Path] | None, typer.Argument(help="Files or folders (default: the current folder).")
@@ -488,7 +570,7 @@ def verify_command(
     )
 
 
-@app.command()
+@_command()
 def plan(
     paths: Annotated[
         list[Path] | None, typer.Argument(help="Files or folders (default: the current folder).")
@@ -533,7 +615,7 @@ class Precision(StrEnum):
     fp32 = "fp32"
 
 
-@app.command()
+@_command()
 def estimate(
     targets: Annotated[
         list[str] | None,
@@ -646,7 +728,7 @@ def estimate(
     sys.stdout.write(render_text(reports, color=use_color) if reports else "No runs found.\n")
 
 
-@app.command("rules")
+@_command("rules")
 def list_rules(
     output_format: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.text,
     rules: Annotated[list[Path] | None, typer.Option("--rules", help="Extra folder of rule files.")] = None,
@@ -678,7 +760,7 @@ def list_rules(
         typer.echo(escape_text(f"{r.code}  {r.spec.name:<32} {r.spec.severity:<8} {fix}  {r.spec.summary}"))
 
 
-@app.command("facts")
+@_command("facts")
 def list_facts(
     namespace: Annotated[str | None, typer.Argument(help="One namespace, e.g. batch.")] = None,
     output_format: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.text,
@@ -700,7 +782,7 @@ def list_facts(
     sys.stdout.write(catalogue_view.text(namespace))
 
 
-@app.command("rule")
+@_command("rule")
 def show_rule(code: Annotated[str, typer.Argument(help="Rule code or name, e.g. GA203.")]) -> None:
     """Print one rule's documentation."""
     from advisor.engine import load_catalog
@@ -725,7 +807,7 @@ def show_rule(code: Annotated[str, typer.Argument(help="Rule code or name, e.g. 
     _die(f"no rule '{code}' (see `gpu-advise rules`)")
 
 
-@app.command("baseline")
+@_command("baseline")
 def write_baseline(
     paths: Annotated[
         list[Path] | None, typer.Argument(help="Files or folders (default: the current folder).")
@@ -773,7 +855,7 @@ def write_baseline(
         raise typer.Exit(_errors_exit_code(result))
 
 
-@app.command("schema")
+@_command("schema")
 def schema(
     kind: Annotated[SchemaKind, typer.Argument(help="settings or hardware")] = SchemaKind.settings,
 ) -> None:
@@ -791,7 +873,7 @@ def schema(
     sys.stdout.write(json.dumps(data, indent=2) + "\n")
 
 
-@hardware_app.command("list")
+@_command("list", group="hardware")
 def hardware_list() -> None:
     """List the built-in machines."""
     from advisor.sources.hardware import builtin_machines
@@ -804,7 +886,7 @@ def hardware_list() -> None:
         )
 
 
-@hardware_app.command("show")
+@_command("show", group="hardware")
 def hardware_show(name: Annotated[str, typer.Argument(help="Built-in name or descriptor file.")]) -> None:
     """Print a machine descriptor as YAML."""
     from advisor.sources.hardware import HardwareError, load_hardware, machine_yaml
@@ -817,7 +899,7 @@ def hardware_show(name: Annotated[str, typer.Argument(help="Built-in name or des
     sys.stdout.write(machine_yaml(machine))
 
 
-@hardware_app.command("detect")
+@_command("detect", group="hardware")
 def hardware_detect(
     query: Annotated[
         Path | None,
@@ -852,9 +934,108 @@ def hardware_detect(
     _emit(machine_yaml(machine), output)
 
 
-def main() -> None:
+# `check`'s options that the fast path parses: option -> (parameter, kind); "many" repeats into a list
+_FAST_OPTIONS: dict[str, tuple[str, str]] = {
+    "-H": ("hardware", "value"),
+    "--hardware": ("hardware", "value"),
+    "--format": ("output_format", "value"),
+    "-o": ("output", "value"),
+    "--output": ("output", "value"),
+    "--baseline": ("baseline", "value"),
+    "--select": ("select", "many"),
+    "--extend-select": ("extend_select", "many"),
+    "--ignore": ("ignore", "many"),
+    "--fail-on": ("fail_on", "value"),
+    "--rules": ("rules", "many"),
+    "--base": ("base", "value"),
+    "--base-default": ("base_default", "value"),
+    "--color": ("color", "value"),
+    "--statistics": ("statistics", "flag"),
+    "--exit-zero": ("exit_zero", "flag"),
+    "--online": ("online", "flag"),
+    "--no-color": ("no_color", "flag"),
+    "--no-inline-ignores": ("no_inline_ignores", "flag"),
+}
+_FAST_TYPES: dict[str, Any] = {
+    "output_format": CheckFormat,
+    "fail_on": FailOn,
+    "color": ColorWhen,
+    "output": Path,
+    "baseline": Path,
+    "rules": Path,
+}
+
+
+def _parse_check(argv: list[str]) -> dict[str, Any] | None:
+    """`check`'s arguments as keyword arguments of check(), or None for anything this small parser
+    does not cover (typer then parses it, with its own help and usage errors)."""
+    kwargs: dict[str, Any] = {}
+    paths: list[Path] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        i += 1
+        if arg == "--":
+            paths.extend(Path(a) for a in argv[i:])
+            break
+        if not arg.startswith("-") or arg == "-":
+            paths.append(Path(arg))
+            continue
+        name, eq, inline = arg.partition("=")
+        spec = _FAST_OPTIONS.get(name)
+        if spec is None:
+            return None  # -h, --fix, --verify, a typo: typer's business
+        param, kind = spec
+        if kind == "flag":
+            if eq:
+                return None
+            kwargs[param] = True
+            continue
+        if eq:
+            value = inline
+        elif i < len(argv):
+            value, i = argv[i], i + 1
+        else:
+            return None  # a missing value: typer's usage error
+        try:
+            converted = _FAST_TYPES[param](value) if param in _FAST_TYPES else value
+        except ValueError:
+            return None  # not one of the choices: typer's usage error names them
+        if kind == "many":
+            kwargs.setdefault(param, []).append(converted)
+        else:
+            kwargs[param] = converted
+    kwargs["paths"] = paths or None
+    return kwargs
+
+
+def _fast_check(argv: list[str]) -> bool:
+    """Run `check` without typer when its options are the usual ones; False to let typer run."""
+    if not argv or argv[0] != "check":
+        return False
+    kwargs = _parse_check(argv[1:])
+    if kwargs is None:
+        return False
     try:
-        app()
+        check(**kwargs)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        typer.echo("gpu-advise: interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.stdout = None  # a closed stdout (`| head`): nothing more to say, and no flush error at exit
+        sys.exit(1)
+    except Exception as exc:
+        sys.exit(_internal_error(exc).exit_code)
+    return True
+
+
+def main() -> None:
+    if _fast_check(sys.argv[1:]):
+        return
+    try:
+        (globals().get("app") or __getattr__("app"))()
     except KeyboardInterrupt:
         typer.echo("gpu-advise: interrupted", err=True)
         sys.exit(130)

@@ -63,10 +63,55 @@ def _two_hundred_configs(dest: Path) -> int:
     return n
 
 
+def _paired(a: list[str], b: list[str], cwd: Path, runs: int) -> tuple[list[float], list[float]]:
+    """Run a and b alternately (a, b, a, b, ...), so that load from other processes on a shared
+    machine falls on both alike; one warm-up run of each first."""
+    for cmd in (a, b):
+        subprocess.run(cmd, cwd=cwd, capture_output=True, check=False)
+    ta: list[float] = []
+    tb: list[float] = []
+    for _ in range(runs):
+        for cmd, out in ((a, ta), (b, tb)):
+            start = time.perf_counter()
+            subprocess.run(cmd, cwd=cwd, capture_output=True, check=False)
+            out.append(time.perf_counter() - start)
+    return ta, tb
+
+
+def cold_start_against_yamllint(runs: int) -> None:
+    """The issue's measure: `gpu-advise check` on the bundled example against yamllint on the same
+    files (its YAML files; yamllint reads nothing else), side by side, alternating."""
+    example = REPO / "fixtures" / "example"
+    yamllint = [sys.executable, "-m", "yamllint"]
+    if subprocess.run([*yamllint, "--version"], capture_output=True, check=False).returncode != 0:
+        print("yamllint not installed (pip install yamllint): no cold-start ratio")
+        return
+    files = sorted(str(p) for p in example.rglob("*") if p.suffix in {".yaml", ".yml"})
+    ours, ref = _paired(
+        [sys.executable, "-m", "advisor.cli", "check", "--exit-zero", str(example)],
+        [*yamllint, "-d", "relaxed", *files],
+        REPO,
+        runs,
+    )
+    ratio = statistics.median(ours) / statistics.median(ref)
+    print(
+        f"cold start, paired with yamllint on the same {len(files)} YAML files (n={runs}): "
+        f"check median {statistics.median(ours) * 1000:.0f} ms, "
+        f"yamllint {statistics.median(ref) * 1000:.0f} ms, "
+        f"ratio {ratio:.2f} (target <= 1.5); per-pair ratio median "
+        f"{statistics.median(o / r for o, r in zip(ours, ref, strict=True)):.2f}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--cold-only", action="store_true", help="only the paired cold-start ratio")
     args = parser.parse_args()
+    if args.cold_only:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "advisor")], check=True)
+        cold_start_against_yamllint(max(args.runs, 11))
+        return
     check = [sys.executable, "-m", "advisor.cli", "check", "--exit-zero"]
     # pip compiles an installed package's .pyc files; an editable checkout (or PYTHONDONTWRITEBYTECODE)
     # has none, so compile them here as an installation would.
@@ -79,6 +124,7 @@ def main() -> None:
     )
     bare = _time([sys.executable, "-c", "pass"], REPO, args.runs)
     print(f"  of which the interpreter alone: median {statistics.median(bare) * 1000:.0f} ms")
+    cold_start_against_yamllint(max(args.runs, 11))
 
     with tempfile.TemporaryDirectory() as tmp:
         n = _two_hundred_configs(Path(tmp))

@@ -25,3 +25,28 @@ def test_check_never_imports_heavy_libraries() -> None:
     modules = set(json.loads(out.stdout.strip().splitlines()[-1]))
     loaded = sorted(m for m in modules if m.split(".")[0] in HEAVY)
     assert not loaded, loaded
+
+
+def _modules_after(args: list[str]) -> tuple[int, set[str]]:
+    code = (
+        "import sys, json\n"
+        f"sys.argv = ['gpu-advise', *{args!r}]\n"
+        "from advisor.cli import main\n"
+        "try:\n    main()\n    rc = 0\nexcept SystemExit as exc:\n    rc = exc.code\n"
+        "print('\\nMODULES ' + json.dumps([rc, sorted(sys.modules)]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    rc, modules = json.loads(out.stdout.rpartition("\nMODULES ")[2])
+    return rc, set(modules)
+
+
+def test_check_runs_without_typer_and_other_commands_with_it() -> None:
+    """The console script's check parses its usual options itself: typer (and click) stay unimported;
+    anything else still goes through the typer app."""
+    rc, modules = _modules_after(["check", "--format", "json", "--fail-on", "error", "fixtures/example"])
+    assert rc == 1
+    assert not [m for m in modules if m.split(".")[0] in ("typer", "click", "rich")]
+    rc, modules = _modules_after(["check", "--diff", "fixtures/example"])  # not in the fast path
+    assert rc in (0, 1) and "typer" in modules
+    rc, modules = _modules_after(["check", "--format", "nope", "fixtures/example"])
+    assert rc == 2 and "typer" in modules  # typer's usage error names the choices
