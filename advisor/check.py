@@ -224,10 +224,10 @@ def build_plans(
 
 def default_base(options: CheckOptions) -> str | None:
     """options.base_default when there is a commit to compare with, else None (today's behaviour)."""
-    from advisor.revision import has_commit
-
     if options.base is not None or options.base_default is None:
         return None
+    from advisor.revision import has_commit  # subprocess and tempfile: only when there is a base
+
     return options.base_default if has_commit(options.base_default, Path.cwd()) else None
 
 
