@@ -1858,8 +1858,10 @@ def gen_versions(cache: Path, packages: list[str] | None = None) -> None:
             ).items():
                 for key, alias in fields.items():
                     present.setdefault(cls, {}).setdefault(key, []).append(i)
-                    if alias:
+                    if alias:  # DeepSpeed files write the alias (stage3_prefetch_bucket_size)
                         aliases.setdefault(cls, {})[key] = alias
+                        if alias not in fields:
+                            present[cls].setdefault(alias, []).append(i)
                 for key, repl in deps.items():
                     deprecated.setdefault(cls, {}).setdefault(key, []).append(i)
                     if repl:

@@ -151,7 +151,7 @@ def _check_section(
     coerces = kk.coerces(dialect, section)
     name = _DIALECT_NAMES.get(dialect, dialect)
     where = f"a key of `{'.'.join(section)}` in {_article(name)}" if section else f"{_article(name)} key"
-    versioned = _versioned_sources(doc, dialect) if not section else None
+    versioned = _versioned_sources(doc, dialect, section) if at is None else None
     own = kk.own_keys(dialect, section) if dialect == "llamafactory" else frozenset()
     for key, value in node.items():
         if not isinstance(key, str):
@@ -182,7 +182,11 @@ def _check_section(
                     "key": key,
                     "message": f"'{key}' {verb} {removal.package} {removal.version}{replacement}"
                     + (f" ({removal.note})" if removal.note else "")
-                    + (_current_note(removal.package) if dialect in _VERSIONED_DIALECTS else ""),
+                    + (
+                        _current_note(removal.package)
+                        if dialect in _VERSIONED_DIALECTS and not versioned
+                        else ""
+                    ),
                     "severity": "error" if removal.refused else None,
                 }
             )
@@ -244,13 +248,17 @@ def _check_section(
 # recipes (TrlParser) take one TRL config plus ModelConfig and ScriptArguments: which one the script
 # builds is not in the file, so the union of TRL's dataclasses is the fair reading.
 _TRL_CLASSES = "*"
-_VERSIONED_DIALECTS: dict[str, tuple[tuple[str, tuple[str, ...] | str], ...]] = {
-    "training_args": (("transformers", ("TrainingArguments",)),),
-    "trl": (("transformers", ("TrainingArguments",)), ("trl", _TRL_CLASSES)),
+_VERSIONED: dict[tuple[str, tuple[str, ...]], tuple[tuple[str, tuple[str, ...] | str], ...]] = {
+    ("training_args", ()): (("transformers", ("TrainingArguments",)),),
+    ("trl", ()): (("transformers", ("TrainingArguments",)), ("trl", _TRL_CLASSES)),
     # LLaMA-Factory's TrainingArguments extends Seq2SeqTrainingArguments (llamafactory 0.9.5
     # hparams/training_args.py); unpinned, the newest transformers its requirement allows judges
-    "llamafactory": (("transformers", ("Seq2SeqTrainingArguments",)),),
+    ("llamafactory", ()): (("transformers", ("Seq2SeqTrainingArguments",)),),
+    # accelerate config files are ClusterConfig (accelerate commands/config/config_args.py)
+    ("accelerate", ()): (("accelerate", ("ClusterConfig",)),),
+    ("deepspeed", ("zero_optimization",)): (("deepspeed", ("DeepSpeedZeroConfig",)),),
 }
+_VERSIONED_DIALECTS = frozenset(d for d, _ in _VERSIONED)
 
 
 def _settings_for(path: Any) -> Any:
@@ -267,10 +275,12 @@ def _folder_settings(folder: str) -> Any:
         return None
 
 
-def _versioned_sources(doc: Document, dialect: str) -> list[tuple[Any, tuple[str, ...]]] | None:
+def _versioned_sources(
+    doc: Document, dialect: str, section: tuple[str, ...] = ()
+) -> list[tuple[Any, tuple[str, ...]]] | None:
     """[(Target, classes)] when the project pins (or targets) a release of a package the dialect reads;
     None when nothing is pinned: then the current release's tables judge, as before."""
-    spec = _VERSIONED_DIALECTS.get(dialect)
+    spec = _VERSIONED.get((dialect, section))
     if spec is None:
         return None
     from advisor.facts import versions

@@ -283,3 +283,24 @@ def test_transformers_5_6_deprecates_warmup_ratio():
     status = versions.key_status("transformers", TA, "warmup_ratio", index)
     assert (status.state, status.replacement) == ("deprecated", "warmup_steps")
     assert versions.key_status("transformers", TA, "warmup_ratio", index + 20).state == "removed"
+
+
+def test_accelerate_and_deepspeed_keys_added_after_the_pin(tmp_path, monkeypatch):
+    # accelerate's parallelism_config arrived in 1.10 (commands/config/config_args.py ClusterConfig);
+    # DeepSpeed's zero_optimization.zenflow in 0.17 (runtime/zero/config.py DeepSpeedZeroConfig);
+    # stage3_prefetch_bucket_size is the alias DeepSpeed files write for prefetch_bucket_size
+    acc = (
+        "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nnum_processes: 2\n"
+        "mixed_precision: bf16\nparallelism_config:\n  parallelism_config_dp_shard_size: 2\n"
+    )
+    ds = (
+        '{"train_micro_batch_size_per_gpu": 1,\n "zero_optimization": {"stage": 3, '
+        '"stage3_prefetch_bucket_size": 5e7,\n "zenflow": {}}}\n'
+    )
+    files = {"requirements.txt": "accelerate==0.34.2\ndeepspeed==0.14.4\n", "acc.yaml": acc, "ds.json": ds}
+    _project(tmp_path, files, monkeypatch)
+    assert _findings({"GA002", "GA005"}) == [("GA002", "acc.yaml", 5, 1), ("GA002", "ds.json", 3, 2)]
+    (tmp_path / "requirements.txt").unlink()
+    versions._pins_for.cache_clear()
+    versions._folder_pins.cache_clear()
+    assert _findings({"GA002", "GA005"}) == []
