@@ -530,8 +530,9 @@ _MODEL = NamespaceDecl(
     "The model the run trains, as the plan names it.",
     "advisor.plan:build_plan",
     facts=(
-        _f("name", "str", "model name or path"),
-        _f("seq_len", "int", "sequence length the run trains at", "tokens"),
+        _f("name", "str", "model name or path (model_name_or_path as written)"),
+        # a copy of the training value as written: YAML 1.1 reads 1e4 as the string '1e4'
+        _f("seq_len", "int|str", "max_seq_length as written", "tokens"),
         _f("method", "str", "full | lora | qlora"),
     ),
 )
