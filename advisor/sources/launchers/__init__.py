@@ -37,12 +37,13 @@ LAUNCHERS: dict[str, LauncherSpec] = {
 
 PYTHON_RE = re.compile(r"python(?:[0-9]+(?:\.[0-9]+)?)?")
 
-# (executable, words that must follow it) -> launcher; longer forms are tried first.
-_BY_COMMAND: dict[tuple[str, ...], LauncherSpec] = {
-    form: spec for spec in LAUNCHERS.values() for form in sorted(spec.commands, key=len, reverse=True)
-}
+# (executable, words that must follow it) and its launcher; longer forms first (`trl vllm-serve`
+# is vLLM, `trl sft` is TRL).
+_BY_COMMAND: list[tuple[tuple[str, ...], LauncherSpec]] = sorted(
+    ((form, spec) for spec in LAUNCHERS.values() for form in spec.commands), key=lambda fs: -len(fs[0])
+)
 _BY_MODULE: dict[str, LauncherSpec] = {m: spec for spec in LAUNCHERS.values() for m in spec.modules}
-_EXECUTABLES = {form[0] for form in _BY_COMMAND}
+_EXECUTABLES = {form[0] for form, _ in _BY_COMMAND}
 
 
 def find(words: list[str | None]) -> tuple[LauncherSpec, int] | None:
@@ -53,7 +54,7 @@ def find(words: list[str | None]) -> tuple[LauncherSpec, int] | None:
     base = words[0].rsplit("/", 1)[-1]
     if PYTHON_RE.fullmatch(base):
         return LAUNCHERS["python"], 1
-    for form, spec in sorted(_BY_COMMAND.items(), key=lambda kv: -len(kv[0])):
+    for form, spec in _BY_COMMAND:
         if form[0] != base or tuple(words[1 : len(form)]) != form[1:]:
             continue
         if spec.form == "subcommand" and (
