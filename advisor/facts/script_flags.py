@@ -26,6 +26,11 @@ _NOT_SCRIPT_FLAGS = frozenset({"vllm", "axolotl", "llamafactory", "trl"})
 # Library dataclasses by module prefix: (package in versions.json, extends transformers.TrainingArguments)
 _TRANSFORMERS_CLASSES = {"TrainingArguments", "Seq2SeqTrainingArguments"}
 _TRL_NOT_TRAINING = {"ModelConfig", "ScriptArguments", "DatasetConfig", "DatasetMixtureConfig"}
+# The calls that parse sys.argv (transformers hf_argparser.py, trl scripts/utils.py TrlParser,
+# alignment-handbook's H4ArgumentParser.parse)
+_ARGV_METHODS = frozenset(
+    {"parse_args_into_dataclasses", "parse_args_and_config", "parse_known_args", "parse"}
+)
 # Flags every HfArgumentParser / TrlParser accepts besides the fields (argparse's own and TrlParser's).
 _PARSER_FLAGS = frozenset({"help", "h", "config"})
 
@@ -155,6 +160,8 @@ def script_flag_items(doc: Document) -> dict[str, list[dict[str, Any]]]:
             continue
         if not isinstance(parsing, ArgumentParsing) or not parsing.complete:
             continue
+        if not set(parsing.methods) & _ARGV_METHODS:
+            continue  # only parse_yaml_file / parse_dict: the command line is not this parser's
         sources = _library_sources(parsing)
         if sources is None:
             continue

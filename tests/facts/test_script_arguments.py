@@ -214,3 +214,13 @@ def test_a_script_without_a_readable_parser_is_not_judged(tmp_path, monkeypatch)
         monkeypatch,
     )
     assert _findings({"GA002", "GA005", "GA008"}) == []
+
+
+def test_a_parser_that_reads_only_a_yaml_file_does_not_judge_the_flags(tmp_path, monkeypatch):
+    script = (
+        "import sys\nfrom transformers import HfArgumentParser, TrainingArguments\n"
+        "(args,) = HfArgumentParser(TrainingArguments).parse_yaml_file(sys.argv[1])\n"
+    )
+    sh = "python train.py cfg.yaml --made_up_flag 1\n"
+    _project(tmp_path, {"train.py": script, "run.sh": sh}, monkeypatch)
+    assert _findings({"GA002", "GA005", "GA008"}) == []
