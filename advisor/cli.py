@@ -789,22 +789,23 @@ def show_rule(code: Annotated[str, typer.Argument(help="Rule code or name, e.g. 
     from advisor.report.rule_doc import render_rule
     from advisor.report.sarif import help_uri
     from advisor.report.text import color_enabled
+    from advisor.selectors import find_rule
 
-    for r in load_catalog():
-        if code.upper() == r.code or code == r.spec.name or code in r.spec.aliases:
-            uri = help_uri(r)
-            page = render_rule(r) + (f"\nDocumentation: {uri}\n" if uri else "")
-            if color_enabled("auto", isatty=sys.stdout.isatty()):
-                # on a terminal: the Markdown rendered by rich (headings, code blocks, wrapping);
-                # piped, the Markdown itself (the text of docs/rules/CODE.md)
-                from rich.console import Console
-                from rich.markdown import Markdown
+    r = find_rule(code, load_catalog())
+    if r is None:
+        _die(f"no rule '{code}' (see `gpu-advise rules`)")
+        return
+    uri = help_uri(r)
+    page = render_rule(r) + (f"\nDocumentation: {uri}\n" if uri else "")
+    if color_enabled("auto", isatty=sys.stdout.isatty()):
+        # on a terminal: the Markdown rendered by rich (headings, code blocks, wrapping);
+        # piped, the Markdown itself (the text of docs/rules/CODE.md)
+        from rich.console import Console
+        from rich.markdown import Markdown
 
-                Console().print(Markdown(page))
-            else:
-                sys.stdout.write(page)
-            return
-    _die(f"no rule '{code}' (see `gpu-advise rules`)")
+        Console().print(Markdown(page))
+    else:
+        sys.stdout.write(page)
 
 
 @_command("baseline")
