@@ -154,7 +154,10 @@ def _project_folders(start: Path) -> list[Path]:
     out = []
     for folder in (here, *here.parents)[:MAX_FOLDERS_UP]:
         out.append(folder)
-        if (folder / ".git").exists():
+        try:
+            if (folder / ".git").exists():
+                break
+        except OSError:
             break
     return out
 

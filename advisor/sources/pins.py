@@ -236,7 +236,10 @@ def read_folder_pins(folder: Path) -> dict[str, Pin]:
 
     out: dict[str, Pin] = {}
     for path in _files(folder):
-        if not path.is_file():
+        try:
+            if not path.is_file():
+                continue
+        except OSError:  # an unreadable folder on the way up
             continue
         try:
             text = read_text_file(path, MAX_PIN_FILE_BYTES)

@@ -304,3 +304,25 @@ def test_accelerate_and_deepspeed_keys_added_after_the_pin(tmp_path, monkeypatch
     versions._pins_for.cache_clear()
     versions._folder_pins.cache_clear()
     assert _findings({"GA002", "GA005"}) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("pyproject.toml", "project = 1\ntransformers = 2\n"),
+        ("pyproject.toml", '[tool]\npoetry = "transformers"\n'),
+        ("Pipfile.lock", '["transformers"]'),
+        ("environment.yml", "dependencies: 3\n# transformers\n"),
+        ("environment.yml", "dependencies:\n  - pip: 7\n# transformers\n"),
+        ("setup.py", "setup(install_requires=" + "[" * 200 + "'transformers==4.45.0'" + "]" * 200 + ")\n"),
+        ("requirements.txt", b"\xff\xfetransformers==4.45.0\n"),
+    ],
+)
+def test_odd_pin_files_never_raise(tmp_path, name, text):
+    path = tmp_path / name
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    pins = read_folder_pins(tmp_path)
+    assert set(pins) <= {"transformers"}
