@@ -86,6 +86,7 @@ import ast
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 __all__ = [
@@ -1248,8 +1249,11 @@ def _terminates(body: list[ast.stmt]) -> bool:
     return False
 
 
+@lru_cache(maxsize=16)
 def analyse_script(text: str) -> ScriptFacts:
-    """Static facts about a training script's text; never raises on bad input, never executes it."""
+    """Static facts about a training script's text; never raises on bad input, never executes it.
+    Cached by text (the facts are frozen): the run's script facts and the launch flags' check
+    (advisor.facts.script_flags) read the same script."""
     if len(text) > MAX_SCRIPT_BYTES or (
         len(text) * 4 > MAX_SCRIPT_BYTES and len(text.encode("utf-8", errors="replace")) > MAX_SCRIPT_BYTES
     ):

@@ -70,6 +70,7 @@ def current(package: str) -> Target | None:
     return Target(package, shipped[-1], len(shipped) - 1, "current release, nothing pinned", False)
 
 
+@cache
 def resolve_spec(package: str, spec: str, why: str) -> Target | None:
     """The newest shipped release whose minor a version allowed by ``spec`` falls in; below the oldest
     shipped minor, the oldest; None when the spec cannot be read or allows nothing we ship."""
@@ -162,6 +163,13 @@ def _project_folders(start: Path) -> list[Path]:
     return out
 
 
+def clear_caches() -> None:
+    """Forget the pins read so far (a long-lived process whose files changed)."""
+    _targets.cache_clear()
+    _pins_for.cache_clear()
+    _folder_pins.cache_clear()
+
+
 @cache
 def _folder_pins(folder: Path) -> dict[str, Pin]:
     return read_folder_pins(folder)
@@ -180,7 +188,13 @@ def _pins_for(folder: Path) -> dict[str, Pin]:
 def targets_for(path: Path, settings: Any = None) -> dict[str, Target]:
     """{package: Target} for a file: ``target-versions`` first, then pins, else the current release."""
     wanted = dict(getattr(settings, "target_versions", None) or {})
-    pins = _pins_for(Path(os.path.abspath(path)).parent)
+    return dict(_targets(Path(os.path.abspath(path)).parent, tuple(sorted(wanted.items()))))
+
+
+@cache
+def _targets(folder: Path, wanted_items: tuple[tuple[str, str], ...]) -> tuple[tuple[str, Target], ...]:
+    wanted = dict(wanted_items)
+    pins = _pins_for(folder)
     out: dict[str, Target] = {}
     for package in PACKAGES:
         target = None
@@ -194,7 +208,7 @@ def targets_for(path: Path, settings: Any = None) -> dict[str, Target]:
         target = target or current(package)
         if target is not None:
             out[package] = target
-    return out
+    return tuple(out.items())
 
 
 # --------------------------------------------------------------------------------------------------

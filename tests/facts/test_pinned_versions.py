@@ -301,8 +301,7 @@ def test_accelerate_and_deepspeed_keys_added_after_the_pin(tmp_path, monkeypatch
     _project(tmp_path, files, monkeypatch)
     assert _findings({"GA002", "GA005"}) == [("GA002", "acc.yaml", 5, 1), ("GA002", "ds.json", 3, 2)]
     (tmp_path / "requirements.txt").unlink()
-    versions._pins_for.cache_clear()
-    versions._folder_pins.cache_clear()
+    versions.clear_caches()
     assert _findings({"GA002", "GA005"}) == []
 
 
