@@ -65,6 +65,14 @@ def _guarded_group() -> type:
         """Every command runs inside this: an uncaught exception is an internal error (exit 3), never a
         traceback and never exit 1, which means findings; Ctrl-C says so and exits 130."""
 
+        def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+            # --version after any command too (`gpu-advise check --version`), as after the app
+            before_end = args[: args.index("--")] if "--" in args else args
+            if "--version" in before_end:
+                typer.echo(f"gpu-advise {version()}")
+                ctx.exit(0)
+            return super().parse_args(ctx, args)
+
         def invoke(self, ctx: Any) -> Any:
             from typer.exceptions import Abort, TyperException
 

@@ -69,10 +69,11 @@ def _cli(cwd: Path, *args: str, tty: bool = False, **env: str) -> tuple[int, str
     return proc.wait(timeout=120), b"".join(chunks).decode(errors="replace")
 
 
-def test_version_on_the_app() -> None:
-    result = runner.invoke(app, ["--version"])
-    assert result.exit_code == 0
-    assert re.fullmatch(r"gpu-advise \S+\n", result.stdout)
+def test_version_on_the_app_and_every_command() -> None:
+    for command in _commands(typer.main.get_command(app)):
+        result = runner.invoke(app, [*command, "--version"])
+        assert result.exit_code == 0, (command, result.output)
+        assert re.fullmatch(r"gpu-advise \S+\n", result.stdout), (command, result.stdout)
 
 
 def test_dash_h_and_help_on_the_app_and_every_command() -> None:
