@@ -600,7 +600,12 @@ def plan(
     except (CheckError, SettingsError) as exc:
         _die(str(exc))
         return
-    sys.stdout.write(render_plans(plans, as_json=output_format is OutputFormat.json, show_all=show_all))
+    from advisor.report.text import color_enabled
+
+    color = color_enabled("auto", isatty=sys.stdout.isatty())
+    sys.stdout.write(
+        render_plans(plans, as_json=output_format is OutputFormat.json, show_all=show_all, color=color)
+    )
 
 
 class Method(StrEnum):

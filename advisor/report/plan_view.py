@@ -114,6 +114,38 @@ def _rows(names: dict[str, Any]) -> list[tuple[str, Value]]:
     return rows
 
 
+def _text_rows(cells: list[tuple[str, str, str, str | None]]) -> list[str]:
+    width = max((len(k) for k, _, _, style in cells if style != "section"), default=10)
+    return [
+        f"  {key}" if style == "section" else f"    {key:<{width}}  {value:<24}  {where}".rstrip()
+        for key, value, where, style in cells
+    ]
+
+
+def _rich_rows(cells: list[tuple[str, str, str, str | None]]) -> list[str]:
+    """The rows as a rich table, wrapped to the terminal's width (on a terminal only: rich's import
+    is paid by `plan` there, never by `check`)."""
+    import io
+    import shutil
+
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    styles = {"section": "bold", "wins": "green", "loses": "red", None: ""}
+    table = Table(box=None, show_header=False, pad_edge=False, show_edge=False)
+    for _ in range(3):
+        table.add_column(overflow="fold")
+    for key, value, where, style in cells:
+        table.add_row(
+            Text(key, style=styles[style]), Text(value), Text(where, style="dim" if style is None else "")
+        )
+    buffer = io.StringIO()
+    width = shutil.get_terminal_size((120, 24)).columns
+    Console(file=buffer, force_terminal=True, width=width, color_system="standard").print(table)
+    return ["  " + line.rstrip() for line in buffer.getvalue().splitlines()]
+
+
 def _documents(plan: RunPlan) -> dict[str, Any]:
     docs = [*plan.spec.documents, getattr(plan.spec, "root", None)]
     return {str(d.path): d for d in docs if d is not None}
@@ -125,7 +157,9 @@ def _shown_key(key: str, v: Value, docs: dict[str, Any]) -> str:
     return written_key(v.origin, docs) or key
 
 
-def render_plans(plans: list[RunPlan], *, as_json: bool = False, show_all: bool = False) -> str:
+def render_plans(
+    plans: list[RunPlan], *, as_json: bool = False, show_all: bool = False, color: bool = False
+) -> str:
     if as_json:
         out = []
         for plan in plans:
@@ -159,13 +193,13 @@ def render_plans(plans: list[RunPlan], *, as_json: bool = False, show_all: bool 
         rows = [(key, v) for key, v in _rows(names) if show_all or not _empty(v)]
         hidden = len(_rows(names)) - len(rows)
         keys = [_shown_key(key, v, docs) for key, v in rows]
-        width = max((len(k) for k in keys), default=10)
+        cells: list[tuple[str, str, str, str | None]] = []  # key, value, where, style
         section = None
         for (key, v), shown_key in zip(rows, keys, strict=True):
             namespace = key.split(".", 1)[0]
             if namespace != section:
                 section = namespace
-                lines.append(f"  [{namespace}]")
+                cells.append((f"[{namespace}]", "", "", "section"))
             shown = escape_text(f"? ({v.unknown})" if v.unknown else repr(v.value))
             if len(shown) > 60:
                 shown = shown[:57] + "..."
@@ -176,12 +210,15 @@ def render_plans(plans: list[RunPlan], *, as_json: bool = False, show_all: bool 
             where = _where(v)
             if conflict and v.origin is not None:
                 where = escape_text(f"{relative(v.origin.file)}:{v.origin.line}:{v.origin.col}") + "  <- wins"
-            lines.append(f"    {escape_text(shown_key):<{width}}  {shown:<24}  {where}{escape_text(alias)}")
+            cells.append(
+                (escape_text(shown_key), shown, where + escape_text(alias), "wins" if conflict else None)
+            )
             if conflict:
                 for r in v.related:
                     if r.key:
-                        value, where = _losing(r, docs)
-                        lines.append(escape_text(f"    {'':<{width}}  {value:<24}  {where}  <- loses"))
+                        value, at = _losing(r, docs)
+                        cells.append(("", escape_text(value), escape_text(f"{at}  <- loses"), "loses"))
+        lines.extend(_rich_rows(cells) if color else _text_rows(cells))
         if hidden:
             lines.append(f"  ({hidden} empty row{'s' if hidden != 1 else ''} hidden; --all shows them)")
         lines.append("")

@@ -245,7 +245,7 @@ def test_plan_shows_written_keys_hides_empty_rows_and_marks_the_conflict(
     assert as_json[0]["values"]["training.max_seq_length"]["written"] == "max_length"
 
 
-def test_rule_and_estimate_use_rich_on_a_terminal_and_plain_text_when_piped(tmp_path: Path) -> None:
+def test_rule_estimate_and_plan_use_rich_on_a_terminal_and_plain_text_when_piped(tmp_path: Path) -> None:
     code, piped = _cli(tmp_path, "rule", "GA203")
     assert code == 0 and "## What it does" in piped and ESC not in piped  # the Markdown of docs/rules
     code, shown = _cli(tmp_path, "rule", "GA203", tty=True)
@@ -257,3 +257,7 @@ def test_rule_and_estimate_use_rich_on_a_terminal_and_plain_text_when_piped(tmp_
     assert code == 0 and ESC not in piped
     code, shown = _cli(tmp_path, "estimate", ".", tty=True)
     assert code == 0 and ESC in shown
+    code, piped = _cli(tmp_path, "plan", ".")
+    assert code == 0 and ESC not in piped and "args.yaml:" in piped
+    code, shown = _cli(tmp_path, "plan", ".", tty=True)
+    assert code == 0 and ESC in shown and "args.yaml:" in shown
