@@ -27,19 +27,27 @@ MAX_SITES = 20
 
 @cache
 def _spreading_sites(text: str) -> tuple[tuple[int, int, str], ...]:
-    """(line, col, value) of each `device_map=<spreading string>` keyword of a call (1-based)."""
+    """(line, col, value) of each `device_map=<spreading string>` keyword of a call, or "device_map" key of
+    a dict literal (1-based). A name (`device_map=device_map`) is not followed: scripts such as qlora.py
+    set it to "auto" and then to {"": local_rank} under DDP."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ()
     out: list[tuple[int, int, str]] = []
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
+        if isinstance(node, ast.Call):  # from_pretrained(..., device_map="auto"), dict(device_map="auto")
+            pairs = [(kw.arg, kw.value) for kw in node.keywords]
+        elif isinstance(node, ast.Dict):  # model_kwargs = {"device_map": "auto"} passed as **model_kwargs
+            pairs = [
+                (k.value if isinstance(k, ast.Constant) else None, v)
+                for k, v in zip(node.keys, node.values, strict=True)
+            ]
+        else:
             continue
-        for kw in node.keywords:
-            value = kw.value
+        for key, value in pairs:
             if (
-                kw.arg == "device_map"
+                key == "device_map"
                 and isinstance(value, ast.Constant)
                 and isinstance(value.value, str)
                 and value.value in SPREADING

@@ -535,3 +535,22 @@ def test_spreading_device_map_under_a_multi_process_launch(
     assert [(s["location"].line, s["location"].col) for s in sites] == (
         [(2, 47)] if fires else []
     )  # the value's column
+
+
+def test_spreading_device_map_in_a_kwargs_dict(facts_of) -> None:
+    script = "kw = {'device_map': 'auto'}\nfrom transformers import AutoModel\n"
+    script += "m = AutoModel.from_pretrained('x', **kw)\n"
+    files = {"launch.sh": "#!/bin/bash\ntorchrun --nproc_per_node 2 train.py\n", "train.py": script}
+    sites = facts_of(files)["placement"].device_map_distributed
+    assert [(s["location"].line, s["location"].col) for s in sites] == [(1, 21)]
+
+
+def test_device_map_name_rebound_for_ddp_is_not_judged(facts_of) -> None:
+    # qlora.py: device_map = "auto", then {"": local_rank} when WORLD_SIZE > 1
+    script = (
+        "import os\nfrom transformers import AutoModel\ndevice_map = 'auto'\n"
+        "if int(os.environ.get('WORLD_SIZE', 1)) > 1:\n    device_map = {'': int(os.environ['LOCAL_RANK'])}\n"
+        "m = AutoModel.from_pretrained('x', device_map=device_map)\n"
+    )
+    files = {"launch.sh": "#!/bin/bash\ntorchrun --nproc_per_node 2 train.py\n", "train.py": script}
+    assert facts_of(files)["placement"].device_map_distributed == []
