@@ -26,9 +26,10 @@ DocumentKind = Literal[
 class Span:
     """A 1-based line and column in a file. A value's span also says where it ends: the line and
     column just after its last character, and both ends as 0-based character offsets into the text
-    as the reader read it (after a BOM and CRLF line ends are dropped, so --fix edits by line and
-    column). The ends are None where the value is not written in one piece (a `bash -c` string's
-    word, a value built from several places); they never take part in comparisons."""
+    the reader parsed (the shell reader drops a BOM and reads CRLF as LF, so --fix maps spans by
+    line and column). The ends are None where the value is not written in one piece (a `bash -c`
+    string's word built from several places, a YAML block collection); they never take part in
+    comparisons."""
 
     line: int
     col: int
