@@ -1,5 +1,6 @@
 """The launcher registry: one module per launcher, each exporting SPEC (a LauncherSpec), collected
-here as pre-commit collects its languages. Adding a launcher is one module plus a line below.
+here as pre-commit collects its languages. Adding a launcher is one module plus a line below;
+tests/sources/test_launchers.py then reads it from its spec alone, and its real forms go there.
 
 The shell interpreter (advisor/sources/shell) asks this registry which launcher a command starts
 and reads the launcher's words by its spec's form and flag table."""
