@@ -853,7 +853,13 @@ def write_baseline(
         settings = resolve_settings(seeds, options)
         target = output or (settings.root / settings.baseline if settings.baseline else Path(DEFAULT_FILE))
         options.settings = dataclasses.replace(settings, baseline=None)
-        result = run_check(seeds, options)
+        from advisor.estimate.params import META_DEVICE_COUNTING
+
+        counting = META_DEVICE_COUNTING.set(False)  # the same findings as check: no meta-device count
+        try:
+            result = run_check(seeds, options)
+        finally:
+            META_DEVICE_COUNTING.reset(counting)
     except (CheckError, SettingsError) as exc:
         _die(str(exc))
         return
