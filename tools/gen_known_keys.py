@@ -18,6 +18,15 @@ It introspects the real classes:
     DISABLE_VERSION_CHECK=1 python tools/gen_known_keys.py \
         --llamafactory /tmp/pkgs/lf --axolotl /tmp/pkgs/ax --deepspeed /tmp/pkgs/ds/deepspeed-0.19.8
 
+``--versions [PACKAGE ...]`` writes ``versions.json`` instead: for transformers (4.40 on), TRL (0.9 on),
+accelerate (0.30 on), peft (0.10 on) and DeepSpeed (0.14 on) it downloads the newest patch of every minor
+(``pip download --no-deps NAME==VER`` into ``--cache``, /tmp/gk_cache by default), reads the dataclasses'
+fields from the sources' syntax trees (nothing is imported) and the deprecations their ``__post_init__``
+warns about, and stores each key with the release-index ranges it exists (and is deprecated) in::
+
+    python tools/gen_known_keys.py --versions                 # all five, ~2 minutes with a warm cache
+    python tools/gen_known_keys.py --versions transformers    # one package
+
 A dialect whose source is not given keeps its current JSON file.  Removal versions that cannot be read
 from one installed version (when did transformers drop ``warmup_ratio``?) were found by reading the
 ``training_args.py`` of each transformers / TRL / DeepSpeed release in between, and are kept in the
