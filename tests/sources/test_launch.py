@@ -755,3 +755,10 @@ def test_backslash_ending_the_script_is_dropped() -> None:
     # bash drops the backslash (`printf '[%s]' a \` at EOF prints [a]), so no "\" word follows.
     cmd = only("python qlora.py --data_seed 42 \\\n    --seed 0 \\")
     assert texts(cmd.script_args) == {"data_seed": "42", "seed": "0"} and cmd.positional == []
+
+
+def test_array_with_newlines_and_operators_inside() -> None:
+    # found by fuzzing: a newline inside ( ... ) separates elements; an operator makes the array unknown
+    cmd = only("A=(--nproc_per_node\n  4)\nB=(x ; y)\ntorchrun ${A[@]} train.py --b ${B[0]}\n")
+    assert cmd.launcher_args["nproc_per_node"].text == "4"
+    assert cmd.script_args["b"].text is None and cmd.script_args["b"].unknown

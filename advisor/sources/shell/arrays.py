@@ -44,7 +44,7 @@ def array_elements(shell: _Shell, a: _Assign, before: Elements | None) -> Elemen
         return None
     for tok in toks:
         if tok.kind != "word":
-            if tok.text == "\n":
+            if tok.value == "\n":
                 continue
             return None  # an operator inside ( ... ): not a word list
         if _KEYED_RE.match(inner.text, tok.start):
