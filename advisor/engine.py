@@ -17,7 +17,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from advisor.expr import LIMITS, BudgetError, EvalError, Evaluator, ExprError, Expression, deferred, parse
+from advisor.evaluator import Evaluator
+from advisor.expr import LIMITS, BudgetError, EvalError, ExprError, Expression, deferred, parse
 from advisor.findings import DELETE, SEVERITY_RANK, Edit, Finding, Fix, Severity
 from advisor.provenance import Namespace, Value
 from advisor.sources.document import Location
@@ -72,7 +73,7 @@ class RuleSpec:
 
 
 # ---------------------------------------------------------------------------------------------------
-# Helpers: the only functions an expression can call. They receive plain data (advisor/expr.py) and
+# Helpers: the only functions an expression can call. They receive plain data (advisor/evaluator.py) and
 # bound what they build; the evaluator checks the size of what they return.
 
 

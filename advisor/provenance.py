@@ -74,8 +74,8 @@ class Namespace:
     def read(self, key: str) -> Any:
         """What a rule sees for `key`: the plain value, a child namespace, or None when unset or unknown.
 
-        Reads the namespace's own entries only, never a Python attribute: the rule evaluator (advisor/expr.py)
-        resolves `ns.key` through this."""
+        Reads the namespace's own entries only, never a Python attribute: the rule evaluator
+        (advisor/evaluator.py) resolves `ns.key` through this."""
         item = self._values.get(key)
         if item is None:
             return None

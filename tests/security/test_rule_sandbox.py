@@ -22,7 +22,8 @@ from typer.testing import CliRunner
 
 from advisor.cli import app
 from advisor.engine import HELPERS
-from advisor.expr import BudgetError, EvalError, Evaluator, ExprError, Limits, parse, references
+from advisor.evaluator import Evaluator
+from advisor.expr import BudgetError, EvalError, ExprError, Limits, parse, references
 from advisor.provenance import Namespace, Value
 from advisor.sources.document import Location
 from tests.conftest import REPO
