@@ -224,3 +224,26 @@ def test_a_parser_that_reads_only_a_yaml_file_does_not_judge_the_flags(tmp_path,
     sh = "python train.py cfg.yaml --made_up_flag 1\n"
     _project(tmp_path, {"train.py": script, "run.sh": sh}, monkeypatch)
     assert _findings({"GA002", "GA005", "GA008"}) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "from transformers import HfArgumentParser\nHfArgumentParser()\n",
+        "from transformers import HfArgumentParser\nHfArgumentParser(*types).parse_args_into_dataclasses()\n",
+        "from transformers import HfArgumentParser\n"
+        "HfArgumentParser(lambda: 1).parse_args_into_dataclasses()\n",
+        "from dataclasses import dataclass\nfrom transformers import HfArgumentParser\n"
+        "@dataclass\nclass A(A):\n    x: int = 1\nHfArgumentParser(A).parse_args_into_dataclasses()\n",
+        "".join(f"class C{i}(C{i + 1}):\n    f{i}: int = 0\n" for i in range(300))
+        + "from transformers import HfArgumentParser\nHfArgumentParser(C0).parse_args_into_dataclasses()\n",
+        "p = HfArgumentParser((A, B))\np.parse_args_into_dataclasses(return_remaining_strings=flag)\n",
+    ],
+)
+def test_odd_parser_forms_never_raise_and_never_claim_completeness_wrongly(text):
+    facts = analyse_script(text)
+    assert facts.syntax_error is None
+    for parser in facts.argument_parsers:
+        if parser.complete:
+            assert parser.classes and all(c.resolved for c in parser.classes)
+        assert parser.drops_unknown is None or parser.drops_unknown[2].endswith(("=True", "()"))
