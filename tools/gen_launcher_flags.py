@@ -49,9 +49,8 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     data = accelerate_flags()
     (OUT / "accelerate.json").write_text(json.dumps(data, indent=1) + "\n")
-    print(
-        f"accelerate {data['source']['version']}: {len(data['bools'])} switches, {len(data['values'])} options"
-    )
+    counts = f"{len(data['bools'])} switches, {len(data['values'])} options"
+    print(f"accelerate {data['source']['version']}: {counts}")
 
 
 if __name__ == "__main__":
