@@ -95,7 +95,7 @@ class _RuleChecker:
         decl = self.scope.get(head)
         if decl is None:
             if head in self.locals:
-                return f"{head!r} is a let name defined after this one: a let reads only the names above it"
+                return f"let name {head!r} cannot be read here (a let reads the lets above it, for_each none)"
             if head in by_name():
                 return f"{head!r} is not read in a {self.rule.spec.scope}-scoped rule"
             choices = [*self.scope, *known_locals]
@@ -205,8 +205,11 @@ def check_rule(rule: Any, helpers: Collection[str]) -> Iterator[Problem]:
 def _expression_problems(
     checker: _RuleChecker, part: str, expr: Expression, let_names: list[str]
 ) -> Iterator[Problem]:
-    # a let reads the let names above it; every other field reads them all
-    visible = set(let_names[: let_names.index(part[4:])] if part.startswith("let.") else let_names)
+    # a let reads the let names above it; for_each none (the lets are bound per item); the others all
+    if part == "for_each":
+        visible: set[str] = set()
+    else:
+        visible = set(let_names[: let_names.index(part[4:])] if part.startswith("let.") else let_names)
     locals_ = visible | ({"item"} if checker.rule.spec.for_each and part != "for_each" else set())
     for ref in references(expr):
         if ref.bound:

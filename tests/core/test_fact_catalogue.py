@@ -105,6 +105,7 @@ docs: a policy
         ("when: document.kind == 'x'\nmessage: x", 5, ["document"]),
         ("let:\n  a: b + 1\n  b: '2'\nmessage: '{a}'", 6, ["'b'"]),
         ("let:\n  a: training.items()\nmessage: '{a}'", 6, ["items"]),
+        ("let:\n  xs: batch.conflicts\nfor_each: xs\nmessage: x", 7, ["'xs'"]),
         ("let:\n  batch: '2'\nmessage: '{batch}'", 6, ["batch"]),
     ],
 )
