@@ -88,12 +88,6 @@ class SourceProblem:
     detail: str | None = None
 
     @property
-    def code(self) -> str:
-        """The built-in rule that reports this kind (GA003 for YAML 1.1 surprises, else GA001): for
-        callers and tests written before kinds; nothing in advisor/ reads it."""
-        return "GA003" if self.kind in SURPRISE_KINDS else "GA001"
-
-    @property
     def fails_reading(self) -> bool:
         """The file's values cannot be trusted: a reading error, not a warning or a surprise."""
         return self.kind not in SURPRISE_KINDS and self.severity != "warning"

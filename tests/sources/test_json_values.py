@@ -26,8 +26,8 @@ def test_integer_past_pythons_digit_limit_is_a_syntax_error_at_it() -> None:
 def test_out_of_range_numbers_are_refused_at_the_value(number: str) -> None:
     result = parse_json('{"a": 1,\n "b": ' + number + "}")
     [problem] = result.problems
-    assert (problem.code, problem.span, problem.key, problem.detail) == (
-        "GA001",
+    assert (problem.kind, problem.span, problem.key, problem.detail) == (
+        "refused-number",
         Span(2, 7),
         ("b",),
         "refused-number",

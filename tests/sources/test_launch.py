@@ -484,7 +484,7 @@ def test_unbalanced_quote_is_a_problem_and_reading_goes_on() -> None:
         Path("bad.sh"),
         'torchrun --nproc_per_node 2 a.py\nMODEL="oops\ntorchrun --nproc_per_node 4 b.py\n',
     )
-    assert [(p.code, p.span) for p in doc.problems] == [("GA001", Span(2, 7))]
+    assert [(p.kind, p.span) for p in doc.problems] == [("launch-syntax", Span(2, 7))]
     assert "double quote" in doc.problems[0].message
     assert [c.script.text for c in doc.data.commands if c.script] == ["a.py", "b.py"]
 
@@ -500,14 +500,14 @@ def test_unbalanced_quote_is_a_problem_and_reading_goes_on() -> None:
 )
 def test_unterminated_constructs(text: str, line: int) -> None:
     doc = read_launch(Path("bad.sh"), text)
-    assert [p.code for p in doc.problems] == ["GA001"]
+    assert [p.kind for p in doc.problems] == ["launch-syntax"]
     assert doc.problems[0].span.line == line
     assert [c.script.text for c in doc.data.commands if c.script] == ["b.py"]
 
 
 def test_binary_junk_is_reported_per_line() -> None:
     doc = read_launch(Path("bin.sh"), "torchrun a.py\n\x00\x01\x02garbage\x7f\ntorchrun b.py\n")
-    assert [(p.code, p.span) for p in doc.problems] == [("GA001", Span(2, 1))]
+    assert [(p.kind, p.span) for p in doc.problems] == [("launch-syntax", Span(2, 1))]
     assert len(doc.data.commands) == 2
 
 

@@ -130,7 +130,9 @@ def test_key_that_cannot_be_constructed() -> None:
 def test_numbers_beyond_any_setting_are_refused_at_the_value(value: str, refused: bool) -> None:
     result = parse_yaml(f"a: 1\nb: {value}\n")
     found = [p for p in result.problems if p.detail == "refused-number"]
-    assert [(p.code, p.span, p.key) for p in found] == ([("GA001", Span(2, 4), ("b",))] if refused else [])
+    assert [(p.kind, p.span, p.key) for p in found] == (
+        [("refused-number", Span(2, 4), ("b",))] if refused else []
+    )
 
 
 def test_refused_number_reaches_the_plan_as_unknown(tmp_path: Path) -> None:
