@@ -48,13 +48,13 @@ def _cli(cwd: Path, *args: str, tty: bool = False, **env: str) -> tuple[int, str
     cmd = [sys.executable, "-m", "advisor.cli", *args]
     if not tty:
         proc = subprocess.run(cmd, cwd=cwd, env=environ, capture_output=True, text=True, timeout=120)
-        return proc.returncode, proc.stdout
+        return proc.returncode, proc.stdout + proc.stderr
     leader, follower = pty.openpty()
     import fcntl
     import termios
 
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
-    proc = subprocess.Popen(cmd, cwd=cwd, env=environ, stdout=follower, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, cwd=cwd, env=environ, stdout=follower, stderr=follower)
     os.close(follower)
     chunks = []
     while True:
