@@ -44,6 +44,7 @@ from advisor.facts.estimate_inputs import (
     PlanInputs,
     plan_inputs,
 )
+from advisor.facts.peak_memory import peak_of, reference_gib
 from advisor.provenance import Namespace, Value
 from advisor.sources.document import Location
 
@@ -82,25 +83,6 @@ def verdict_for(
     if peak > usable * (1 - near_fraction):
         return "tight"
     return "fits"
-
-
-def _reference_gib(setup: Any) -> float:
-    """The frozen reference model of preference training: loaded like the policy (TRL builds it from the
-    same model_init_kwargs: trl 1.16 trainer/dpo_trainer.py:916-927), in 16-bit under DeepSpeed's module
-    cast."""
-    pc = setup.model
-    shards = setup.world_size if setup.strategy in {"zero3", "fsdp"} and setup.world_size > 1 else 1
-    deepspeed = setup.strategy in {"zero1", "zero2", "zero3"}
-    per_param = 4.0 if setup.storage_dtype == "fp32" and not deepspeed else 2.0
-    return per_param * pc.total / shards / 2**30
-
-
-def peak_of(setup: Any, reference_copy: bool = False) -> float:
-    """nvidia-smi peak per GPU in GiB (plus a frozen reference model for preference training)."""
-    from advisor.estimate import estimate_memory
-
-    m = estimate_memory(setup)
-    return m.peak_smi_gib + (_reference_gib(setup) if reference_copy else 0.0)
 
 
 def pessimistic(setup: Any) -> tuple[Any, list[str]]:
@@ -196,7 +178,7 @@ def analyse(
     items = [{"name": it.name, "gib": round(it.gib, 2), "note": it.note} for it in m.items]
     peak, low, high = m.peak_smi_gib, m.low_gib, m.high_gib
     if reference_copy:
-        ref = _reference_gib(setup)
+        ref = reference_gib(setup)
         items.insert(
             1,
             {

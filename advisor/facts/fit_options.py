@@ -59,7 +59,7 @@ def fitting_options(
     fits the machine's card: "QLoRA (4-bit NF4 base) with gradient checkpointing (about 21.3 GiB)"."""
     if machine is None or usable is None:
         return []
-    from advisor.facts.estimates import peak_of
+    from advisor.facts.peak_memory import peak_of
 
     gpus = int(machine.gpus.count or 1) * int(getattr(machine, "nodes", 1) or 1)
     out: list[str] = []

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.facts.batch import count
+from advisor.facts.counts import count
 from advisor.plan import RunPlan
 from advisor.provenance import Namespace, Value
 from advisor.sources.document import Location

@@ -6,11 +6,9 @@ tools/gen_known_keys.py), so transformers is never imported here.
 
 from __future__ import annotations
 
-import os
-from functools import cache
-from pathlib import Path
 from typing import Any
 
+from advisor.facts.project_settings import settings_for
 from advisor.sources import known_keys as kk
 from advisor.sources.document import Document, KeyPath, Location, pointer, refused_number
 
@@ -261,20 +259,6 @@ _VERSIONED: dict[tuple[str, tuple[str, ...]], tuple[tuple[str, tuple[str, ...] |
 _VERSIONED_DIALECTS = frozenset(d for d, _ in _VERSIONED)
 
 
-def _settings_for(path: Any) -> Any:
-    return _folder_settings(os.path.dirname(os.path.abspath(path)))
-
-
-@cache
-def _folder_settings(folder: str) -> Any:
-    from advisor.settings import SettingsError, find_settings
-
-    try:
-        return find_settings(Path(folder))
-    except (SettingsError, OSError, ValueError):
-        return None
-
-
 def _versioned_sources(
     doc: Document, dialect: str, section: tuple[str, ...] = ()
 ) -> list[tuple[Any, tuple[str, ...]]] | None:
@@ -285,7 +269,7 @@ def _versioned_sources(
         return None
     from advisor.facts import versions
 
-    targets = versions.targets_for(doc.path, _settings_for(doc.path))
+    targets = versions.targets_for(doc.path, settings_for(doc.path))
     if dialect == "llamafactory" and not targets["transformers"].pinned:
         requirement = kk.dialect_info("llamafactory")["source"].get("transformers_requirement") or ""
         requirement = requirement.removeprefix("transformers")

@@ -18,6 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from advisor.facts.project_settings import settings_for
 from advisor.facts.script import MAX_SCRIPT_BYTES, ArgumentParsing, analyse_script
 from advisor.sources.document import Document, Location, pointer
 
@@ -148,9 +149,7 @@ def script_flag_items(doc: Document) -> dict[str, list[dict[str, Any]]]:
         if cmd.script is None or not cmd.script.text:
             continue
         if settings is None:
-            from advisor.facts.keys import _settings_for
-
-            settings = _settings_for(doc.path)
+            settings = settings_for(doc.path)
         path = _script_path(doc, cmd.script.text, settings)
         if path is None:
             continue
