@@ -4,22 +4,20 @@ from __future__ import annotations
 
 import errno
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from advisor.boundary import ProjectBoundary, project_boundary
 from advisor.discover import DocumentCache, discover
 from advisor.engine import Context, Engine, RuleError, load_catalog, select_rules
+from advisor.errors import CheckError
 from advisor.facts import document_fallback, document_names, run_names
 from advisor.findings import Finding
 from advisor.paths import resolved
 from advisor.plan import RunPlan, build_plan
+from advisor.results import BaselineRun, CheckResult, RunSummary
 from advisor.settings import Settings, find_settings
-
-
-class CheckError(Exception):
-    """The tool cannot do its job (exit code 2): a missing path, an unknown hardware name."""
 
 
 @dataclass(slots=True)
@@ -39,51 +37,6 @@ class CheckOptions:
     baseline: Path | None = None  # a baseline file: report only findings not in it (--baseline)
     verify: Any = None  # advisor.probe.spec.ProbeOptions: run the training probe (--verify)
     measured: Path | None = None  # recorded measurements (default: .gpu-advise-verify.json at the root)
-
-
-@dataclass(slots=True)
-class BaselineRun:
-    """The numbers of the same run at the base revision."""
-
-    source: str
-    values: dict[str, Any]
-
-
-@dataclass(slots=True)
-class RunSummary:
-    name: str
-    launcher: str | None
-    world_size: int | None
-    effective_batch: int | None
-    effective_batch_formula: str | None
-    hardware: str | None
-    strategy: str | None
-    peak_vram_gib: float | None = None
-    gpu_memory_gib: float | None = None
-    est_hours_single_gpu: float | None = None
-    est_hours: float | None = None
-    notes: list[str] = field(default_factory=list)
-    measured: dict[str, Any] | None = None  # --verify: what the probe measured for this run
-
-    def as_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        if self.measured is None:
-            del out["measured"]
-        return out
-
-
-@dataclass(slots=True)
-class CheckResult:
-    findings: list[Finding]
-    runs: list[RunSummary]
-    plans: list[RunPlan]
-    errors: list[str]
-    settings: Settings
-    documents: list[Any] = field(default_factory=list)  # every file read
-    rules: list[Any] = field(default_factory=list)  # the catalog (rule metadata for reporters)
-    suppressed: list[Any] = field(default_factory=list)  # advisor.suppress.Suppressed
-    baseline: Any = None  # advisor.baseline.BaselineReport when --baseline is used
-    verification: Any = None  # advisor.probe.stage.Verification when measurements were made or recorded
 
 
 def _load_hardware(name: str, base: Path | None = None, named_by: SettingsRef | None = None) -> Any:

@@ -300,7 +300,7 @@ def apply_suppressions(
             if _settings_ignore(finding, settings, aliases.get(finding.rule, ())) is None:
                 kept.append(finding)
         if engine.errors:  # a broken suppression check: one line, exit 2, as for a broken rule file
-            from advisor.check import CheckError
+            from advisor.errors import CheckError
 
             raise CheckError("; ".join(engine.errors))
         kept.sort(key=lambda f: f.sort_key)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.check import CheckResult
 from advisor.findings import DELETE, Finding
 from advisor.report import location_json, relative
 from advisor.report.escape import escape_result, strict_json
+from advisor.results import CheckResult
 
 
 def finding_json(f: Finding, original: Finding | None = None) -> dict[str, Any]:

@@ -11,9 +11,9 @@ import re
 from collections import Counter
 from itertools import groupby
 
-from advisor.check import CheckResult, RunSummary
 from advisor.report import relative
 from advisor.report.escape import escape_result, escape_text
+from advisor.results import CheckResult, RunSummary
 
 _CODES = {"error": "1;31", "warning": "33", "info": "36", "bold": "1", "dim": "2", "green": "32", "red": "31"}
 

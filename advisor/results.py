@@ -1,0 +1,60 @@
+"""What a check produces: plain data the pipeline (advisor/check.py) builds and reporters only read.
+
+A leaf module: it imports nothing of the pipeline, so advisor/report/ can name these types without
+depending on the layer above it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from advisor.findings import Finding
+    from advisor.plan import RunPlan
+    from advisor.settings import Settings
+
+
+@dataclass(slots=True)
+class BaselineRun:
+    """The numbers of the same run at the base revision."""
+
+    source: str
+    values: dict[str, Any]
+
+
+@dataclass(slots=True)
+class RunSummary:
+    name: str
+    launcher: str | None
+    world_size: int | None
+    effective_batch: int | None
+    effective_batch_formula: str | None
+    hardware: str | None
+    strategy: str | None
+    peak_vram_gib: float | None = None
+    gpu_memory_gib: float | None = None
+    est_hours_single_gpu: float | None = None
+    est_hours: float | None = None
+    notes: list[str] = field(default_factory=list)
+    measured: dict[str, Any] | None = None  # --verify: what the probe measured for this run
+
+    def as_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        if self.measured is None:
+            del out["measured"]
+        return out
+
+
+@dataclass(slots=True)
+class CheckResult:
+    findings: list[Finding]
+    runs: list[RunSummary]
+    plans: list[RunPlan]
+    errors: list[str]
+    settings: Settings
+    documents: list[Any] = field(default_factory=list)  # every file read
+    rules: list[Any] = field(default_factory=list)  # the catalog (rule metadata for reporters)
+    suppressed: list[Any] = field(default_factory=list)  # advisor.suppress.Suppressed
+    baseline: Any = None  # advisor.baseline.BaselineReport when --baseline is used
+    verification: Any = None  # advisor.probe.stage.Verification when measurements were made or recorded
