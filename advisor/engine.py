@@ -15,149 +15,24 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from advisor.evaluator import Evaluator
 from advisor.expr import LIMITS, BudgetError, EvalError, ExprError, Expression, deferred, parse
-from advisor.findings import DELETE, SEVERITY_RANK, Edit, Finding, Fix, Severity
+from advisor.findings import DELETE, SEVERITY_RANK, Edit, Finding, Fix
 from advisor.provenance import Namespace, Value
+from advisor.rule_helpers import HELPERS as HELPERS  # re-exported: engine.HELPERS is what tests name
+from advisor.rule_helpers import RESERVED_NAMES as RESERVED_NAMES
+from advisor.rule_helpers import show_value
+from advisor.rulespec import Example as Example  # re-exported: the types a rule file holds
+from advisor.rulespec import FixSpec as FixSpec
+from advisor.rulespec import RuleSpec
 from advisor.sources.document import Location
 
 
 class RuleError(Exception):
     """A rule file that cannot be used, with the file and what is wrong."""
 
-
-# What a rule file holds, as validated by advisor.schema.rules (which builds these): frozen dataclasses, so
-# that the compiled catalog comes out of the on-disk cache without importing pydantic.
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FixSpec:
-    when: str = "True"  # the fix is offered only where this holds
-    set: dict[str, Any] = field(default_factory=dict)
-    delete: list[str] = field(default_factory=list)
-    safety: Literal["safe", "unsafe", "display"] = "safe"
-    description: str = ""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Example:
-    expect: Literal["fail", "pass"]
-    files: dict[str, str]
-    hardware: str | None = None
-    settings: str | None = None  # .gpu-advise.toml content
-    at: str | None = None  # "file:line:col" of the expected finding
-    note: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RuleSpec:
-    code: str
-    name: str
-    severity: Severity
-    summary: str
-    scope: Literal["run", "document", "suppression"] = "run"  # suppression: evaluated by advisor/suppress.py
-    requires: list[str] = field(default_factory=list)
-    let: dict[str, str] = field(default_factory=dict)  # name -> sub-expression, read as a local
-    when: str = "True"
-    for_each: str | None = None
-    at: str | None = None
-    related: list[str] = field(default_factory=list)
-    message: str  # the template; with message_by, the template of no listed case ("" for none)
-    message_by: str | None = None  # `message: {by, cases, default}`: the case this expression names
-    message_cases: dict[str, str] = field(default_factory=dict)
-    severity_when: dict[str, str] = field(default_factory=dict)  # severity -> condition, error first
-    fix: FixSpec | None = None
-    docs: str
-    examples: list[Example] = field(default_factory=list)
-    aliases: list[str] = field(default_factory=list)
-
-
-# ---------------------------------------------------------------------------------------------------
-# Helpers: the only functions an expression can call. They receive plain data (advisor/evaluator.py) and
-# bound what they build; the evaluator checks the size of what they return.
-
-
-def _fmt_gib(x: Any) -> str:
-    return "?" if x is None else f"{float(x):.1f} GiB"
-
-
-def _join(items: Any, sep: str = ", ") -> str:
-    if type(items) not in (list, tuple, str, dict):
-        raise TypeError(f"join() needs a list, not {type(items).__name__}")
-    if type(sep) is not str:
-        raise TypeError("join() needs a string separator")
-    pieces: list[str] = []
-    total = 0
-    for item in items:
-        piece = str(item)
-        total += len(piece) + len(sep)
-        if total > LIMITS.string_chars:
-            raise BudgetError(f"join() would build a string of more than {LIMITS.string_chars:,} characters")
-        pieces.append(piece)
-    return sep.join(pieces)
-
-
-def _plural(n: Any, word: str) -> str:
-    if n == 1:
-        return f"{n} {word}"
-    return f"{n} {word}" + ("es" if word.endswith(("s", "sh", "ch", "x")) else "s")
-
-
-def _round(x: Any, ndigits: Any = None) -> Any:
-    if ndigits is not None and (type(ndigits) is not int or abs(ndigits) > 100):
-        raise ValueError("round() takes at most 100 digits")
-    return round(x, ndigits)
-
-
-def _sum(items: Any, start: Any = 0) -> Any:
-    if type(items) not in (list, tuple) or any(type(v) not in (int, float, bool) for v in (start, *items)):
-        raise TypeError("sum() adds a list of numbers")
-    return sum(items, start)
-
-
-def _is_number(x: Any) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool)
-
-
-def _isinstance_str(x: Any) -> bool:
-    return isinstance(x, str)
-
-
-def _lower(x: Any) -> str:
-    return str(x).lower()
-
-
-def _upper(x: Any) -> str:
-    return str(x).upper()
-
-
-HELPERS: dict[str, Any] = {
-    "len": len,
-    "min": min,
-    "max": max,
-    "abs": abs,
-    "round": _round,
-    "int": int,
-    "float": float,
-    "str": str,
-    "bool": bool,
-    "sorted": sorted,
-    "sum": _sum,
-    "any": any,
-    "all": all,
-    "list": list,
-    "isinstance_str": _isinstance_str,
-    "is_number": _is_number,
-    "gib": _fmt_gib,
-    "show": lambda x: _show(x),
-    "join": _join,
-    "plural": _plural,
-    "lower": _lower,
-    "upper": _upper,
-}
-
-# Names an expression reads that are not fact namespaces: a rule's `let` names may not take them.
-RESERVED_NAMES = frozenset({"item", "True", "False", "None"})
 
 _TEMPLATE = re.compile(r"\{([^{}]+)\}")
 # `at`, `related`, `requires` and fix targets: dotted names, read by the engine, never evaluated
@@ -755,22 +630,12 @@ def _render(ev: Evaluator, parts: Template) -> str:
     out = []
     total = 0
     for text, expr in parts:
-        piece = text if expr is None else _show(ev.evaluate(expr))
+        piece = text if expr is None else show_value(ev.evaluate(expr))
         total += len(piece)
         if total > LIMITS.string_chars:
             raise BudgetError(f"a message of more than {LIMITS.string_chars:,} characters")
         out.append(piece)
     return "".join(out)
-
-
-def _show(value: Any) -> str:
-    if isinstance(value, bool) or value is None:
-        return str(value)
-    if isinstance(value, float):
-        return f"{value:g}"
-    if isinstance(value, list | tuple):
-        return ",".join(_show(v) for v in value)
-    return str(value)
 
 
 def at_or_above(severity: str, threshold: str) -> bool:

@@ -1,4 +1,4 @@
-"""Validation of rule files (rules/*.yaml): the result is an advisor.engine.RuleSpec."""
+"""Validation of rule files (rules/*.yaml): the result is an advisor.rulespec.RuleSpec."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from advisor import engine
+from advisor import rulespec
 from advisor.findings import Severity
 from advisor.schema import to_view
 
@@ -128,8 +128,8 @@ class RuleSpec(BaseModel):
     @field_validator("let")
     @classmethod
     def _let(cls, v: dict[str, str]) -> dict[str, str]:
-        from advisor.engine import HELPERS, RESERVED_NAMES
         from advisor.facts.catalogue import by_name
+        from advisor.rule_helpers import HELPERS, RESERVED_NAMES
 
         for name in v:
             if not _NAME.fullmatch(name):
@@ -139,10 +139,10 @@ class RuleSpec(BaseModel):
         return v
 
 
-VIEWS = {"RuleSpec": engine.RuleSpec, "FixSpec": engine.FixSpec, "Example": engine.Example}
+VIEWS = {"RuleSpec": rulespec.RuleSpec, "FixSpec": rulespec.FixSpec, "Example": rulespec.Example}
 
 
-def validate_rule(raw: Any) -> engine.RuleSpec:
+def validate_rule(raw: Any) -> rulespec.RuleSpec:
     """The rule file's mapping as a RuleSpec; raises pydantic.ValidationError.
 
     A severity or message mapping is stored flat: `severity` the default and `severity_when` the
@@ -151,7 +151,7 @@ def validate_rule(raw: Any) -> engine.RuleSpec:
     severity, message = model.severity, model.message
     fields = {
         f.name: to_view(getattr(model, f.name), VIEWS)
-        for f in dataclasses.fields(engine.RuleSpec)
+        for f in dataclasses.fields(rulespec.RuleSpec)
         if f.name not in ("severity", "message", *_DERIVED)
     }
     fields["severity"], fields["message"] = severity, message
@@ -162,4 +162,4 @@ def validate_rule(raw: Any) -> engine.RuleSpec:
         fields["message"] = message.default or ""
         fields["message_by"] = message.by
         fields["message_cases"] = dict(message.cases)
-    return engine.RuleSpec(**fields)
+    return rulespec.RuleSpec(**fields)

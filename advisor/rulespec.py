@@ -1,0 +1,54 @@
+"""What a rule file holds: the types advisor.schema.rules validates and builds, advisor.engine compiles.
+
+Frozen dataclasses, so that the compiled catalog comes out of the on-disk cache without importing
+pydantic. A leaf module, shared by the engine and the schema so that neither imports the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from advisor.findings import Severity
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FixSpec:
+    when: str = "True"  # the fix is offered only where this holds
+    set: dict[str, Any] = field(default_factory=dict)
+    delete: list[str] = field(default_factory=list)
+    safety: Literal["safe", "unsafe", "display"] = "safe"
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Example:
+    expect: Literal["fail", "pass"]
+    files: dict[str, str]
+    hardware: str | None = None
+    settings: str | None = None  # .gpu-advise.toml content
+    at: str | None = None  # "file:line:col" of the expected finding
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuleSpec:
+    code: str
+    name: str
+    severity: Severity
+    summary: str
+    scope: Literal["run", "document", "suppression"] = "run"  # suppression: evaluated by advisor/suppress.py
+    requires: list[str] = field(default_factory=list)
+    let: dict[str, str] = field(default_factory=dict)  # name -> sub-expression, read as a local
+    when: str = "True"
+    for_each: str | None = None
+    at: str | None = None
+    related: list[str] = field(default_factory=list)
+    message: str  # the template; with message_by, the template of no listed case ("" for none)
+    message_by: str | None = None  # `message: {by, cases, default}`: the case this expression names
+    message_cases: dict[str, str] = field(default_factory=dict)
+    severity_when: dict[str, str] = field(default_factory=dict)  # severity -> condition, error first
+    fix: FixSpec | None = None
+    docs: str
+    examples: list[Example] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
