@@ -371,7 +371,7 @@ _SCRIPT = NamespaceDecl(
 _BASELINE = NamespaceDecl(
     "baseline",
     "The same run at --base REV, or what the project settings declare for it.",
-    "advisor.facts.baseline:baseline_facts",
+    "advisor.facts.reference_run:baseline_facts",
     requires=("batch",),
     facts=(
         _f("source", "str", "where the baseline comes from (a revision, the project settings)"),

@@ -1,4 +1,5 @@
-"""The run's baseline: the same run at `--base REV`, or what the project settings declare for it."""
+"""GA101's reference run (the `baseline` namespace): the same run at `--base REV`, or what the project
+settings declare for it. Not the findings baseline of advisor/baseline.py."""
 
 from __future__ import annotations
 
