@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from advisor import settings as views
+from advisor import settings_types as views
 from advisor.schema import to_view
 
 
