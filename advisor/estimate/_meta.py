@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
-from advisor.estimate.params import LinearShape, ParamCount
+from advisor.estimate.params.shapes import LinearShape, ParamCount
 
 
 def available() -> bool:
