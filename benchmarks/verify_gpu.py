@@ -127,7 +127,7 @@ def run_in_process(spec: Any) -> dict[str, Any]:
 
 
 def run_launched(spec: Any, timeout: float) -> dict[str, Any]:
-    from advisor.probe.launch import launch
+    from advisor.probe.launcher import launch
     from advisor.probe.spec import ProbeOptions, write_spec
 
     out = Path(spec.out_dir)

@@ -186,7 +186,7 @@ class _Progress:
 def _probe_once(
     spec: ProbeSpec, work: Path, options: ProbeOptions, progress: _Progress, label: str
 ) -> tuple[str, dict[str, Any], Any]:
-    from advisor.probe.launch import launch
+    from advisor.probe.launcher import launch
 
     work.mkdir(parents=True, exist_ok=True)
     spec.out_dir = str(work)

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from advisor.check import CheckOptions, run_check
 from advisor.cli import app
 from advisor.estimate import TrainingSetup, count_params, estimate_memory
-from advisor.probe.launch import marked_pids
+from advisor.probe.launcher import marked_pids
 from advisor.probe.spec import ProbeOptions
 from tests.probe.conftest import SEQ, TINY_CONFIG, needs_torch, tiny_project
 
