@@ -483,7 +483,19 @@ def _attach_from_command(run: RunSpec, doc: Document, command: Any, cache: Docum
         run.references.append(ref)
         if ref.path and ref.path.suffix == ".py":
             run.script = cache.get(ref.path, "script")
+    _link_config_to_script(run, training_word)
     _attach_nested(run, cache)
+
+
+def _link_config_to_script(run: RunSpec, training_word: Any) -> None:
+    """Tell the run's TrainingArguments file which script reads it, and how (``train.py cfg.yaml`` or
+    ``--config cfg.yaml``): its keys are then judged against that script's own dataclasses."""
+    if run.training is None or run.script is None or training_word is None:
+        return
+    how = "config" if run.command.script_args.get("config") is training_word else "positional"
+    link = (run.script.path, how)
+    if link not in run.training.consumers:
+        run.training.consumers.append(link)
 
 
 def _attach_nested(run: RunSpec, cache: DocumentCache) -> None:

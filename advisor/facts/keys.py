@@ -110,7 +110,8 @@ def _key_items(doc: Document) -> dict[str, list[dict[str, Any]]]:
     if dialect is None or not isinstance(doc.data, dict):
         return out
     top = [k for k in doc.data if isinstance(k, str)]
-    if top and dialect in {"training_args", "trl"}:
+    consumers = _script_consumers(doc, dialect)
+    if top and dialect in {"training_args", "trl"} and consumers is None:
         known = kk.known_keys(dialect)
         share = sum(1 for k in top if k in known or kk.removed_key(dialect, k)) / len(top)
         if share < MIN_KNOWN_SHARE:
@@ -129,7 +130,34 @@ def _key_items(doc: Document) -> dict[str, list[dict[str, Any]]]:
         if not isinstance(node, dict):
             continue
         _check_section(doc, dialect, section, node, out, budget)
+    if consumers is not None:
+        _judge_top_level_by_scripts(doc, consumers, out)
     return out
+
+
+def _script_consumers(doc: Document, dialect: str) -> Any:
+    """The scripts the runs hand this TrainingArguments / TRL file to, when all of them can be read
+    whole (advisor.facts.script_flags); None: the file is judged alone."""
+    if dialect not in {"training_args", "trl"} or not doc.consumers:
+        return None
+    from advisor.facts.script_flags import config_consumers
+
+    return config_consumers(doc)
+
+
+def _judge_top_level_by_scripts(doc: Document, consumers: Any, out: dict[str, list[dict[str, Any]]]) -> None:
+    """Top-level keys are the scripts' to judge: their own dataclass fields are accepted, and a key none
+    of their dataclasses has is refused at start (type checks of known keys stay)."""
+    from advisor.facts.script_flags import config_key_items
+
+    for kind, items in config_key_items(doc, consumers).items():
+        kept = [i for i in out[kind] if not _is_top_level(i)]
+        out[kind] = kept + items
+
+
+def _is_top_level(item: dict[str, Any]) -> bool:
+    ptr = item["location"].key or ""
+    return ptr.count("/") == 1
 
 
 def _check_section(

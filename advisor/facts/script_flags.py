@@ -234,3 +234,129 @@ def _judge_command(
                     "severity": "error",
                 }
             )
+
+
+# --------------------------------------------------------------------------------------------------
+# keys of a YAML/JSON file that a run hands to the script (advisor.discover links them)
+# --------------------------------------------------------------------------------------------------
+
+# How the script reads a file given as its sole argument: transformers hf_argparser.py parse_dict
+# (5.24, lines 374-383) takes `{f.name for f in dataclasses.fields(dtype) if f.init}` of each class and
+# raises ValueError("Some keys are not used by the HfArgumentParser") for the rest unless
+# allow_extra_keys=True; parse_yaml_file / parse_json_file go through it (lines 386-420).
+_FILE_METHODS = frozenset({"parse_yaml_file", "parse_json_file", "parse_dict", "parse"})
+# `--config recipe.yaml`: trl 1.16 scripts/utils.py TrlParser.parse_args_and_config (lines 321-356) sets
+# each key as its argument's default and raises ValueError("Unknown arguments from config file") for
+# the rest (fail_with_unknown_args defaults to True); its `env` mapping is consumed first (lines 331-338).
+_CONFIG_METHODS = frozenset({"parse_args_and_config", "parse"})
+_CONFIG_FILE_KEYS = frozenset({"env"})
+
+ScriptJudge = tuple[Path, str, ArgumentParsing, list[tuple[str, tuple[str, ...]]], dict[str, Any]]
+
+
+def config_consumers(doc: Document) -> list[ScriptJudge] | None:
+    """[(script, how, parsing, library sources, targets)] for every run that hands ``doc`` to a script;
+    None when there is none, or when one of them cannot be read whole (then the file alone judges)."""
+    if not doc.consumers:
+        return None
+    from advisor.facts import versions
+
+    settings = settings_for(doc.path)
+    out: list[ScriptJudge] = []
+    for script, how in doc.consumers:
+        try:
+            parsing = _analysed(script, script.stat().st_mtime_ns)
+        except OSError:
+            return None
+        if not isinstance(parsing, ArgumentParsing) or not parsing.complete:
+            return None
+        methods = set(parsing.methods)
+        if how == "config" and not (parsing.parser != "HfArgumentParser" and methods & _CONFIG_METHODS):
+            return None
+        if how == "positional" and not methods & _FILE_METHODS:
+            return None  # the script parses the command line only: the file is not read through it
+        sources = _library_sources(parsing)
+        if sources is None:
+            return None
+        targets = versions.targets_for(doc.path, settings)
+        if any(p not in targets for p, _ in sources):
+            return None
+        out.append((script, how, parsing, sources, targets))
+    return out
+
+
+def _file_verdict(
+    key: str,
+    how: str,
+    parsing: ArgumentParsing,
+    sources: list[tuple[str, tuple[str, ...]]],
+    targets: dict[str, Any],
+) -> tuple[str, str, str | None]:
+    """(state, detail, suggestion) of one top-level key read through the script's parser: exact field
+    names only (no argparse prefixes or --no_ forms: the file never goes through argparse's matching)."""
+    from advisor.facts import versions
+
+    if key in parsing.fields or (how == "config" and key in _CONFIG_FILE_KEYS):
+        return "present", "", None
+    known = set(parsing.fields)
+    statuses = []
+    for package, classes in sources:
+        target = targets[package]
+        known |= versions.keys_at(package, classes, target.index)
+        statuses.append((target, versions.key_status(package, classes, key, target.index)))
+    if any(st.state == "present" for _, st in statuses):
+        return "present", "", None
+    for target, st in statuses:
+        use = f"; use {st.replacement}" if st.replacement else ""
+        if st.state == "deprecated":
+            return "deprecated", f"'{key}' is deprecated in {target.label}{use}", None
+        if st.state == "removed":
+            detail = f"'{key}' was removed in {target.package} {st.first} (last in {st.last}){use}"
+            return "removed", detail, None
+    guess = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.8)
+    return "unknown", "", guess[0] if guess else None
+
+
+def config_key_items(doc: Document, consumers: list[ScriptJudge]) -> dict[str, list[dict[str, Any]]]:
+    """The top-level keys of ``doc`` judged per run against its script's dataclasses; one finding per key
+    however many runs read the file, naming the scripts that do not take it."""
+    from advisor.paths import relative
+
+    out: dict[str, list[dict[str, Any]]] = {"unknown_keys": [], "removed_keys": [], "deprecated_keys": []}
+    data = doc.data if isinstance(doc.data, dict) else {}
+    for key in data:
+        if not isinstance(key, str):
+            continue
+        verdicts = []
+        for script, how, parsing, sources, targets in consumers:
+            state, detail, guess = _file_verdict(key, how, parsing, sources, targets)
+            if state != "present":
+                verdicts.append((script, how, parsing, state, detail, guess))
+        if not verdicts:
+            continue
+        span = doc.span((key,))
+        location = Location(doc.path, span.line, span.col, pointer((key,)))
+        _script, _how, _parsing, state, detail, guess = verdicts[0]
+        if state in ("deprecated", "removed"):
+            item = {"location": location, "key": key, "message": detail, "severity": None}
+            out[f"{state}_keys"].append(item)
+            continue
+        names = ", ".join(dict.fromkeys(relative(v[0]) for v in verdicts))
+        classes = ", ".join(dict.fromkeys(c.name for v in verdicts for c in v[2].classes))
+        refuses = [v for v in verdicts if v[2].drops_unknown is None]
+        hint = f" (did you mean '{guess}'?)" if guess else ""
+        consequence = (
+            ": the script's parser raises ValueError on it at start"
+            if refuses
+            else ": the script keeps it aside unread"
+        )
+        out["unknown_keys"].append(
+            {
+                "location": location,
+                "key": key,
+                "suggestion": guess,
+                "message": f"'{key}' is not a field of {names} ({classes}){hint}{consequence}",
+                "severity": "error" if refuses else None,
+            }
+        )
+    return out

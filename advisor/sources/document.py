@@ -131,6 +131,8 @@ class Document:
     problems: list[SourceProblem] = field(default_factory=list)
     text: str | None = None
     dialect: str | None = None  # for training_args: "hf", "trl", "llamafactory"; for axolotl: "axolotl"
+    # (script path, "positional" | "config") for each run that hands this file to a training script
+    consumers: list[tuple[Path, str]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
