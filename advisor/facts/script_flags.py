@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.facts.project_settings import settings_for
-from advisor.facts.script import MAX_SCRIPT_BYTES, ArgumentParsing, analyse_script
+from advisor.facts.script_ast import MAX_SCRIPT_BYTES, ArgumentParsing, analyse_script
 from advisor.sources.document import Document, Location, pointer
 
 # Launchers whose script flags do not go to the script's own argparse (keys.py says why).

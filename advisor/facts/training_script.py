@@ -6,7 +6,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from advisor.facts.script import ScriptFacts, analyse_script
+from advisor.facts.script_ast import ScriptFacts, analyse_script
 from advisor.paths import relative
 from advisor.provenance import Namespace, Value
 from advisor.sources.document import Location

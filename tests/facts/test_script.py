@@ -1,4 +1,4 @@
-"""Tests for advisor.facts.script: rank guards around side effects, device_map="auto", parse errors."""
+"""Tests for advisor.facts.script_ast: rank guards around side effects, device_map="auto", parse errors."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.facts.script import MAX_SCRIPT_BYTES, ScriptFacts, SideEffect, analyse_script
+from advisor.facts.script_ast import MAX_SCRIPT_BYTES, ScriptFacts, SideEffect, analyse_script
 
 SCRIPTS = Path(__file__).parent / "scripts"
 

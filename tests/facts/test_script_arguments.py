@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from advisor.check import CheckOptions, run_check
-from advisor.facts.script import analyse_script
+from advisor.facts.script_ast import analyse_script
 
 HERE = Path(__file__).parent / "script_arguments"
 QLORA = (HERE / "qlora.py.txt").read_text(encoding="utf-8")

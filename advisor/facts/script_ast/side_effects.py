@@ -83,339 +83,45 @@ they are converted). ``SideEffect.function`` is the dotted name of the enclosing
 from __future__ import annotations
 
 import ast
-import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any
 
-__all__ = [
-    "MAX_SCRIPT_BYTES",
-    "ArgumentClass",
-    "ArgumentParsing",
-    "LoadCall",
-    "ScriptFacts",
-    "SideEffect",
-    "analyse_script",
-]
-
-MAX_SCRIPT_BYTES = 2 * 1024 * 1024
-# from_pretrained keyword arguments that decide the memory of the loaded model (LoadCall)
-_LOAD_KWARGS = frozenset(
-    {
-        "dtype",
-        "torch_dtype",
-        "quantization_config",
-        "device_map",
-        "attn_implementation",
-        "load_in_4bit",
-        "load_in_8bit",
-    }
+from advisor.facts.script_ast.argument_parsers import find_argument_parsers
+from advisor.facts.script_ast.load_calls import find_load_calls
+from advisor.facts.script_ast.nodes import (
+    FLIP,
+    const,
+    display,
+    dotted_name,
+    is_main_value,
+    is_self_or_super,
+    is_write_mode,
+    kwarg,
+    last_id,
+    stmt_bodies,
+    terminates,
 )
-
-
-@dataclass(frozen=True, slots=True)
-class SideEffect:
-    kind: str
-    call: str  # source text of the callee, e.g. "model.save_pretrained" or "open"
-    line: int  # 1-based position of the call
-    col: int
-    guarded: bool
-    function: str | None  # enclosing function (dotted for methods / nested functions)
-
-
-@dataclass(frozen=True, slots=True)
-class LoadCall:
-    """A ``*.from_pretrained(...)`` call and its model-loading keyword arguments as source text (a name
-    bound once by a plain assignment is replaced by the text of its value), for the memory estimator."""
-
-    callee: str  # e.g. "AutoModelForCausalLM.from_pretrained"
-    line: int
-    col: int
-    kwargs: tuple[tuple[str, str], ...]  # (dtype | torch_dtype | quantization_config | ..., source text)
-    has_star_kwargs: bool  # a **kwargs argument may carry any of them
-
-
-@dataclass(frozen=True, slots=True)
-class ArgumentClass:
-    """A dataclass handed to the script's argument parser: the fields the script declares itself (with
-    those of its own base dataclasses) and the library classes it extends."""
-
-    name: str
-    fields: tuple[str, ...]
-    library_bases: tuple[str, ...]  # qualified names, e.g. "transformers.Seq2SeqTrainingArguments"
-    resolved: bool  # False: a base (or the class itself) comes from somewhere we cannot read
-
-
-@dataclass(frozen=True, slots=True)
-class ArgumentParsing:
-    """An ``HfArgumentParser(...)`` / ``TrlParser(...)`` in the script and how its result is parsed."""
-
-    parser: str  # "HfArgumentParser" | "TrlParser"
-    line: int
-    col: int
-    classes: tuple[ArgumentClass, ...]
-    methods: tuple[str, ...]  # parse_args_into_dataclasses, parse_yaml_file, ... called on it
-    # where unknown flags or keys are kept aside instead of refused: return_remaining_strings=True,
-    # parse_known_args, allow_extra_keys=True (line, col, the argument as written)
-    drops_unknown: tuple[int, int, str] | None = None
-
-    @property
-    def complete(self) -> bool:
-        """Every class passed is known, so a flag none of them has is unknown to the script."""
-        return bool(self.classes) and all(c.resolved for c in self.classes)
-
-    @property
-    def fields(self) -> frozenset[str]:
-        return frozenset(f for c in self.classes for f in c.fields)
-
-    @property
-    def library_bases(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(b for c in self.classes for b in c.library_bases))
-
-
-@dataclass(frozen=True, slots=True)
-class ScriptFacts:
-    side_effects: tuple[SideEffect, ...] = ()
-    device_map_auto: tuple[tuple[int, int], ...] = ()  # 1-based (line, col) of each "auto" value
-    uses_trainer: bool = False  # an HF Trainer / TRL trainer is instantiated
-    load_calls: tuple[LoadCall, ...] = ()
-    argument_parsers: tuple[ArgumentParsing, ...] = ()
-    syntax_error: tuple[str, int, int] | None = None  # message, line, col
-
-    @property
-    def unguarded(self) -> tuple[SideEffect, ...]:
-        return tuple(e for e in self.side_effects if not e.guarded)
-
-
-# ---------------------------------------------------------------------------------------------
-# vocabulary
-
-# attributes / zero-argument methods that are true on exactly one process
-_GUARD_ATTRS = frozenset(
-    {
-        "is_main_process",
-        "is_local_main_process",
-        "is_last_process",
-        "is_world_process_zero",
-        "is_local_process_zero",
-        "is_global_zero",
-        "should_save",
-        "should_log",
-        "is_master",
-        "is_master_process",
-        "is_rank_zero",
-        "is_rank_0",
-        "is_master_ordinal",
-    }
+from advisor.facts.script_ast.results import ScriptFacts, SideEffect
+from advisor.facts.script_ast.vocabulary import (
+    ACCELERATOR_RANK_AWARE,
+    ATTR_KINDS,
+    ENV_RANK_KEYS,
+    GUARD_ATTRS,
+    GUARD_DECORATORS,
+    GUARD_FUNCS,
+    GUARD_NAMES,
+    MODE_RE,
+    NEITHER,
+    NEWLINE_RE,
+    OPEN_FUNCS,
+    QUALIFIED,
+    RANK_FUNCS,
+    RANK_NAMES,
+    TO_FILE_KINDS,
+    TO_FILE_PATH_KWARGS,
+    TRAINER_RANK_AWARE,
+    BranchGuards,
 )
-# functions (or methods) whose call result is true on exactly one process
-_GUARD_FUNCS = _GUARD_ATTRS | {"is_rank0", "is_main", "is_primary", "is_main_rank", "is_master_rank"}
-# bare names conventionally holding such a flag
-_GUARD_NAMES = frozenset(
-    {
-        "is_main_process",
-        "is_local_main_process",
-        "is_world_process_zero",
-        "is_local_process_zero",
-        "is_global_zero",
-        "is_main",
-        "is_master",
-        "is_master_process",
-        "master_process",
-        "main_process",
-        "is_rank_zero",
-        "is_rank0",
-        "is_rank_0",
-    }
-)
-# names / attributes holding a process rank
-_RANK_NAMES = frozenset(
-    {
-        "rank",
-        "local_rank",
-        "global_rank",
-        "world_rank",
-        "ddp_rank",
-        "ddp_local_rank",
-        "process_index",
-        "local_process_index",
-        "rank_id",
-        "proc_rank",
-        "process_rank",
-        "gpu_rank",
-    }
-)
-_RANK_FUNCS = frozenset(
-    {
-        "get_rank",
-        "get_local_rank",
-        "get_global_rank",
-        "get_world_rank",
-        "get_ordinal",
-        "global_ordinal",
-        "local_ordinal",
-    }
-)
-_ENV_RANK_KEYS = frozenset(
-    {
-        "RANK",
-        "LOCAL_RANK",
-        "SLURM_PROCID",
-        "SLURM_LOCALID",
-        "OMPI_COMM_WORLD_RANK",
-        "OMPI_COMM_WORLD_LOCAL_RANK",
-        "PMI_RANK",
-        "PMIX_RANK",
-    }
-)
-_MAIN_RANK_VALUES = frozenset({0, -1, "0", "-1"})
-
-_GUARD_DECORATORS = frozenset(
-    {
-        "on_main_process",
-        "on_local_main_process",
-        "on_last_process",
-        "on_process",
-        "on_local_process",
-        "rank_zero_only",
-        "main_process_only",
-        "master_only",
-        "rank_zero",
-        "on_rank_zero",
-    }
-)
-
-_TRAINER_RANK_AWARE = frozenset(
-    {
-        "save_model",
-        "push_to_hub",
-        "save_state",
-        "save_metrics",
-        "create_model_card",
-        "save_checkpoint",
-        "log_metrics",
-    }
-)
-_ACCELERATOR_RANK_AWARE = frozenset({"save", "save_model", "save_state"})
-
-_EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
-
-# fully-qualified callee (after import aliases) -> kind
-_QUALIFIED: dict[str, str] = {
-    "torch.save": "torch_save",
-    "safetensors.torch.save_file": "safetensors_save",
-    "safetensors.torch.save_model": "safetensors_save",
-    "safetensors.numpy.save_file": "safetensors_save",
-    "numpy.save": "numpy_save",
-    "numpy.savez": "numpy_save",
-    "numpy.savez_compressed": "numpy_save",
-    "numpy.savetxt": "numpy_save",
-    "os.makedirs": "makedirs",
-    "os.mkdir": "mkdir",
-    "shutil.copy": "shutil_copy",
-    "shutil.copy2": "shutil_copy",
-    "shutil.copyfile": "shutil_copy",
-    "shutil.copytree": "shutil_copy",
-    "shutil.move": "shutil_move",
-    "shutil.rmtree": "rmtree",
-    "os.remove": "remove",
-    "os.unlink": "remove",
-    "os.rename": "remove",
-    "os.replace": "remove",
-    "logging.FileHandler": "log_file",
-    "logging.handlers.RotatingFileHandler": "log_file",
-    "logging.handlers.TimedRotatingFileHandler": "log_file",
-    "logging.handlers.WatchedFileHandler": "log_file",
-    "wandb.init": "wandb_init",
-    "torch.utils.tensorboard.SummaryWriter": "tensorboard_writer",
-    "tensorboardX.SummaryWriter": "tensorboard_writer",
-    "huggingface_hub.upload_folder": "push_to_hub",
-    "huggingface_hub.upload_file": "push_to_hub",
-}
-# open-like callables whose mode is the second positional argument
-_OPEN_FUNCS = frozenset(
-    {"open", "io.open", "codecs.open", "gzip.open", "bz2.open", "lzma.open", "builtins.open"}
-)
-# attribute calls flagged whatever the receiver (unless rank-aware, see above)
-_ATTR_KINDS: dict[str, str] = {
-    "save_to_disk": "save_to_disk",
-    "push_to_hub": "push_to_hub",
-    "upload_folder": "push_to_hub",
-    "upload_file": "push_to_hub",
-    "upload_large_folder": "push_to_hub",
-    "save_pretrained": "save_pretrained",
-    "save_model": "save_model",
-    "mkdir": "mkdir",
-    "makedirs": "makedirs",
-    "write_text": "open_write",
-    "write_bytes": "open_write",
-    "FileHandler": "log_file",
-    "RotatingFileHandler": "log_file",
-    "TimedRotatingFileHandler": "log_file",
-    "SummaryWriter": "tensorboard_writer",
-}
-# dataframe / dataset writers: only a side effect when given a destination
-_TO_FILE_KINDS: dict[str, str] = {
-    "to_csv": "to_csv",
-    "to_json": "to_json",
-    "to_parquet": "to_parquet",
-    "to_json_file": "to_json",
-    "save_to_json": "to_json",
-}
-_TO_FILE_PATH_KWARGS = frozenset({"path", "path_or_buf", "path_or_paths", "json_file_path", "fname"})
-_MODE_RE = re.compile(r"^[rwxabtU+]{1,4}$")
-_NEWLINE_RE = re.compile(r"\r\n|\r|\n")
-
-_Cls = tuple[bool, bool]  # (only main when the test is true, only main when the test is false)
-_NEITHER: _Cls = (False, False)
-
-
-# ---------------------------------------------------------------------------------------------
-# small AST helpers
-
-
-def _last_id(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return None
-
-
-def _dotted(node: ast.AST) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
-def _const(node: ast.AST | None) -> object:
-    if isinstance(node, ast.Constant):
-        return node.value
-    if (
-        isinstance(node, ast.UnaryOp)
-        and isinstance(node.op, ast.USub)
-        and isinstance(node.operand, ast.Constant)
-        and type(node.operand.value) is int
-    ):
-        return -node.operand.value
-    return None
-
-
-def _is_main_value(value: object) -> bool:
-    return type(value) in (int, str) and value in _MAIN_RANK_VALUES
-
-
-def _kwarg(call: ast.Call, name: str) -> ast.expr | None:
-    for kw in call.keywords:
-        if kw.arg == name:
-            return kw.value
-    return None
 
 
 @dataclass(slots=True)
@@ -437,14 +143,10 @@ class _Raw:
     function: str | None
 
 
-# ---------------------------------------------------------------------------------------------
-# the analysis
-
-
-class _Analyser:
+class ScriptAnalyser:
     def __init__(self, tree: ast.Module, text: str) -> None:
         self.tree = tree
-        self.lines = _NEWLINE_RE.split(text)
+        self.lines = NEWLINE_RE.split(text)
         self.imports: dict[str, str] = {}
         self.funcs: dict[str, _Func] = {}
         self.by_name: dict[str, list[str]] = {}  # plain (non-method) functions by simple name
@@ -456,7 +158,7 @@ class _Analyser:
         self.accelerator_classes: set[str] = set()
         self.trainer_vars: set[str] = set()
         self.accelerator_vars: set[str] = set()
-        self.guard_alias: dict[str, _Cls] = {}
+        self.guard_alias: dict[str, BranchGuards] = {}
         self.rank_alias: set[str] = set()
         self.raw: list[_Raw] = []
         self.device_map: list[tuple[int, int]] = []
@@ -477,7 +179,7 @@ class _Analyser:
 
     # -- import aliases -----------------------------------------------------------------------
     def resolve(self, node: ast.AST) -> str | None:
-        dotted = _dotted(node)
+        dotted = dotted_name(node)
         if dotted is None:
             return None
         head, _, rest = dotted.partition(".")
@@ -546,13 +248,13 @@ class _Analyser:
             if isinstance(node, ast.ClassDef):
                 key = f"{prefix}{node.name}"
                 self.keys[id(node)] = key
-                self.class_bases[key] = [b for b in (_last_id(b) for b in node.bases) if b]
+                self.class_bases[key] = [b for b in (last_id(b) for b in node.bases) if b]
                 self.class_by_name.setdefault(node.name, []).append(key)
                 self._collect_defs(node.body, prefix=f"{key}.", cls=key)
                 continue
             if isinstance(node, ast.stmt):
                 # nested blocks (if/try/with/for) can hold defs and imports too
-                for child_body in _stmt_bodies(node):
+                for child_body in stmt_bodies(node):
                     self._collect_defs(child_body, prefix=prefix, cls=cls)
 
     def _collect_bindings(self) -> None:
@@ -587,8 +289,8 @@ class _Analyser:
                         if isinstance(name, ast.Name):
                             values.setdefault(name.id, []).append(None)
                 if isinstance(value, ast.Call):
-                    callee = _last_id(value.func)
-                    last = _last_id(target)
+                    callee = last_id(value.func)
+                    last = last_id(target)
                     if callee and last:
                         if self._is_trainer_class_name(callee):
                             self.trainer_vars.add(last)
@@ -603,22 +305,22 @@ class _Analyser:
                 assigned = [v for v in vals if v is not None]
                 if (
                     name not in self.rank_alias
-                    and name not in _RANK_NAMES
+                    and name not in RANK_NAMES
                     and any(self.is_rank_expr(v) for v in assigned)
-                    and all(self.is_rank_expr(v) or _is_main_value(_const(v)) for v in assigned)
+                    and all(self.is_rank_expr(v) or is_main_value(const(v)) for v in assigned)
                 ):
                     self.rank_alias.add(name)
                     changed = True
                     continue
-                if name in self.guard_alias or name in _GUARD_NAMES or name in _RANK_NAMES:
+                if name in self.guard_alias or name in GUARD_NAMES or name in RANK_NAMES:
                     continue
                 if name in self.rank_alias:
                     continue
-                classes = [self.classify(v) for v in vals if v is not None and _const(v) is not True]
+                classes = [self.classify(v) for v in vals if v is not None and const(v) is not True]
                 if not classes:
                     continue
                 first = classes[0]
-                if first != _NEITHER and all(c == first for c in classes):
+                if first != NEITHER and all(c == first for c in classes):
                     if first != (True, False) and len(classes) != len(vals):
                         continue  # `x = True` only fits a positive flag
                     self.guard_alias[name] = first
@@ -631,40 +333,40 @@ class _Analyser:
 
     def _is_guard_decorator(self, node: ast.expr) -> bool:
         target = node.func if isinstance(node, ast.Call) else node
-        name = _last_id(target)
-        return name in _GUARD_DECORATORS
+        name = last_id(target)
+        return name in GUARD_DECORATORS
 
     # -- guard classification -----------------------------------------------------------------
     def is_rank_expr(self, node: ast.expr) -> bool:
         if isinstance(node, ast.Name):
-            return node.id in _RANK_NAMES or node.id in self.rank_alias
+            return node.id in RANK_NAMES or node.id in self.rank_alias
         if isinstance(node, ast.Attribute):
-            return node.attr in _RANK_NAMES
+            return node.attr in RANK_NAMES
         if isinstance(node, ast.Subscript):
-            key = _const(node.slice)
-            base = _dotted(node.value) or ""
-            return base.endswith("environ") and key in _ENV_RANK_KEYS
+            key = const(node.slice)
+            base = dotted_name(node.value) or ""
+            return base.endswith("environ") and key in ENV_RANK_KEYS
         if isinstance(node, ast.Call):
-            name = _last_id(node.func)
+            name = last_id(node.func)
             if name in ("int", "str") and node.args:
                 return self.is_rank_expr(node.args[0])
-            if name in _RANK_FUNCS:
+            if name in RANK_FUNCS:
                 return True
-            dotted = _dotted(node.func) or ""
+            dotted = dotted_name(node.func) or ""
             if (dotted.endswith("environ.get") or name == "getenv") and node.args:
-                return _const(node.args[0]) in _ENV_RANK_KEYS
+                return const(node.args[0]) in ENV_RANK_KEYS
         return False
 
     def is_guard_atom(self, node: ast.expr) -> bool:
         if isinstance(node, ast.Attribute):
-            return node.attr in _GUARD_ATTRS
+            return node.attr in GUARD_ATTRS
         if isinstance(node, ast.Call):
-            return _last_id(node.func) in _GUARD_FUNCS
+            return last_id(node.func) in GUARD_FUNCS
         if isinstance(node, ast.Name):
-            return node.id in _GUARD_NAMES
+            return node.id in GUARD_NAMES
         return False
 
-    def classify(self, node: ast.expr) -> _Cls:
+    def classify(self, node: ast.expr) -> BranchGuards:
         """(pos, neg): only the main process gets here when `node` is true / when it is false."""
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             if self.is_rank_expr(node.operand):
@@ -678,7 +380,7 @@ class _Analyser:
             return (all(p for p, _ in parts), any(n for _, n in parts))
         if isinstance(node, ast.NamedExpr):
             return self.classify(node.value)
-        if isinstance(node, ast.Call) and _last_id(node.func) == "bool" and len(node.args) == 1:
+        if isinstance(node, ast.Call) and last_id(node.func) == "bool" and len(node.args) == 1:
             return self.classify(node.args[0])
         if isinstance(node, ast.Compare):
             return self._classify_compare(node)
@@ -688,54 +390,54 @@ class _Analyser:
             return (True, False)
         if self.is_rank_expr(node):
             return (False, True)  # `if rank:` is true on every rank but 0
-        return _NEITHER
+        return NEITHER
 
-    def _classify_compare(self, node: ast.Compare) -> _Cls:
+    def _classify_compare(self, node: ast.Compare) -> BranchGuards:
         if len(node.ops) != 1:
-            return _NEITHER
+            return NEITHER
         op, left, right = node.ops[0], node.left, node.comparators[0]
         # flag == True / flag is False ...
         for a, b in ((left, right), (right, left)):
-            value = _const(b)
+            value = const(b)
             if type(value) is bool and isinstance(op, ast.Eq | ast.Is | ast.NotEq | ast.IsNot):
                 pos, neg = self.classify(a)
                 same = isinstance(op, ast.Eq | ast.Is) == value
                 return (pos, neg) if same else (neg, pos)
         if not self.is_rank_expr(left):
             if not self.is_rank_expr(right) or isinstance(op, ast.In | ast.NotIn):
-                return _NEITHER
+                return NEITHER
             left, right = right, left
-            op = _FLIP.get(type(op), op)
-        value = _const(right)
+            op = FLIP.get(type(op), op)
+        value = const(right)
         if isinstance(op, ast.Eq | ast.Is):
-            return (True, False) if _is_main_value(value) else _NEITHER
+            return (True, False) if is_main_value(value) else NEITHER
         if isinstance(op, ast.NotEq | ast.IsNot):
-            return (False, True) if _is_main_value(value) else _NEITHER
+            return (False, True) if is_main_value(value) else NEITHER
         if isinstance(op, ast.In | ast.NotIn):
             if not isinstance(right, ast.Tuple | ast.List | ast.Set) or not right.elts:
-                return _NEITHER
-            items = [_const(e) for e in right.elts]
-            if not all(_is_main_value(v) for v in items):
-                return _NEITHER
+                return NEITHER
+            items = [const(e) for e in right.elts]
+            if not all(is_main_value(v) for v in items):
+                return NEITHER
             return (True, False) if isinstance(op, ast.In) else (False, True)
         if type(value) is int:
             if (isinstance(op, ast.LtE) and value <= 0) or (isinstance(op, ast.Lt) and value <= 1):
                 return (True, False)
             if (isinstance(op, ast.Gt) and value >= 0) or (isinstance(op, ast.GtE) and value >= 1):
                 return (False, True)
-        return _NEITHER
+        return NEITHER
 
     # -- receivers ----------------------------------------------------------------------------
     def _is_trainer_receiver(self, node: ast.expr) -> bool:
-        if _is_self_or_super(node):
+        if is_self_or_super(node):
             return self._cls is not None and self._cls.rsplit(".", 1)[-1] in self.trainer_classes
-        last = _last_id(node)
+        last = last_id(node)
         return last is not None and (last in self.trainer_vars or "trainer" in last.lower())
 
     def _is_accelerator_receiver(self, node: ast.expr) -> bool:
-        if _is_self_or_super(node):
+        if is_self_or_super(node):
             return self._cls is not None and self._cls.rsplit(".", 1)[-1] in self.accelerator_classes
-        last = _last_id(node)
+        last = last_id(node)
         return last is not None and (last in self.accelerator_vars or "accelerator" in last.lower())
 
     # -- side-effect recognition --------------------------------------------------------------
@@ -744,42 +446,42 @@ class _Analyser:
         func = call.func
         resolved = self.resolve(func)
         if resolved is not None:
-            if resolved in _QUALIFIED:
-                return _QUALIFIED[resolved], False
+            if resolved in QUALIFIED:
+                return QUALIFIED[resolved], False
             if resolved == "logging.basicConfig":
-                return ("log_file" if _kwarg(call, "filename") is not None else None), False
-            if resolved in _OPEN_FUNCS or (isinstance(func, ast.Name) and func.id == "open"):
+                return ("log_file" if kwarg(call, "filename") is not None else None), False
+            if resolved in OPEN_FUNCS or (isinstance(func, ast.Name) and func.id == "open"):
                 if isinstance(func, ast.Name) and func.id in self.by_name:
                     return None, False  # the module defines its own open()
-                mode = _kwarg(call, "mode")
+                mode = kwarg(call, "mode")
                 if mode is None and len(call.args) >= 2:
                     mode = call.args[1]
-                return ("open_write" if _is_write_mode(mode) else None), False
+                return ("open_write" if is_write_mode(mode) else None), False
         if isinstance(func, ast.Name):
             return None, False
         if not isinstance(func, ast.Attribute):
             return None, False
         attr, receiver = func.attr, func.value
-        if attr in _TRAINER_RANK_AWARE and self._is_trainer_receiver(receiver):
+        if attr in TRAINER_RANK_AWARE and self._is_trainer_receiver(receiver):
             return None, False
-        if attr in _ACCELERATOR_RANK_AWARE and self._is_accelerator_receiver(receiver):
+        if attr in ACCELERATOR_RANK_AWARE and self._is_accelerator_receiver(receiver):
             return None, False
         if attr == "open":
-            mode = _kwarg(call, "mode")
+            mode = kwarg(call, "mode")
             if mode is None and call.args:
-                first = _const(call.args[0])
-                if isinstance(first, str) and _MODE_RE.match(first):
+                first = const(call.args[0])
+                if isinstance(first, str) and MODE_RE.match(first):
                     mode = call.args[0]  # Path.open("w")
                 elif len(call.args) >= 2:
                     mode = call.args[1]  # tarfile.open(name, "w"), fs.open(path, "wb")
-            return ("open_write" if _is_write_mode(mode) else None), False
-        if attr in _TO_FILE_KINDS:
-            has_dest = bool(call.args) or any(kw.arg in _TO_FILE_PATH_KWARGS for kw in call.keywords)
-            return (_TO_FILE_KINDS[attr] if has_dest else None), False
-        if attr in _ATTR_KINDS:
-            kind = _ATTR_KINDS[attr]
+            return ("open_write" if is_write_mode(mode) else None), False
+        if attr in TO_FILE_KINDS:
+            has_dest = bool(call.args) or any(kw.arg in TO_FILE_PATH_KWARGS for kw in call.keywords)
+            return (TO_FILE_KINDS[attr] if has_dest else None), False
+        if attr in ATTR_KINDS:
+            kind = ATTR_KINDS[attr]
             if kind == "save_pretrained":
-                flag = _kwarg(call, "is_main_process")
+                flag = kwarg(call, "is_main_process")
                 if flag is not None and self.classify(flag)[0]:
                     return kind, True
             return kind, False
@@ -812,8 +514,8 @@ class _Analyser:
         if isinstance(node, ast.If):
             self.expr(node.test, g)
             pos, neg = self.classify(node.test)
-            body_end = self.block(node.body, g or pos) or _terminates(node.body)
-            else_end = self.block(node.orelse, g or neg) or _terminates(node.orelse)
+            body_end = self.block(node.body, g or pos) or terminates(node.body)
+            else_end = self.block(node.orelse, g or neg) or terminates(node.orelse)
             return body_end and else_end
         if isinstance(node, ast.With | ast.AsyncWith):
             # main_process_first() is a barrier, not a filter: no guard here (see module docstring)
@@ -839,7 +541,7 @@ class _Analyser:
             for handler in node.handlers:
                 if handler.type is not None:
                     self.expr(handler.type, g)
-                handlers_end = (self.block(handler.body, g) or _terminates(handler.body)) and handlers_end
+                handlers_end = (self.block(handler.body, g) or terminates(handler.body)) and handlers_end
             self.block(node.orelse, body_end)
             final_end = self.block(node.finalbody, g)
             return final_end or (body_end and handlers_end)
@@ -854,8 +556,8 @@ class _Analyser:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if (
                 node.value is not None
-                and _const(node.value) == "auto"
-                and any(_last_id(t) == "device_map" for t in targets)
+                and const(node.value) == "auto"
+                and any(last_id(t) == "device_map" for t in targets)
             ):
                 self.device_map.append(self.pos(node.value))
         for child in ast.iter_child_nodes(node):
@@ -901,7 +603,7 @@ class _Analyser:
             return
         if isinstance(node, ast.Dict):
             for k, v in zip(node.keys, node.values, strict=True):
-                if k is not None and _const(k) == "device_map" and _const(v) == "auto":
+                if k is not None and const(k) == "device_map" and const(v) == "auto":
                     self.device_map.append(self.pos(v))
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr):
@@ -921,9 +623,9 @@ class _Analyser:
     def _call(self, node: ast.Call, g: bool) -> None:
         func = node.func
         for kw in node.keywords:
-            if kw.arg == "device_map" and _const(kw.value) == "auto":
+            if kw.arg == "device_map" and const(kw.value) == "auto":
                 self.device_map.append(self.pos(kw.value))
-        callee = _last_id(func)
+        callee = last_id(func)
         if callee is not None and self._is_trainer_class_name(callee):
             origin = self.resolve(func) or ""
             if not origin.startswith(("lightning", "pytorch_lightning")):
@@ -997,7 +699,7 @@ class _Analyser:
                         line=r.line,
                         col=r.col,
                         guarded=r.local_guard or (r.function is not None and ctx.get(r.function, False)),
-                        function=_display(r.function),
+                        function=display(r.function),
                     )
                     for r in self.raw
                 ),
@@ -1008,275 +710,6 @@ class _Analyser:
             side_effects=effects,
             device_map_auto=tuple(sorted(set(self.device_map))),
             uses_trainer=self.uses_trainer,
-            load_calls=self.load_calls(),
-            argument_parsers=_argument_parsers(self.tree, self.resolve, self.pos),
+            load_calls=find_load_calls(self.tree, self.pos),
+            argument_parsers=find_argument_parsers(self.tree, self.resolve, self.pos),
         )
-
-    def load_calls(self) -> tuple[LoadCall, ...]:
-        bound: dict[str, list[ast.expr]] = {}
-        for node in ast.walk(self.tree):
-            if (
-                isinstance(node, ast.Assign)
-                and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name)
-            ):
-                bound.setdefault(node.targets[0].id, []).append(node.value)
-        out = []
-        for node in ast.walk(self.tree):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
-                continue
-            if node.func.attr != "from_pretrained":
-                continue
-            kwargs = []
-            for kw in node.keywords:
-                if kw.arg in _LOAD_KWARGS:
-                    value = kw.value
-                    if isinstance(value, ast.Name) and len(bound.get(value.id, ())) == 1:
-                        value = bound[value.id][0]
-                    kwargs.append((kw.arg, ast.unparse(value)[:2000]))
-            line, col = self.pos(node)
-            star = any(kw.arg is None for kw in node.keywords)
-            out.append(LoadCall(ast.unparse(node.func)[:200], line, col, tuple(kwargs), star))
-        return tuple(sorted(out, key=lambda c: (c.line, c.col)))
-
-
-# ---------------------------------------------------------------------------------------------
-# argument parsers: HfArgumentParser((ModelArguments, DataArguments, TrainingArguments)), TrlParser
-
-# Parser classes and the methods that fill their dataclasses (transformers hf_argparser.py,
-# trl scripts/utils.py TrlParser.parse_args_and_config).
-_PARSER_CLASSES = frozenset({"HfArgumentParser", "TrlParser", "H4ArgumentParser"})
-_PARSE_METHODS = frozenset(
-    {
-        "parse_args_into_dataclasses",
-        "parse_args_and_config",
-        "parse_yaml_file",
-        "parse_json_file",
-        "parse_dict",
-        "parse_known_args",
-        "parse",
-    }
-)
-# Library modules whose classes we have key data for; any other base is unreadable from here.
-LIBRARY_PACKAGES = ("transformers", "trl", "peft", "alignment", "open_r1")
-_MAX_CLASS_DEPTH = 16
-
-
-def _is_dataclass_decorator(node: ast.expr) -> bool:
-    target = node.func if isinstance(node, ast.Call) else node
-    return _last_id(target) in ("dataclass", "dataclasses.dataclass")
-
-
-def _class_fields(node: ast.ClassDef) -> list[str]:
-    """Annotated class-level names: the fields of a dataclass (ClassVar excluded)."""
-    out = []
-    for stmt in node.body:
-        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-            ann = ast.unparse(stmt.annotation)
-            if "ClassVar" in ann or "InitVar" in ann:
-                continue
-            out.append(stmt.target.id)
-    return out
-
-
-def _argument_parsers(tree: ast.Module, resolve: Any, pos: Any) -> tuple[ArgumentParsing, ...]:
-    classes: dict[str, ast.ClassDef] = {}
-    bound: dict[str, ast.expr] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef):
-            classes.setdefault(node.name, node)
-        elif (
-            isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-        ):
-            bound[node.targets[0].id] = node.value
-
-    def describe(name_node: ast.expr) -> ArgumentClass:
-        name = _last_id(name_node) or ast.unparse(name_node)[:80]
-        fields: list[str] = []
-        library: list[str] = []
-        resolved = True
-        seen: set[str] = set()
-        todo: list[tuple[ast.expr, int]] = [(name_node, 0)]
-        while todo:
-            expr, depth = todo.pop()
-            simple = _last_id(expr)
-            local = classes.get(simple) if isinstance(expr, ast.Name) and simple else None
-            if local is not None and simple not in seen:
-                if depth > _MAX_CLASS_DEPTH:
-                    resolved = False
-                    continue
-                seen.add(simple)
-                fields.extend(_class_fields(local))
-                todo.extend((b, depth + 1) for b in local.bases)
-                continue
-            qualified = resolve(expr) or ""
-            if qualified.split(".", 1)[0] in LIBRARY_PACKAGES:
-                library.append(qualified)
-            elif qualified not in ("object", "ABC", "abc.ABC", "Generic"):
-                resolved = False
-        return ArgumentClass(name, tuple(dict.fromkeys(fields)), tuple(dict.fromkeys(library)), resolved)
-
-    def class_nodes(arg: ast.expr) -> list[ast.expr] | None:
-        if isinstance(arg, ast.Name) and arg.id in bound and arg.id not in classes:
-            arg = bound[arg.id]
-        if isinstance(arg, ast.Tuple | ast.List):
-            if all(isinstance(e, ast.Name | ast.Attribute) for e in arg.elts):
-                return list(arg.elts)
-            return None
-        if isinstance(arg, ast.Name | ast.Attribute):
-            return [arg]
-        return None
-
-    assigned: dict[int, list[str]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Call):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            assigned[id(node.value)] = [t.id for t in targets if isinstance(t, ast.Name)]
-    parsers: dict[str, tuple[ast.Call, str, list[ArgumentClass] | None]] = {}
-    anonymous: list[tuple[ast.Call, str, list[ArgumentClass] | None]] = []
-    for call in ast.walk(tree):
-        if not isinstance(call, ast.Call) or _last_id(call.func) not in _PARSER_CLASSES:
-            continue
-        arg = call.args[0] if call.args else _kwarg(call, "dataclass_types")
-        nodes = class_nodes(arg) if arg is not None else None
-        described = [describe(n) for n in nodes] if nodes is not None else None
-        entry = (call, _last_id(call.func) or "", described)
-        names = assigned.get(id(call), [])
-        for n in names:
-            parsers[n] = entry
-        if not names:
-            anonymous.append(entry)
-
-    methods: dict[int, list[str]] = {}
-    drops: dict[int, tuple[int, int, str]] = {}
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
-            continue
-        if node.func.attr not in _PARSE_METHODS:
-            continue
-        receiver = node.func.value
-        entry = None
-        if isinstance(receiver, ast.Name) and receiver.id in parsers:
-            entry = parsers[receiver.id]
-        elif isinstance(receiver, ast.Call):
-            entry = next((e for e in anonymous if e[0] is receiver), None)
-        if entry is None:
-            continue
-        key = id(entry[0])
-        methods.setdefault(key, []).append(node.func.attr)
-        for flag in ("return_remaining_strings", "allow_extra_keys"):
-            value = _kwarg(node, flag)
-            if value is not None and _const(value) is True and key not in drops:
-                line, col = pos(value)
-                drops[key] = (line, col, f"{flag}=True")
-        if node.func.attr == "parse_known_args" and key not in drops:
-            line, col = pos(node)
-            drops[key] = (line, col, "parse_known_args()")
-
-    out = []
-    seen_calls: set[int] = set()
-    for call, parser, described in [*parsers.values(), *anonymous]:
-        if id(call) in seen_calls:
-            continue
-        seen_calls.add(id(call))
-        line, col = pos(call)
-        if described is None:
-            described = [ArgumentClass("?", (), (), False)]
-        out.append(
-            ArgumentParsing(
-                parser=parser,
-                line=line,
-                col=col,
-                classes=tuple(described),
-                methods=tuple(dict.fromkeys(methods.get(id(call), ()))),
-                drops_unknown=drops.get(id(call)),
-            )
-        )
-    return tuple(sorted(out, key=lambda p: (p.line, p.col)))
-
-
-_FLIP: dict[type, ast.cmpop] = {
-    ast.Lt: ast.Gt(),
-    ast.Gt: ast.Lt(),
-    ast.LtE: ast.GtE(),
-    ast.GtE: ast.LtE(),
-}
-
-
-def _is_self_or_super(node: ast.expr) -> bool:
-    if isinstance(node, ast.Name):
-        return node.id == "self"
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
-
-
-def _display(key: str | None) -> str | None:
-    if key is None:
-        return None
-    return ".".join(part.split("#", 1)[0] for part in key.split("."))
-
-
-def _is_write_mode(node: ast.expr | None) -> bool:
-    value = _const(node)
-    if not isinstance(value, str):
-        return False
-    return any(c in value for c in "wax+")
-
-
-def _stmt_bodies(node: ast.stmt) -> Iterator[list[ast.stmt]]:
-    for name in ("body", "orelse", "finalbody"):
-        body = getattr(node, name, None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
-            yield body
-    for handler in getattr(node, "handlers", ()) or ():
-        yield handler.body
-    for case in getattr(node, "cases", ()) or ():
-        yield case.body
-
-
-def _terminates(body: list[ast.stmt]) -> bool:
-    """The block never falls through its end (return, raise, continue, break, sys.exit())."""
-    if not body:
-        return False
-    last = body[-1]
-    if isinstance(last, ast.Return | ast.Raise | ast.Continue | ast.Break):
-        return True
-    if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call):
-        return _dotted(last.value.func) in _EXIT_CALLS
-    if isinstance(last, ast.If):
-        return _terminates(last.body) and _terminates(last.orelse)
-    if isinstance(last, ast.With | ast.AsyncWith):
-        return _terminates(last.body)
-    return False
-
-
-@lru_cache(maxsize=16)
-def analyse_script(text: str) -> ScriptFacts:
-    """Static facts about a training script's text; never raises on bad input, never executes it.
-    Cached by text (the facts are frozen): the run's script facts and the launch flags' check
-    (advisor.facts.script_flags) read the same script."""
-    if len(text) > MAX_SCRIPT_BYTES or (
-        len(text) * 4 > MAX_SCRIPT_BYTES and len(text.encode("utf-8", errors="replace")) > MAX_SCRIPT_BYTES
-    ):
-        return ScriptFacts(
-            syntax_error=(f"script larger than {MAX_SCRIPT_BYTES // (1024 * 1024)} MB: not analysed", 1, 1)
-        )
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    nul = text.find("\0")
-    if nul >= 0:
-        line = text.count("\n", 0, nul) + 1
-        col = nul - (text.rfind("\n", 0, nul) + 1) + 1
-        return ScriptFacts(syntax_error=("source contains a null byte", line, col))
-    try:
-        tree = ast.parse(text)
-    except SyntaxError as exc:
-        return ScriptFacts(syntax_error=(exc.msg or "invalid syntax", exc.lineno or 1, exc.offset or 1))
-    except (ValueError, RecursionError, MemoryError) as exc:
-        return ScriptFacts(syntax_error=(f"cannot parse script: {type(exc).__name__}", 1, 1))
-    analyser = _Analyser(tree, text)
-    try:
-        analyser.collect()
-        analyser.walk()
-        return analyser.facts()
-    except RecursionError:
-        return ScriptFacts(syntax_error=("script too deeply nested to analyse", 1, 1))

@@ -1,0 +1,161 @@
+"""HfArgumentParser((ModelArguments, DataArguments, TrainingArguments)), TrlParser: the dataclasses a
+script parses its arguments into, their fields and library bases, and how the result is parsed."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from advisor.facts.script_ast.nodes import const, kwarg, last_id
+from advisor.facts.script_ast.results import ArgumentClass, ArgumentParsing
+
+# Parser classes and the methods that fill their dataclasses (transformers hf_argparser.py,
+# trl scripts/utils.py TrlParser.parse_args_and_config).
+_PARSER_CLASSES = frozenset({"HfArgumentParser", "TrlParser", "H4ArgumentParser"})
+_PARSE_METHODS = frozenset(
+    {
+        "parse_args_into_dataclasses",
+        "parse_args_and_config",
+        "parse_yaml_file",
+        "parse_json_file",
+        "parse_dict",
+        "parse_known_args",
+        "parse",
+    }
+)
+# Library modules whose classes we have key data for; any other base is unreadable from here.
+LIBRARY_PACKAGES = ("transformers", "trl", "peft", "alignment", "open_r1")
+_MAX_CLASS_DEPTH = 16
+
+
+def _is_dataclass_decorator(node: ast.expr) -> bool:
+    target = node.func if isinstance(node, ast.Call) else node
+    return last_id(target) in ("dataclass", "dataclasses.dataclass")
+
+
+def _class_fields(node: ast.ClassDef) -> list[str]:
+    """Annotated class-level names: the fields of a dataclass (ClassVar excluded)."""
+    out = []
+    for stmt in node.body:
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            ann = ast.unparse(stmt.annotation)
+            if "ClassVar" in ann or "InitVar" in ann:
+                continue
+            out.append(stmt.target.id)
+    return out
+
+
+def find_argument_parsers(tree: ast.Module, resolve: Any, pos: Any) -> tuple[ArgumentParsing, ...]:
+    classes: dict[str, ast.ClassDef] = {}
+    bound: dict[str, ast.expr] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            classes.setdefault(node.name, node)
+        elif (
+            isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+        ):
+            bound[node.targets[0].id] = node.value
+
+    def describe(name_node: ast.expr) -> ArgumentClass:
+        name = last_id(name_node) or ast.unparse(name_node)[:80]
+        fields: list[str] = []
+        library: list[str] = []
+        resolved = True
+        seen: set[str] = set()
+        todo: list[tuple[ast.expr, int]] = [(name_node, 0)]
+        while todo:
+            expr, depth = todo.pop()
+            simple = last_id(expr)
+            local = classes.get(simple) if isinstance(expr, ast.Name) and simple else None
+            if local is not None and simple not in seen:
+                if depth > _MAX_CLASS_DEPTH:
+                    resolved = False
+                    continue
+                seen.add(simple)
+                fields.extend(_class_fields(local))
+                todo.extend((b, depth + 1) for b in local.bases)
+                continue
+            qualified = resolve(expr) or ""
+            if qualified.split(".", 1)[0] in LIBRARY_PACKAGES:
+                library.append(qualified)
+            elif qualified not in ("object", "ABC", "abc.ABC", "Generic"):
+                resolved = False
+        return ArgumentClass(name, tuple(dict.fromkeys(fields)), tuple(dict.fromkeys(library)), resolved)
+
+    def class_nodes(arg: ast.expr) -> list[ast.expr] | None:
+        if isinstance(arg, ast.Name) and arg.id in bound and arg.id not in classes:
+            arg = bound[arg.id]
+        if isinstance(arg, ast.Tuple | ast.List):
+            if all(isinstance(e, ast.Name | ast.Attribute) for e in arg.elts):
+                return list(arg.elts)
+            return None
+        if isinstance(arg, ast.Name | ast.Attribute):
+            return [arg]
+        return None
+
+    assigned: dict[int, list[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Call):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            assigned[id(node.value)] = [t.id for t in targets if isinstance(t, ast.Name)]
+    parsers: dict[str, tuple[ast.Call, str, list[ArgumentClass] | None]] = {}
+    anonymous: list[tuple[ast.Call, str, list[ArgumentClass] | None]] = []
+    for call in ast.walk(tree):
+        if not isinstance(call, ast.Call) or last_id(call.func) not in _PARSER_CLASSES:
+            continue
+        arg = call.args[0] if call.args else kwarg(call, "dataclass_types")
+        nodes = class_nodes(arg) if arg is not None else None
+        described = [describe(n) for n in nodes] if nodes is not None else None
+        entry = (call, last_id(call.func) or "", described)
+        names = assigned.get(id(call), [])
+        for n in names:
+            parsers[n] = entry
+        if not names:
+            anonymous.append(entry)
+
+    methods: dict[int, list[str]] = {}
+    drops: dict[int, tuple[int, int, str]] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if node.func.attr not in _PARSE_METHODS:
+            continue
+        receiver = node.func.value
+        entry = None
+        if isinstance(receiver, ast.Name) and receiver.id in parsers:
+            entry = parsers[receiver.id]
+        elif isinstance(receiver, ast.Call):
+            entry = next((e for e in anonymous if e[0] is receiver), None)
+        if entry is None:
+            continue
+        key = id(entry[0])
+        methods.setdefault(key, []).append(node.func.attr)
+        for flag in ("return_remaining_strings", "allow_extra_keys"):
+            value = kwarg(node, flag)
+            if value is not None and const(value) is True and key not in drops:
+                line, col = pos(value)
+                drops[key] = (line, col, f"{flag}=True")
+        if node.func.attr == "parse_known_args" and key not in drops:
+            line, col = pos(node)
+            drops[key] = (line, col, "parse_known_args()")
+
+    out = []
+    seen_calls: set[int] = set()
+    for call, parser, described in [*parsers.values(), *anonymous]:
+        if id(call) in seen_calls:
+            continue
+        seen_calls.add(id(call))
+        line, col = pos(call)
+        if described is None:
+            described = [ArgumentClass("?", (), (), False)]
+        out.append(
+            ArgumentParsing(
+                parser=parser,
+                line=line,
+                col=col,
+                classes=tuple(described),
+                methods=tuple(dict.fromkeys(methods.get(id(call), ()))),
+                drops_unknown=drops.get(id(call)),
+            )
+        )
+    return tuple(sorted(out, key=lambda p: (p.line, p.col)))
