@@ -7,10 +7,11 @@ at module level through it.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from advisor.provenance import Value
 
-__all__ = ["count", "count_value"]
+__all__ = ["count", "count_value", "strict_int"]
 
 
 def count(v: Value | None) -> int | None:
@@ -47,3 +48,14 @@ def count_value(v: Value, what: str) -> Value:
     if n == v.value and type(v.value) is int:
         return v
     return Value(n, v.origin, v.source, related=list(v.related), note=v.note)
+
+
+def strict_int(value: Any) -> int | None:
+    """A JSON/YAML number that is a whole number (not a bool, not a string)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None

@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.facts.batch import (
-    counts_gpus_at_run_time,
-    deepspeed_batch,
-    deepspeed_valid_world_sizes,
-    parse_gpu_list,
-)
+from advisor.facts.deepspeed_batch import deepspeed_batch, deepspeed_valid_world_sizes
+from advisor.facts.gpu_visibility import parse_gpu_list
+from advisor.facts.world_size import counts_gpus_at_run_time
 
 TRAIN = {"train.py": "print('train')\n"}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advisor.facts.batch import count, count_value
+from advisor.facts.counts import count, count_value
 from advisor.provenance import Value
 
 TRAIN = {"train.py": "print('train')\n"}
