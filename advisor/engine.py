@@ -11,7 +11,7 @@ rule points `at`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -320,7 +320,7 @@ def load_rule_file(path: Path) -> CompiledRule:
     try:
         spec = validate_rule(raw)
     except Exception as exc:  # pydantic.ValidationError: name the fields
-        errors = getattr(exc, "errors", lambda: [])()
+        errors: list[dict[str, Any]] = getattr(exc, "errors", lambda: [])()
         first = errors[0]["loc"][0] if errors and errors[0].get("loc") else None
         at = f":{lines[first]}" if isinstance(first, str) and first in lines else ""
         detail = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in errors) or str(exc)
@@ -417,7 +417,9 @@ class Context:
 
 
 class Engine:
-    def __init__(self, rules: list[CompiledRule], severity_overrides: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, rules: list[CompiledRule], severity_overrides: Mapping[str, str] | None = None
+    ) -> None:
         self.rules = rules
         self.severity_overrides = severity_overrides or {}
         self.errors: list[str] = []

@@ -242,15 +242,15 @@ def _check_node(node: ast.AST, helpers: Collection[str], limits: Limits) -> None
             )
         if not isinstance(func, ast.Name):
             raise ExprError(f"only helpers can be called: {', '.join(sorted(helpers))}", *_at(node))
-        if node.func.id not in helpers:
-            close = difflib.get_close_matches(node.func.id, list(helpers), n=1)
+        if func.id not in helpers:
+            close = difflib.get_close_matches(func.id, list(helpers), n=1)
             hint = f"did you mean {close[0]}()? " if close else ""
             raise ExprError(
-                f"{node.func.id}() is not a helper; {hint}the helpers are {', '.join(sorted(helpers))}",
+                f"{func.id}() is not a helper; {hint}the helpers are {', '.join(sorted(helpers))}",
                 *_at(node),
             )
         if node.keywords:
-            raise ExprError(f"{node.func.id}(): keyword arguments are not allowed", *_at(node))
+            raise ExprError(f"{func.id}(): keyword arguments are not allowed", *_at(node))
     elif isinstance(node, ast.Dict):
         if any(k is None for k in node.keys):
             raise ExprError("** in a mapping literal is not allowed", *_at(node))

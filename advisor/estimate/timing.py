@@ -243,7 +243,8 @@ def tokens_per_micro_batch(
     # E[max of b] = 2 * mean * b / (b + 1) (= mean for b = 1); padding-free batches compute what they hold
     padded = b > 1 and not (data is not None and data.padding_free)
     longest = min(float(cap), 2.0 * float(mean) * b / (b + 1)) if padded else real
-    basis = f"{real:.0f} tokens per sample on average ({data.source or 'from the data'})" + (
+    source = data.source if data is not None else None  # data is set here: mean came from it
+    basis = f"{real:.0f} tokens per sample on average ({source or 'from the data'})" + (
         f", padded to ~{longest:.0f} per micro-batch" if longest > real + 0.5 else ""
     )
     return b * real, b * max(longest, real), basis
@@ -413,7 +414,7 @@ def estimate_time(
     b_grad = 4 if (r.amp or r.precision == "fp32") and not r.deepspeed else 2
     if full and r.fsdp and not r.amp:
         b_grad = 2
-    b_param = 4 if (r.precision == "fp32" and not r.amp) else 2
+    b_param: float = 4 if (r.precision == "fp32" and not r.amp) else 2
     if s.method == "qlora":
         b_param = K.NF4_DQ_BYTES if s.qlora_double_quant else K.NF4_BYTES
 

@@ -131,7 +131,7 @@ def aggregate(ranks: list[dict[str, Any]], spec: ProbeSpec) -> dict[str, Any]:
         if m.get("effective_batch"):
             m["tokens_per_step"] = m["effective_batch"] * spec.seq_len
             m["tokens_per_s"] = m["tokens_per_step"] / m["seconds_per_step"]
-    terms = [r.get("terms") for r in good if isinstance(r.get("terms"), dict)]
+    terms: list[dict[str, Any]] = [r["terms"] for r in good if isinstance(r.get("terms"), dict)]
     if terms:
         for key in (
             "param_bytes",
@@ -165,7 +165,7 @@ def aggregate(ranks: list[dict[str, Any]], spec: ProbeSpec) -> dict[str, Any]:
     stopped = [r.get("stopped") for r in ranks if r.get("stopped")]
     if stopped:
         m["stopped"] = stopped[0]
-    names = {r.get("device_name") for r in ranks if r.get("device_name")}
+    names: set[str] = {str(r["device_name"]) for r in ranks if r.get("device_name")}
     if names:
         m["device_name"] = sorted(names)[0]
     return m

@@ -406,7 +406,7 @@ def build_spec(plan: Any, names: dict[str, Any], device: dict[str, Any], options
     wdtype, why_dtype = _weights_dtype(plan, config, tmajor)
     mode = _precision(names)
     mixed: str | None = mode if mode in {"bf16", "fp16"} else None
-    method = plan.model.method or "full"
+    method: Literal["full", "lora", "qlora"] = plan.model.method or "full"
     if method == "qlora":
         if not on_gpu:
             raise Skip(

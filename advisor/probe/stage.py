@@ -175,10 +175,11 @@ class _Progress:
     def task(self, description: str, total: int) -> Any:
         if self.bar is None:
             return lambda step, tot: None
-        task_id = self.bar.add_task(description, total=total)
+        bar = self.bar
+        task_id = bar.add_task(description, total=total)
 
         def update(step: int, tot: int) -> None:
-            self.bar.update(task_id, completed=step, total=tot or total)
+            bar.update(task_id, completed=step, total=tot or total)
 
         return update
 

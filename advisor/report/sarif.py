@@ -143,7 +143,7 @@ def build_sarif(result: Any, exit_code: int) -> dict[str, Any]:
     result = escape_result(result)
     catalog = {r.code: r for r in getattr(result, "rules", [])}
     fired = sorted({f.rule for f in result.findings})
-    descriptors = []
+    descriptors: list[dict[str, Any]] = []
     index: dict[str, int] = {}
     for code in fired:
         rule = catalog.get(code)

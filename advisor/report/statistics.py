@@ -10,7 +10,7 @@ from advisor.report.escape import escape_result, strict_json
 
 def statistics(result: Any) -> list[dict[str, Any]]:
     counts = Counter(f.rule for f in result.findings)
-    first = {}
+    first: dict[str, Any] = {}
     for f in result.findings:
         first.setdefault(f.rule, f)
     rows = []

@@ -102,7 +102,7 @@ def layer_bytes(r: ResolvedSetup) -> tuple[float, float]:
             experts = [lin for lin in pc.linears if lin.name.startswith("experts.")]
             e_in = [lin for lin in experts if lin.feeds_from == "mlp_in"]
             e_act = [lin for lin in experts if lin.feeds_from == "mlp_act"]
-            per_expert = (2 if r.s.liger_kernel else 3) * lin_out * expert_i
+            per_expert: float = (2 if r.s.liger_kernel else 3) * lin_out * expert_i
             per_expert += (
                 _lin_input(r, h, norm_out, e_in) + _lin_input(r, expert_i, lin_out, e_act) + lin_out * h
             )

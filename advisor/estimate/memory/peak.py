@@ -13,6 +13,7 @@ optimizer step   gradients + optimizer temporaries (+ DeepSpeed's fp32 gradient 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from advisor.estimate import constants as K
 from advisor.estimate.memory import terms
@@ -154,7 +155,8 @@ def estimate_memory(setup: TrainingSetup) -> MemoryEstimate:
     band = K.BAND_BASE
     if s.method == "qlora" or (s.strategy in ("fsdp", "fsdp_grad_op", "zero2", "zero3") and r.n > 1):
         band = K.BAND_SHARDED_OR_QUANT
-    fits = verdict = None
+    fits: bool | None = None
+    verdict: Literal["fits", "borderline", "oom"] | None = None
     if s.gpu_memory_gib is not None:
         need = smi / gi
         fits = need <= s.gpu_memory_gib

@@ -141,7 +141,8 @@ def _dtypes(s: TrainingSetup, a: list[str]) -> DtypeFacts:
     deepspeed = s.strategy in ("zero1", "zero2", "zero3")
     if s.precision is None and s.storage_dtype is None and s.autocast is None:
         a.append("precision unknown: assumed bf16")
-    precision = s.precision or (s.autocast if s.autocast not in (None, "off") else s.storage_dtype) or "bf16"
+    autocast = None if s.autocast == "off" else s.autocast
+    precision = s.precision or autocast or s.storage_dtype or "bf16"
     if s.storage_dtype is not None:
         storage = s.storage_dtype
     elif precision == "fp32":

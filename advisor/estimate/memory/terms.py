@@ -14,13 +14,13 @@ from advisor.estimate import constants as K
 from advisor.estimate.memory.activations import layer_bytes, logits_bytes, outside_bytes
 from advisor.estimate.memory.lora import lora_params
 from advisor.estimate.memory.resolve import ResolvedSetup, dtype_bytes
-from advisor.estimate.memory.setup import Term
+from advisor.estimate.memory.setup import Phase, Term
 
 __all__ = ["Placement", "Trainables", "placement", "trainables"]
 
-BACKWARD = "backward start"
-END = "end of backward"
-STEP = "optimizer step"
+BACKWARD: Phase = "backward start"
+END: Phase = "end of backward"
+STEP: Phase = "optimizer step"
 
 
 @dataclass(frozen=True, slots=True)

@@ -102,7 +102,10 @@ _O_ALIASES = ("o", "wo", "output_proj", "out_proj")
 
 
 def split_attn(
-    qkv_bias: Flag = False, o_bias: Flag = False, o_name: str = "o_proj", names: tuple[str, str, str] = ()
+    qkv_bias: Flag = False,
+    o_bias: Flag = False,
+    o_name: str = "o_proj",
+    names: tuple[str, str, str] | tuple[()] = (),
 ) -> tuple[Lin, ...]:
     q, k, v = names or ("q_proj", "k_proj", "v_proj")
     return (
@@ -120,7 +123,7 @@ def fused_attn(qkv: str, o: str, bias: Flag = False, o_bias: Flag | None = None)
     )
 
 
-def gated_mlp(bias: Flag = False, names: tuple[str, str, str] = ()) -> tuple[Lin, ...]:
+def gated_mlp(bias: Flag = False, names: tuple[str, str, str] | tuple[()] = ()) -> tuple[Lin, ...]:
     """gate, up (both on the normed input) and down; custom names drop the w1/w3/w2 aliases they may reuse."""
     gate, up, down = names or ("gate_proj", "up_proj", "down_proj")
     extra = ((), (), ()) if names else (("w1",), ("w3",), ("w2",))
