@@ -282,7 +282,7 @@ def test_optimizer_state_bytes_follow_the_optimizer(optimizer: str, bytes_per_pa
 
 
 def test_estimate_json_lists_the_dtypes_and_their_sources(tmp_path: Path) -> None:
-    from advisor.report.estimate_view import build_run_reports
+    from advisor.estimate_run import build_run_reports
 
     write_files(tmp_path, {"sft.yaml": _recipe(torch_dtype="bfloat16", bf16="true")})
     [rep] = build_run_reports([tmp_path], "1xH100", False)
