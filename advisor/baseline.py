@@ -43,8 +43,8 @@ def fill_keys(findings: list[Finding], documents: list[Document]) -> None:
     by looking the position up among the document's key and value spans. Keys make fingerprints
     and key-ignores independent of line numbers."""
     by_path: dict[Path, Document] = {}
-    for doc in documents:
-        by_path.setdefault(doc.path.resolve(), doc)
+    for document in documents:
+        by_path.setdefault(document.path.resolve(), document)
     index: dict[Path, dict[tuple[int, int], str]] = {}
     for f in findings:
         if f.location.key is not None:

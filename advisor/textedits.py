@@ -311,13 +311,13 @@ def _plan_json(edit: Edit, src: SourceFile) -> TextEdit:
         line_start = _line_start(text, key_start)
         alone = not text[line_start:key_start].strip()
         if text.startswith(",", after):
-            end = after + 1
-            rest_end = _line_end(text, end)
-            if alone and not text[end:rest_end].strip():
+            stop = after + 1
+            rest_end = _line_end(text, stop)
+            if alone and not text[stop:rest_end].strip():
                 return TextEdit(src.path, line_start, rest_end, "")
-            while end < len(text) and text[end] in " \t":
-                end += 1
-            return TextEdit(src.path, key_start, end, "")
+            while stop < len(text) and text[stop] in " \t":
+                stop += 1
+            return TextEdit(src.path, key_start, stop, "")
         before = key_start - 1
         while before >= 0 and text[before] in " \t\r\n":
             before -= 1
@@ -389,11 +389,13 @@ def _shell_value_span(src: SourceFile, line: int, col: int) -> Any:
         if (span.line, span.col) == at and span.has_end:
             return span
     for path, key in doc.key_spans.items():  # `--flag=value` located at the flag
-        span = doc.value_spans.get(path)
-        if (key.line, key.col) == at and span is not None and span.has_end and span.line == line:
-            between = src.text[src.offset(line, col) : src.offset(span.line, span.col)]
+        flag_value = doc.value_spans.get(path)
+        if flag_value is None or (key.line, key.col) != at:
+            continue
+        if flag_value.has_end and flag_value.line == line:
+            between = src.text[src.offset(line, col) : src.offset(flag_value.line, flag_value.col)]
             if between.startswith("-") and between.endswith("=") and not any(c.isspace() for c in between):
-                return span
+                return flag_value
     return None
 
 

@@ -210,7 +210,7 @@ def _catalog_and_index() -> tuple[Mapping[str, GpuSpec], dict[str, str]]:
     )
 
 
-def _catalog_to_data(value: tuple[dict[str, GpuSpec], dict[str, str]]) -> Any:
+def _catalog_to_data(value: tuple[Mapping[str, GpuSpec], dict[str, str]]) -> Any:
     from advisor.datacodec import encode
 
     return encode(value)
@@ -637,17 +637,17 @@ class _CaseInsensitive(dict[str, Machine]):
         super().__init__(items)
         self._folded = {k.casefold(): k for k in items}
 
-    def _key(self, key: object) -> object:
-        return self._folded.get(key.casefold(), key) if isinstance(key, str) else key
+    def _key(self, key: str) -> str:
+        return self._folded.get(key.casefold(), key)
 
     def __getitem__(self, key: str) -> Machine:
-        return super().__getitem__(self._key(key))  # type: ignore[arg-type]
+        return super().__getitem__(self._key(key))
 
     def __contains__(self, key: object) -> bool:
-        return super().__contains__(self._key(key))
+        return super().__contains__(self._key(key) if isinstance(key, str) else key)
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
-        return super().get(self._key(key), default)  # type: ignore[arg-type]
+    def get(self, key: str, default: Any = None) -> Any:
+        return super().get(self._key(key), default)
 
 
 @cache

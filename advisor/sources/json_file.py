@@ -28,7 +28,13 @@ MAX_PROBLEMS = 100
 
 _NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _WS = re.compile(r"[ \t\r\n]*")
+
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _skip_ws(text: str, pos: int) -> int:
+    match = _WS.match(text, pos)  # `*`: matches everywhere, possibly empty
+    return match.end() if match else pos
 
 
 class JsonSyntaxError(Exception):
@@ -150,7 +156,7 @@ class _Parser:
     def skip(self) -> None:
         text = self.text
         while True:
-            self.pos = _WS.match(text, self.pos).end()
+            self.pos = _skip_ws(text, self.pos)
             if text.startswith("//", self.pos) or text.startswith("#", self.pos):
                 self._comment(self.pos)
                 end = text.find("\n", self.pos)

@@ -287,11 +287,11 @@ def parse_query_gpu(text: str, source: str = "nvidia-smi --query-gpu") -> list[S
             name = row[name_col] if name_col < len(row) else ""
             mem = _mem_mib(row[mem_col]) if mem_col is not None and mem_col < len(row) else None
         else:  # no header: the name is the first non-numeric field, memory the next number
-            j = next((k for k, c in enumerate(row) if not re.fullmatch(r"[\d.]+", c)), None)
-            if j is None:
+            first = next((k for k, c in enumerate(row) if not re.fullmatch(r"[\d.]+", c)), None)
+            if first is None:
                 continue
-            name = row[j]
-            mem = next((v for v in (_mem_mib(c) for c in row[j + 1 :]) if v is not None), None)
+            name = row[first]
+            mem = next((v for v in (_mem_mib(c) for c in row[first + 1 :]) if v is not None), None)
         if name:
             out.append(SmiGpu(name=name, memory_mib=mem))
     if not out:

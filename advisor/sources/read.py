@@ -10,9 +10,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from advisor.sources.classify import classify_mapping, looks_like_launch_script, training_dialect
 from advisor.sources.document import Document, DocumentKind, SourceProblem, Span
+
+if TYPE_CHECKING:
+    from advisor.sources.json_file import JsonResult
+    from advisor.sources.yaml_file import YamlResult
 
 MAX_BYTES = 10 * 1024 * 1024
 MAX_SCRIPT_CHARS = 1024 * 1024  # launch scripts are read by a shell lexer; keep it well under a second
@@ -194,7 +199,9 @@ def as_named(doc: Document, hint: DocumentKind | None) -> Document:
         return _fail(doc.path, kind, f"named as a {label}, but not readable {where}; not judged", span)
     if not isinstance(doc.data, dict) or not doc.data:
         return doc
-    if classify_mapping(doc.data, "json") == hint or any(_near_known(str(hint), k) for k in doc.data):
+    if hint is not None and (
+        classify_mapping(doc.data, "json") == hint or any(_near_known(hint, k) for k in doc.data)
+    ):
         return doc if doc.kind == hint else dataclasses.replace(doc, kind=hint, dialect=None)
     count = len(doc.data)
     return _fail(
@@ -289,7 +296,7 @@ def _read_json(path: Path, text: str, hint: DocumentKind | None) -> Document:
     return _classified(path, hint or classify_mapping(result.data, "json"), result, text)
 
 
-def _classified(path: Path, kind: DocumentKind, result: object, text: str) -> Document:
+def _classified(path: Path, kind: DocumentKind, result: YamlResult | JsonResult, text: str) -> Document:
     doc = Document(path, kind, result.data, result.key_spans, result.value_spans, result.problems, text)
     if kind == "training_args":
         doc.dialect = training_dialect(result.data)

@@ -19,7 +19,7 @@ from advisor.estimate import constants as K
 from advisor.estimate.memory import terms
 from advisor.estimate.memory.optimizers import optimizer_profile
 from advisor.estimate.memory.resolve import ResolvedSetup, resolve_setup
-from advisor.estimate.memory.setup import MemoryEstimate, MemoryItem, Term, TrainingSetup
+from advisor.estimate.memory.setup import MemoryEstimate, MemoryItem, Phase, Term, TrainingSetup
 
 __all__ = ["PhaseTerms", "estimate_memory", "phase_terms", "what_if"]
 
@@ -37,7 +37,7 @@ class PhaseTerms:
     resolved: ResolvedSetup
     static: list[Term]  # allocated once: weights, optimizer states, DDP buckets
     live: list[Term]  # distributed buffers that churn in every phase
-    phases: dict[str, list[Term]]  # the terms of backward start, end of backward, optimizer step
+    phases: dict[Phase, list[Term]]  # the terms of backward start, end of backward, optimizer step
     trainable: int
     host: float  # bytes offloaded to CPU RAM / NVMe
     soft: float  # paged optimizer state (CUDA unified memory)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from advisor.sources import launchers
 from advisor.sources.document import KeyPath, Span
 from advisor.sources.launchers import starts_launcher
@@ -64,6 +66,13 @@ def _one_value(key: str) -> bool:
 
 class _LauncherReading(_Words):
     """The interpreter's reading of launch commands: launcher flags, the script and its flags."""
+
+    # declared for the type checker: set and defined by the interpreter, _Shell (interpreter.py)
+    commands: list[LaunchCommand]
+    key_spans: dict[KeyPath, Span]
+    value_spans: dict[KeyPath, Span]
+    span_override: int | None
+    problem: Callable[..., None]
 
     # -- launchers ------------------------------------------------------------------------------
 

@@ -622,8 +622,8 @@ class _Shell(_LauncherReading):
             text = _join_text(val)
             raw = "".join(p.raw for p in val)
             off = val[0].off_at(0) if val else key_off
-            reason = None if text is not None else _first_reason(val)
-            self.set_var(name, val, Word(text, raw, self.span(off), reason), key_off)
+            unread = None if text is not None else _first_reason(val)
+            self.set_var(name, val, Word(text, raw, self.span(off), unread), key_off)
 
     def heredoc_pieces(self, src: _Src, h: _Heredoc) -> list[_Piece]:
         if not h.expand:
