@@ -589,6 +589,7 @@ def plan(
 ) -> None:
     """Show the merged plan of each run, with where every value came from."""
     from advisor.check import CheckError, CheckOptions, build_plans, resolve_settings
+    from advisor.facts import run_names
     from advisor.report.plan_view import render_plans
     from advisor.settings import SettingsError
 
@@ -603,8 +604,9 @@ def plan(
     from advisor.report.text import color_enabled
 
     color = color_enabled("auto", isatty=sys.stdout.isatty())
+    runs = [(p, run_names(p)) for p in plans]  # the facts are computed here; the reporter renders
     sys.stdout.write(
-        render_plans(plans, as_json=output_format is OutputFormat.json, show_all=show_all, color=color)
+        render_plans(runs, as_json=output_format is OutputFormat.json, show_all=show_all, color=color)
     )
 
 

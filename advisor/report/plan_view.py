@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from advisor.facts import run_names
 from advisor.paths import relative
-from advisor.plan import RunPlan
 from advisor.provenance import Namespace, Value
 from advisor.report.escape import escape_text, escape_value, strict_json
 from advisor.sources.document import Location
+
+if TYPE_CHECKING:
+    from advisor.plan import RunPlan
 
 _SHOWN = ("launch", "env", "accelerate", "training", "deepspeed", "model", "batch", "run", "data", "hardware")
 # namespaces read from the user's files: their rows show the key as written there (`max_length`, not
@@ -158,12 +159,16 @@ def _shown_key(key: str, v: Value, docs: dict[str, Any]) -> str:
 
 
 def render_plans(
-    plans: list[RunPlan], *, as_json: bool = False, show_all: bool = False, color: bool = False
+    runs: list[tuple[RunPlan, dict[str, Any]]],
+    *,
+    as_json: bool = False,
+    show_all: bool = False,
+    color: bool = False,
 ) -> str:
+    """Each plan with its fact namespaces (advisor.facts.run_names, computed by the caller)."""
     if as_json:
         out = []
-        for plan in plans:
-            names = run_names(plan)
+        for plan, names in runs:
             docs = _documents(plan)
             values = {}
             for key, v in _rows(names):
@@ -178,8 +183,7 @@ def render_plans(
             )
         return strict_json(out) + "\n"
     lines: list[str] = []
-    for plan in plans:
-        names = run_names(plan)
+    for plan, names in runs:
         lines.append(f"run {escape_text(plan.name)}")
         lines.append("  files: " + ", ".join(escape_text(relative(d.path)) for d in plan.spec.documents))
         for ref in plan.spec.references:

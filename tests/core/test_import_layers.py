@@ -1,0 +1,245 @@
+"""The import graph of advisor/ has no circle, and the layers of DESIGN.md hold.
+
+The graph is read with `ast` (nothing is imported): module-level and function-level imports alike,
+absolute (`from advisor.x import y`) and relative (`from . import x`). Imports under
+`if TYPE_CHECKING:` are left out: they never run. `from package import name` counts as importing
+the submodule when `name` is one, otherwise the package.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ADVISOR = Path(__file__).resolve().parents[2] / "advisor"
+
+# The layers, lowest first: a module may import its own layer and the layers above it in this table,
+# never one below. A module is placed by its longest matching prefix; every module must be placed.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    # leaf types and pure helpers every stage may use
+    (
+        "shared",
+        (
+            "advisor",  # the package itself (its __init__)
+            "advisor.cache",
+            "advisor.datacodec",
+            "advisor.errors",
+            "advisor.expr",
+            "advisor.findings",
+            "advisor.paths",
+            "advisor.provenance",
+            "advisor.report.escape",  # escaping: applied by every writer (fix, baseline), not only reporters
+            "advisor.results",
+            "advisor.rule_helpers",
+            "advisor.rulespec",
+            "advisor.selectors",
+            "advisor.settings_types",
+            "advisor.sources.document",  # Document, Location, Span: the position types
+        ),
+    ),
+    # readers: files -> Documents; the settings and hardware they validate with advisor/schema/
+    ("sources", ("advisor.sources", "advisor.settings", "advisor.boundary", "advisor.schema")),
+    ("estimate", ("advisor.estimate",)),  # parameter, memory and time models over plain numbers
+    ("plan", ("advisor.discover", "advisor.plan", "advisor.revision")),  # runs and their merged RunPlan
+    ("facts", ("advisor.facts",)),  # what follows from a plan
+    # rules over facts, and what is done with their findings
+    (
+        "engine",
+        (
+            "advisor.engine",
+            "advisor.evaluator",
+            "advisor.schema.rules",  # rule files are checked against the fact catalogue
+            "advisor.suppress",
+            "advisor.baseline",
+            "advisor.fix",
+            "advisor.textedits",
+        ),
+    ),
+    ("report", ("advisor.report",)),  # reporters: render results, build nothing
+    ("pipeline", ("advisor.check", "advisor.estimate_run", "advisor.probe")),  # builds the results
+    ("cli", ("advisor.cli",)),
+]
+
+# Circles still open, each as the set of its modules (a strongly connected component), with who breaks
+# it: a circle not listed here fails the suite. Remove an entry when its circle is gone.
+KNOWN_CIRCLES: list[frozenset[str]] = [
+    # the shell package's own modules (issue 13 item 3)
+    frozenset({"advisor.sources.shell.expand", "advisor.sources.shell.lexer"}),
+    frozenset({"advisor.sources.shell.arrays", "advisor.sources.shell.interpreter"}),
+    # strict mode of the fact catalogue hooks into Namespace (issue 13 item 1)
+    frozenset({"advisor.provenance", "advisor.facts.strict"}),
+    # the GPU catalog validates with schema/hardware, which resolves GPU names in the catalog
+    frozenset({"advisor.schema.hardware", "advisor.sources.hardware"}),
+]
+# Imports against the layers that belong to a circle above (they go with it).
+KNOWN_LAYER_BREAKS = {("advisor.provenance", "advisor.facts.strict")}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ADVISOR.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    found: list[ast.Import | ast.ImportFrom] = []
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            todo.extend(node.orelse)
+            continue
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found.append(node)
+        todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _targets(module: str, is_package: bool, node: ast.Import | ast.ImportFrom, known: set[str]) -> set[str]:
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    else:
+        base = node.module or ""
+        if node.level:
+            package = module.split(".") if is_package else module.split(".")[:-1]
+            package = package[: len(package) - (node.level - 1)]
+            base = ".".join([*package, *([node.module] if node.module else [])])
+        names = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+    out = set()
+    for name in names:
+        while name and name not in known:  # `import advisor.x.y` names advisor.x.y; a symbol's module
+            name = name.rpartition(".")[0]
+        if name and name != module:
+            out.add(name)
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    files = {_module_name(p): p for p in ADVISOR.rglob("*.py")}
+    known = set(files)
+    graph = {}
+    for module, path in files.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        edges: set[str] = set()
+        for node in _imports(tree):
+            edges |= _targets(module, path.name == "__init__.py", node, known)
+        graph[module] = edges
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[frozenset[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            nxt = next(edges, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(frozenset(component))
+    return found
+
+
+def find_cycle(graph: dict[str, set[str]], within: frozenset[str]) -> list[str]:
+    """One circle through the modules of `within`, as a path that ends where it starts."""
+    start = min(within)
+    paths = {start: [start]}
+    todo = [start]
+    while todo:  # breadth first: the shortest way back to start
+        node = todo.pop(0)
+        for nxt in sorted(graph[node] & within):
+            if nxt == start:
+                return [*paths[node], start]
+            if nxt not in paths:
+                paths[nxt] = [*paths[node], nxt]
+                todo.append(nxt)
+    raise AssertionError(f"{sorted(within)} is not a circle")
+
+
+def layer_of(module: str) -> int:
+    best, rank = -1, None
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, rank = len(prefix), i
+    assert rank is not None, f"{module} is in no layer of LAYERS: place it"
+    return rank
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    return import_graph()
+
+
+def test_the_graph_sees_function_level_and_relative_imports(graph: dict[str, set[str]]) -> None:
+    assert "advisor.suppress" in graph["advisor.check"]  # inside post_engine
+    assert "advisor.sources.shell" in graph["advisor.sources.launch"]  # `from advisor.sources.shell import`
+    toy = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert circles(toy) == [frozenset("abc")]
+    assert find_cycle(toy, frozenset("abc")) == ["a", "b", "c", "a"]
+    assert circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circle(graph: dict[str, set[str]]) -> None:
+    new = [c for c in circles(graph) if c not in KNOWN_CIRCLES]
+    assert not new, "import circles:\n" + "\n".join(" -> ".join(find_cycle(graph, c)) for c in new)
+
+
+def test_every_module_has_a_layer(graph: dict[str, set[str]]) -> None:
+    for module in graph:
+        layer_of(module)
+
+
+def test_no_module_imports_a_higher_layer(graph: dict[str, set[str]]) -> None:
+    wrong = [
+        f"{module} ({LAYERS[layer_of(module)][0]}) imports {target} ({LAYERS[layer_of(target)][0]})"
+        for module, targets in sorted(graph.items())
+        for target in sorted(targets)
+        if layer_of(target) > layer_of(module) and (module, target) not in KNOWN_LAYER_BREAKS
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_reporters_only_render(graph: dict[str, set[str]]) -> None:
+    # the results they render are handed down: no reporter reaches the pipeline, the facts or the plans
+    above = ("advisor.check", "advisor.estimate_run", "advisor.facts", "advisor.plan", "advisor.discover")
+    for module in (m for m in graph if m.startswith("advisor.report")):
+        assert not [t for t in graph[module] if t.startswith(above)], module
