@@ -28,16 +28,17 @@ except AttributeError:  # pragma: no cover - libyaml missing
     _Loader = yaml.SafeLoader
 
 
-class _AliasLoader(yaml.composer.Composer, _Loader):  # type: ignore[misc, valid-type]
+class _AliasLoader(yaml.composer.Composer, _Loader):
     """The Python composer (same events, same resolver) that keeps where each alias is written."""
 
     def __init__(self, text: str) -> None:
-        _Loader.__init__(self, text)
+        # _Loader is picked at import (the C or the Python loader), so mypy sees only `type` here
+        _Loader.__init__(self, text)  # type: ignore[misc]
         yaml.composer.Composer.__init__(self)
         # (id(parent node), id(key node) or item index) -> mark of the alias written there
         self.alias_marks: dict[tuple[int, int], yaml.Mark] = {}
 
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         if parent is not None and index is not None and self.check_event(yaml.AliasEvent):
             # a sequence passes the item's position, a mapping the key node of the value
             where = index if isinstance(index, int) else id(index)
@@ -74,7 +75,7 @@ class YamlValueError(yaml.MarkedYAMLError):
     """A scalar that yaml.safe_load would fail to construct (`!!float abc`, `!!bool maybe`, a
     5000-digit integer): the consumer crashes on the whole file, so it is a parse error at the node."""
 
-    def __init__(self, problem: str, mark: yaml.Mark | None) -> None:
+    def __init__(self, problem: str, mark: Any) -> None:  # a yaml.Mark, or the C parser's mark
         super().__init__(problem=problem, problem_mark=mark)
 
     def __str__(self) -> str:
@@ -84,7 +85,7 @@ class YamlValueError(yaml.MarkedYAMLError):
 class YamlLimitError(yaml.MarkedYAMLError):
     """A size or depth limit hit while building values; problem_mark is the node where it was hit."""
 
-    def __init__(self, problem: str, mark: yaml.Mark | None) -> None:
+    def __init__(self, problem: str, mark: Any) -> None:  # a yaml.Mark, or the C parser's mark
         super().__init__(problem=problem, problem_mark=mark)
 
     def __str__(self) -> str:
@@ -127,7 +128,7 @@ class _Builder:
         self.chars = 0  # scalar text built, aliases expanded: what every later stage copies and prints
         # An alias is built once and shared, as PyYAML does; its expanded size still counts, so a
         # billion-laughs document is refused in time linear in its text.
-        self.built: dict[int, tuple[Any, int]] = {}
+        self.built: dict[int, tuple[Any, int, int]] = {}  # id(node) -> (value, nodes, chars)
 
     def build(self, node: yaml.Node, path: KeyPath, depth: int, alias: yaml.Mark | None = None) -> Any:
         """Build ``node`` at ``path``; ``alias`` is the mark of the alias written there, if any."""
@@ -251,8 +252,9 @@ class _Builder:
         key = self.construct(node)
         return key if isinstance(key, (str, int, float, bool)) or key is None else str(key)
 
-    def _check_yaml11(self, node: yaml.ScalarNode, value: Any, path: KeyPath) -> None:
-        if node.style:  # quoted or block scalar: no surprise (libyaml says "" for plain, PyYAML None)
+    def _check_yaml11(self, node: yaml.Node, value: Any, path: KeyPath) -> None:
+        # quoted or block scalar: no surprise (libyaml says "" for plain, PyYAML None)
+        if not isinstance(node, yaml.ScalarNode) or node.style:
             return
         text = node.value
         if isinstance(value, str) and _YAML12_FLOAT.match(text):
@@ -406,7 +408,7 @@ def _refuse_tabs(text: str, root: yaml.Node | None) -> None:
         line = bisect.bisect_right(line_starts, pos) - 1
         if _in_comment(text, line_starts[line], pos, scalars):
             continue
-        raise YamlTabError(yaml.Mark("<text>", pos, line, pos - line_starts[line], None, None))
+        raise YamlTabError(yaml.Mark("<text>", pos, line, pos - line_starts[line], None, 0))
 
 
 class _Intervals:
