@@ -98,7 +98,8 @@ def validate_settings(data: Any, source: Path) -> views.Settings:
 
 def known_keys(section: str) -> list[str]:
     """The keys a settings section ("", "thresholds" or "runs") accepts, as written in the file."""
-    model: type[BaseModel] = {"thresholds": Thresholds, "runs": RunSettings}.get(section, Settings)
+    models: dict[str, type[BaseModel]] = {"thresholds": Thresholds, "runs": RunSettings}
+    model = models.get(section, Settings)
     return [f.alias or name for name, f in model.model_fields.items() if name != "source"]
 
 
