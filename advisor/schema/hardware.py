@@ -11,7 +11,7 @@ from pydantic_core import PydanticCustomError
 
 from advisor.schema import to_view
 from advisor.sources import hardware as views
-from advisor.sources.hardware import _unknown_gpu_message, parse_network, resolve_gpu
+from advisor.sources.hardware import parse_network, resolve_gpu, unknown_gpu_message
 
 
 class NvlinkSpec(BaseModel):
@@ -136,7 +136,7 @@ class GpuGroup(BaseModel):
     @classmethod
     def _known_model(cls, v: str) -> str:
         if resolve_gpu(v) is None:
-            raise _err(_unknown_gpu_message(v))
+            raise _err(unknown_gpu_message(v))
         return v
 
 

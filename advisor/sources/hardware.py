@@ -53,6 +53,7 @@ __all__ = [
     "parse_network",
     "resolve_gpu",
     "suggest_gpu",
+    "unknown_gpu_message",
     "validate_machine",
 ]
 
@@ -377,7 +378,8 @@ def suggest_gpu(name: str, n: int = 3) -> list[str]:
     return out[:n]
 
 
-def _unknown_gpu_message(name: str) -> str:
+def unknown_gpu_message(name: str) -> str:
+    """The error for a GPU model the catalog does not know, with a did-you-mean (schema/hardware uses it)."""
     hint = suggest_gpu(name)
     msg = f"unknown GPU model {name!r}"
     if hint:

@@ -70,7 +70,8 @@ KNOWN_CIRCLES: list[frozenset[str]] = [
     frozenset({"advisor.sources.shell.arrays", "advisor.sources.shell.interpreter"}),
     # strict mode of the fact catalogue hooks into Namespace (issue 13 item 1)
     frozenset({"advisor.provenance", "advisor.facts.strict"}),
-    # the GPU catalog validates with schema/hardware, which resolves GPU names in the catalog
+    # sources/hardware builds the GPU catalog with schema/hardware, which resolves GPU names in that
+    # catalog: it needs GPU types, catalog and machine types in modules of their own (Machine.gpu reads it)
     frozenset({"advisor.schema.hardware", "advisor.sources.hardware"}),
 ]
 # Imports against the layers that belong to a circle above (they go with it).
