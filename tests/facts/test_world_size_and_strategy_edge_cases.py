@@ -1,4 +1,4 @@
-"""Review fixes: which accelerate section is in force, one strategy, DataParallel, strict counts,
+"""Run facts at their edges: which accelerate section is in force, one strategy, DataParallel, strict counts,
 native DeepSpeed batches, model-parallel dimensions, --exclude, TrainingArguments defaults, Slurm
 node counts, messages, and the assumed sequence length."""
 
