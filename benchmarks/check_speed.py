@@ -12,7 +12,24 @@ what it imports (engine, discover, plan, facts, readers) ~32 ms; the estimator's
 `check`: advisor/cli.py's main() parses check's usual options itself and builds the typer app only for
 anything else. Measured paired on this machine: before that change check/yamllint 348/123 ms (2.82x),
 after 275/123 ms (2.23x); `--cold-only` then gave 222/97 ms (2.29x). Not yet at 1.5x.
-Measure with `python -X importtime -m advisor.cli check fixtures/example`.
+Measure with `python -X importtime -m advisor.cli check fixtures/example`. The environment sets
+PYTHONDONTWRITEBYTECODE=1: run `python -m compileall -q advisor` first (`--cold-only` does), or every
+module edited since its .pyc was written is compiled again on each run (milliseconds a module) and the
+figures mean nothing.
+
+Later (same machine, -X importtime medians of 3; in-process timers with every module preloaded, the
+two quietest of six runs): the example's first run after its imports is ~45 ms against ~10 ms for the
+same check repeated in one process, so the "work" is mostly first-use cost: the rule catalog from the
+on-disk cache ~8 ms (6 of them decoding and re-validating it, advisor/datacodec.py; kept: an entry is
+never trusted), parsing and checking the rule expressions on first use ~5 ms, the run's facts ~10 ms
+(script AST ~2, estimate ~4), the document facts ~5 ms (pinned-version resolution ~3), discovery ~4 ms,
+plans ~7 ms.
+Imports: advisor.estimate ~21 ms (the example names a model, so it is needed; a run that names none
+no longer loads it: advisor/estimate/__init__.py is lazy, -33 ms paired on fixtures/rules/GA203,
+267 -> 234 ms), the launch-script reader ~15 ms, advisor.sources.hardware ~6.5 ms and the other
+modules of frozen slotted dataclasses (93 classes at ~0.1-0.3 ms each). Skipping fact builders that
+no selected rule reads buys little: the run summary needs `estimates`, which requires every builder
+but `data` and `baseline`.
 
 Prints, as medians of several runs on this machine:
   - cold start: one `gpu-advise check` process on the bundled example project (target <= 250 ms);
