@@ -40,7 +40,7 @@ def _spreading_sites(text: str) -> tuple[tuple[int, int, str], ...]:
             pairs = [(kw.arg, kw.value) for kw in node.keywords]
         elif isinstance(node, ast.Dict):  # model_kwargs = {"device_map": "auto"} passed as **model_kwargs
             pairs = [
-                (k.value if isinstance(k, ast.Constant) else None, v)
+                (k.value if isinstance(k, ast.Constant) and isinstance(k.value, str) else None, v)
                 for k, v in zip(node.keys, node.values, strict=True)
             ]
         else:

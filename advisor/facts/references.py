@@ -105,10 +105,10 @@ class _RuleChecker:
             return None
         key = path[1]
         if decl.keys_from:
-            keys = dynamic_keys(decl.name)
-            if key in keys:
+            known = dynamic_keys(decl.name)
+            if key in known:
                 return None
-            return f"{head}.{key}: no key {key!r} in the key data of {head}{_did_you_mean(key, keys)}"
+            return f"{head}.{key}: no key {key!r} in the key data of {head}{_did_you_mean(key, known)}"
         if decl.fact(key) is None:
             names = [f.name for f in decl.facts]
             return f"unknown fact {head}.{key}{_did_you_mean(key, names)} (see `gpu-advise facts {head}`)"
@@ -116,7 +116,7 @@ class _RuleChecker:
 
     # -- comparisons
 
-    def _side(self, node: ast.AST) -> tuple[str, str] | None:
+    def _side(self, node: ast.AST) -> tuple[str | None, str] | None:
         """(category, what it is) of a constant or a declared fact, else None."""
         if isinstance(node, ast.Constant):
             if node.value is None:

@@ -67,7 +67,7 @@ def find_argument_parsers(tree: ast.Module, resolve: Any, pos: Any) -> tuple[Arg
             expr, depth = todo.pop()
             simple = last_id(expr)
             local = classes.get(simple) if isinstance(expr, ast.Name) and simple else None
-            if local is not None and simple not in seen:
+            if local is not None and simple and simple not in seen:  # local implies simple
                 if depth > _MAX_CLASS_DEPTH:
                     resolved = False
                     continue
@@ -106,12 +106,12 @@ def find_argument_parsers(tree: ast.Module, resolve: Any, pos: Any) -> tuple[Arg
         arg = call.args[0] if call.args else kwarg(call, "dataclass_types")
         nodes = class_nodes(arg) if arg is not None else None
         described = [describe(n) for n in nodes] if nodes is not None else None
-        entry = (call, last_id(call.func) or "", described)
+        found = (call, last_id(call.func) or "", described)
         names = assigned.get(id(call), [])
         for n in names:
-            parsers[n] = entry
+            parsers[n] = found
         if not names:
-            anonymous.append(entry)
+            anonymous.append(found)
 
     methods: dict[int, list[str]] = {}
     drops: dict[int, tuple[int, int, str]] = {}
@@ -121,7 +121,7 @@ def find_argument_parsers(tree: ast.Module, resolve: Any, pos: Any) -> tuple[Arg
         if node.func.attr not in _PARSE_METHODS:
             continue
         receiver = node.func.value
-        entry = None
+        entry: tuple[ast.Call, str, list[ArgumentClass] | None] | None = None
         if isinstance(receiver, ast.Name) and receiver.id in parsers:
             entry = parsers[receiver.id]
         elif isinstance(receiver, ast.Call):
