@@ -14,12 +14,15 @@ import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
 
 if TYPE_CHECKING:
     import typer
 
-    VersionOption = ColorOption = NoColorOption = Any  # built by _option_aliases with the app
+    # built by _option_aliases with the app
+    VersionOption: TypeAlias = Any
+    ColorOption: TypeAlias = Any
+    NoColorOption: TypeAlias = Any
 
 # Where a user reports an internal error (the project publishes no Project-URL yet).
 ISSUES_URL = "https://github.com/gpu-advise/gpu-advise/issues"
@@ -55,7 +58,8 @@ class _Plain:
         stream.flush()
 
 
-typer = _Plain  # the real module once _build_app runs
+# the real module once _build_app runs; until then a stand-in with the two names the fast path uses
+typer = _Plain  # type: ignore[assignment]
 
 
 def _guarded_group() -> type:
