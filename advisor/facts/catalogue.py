@@ -365,6 +365,13 @@ _SCRIPT = NamespaceDecl(
             "from_pretrained calls and their keyword arguments",
             items=("callee", "kwargs", LOCATION, "star_kwargs"),
         ),
+        _f(
+            "parser",
+            "dict",
+            "the script's HfArgumentParser/TrlParser: {name, location, complete, drops_unknown, fields "
+            "(field: its class), library_bases, config_file, config_passed (positional | config), "
+            "config_judged (the file's keys are judged against these dataclasses)}",
+        ),
     ),
 )
 

@@ -360,3 +360,32 @@ def config_key_items(doc: Document, consumers: list[ScriptJudge]) -> dict[str, l
             }
         )
     return out
+
+
+def parser_fact(plan: Any, shown: Path) -> dict[str, Any] | None:
+    """`script.parser`: the run's script's one argument parser, the names it accepts and where each comes
+    from (own fields by class; library bases by qualified name), and how the run hands it its file."""
+    script = plan.spec.script
+    if script is None:
+        return None
+    try:
+        parsing = _analysed(script.path, script.path.stat().st_mtime_ns)
+    except OSError:
+        return None
+    if not isinstance(parsing, ArgumentParsing):
+        return None
+    training = plan.spec.training
+    how = None
+    if training is not None:
+        how = next((h for p, h in training.consumers if p == script.path), None)
+    return {
+        "name": parsing.parser,
+        "location": Location(shown, parsing.line, parsing.col),
+        "complete": parsing.complete,
+        "drops_unknown": parsing.drops_unknown is not None,
+        "fields": {f: c.name for c in reversed(parsing.classes) for f in c.fields},
+        "library_bases": list(parsing.library_bases),
+        "config_file": str(training.path) if how is not None else None,
+        "config_passed": how,
+        "config_judged": how is not None and config_consumers(training) is not None,
+    }

@@ -94,12 +94,21 @@ def script_facts(plan: Any, names: dict[str, Any]) -> Namespace:
             "script",
         ),
     )
+    _set_parser(ns, plan, path)
     if facts.syntax_error is not None:
         message, line, col = facts.syntax_error
         ns.set(
             "syntax_error", Value({"location": Location(path, line, col), "message": message}, None, "script")
         )
     return ns
+
+
+def _set_parser(ns: Namespace, plan: Any, path: Path) -> None:
+    from advisor.facts.script_flags import parser_fact
+
+    parser = parser_fact(plan, path)
+    if parser is not None:
+        ns.set("parser", Value(parser, parser["location"], "script"))
 
 
 def _bounded_side_effects(facts: ScriptFacts, path: Path) -> tuple[list[dict[str, Any]], int]:

@@ -197,3 +197,28 @@ def test_one_yaml_read_by_two_scripts_is_judged_per_run_once(tmp_path, monkeypat
     found = [f[:4] for f in _findings(["."])]
     # lora_r is other.py's problem only; each key is reported once for the file
     assert found == [("GA002", "cfg.yaml", 3, 1), ("GA002", "cfg.yaml", 6, 1), ("GA005", "cfg.yaml", 7, 1)]
+
+
+def test_the_run_knows_its_script_parser_and_the_file_it_hands_it(tmp_path, monkeypatch):
+    from advisor.discover import discover
+    from advisor.facts import run_names
+    from advisor.plan import build_plan
+
+    _project(
+        tmp_path,
+        {
+            "train.py": HF_SCRIPT,
+            "cfg.yaml": CFG,
+            "launch.sh": "torchrun --nproc_per_node 2 train.py cfg.yaml\n",
+        },
+        monkeypatch,
+    )
+    (run,) = discover([Path(".")])[0]
+    parser = run_names(build_plan(run))["script"].read("parser")
+    assert (parser["name"], parser["complete"], parser["drops_unknown"]) == ("HfArgumentParser", True, False)
+    assert parser["fields"]["lora_r"] == "ModelArguments"
+    assert parser["fields"]["model_max_length"] == "DataArguments"
+    assert parser["library_bases"] == ["transformers.TrainingArguments"]
+    assert Path(parser["config_file"]).name == "cfg.yaml"
+    assert (parser["config_passed"], parser["config_judged"]) == ("positional", True)
+    assert (parser["location"].line, parser["location"].col) == (21, 14)
