@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 import advisor.probe
 from advisor.cli import app
-from advisor.probe import INSTALL_HINT, launch
+from advisor.probe import INSTALL_HINT, launcher
 from advisor.probe.spec import ProbeOptions, ProbeSpec
 from tests.probe.conftest import SEQ, TINY_CONFIG, tiny_project
 
@@ -57,7 +57,9 @@ def _alive(pid: int) -> bool:
 
 def _fake(monkeypatch: pytest.MonkeyPatch, out: Path) -> None:
     monkeypatch.setattr(
-        launch, "command_for", lambda spec, path, python=None: [sys.executable, "-c", FAKE_LAUNCHER, str(out)]
+        launcher,
+        "command_for",
+        lambda spec, path, python=None: [sys.executable, "-c", FAKE_LAUNCHER, str(out)],
     )
 
 
@@ -75,12 +77,12 @@ def _wait_for_pids(out: Path) -> list[int]:
 def test_timeout_kills_launcher_and_detached_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _fake(monkeypatch, tmp_path)
     spec = _spec(tmp_path)
-    res = launch.launch(spec, tmp_path / "spec.json", ProbeOptions(timeout=3, progress=False))
+    res = launcher.launch(spec, tmp_path / "spec.json", ProbeOptions(timeout=3, progress=False))
     pids = [int(x) for x in (tmp_path / "pids").read_text().split()]
     assert res.timed_out
     assert res.leftovers_killed >= 1
     assert not any(_alive(p) for p in pids), pids
-    assert launch.marked_pids(res.marker) == []
+    assert launcher.marked_pids(res.marker) == []
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="process scan needs /proc")
@@ -94,7 +96,7 @@ def test_ctrl_c_kills_everything_and_propagates(tmp_path: Path, monkeypatch: pyt
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        launch.launch(
+        launcher.launch(
             _spec(tmp_path),
             tmp_path / "spec.json",
             ProbeOptions(timeout=60, progress=False),
@@ -106,23 +108,23 @@ def test_ctrl_c_kills_everything_and_propagates(tmp_path: Path, monkeypatch: pyt
 
 def test_child_environment_is_offline_unless_online(tmp_path: Path) -> None:
     spec = _spec(tmp_path)
-    env = launch.child_env(spec, ProbeOptions(), "m")
-    assert env["HF_HUB_OFFLINE"] == "1" and env[launch.MARKER_VAR] == "m"
+    env = launcher.child_env(spec, ProbeOptions(), "m")
+    assert env["HF_HUB_OFFLINE"] == "1" and env[launcher.MARKER_VAR] == "m"
     assert env["ACCELERATE_USE_CPU"] == "true"
-    online = launch.child_env(spec, ProbeOptions(online=True), "m")
+    online = launcher.child_env(spec, ProbeOptions(online=True), "m")
     assert online.get("HF_HUB_OFFLINE") == os.environ.get("HF_HUB_OFFLINE")
 
 
 def test_launcher_commands_follow_the_run(tmp_path: Path) -> None:
     spec = _spec(tmp_path)
     spec.launcher, spec.nproc = "torchrun", 2
-    cmd = launch.command_for(spec, tmp_path / "spec.json", "py")
+    cmd = launcher.command_for(spec, tmp_path / "spec.json", "py")
     assert cmd[:3] == ["py", "-m", "torch.distributed.run"]
     assert cmd[cmd.index("--nproc_per_node") + 1] == "2"
     assert cmd[-3:] == ["-m", "advisor.probe.worker", str(tmp_path / "spec.json")]
     spec.launcher, spec.accelerate_config = "accelerate", "/x/acc.yaml"
     spec.accelerate_flags = {"num_processes": "2", "multi_gpu": "true"}
-    cmd = launch.command_for(spec, tmp_path / "spec.json", "py")
+    cmd = launcher.command_for(spec, tmp_path / "spec.json", "py")
     assert cmd[:3] == ["py", "-m", "accelerate.commands.launch"]
     assert cmd[cmd.index("--config_file") + 1] == "/x/acc.yaml"
     assert "--multi_gpu" in cmd and cmd[cmd.index("--num_processes") + 1] == "2"
