@@ -321,6 +321,7 @@ def placement_facts(plan: Any, names: dict[str, Any]) -> Namespace:
     first = selection_origin or proc_origin
     if machine is None or not isinstance(per_node, int):
         return ns
+    assert count is not None  # the machine's GPU count, set above with the machine
 
     ns.set("machine_gpus", Value(count, None, "hardware"))
     if selected is not None:

@@ -184,11 +184,12 @@ def precision_conflicts(plan: Any) -> list[dict[str, Any]]:
     if acc is not None and acc.value in {"fp16", "bf16", "fp8"} and ds_flags:
         mine = "fp16" if acc.value == "fp16" else "bf16"
         other_dtype = "bf16" if mine == "fp16" else "fp16"
-        v = ds_flags.get(other_dtype)
-        if v is not None and _truth(v) is True and not (ta is not None and ta.value in {"fp16", "bf16"}):
+        other = ds_flags.get(other_dtype)
+        ta_16bit = ta is not None and ta.value in {"fp16", "bf16"}
+        if other is not None and _truth(other) is True and not ta_16bit:
             add(
                 acc,
-                v,
+                other,
                 "error",
                 "accelerate_vs_ds",
                 f"mixed_precision {acc.value} while the DeepSpeed file enables {other_dtype}: "
