@@ -416,7 +416,7 @@ def _strategy(
     """(estimator strategy, reason when unknown, where the strategy is set)."""
     run = names.get("run")
     sv = run.entry("strategy") if run is not None else None
-    if not isinstance(sv, Value):
+    if run is None or not isinstance(sv, Value):
         return None, "the distribution strategy is unknown", None
     strategy = sv.value if sv.known else None
     origin = sv.origin
@@ -522,7 +522,7 @@ def _dataset(plan: Any, seq: int | None, world_dp: int, a: list[str]) -> tuple[f
         a.append(f"num_train_epochs not written: the default {epochs:g}")
     if tokens is not None:
         return float(tokens) * epochs, None
-    if seq is None:
+    if seq is None or samples is None:  # samples is set: tokens is None here and one of them is set
         return None, None
     a.append(
         f"dataset size: {samples:,} samples x {seq} tokens (each sample counted at the full sequence length: "

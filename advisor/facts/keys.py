@@ -311,7 +311,8 @@ def _versioned_sources(
         target = targets.get(package)
         if target is None:
             return None
-        out.append((target, versions.class_names(package) if classes == _TRL_CLASSES else classes))
+        # the one str value is _TRL_CLASSES ("*"): every class of the package
+        out.append((target, versions.class_names(package) if isinstance(classes, str) else classes))
     if not any(t.pinned for t, _ in out):
         return None
     return out
