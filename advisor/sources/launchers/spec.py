@@ -31,7 +31,7 @@ NO_FLAGS = Flags()
 
 @dataclass(frozen=True, slots=True)
 class Processes:
-    """How a launcher decides how many processes it starts on a node (facts/batch.py counts them)."""
+    """How a launcher decides how many processes it starts on a node (facts/world_size.py counts them)."""
 
     flags: tuple[str, ...] = ()  # launcher flags that give the count per node
     env: tuple[str, ...] = ()  # environment variables that give it
