@@ -192,14 +192,13 @@ def generation_facts(
     ng_eval = count(ng_eval_v) if ng_eval_v is not None else ng
     eval_micro = count(eval_v) if eval_v is not None else 8  # TrainingArguments default
     if evaluates and ng_eval and eval_micro and (eval_micro * processes) % ng_eval:
+        eval_ng = ng_eval_v or ng_v  # the value the eval group size comes from
         problems.append(
             {
                 "kind": "eval_batch",
                 "trainer": kind,
                 "location": (eval_v or ng_eval_v or ng_v or per_device).origin,
-                "related": [
-                    loc for loc in ((ng_eval_v or ng_v).origin if (ng_eval_v or ng_v) else None,) if loc
-                ],
+                "related": [eval_ng.origin] if eval_ng and eval_ng.origin else [],
                 "value": eval_micro * processes,
                 "divisor": ng_eval,
                 "detail": f"the global eval batch {eval_micro * processes} ({eval_micro} per device x "
