@@ -270,14 +270,14 @@ class ScriptAnalyser:
             ):
                 targets, value = [node.target], node.value
             elif isinstance(node, ast.AugAssign | ast.For | ast.AsyncFor | ast.comprehension):
-                for name in ast.walk(node.target):
-                    if isinstance(name, ast.Name):
-                        values.setdefault(name.id, []).append(None)
+                for sub in ast.walk(node.target):
+                    if isinstance(sub, ast.Name):
+                        values.setdefault(sub.id, []).append(None)
                 continue
             elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-                for name in ast.walk(node.optional_vars):
-                    if isinstance(name, ast.Name):
-                        values.setdefault(name.id, []).append(None)
+                for sub in ast.walk(node.optional_vars):
+                    if isinstance(sub, ast.Name):
+                        values.setdefault(sub.id, []).append(None)
                 continue
             else:
                 continue
@@ -285,9 +285,9 @@ class ScriptAnalyser:
                 if isinstance(target, ast.Name):
                     values.setdefault(target.id, []).append(value)
                 else:
-                    for name in ast.walk(target):
-                        if isinstance(name, ast.Name):
-                            values.setdefault(name.id, []).append(None)
+                    for sub in ast.walk(target):
+                        if isinstance(sub, ast.Name):
+                            values.setdefault(sub.id, []).append(None)
                 if isinstance(value, ast.Call):
                     callee = last_id(value.func)
                     last = last_id(target)
