@@ -34,6 +34,12 @@ from advisor.provenance import Namespace, Value
 from advisor.sources.document import Location
 
 
+def _unknown(ns: Namespace, key: str) -> str | None:
+    """Why the value set under key is unknown (None when it is known or unset)."""
+    entry = value_entry(ns, key)
+    return entry.unknown if entry is not None else None
+
+
 def batch_facts(plan: RunPlan) -> Namespace:
     ns = Namespace("batch")
     per_node, nodes, pinned = processes(plan)
@@ -84,7 +90,7 @@ def batch_facts(plan: RunPlan) -> Namespace:
                 dp,
                 per_node.origin,
                 "derived",
-                unknown=None if dp is not None else ns.entry("world_size").unknown or "world size unknown",
+                unknown=None if dp is not None else _unknown(ns, "world_size") or "world size unknown",
             ),
         )
 
@@ -142,9 +148,7 @@ def batch_facts(plan: RunPlan) -> Namespace:
         )
         ns.set("per_process_batch", Value(m * g * gpus, micro.origin, "derived"))
     else:
-        reason = (
-            micro.unknown or accum.unknown or ns.entry("dp_size").unknown or "world size or batch unknown"
-        )
+        reason = micro.unknown or accum.unknown or _unknown(ns, "dp_size") or "world size or batch unknown"
         ns.set("effective_batch", Value(None, micro.origin, "derived", unknown=reason))
 
     ns.set("deepspeed_consumer", Value(deepspeed_consumer(plan), None, "derived"))

@@ -430,8 +430,8 @@ def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
                 f"the deepspeed launcher takes the machine's GPUs except GPU "
                 f"{','.join(str(i) for i in gone)} (--exclude {flag.value})"
             )
-            total = machine_gpu_count(plan)
-            if total is None:
+            machine_gpus = machine_gpu_count(plan)
+            if machine_gpus is None:
                 return (
                     Value(
                         None,
@@ -443,9 +443,10 @@ def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
                     nodes_value,
                     False,
                 )
-            left = len([i for i in range(total) if i not in gone])
+            left = len([i for i in range(machine_gpus) if i not in gone])
+            note = f"{reason}: {left} of the machine's {machine_gpus} GPUs"
             return (
-                Value(left, flag.origin, "derived", note=f"{reason}: {left} of the machine's {total} GPUs"),
+                Value(left, flag.origin, "derived", note=note),
                 nodes_value,
                 False,
             )
