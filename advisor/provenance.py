@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,10 +49,20 @@ def set_strict(on: bool) -> None:
     _STRICT = on
 
 
-def _check_declared(namespace: str, key: str, value: Value | Namespace) -> None:
-    from advisor.facts.strict import declared_problem
+# Why setting `namespace.key` to a value breaks the fact catalogue, or None. The check lives with the
+# catalogue (advisor/facts/strict.py), a higher layer: it installs itself here when it is imported, so
+# that this module imports nothing above it.
+FactCheck = Callable[[str, str, object], "str | None"]
+_fact_check: FactCheck | None = None
 
-    problem = declared_problem(namespace, key, value)
+
+def install_fact_check(check: FactCheck) -> None:
+    global _fact_check
+    _fact_check = check
+
+
+def _check_declared(namespace: str, key: str, value: Value | Namespace) -> None:
+    problem = _fact_check(namespace, key, value) if _fact_check is not None else None
     if problem is not None:
         raise UndeclaredFact(problem)
 

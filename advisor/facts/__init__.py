@@ -6,6 +6,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
+from advisor.facts import strict as _strict  # noqa: F401  installs strict mode's check into Namespace.set
 from advisor.provenance import Namespace
 from advisor.sources.document import Document, Location
 

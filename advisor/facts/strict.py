@@ -1,13 +1,15 @@
 """Strict mode: a fact a builder sets must be declared in the catalogue, with a value of its type.
 
-provenance.Namespace.set calls `declared_problem` when GPU_ADVISE_STRICT_FACTS is set (the test suite
-sets it), so a builder that sets an undeclared fact, a value of another type or a list item with an
-undeclared key fails the test that built it.
+Importing this module installs `declared_problem` as provenance's fact check (advisor/facts/__init__.py
+imports it); Namespace.set calls it when GPU_ADVISE_STRICT_FACTS is set (the test suite sets it), so a
+builder that sets an undeclared fact, a value of another type or a list item with an undeclared key
+fails the test that built it.
 """
 
 from __future__ import annotations
 
 from advisor.facts.catalogue import by_name
+from advisor.provenance import Namespace, Value, install_fact_check
 
 _PLAIN: dict[str, tuple[type, ...]] = {
     "int": (int,),
@@ -44,8 +46,6 @@ def _type_problem(type_: str, items: tuple[str, ...], value: object) -> str | No
 
 def declared_problem(namespace: str, key: str, value: object) -> str | None:
     """Why setting `namespace.key` to `value` breaks the catalogue (strict mode), or None."""
-    from advisor.provenance import Namespace, Value
-
     root = namespace.split(".")[0]
     decl = by_name().get(root)
     if decl is None:
@@ -65,3 +65,6 @@ def declared_problem(namespace: str, key: str, value: object) -> str | None:
         if problem is not None:
             return f"{where}: {problem} (declared in advisor/facts/catalogue.py)"
     return None
+
+
+install_fact_check(declared_problem)
