@@ -1,0 +1,116 @@
+"""The GPU catalog's entry types (advisor/data/gpus.yaml): frozen dataclasses that need no pydantic.
+
+A leaf module: advisor.schema.gpu validates catalog entries into these, advisor.sources.gpu_catalog caches
+and looks them up; advisor.sources.hardware re-exports them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+
+# The catalog's GPUs, as validated by advisor.schema.gpu (which builds these, and
+# holds the checks, bounds and descriptions): frozen dataclasses, so that the cached GPU catalog and
+# machines need no pydantic.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NvlinkSpec:
+    generation: int
+    links: int | None = None
+    per_gpu_unidir_gbs: float
+    typical_topology: Literal[
+        "nvswitch_all_to_all",
+        "bridged_pairs",
+        "optional_2way_bridge_pairs",
+        "hybrid_cube_mesh",
+        "xgmi_full_mesh",
+        "xgmi_mixed",
+    ]
+    busbw_gbs: float  # realistic all-reduce busbw inside the NVLink domain, GB/s
+    pair_busbw_gbs: float | None = None  # busbw with only two GPUs of a switchless mesh, GB/s
+    busbw_measured: bool
+    busbw_source: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PcieSpec:
+    generation: int
+    lanes: int = 16
+    unidir_gbs: float
+    busbw_gbs: float  # realistic all-reduce busbw when the ring crosses PCIe, GB/s
+    busbw_measured: bool
+    busbw_source: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuSpec:
+    """One GPU model of the catalog (advisor/data/gpus.yaml)."""
+
+    id: str
+    display_name: str
+    vendor: Literal["nvidia", "amd"] = "nvidia"
+    architecture: str
+    compute_capability: str  # torch.cuda.get_device_capability(); on ROCm the gfx target's major.minor
+    gfx_target: str | None = None  # AMD: e.g. gfx942
+    form_factor: str | None = None
+    nvidia_smi_name: list[str] = field(default_factory=list)
+    rocm_smi_name: list[str] = field(default_factory=list)  # AMD: torch / rocm-smi device names
+    aliases: list[str] = field(default_factory=list)
+    memory_gb_marketed: float | None = None
+    nvidia_smi_memory_total_mib: int | None = None
+    rocm_smi_vram_total_bytes: int | None = None
+    usable_gib: float
+    memory_bandwidth_gbs: float
+    bf16_dense_tflops: float | None = None
+    fp16_dense_tflops: float | None = None
+    fp8_dense_tflops: float | None = None
+    tf32_dense_tflops: float | None = None
+    mamf_bf16_tflops: float | None = None
+    tf32_supported: bool
+    bf16_native: bool
+    nvlink: NvlinkSpec | None = None
+    infinity_fabric: NvlinkSpec | None = None  # AMD: the xGMI peer link
+    pcie: PcieSpec
+    p2p_supported: bool = True
+    tdp_w: float | None = None
+    confidence: Literal["high", "medium", "low"] = "medium"
+    notes: str | None = None
+    source: list[str] = field(default_factory=list)
+
+    @property
+    def cc(self) -> tuple[int, int]:
+        """Compute capability as a comparable tuple, e.g. (8, 0)."""
+        major, minor = self.compute_capability.split(".")
+        return int(major), int(minor)
+
+    @property
+    def has_nvlink(self) -> bool:
+        return self.nvlink is not None
+
+    @property
+    def peer_link(self) -> NvlinkSpec | None:
+        """The GPU-to-GPU link a descriptor's `nvlink` groups stand for: NVLink, or AMD's Infinity Fabric."""
+        return self.nvlink if self.nvlink is not None else self.infinity_fabric
+
+    @property
+    def device_names(self) -> list[str]:
+        """The names the vendor's tools print for this GPU (nvidia-smi, or torch/rocm-smi on ROCm)."""
+        return [*self.nvidia_smi_name, *self.rocm_smi_name]
+
+    @property
+    def memory_total_mib(self) -> float | None:
+        """Total device memory as the vendor's tool reports it, MiB (None when not recorded)."""
+        if self.nvidia_smi_memory_total_mib is not None:
+            return float(self.nvidia_smi_memory_total_mib)
+        if self.rocm_smi_vram_total_bytes is not None:
+            return self.rocm_smi_vram_total_bytes / 2**20
+        return None
+
+    def dense_tflops(self, precision: str) -> float | None:
+        """Dense tensor peak for 'bf16' | 'fp16' | 'fp8' | 'tf32' (None: no such hardware path)."""
+        return {
+            "bf16": self.bf16_dense_tflops,
+            "fp16": self.fp16_dense_tflops,
+            "fp8": self.fp8_dense_tflops,
+            "tf32": self.tf32_dense_tflops,
+        }.get(precision.lower())
