@@ -63,19 +63,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 ]
 
 # Circles still open, each as the set of its modules (a strongly connected component), with who breaks
-# it: a circle not listed here fails the suite. Remove an entry when its circle is gone.
-KNOWN_CIRCLES: list[frozenset[str]] = [
-    # the shell package's own modules (issue 13 item 3)
-    frozenset({"advisor.sources.shell.expand", "advisor.sources.shell.lexer"}),
-    frozenset({"advisor.sources.shell.arrays", "advisor.sources.shell.interpreter"}),
-    # strict mode of the fact catalogue hooks into Namespace (issue 13 item 1)
-    frozenset({"advisor.provenance", "advisor.facts.strict"}),
-    # sources/hardware builds the GPU catalog with schema/hardware, which resolves GPU names in that
-    # catalog: it needs GPU types, catalog and machine types in modules of their own (Machine.gpu reads it)
-    frozenset({"advisor.schema.hardware", "advisor.sources.hardware"}),
-]
+# it: a circle not listed here fails the suite, and so does an entry whose circle is gone.
+KNOWN_CIRCLES: list[frozenset[str]] = []
 # Imports against the layers that belong to a circle above (they go with it).
-KNOWN_LAYER_BREAKS = {("advisor.provenance", "advisor.facts.strict")}
+KNOWN_LAYER_BREAKS: set[tuple[str, str]] = set()
 
 
 def _module_name(path: Path) -> str:
@@ -222,6 +213,14 @@ def test_the_graph_sees_function_level_and_relative_imports(graph: dict[str, set
 def test_no_import_circle(graph: dict[str, set[str]]) -> None:
     new = [c for c in circles(graph) if c not in KNOWN_CIRCLES]
     assert not new, "import circles:\n" + "\n".join(" -> ".join(find_cycle(graph, c)) for c in new)
+
+
+def test_no_stale_known_circle_or_layer_break(graph: dict[str, set[str]]) -> None:
+    found = circles(graph)
+    stale = [sorted(c) for c in KNOWN_CIRCLES if c not in found]
+    assert not stale, f"circles gone, remove them from KNOWN_CIRCLES: {stale}"
+    gone = sorted((m, t) for m, t in KNOWN_LAYER_BREAKS if t not in graph.get(m, set()))
+    assert not gone, f"imports gone, remove them from KNOWN_LAYER_BREAKS: {gone}"
 
 
 def test_every_module_has_a_layer(graph: dict[str, set[str]]) -> None:
