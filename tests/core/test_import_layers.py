@@ -59,7 +59,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ),
     ("report", ("advisor.report",)),  # reporters: render results, build nothing
     ("pipeline", ("advisor.check", "advisor.estimate_run", "advisor.probe")),  # builds the results
-    ("cli", ("advisor.cli",)),
+    ("cli", ("advisor.cli", "advisor.commands")),  # the app and its command modules
 ]
 
 # Circles still open, each as the set of its modules (a strongly connected component), with who breaks

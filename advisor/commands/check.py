@@ -1,0 +1,339 @@
+"""`gpu-advise check` (the pre-commit hot path: advisor.cli runs it without typer) and `verify`."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
+
+from advisor.commands.base import (
+    EXIT_INTERNAL,
+    CheckFormat,
+    FailOn,
+    color_when,
+    command,
+    die,
+    emit,
+    seed_paths,
+    split_csv,
+)
+
+if TYPE_CHECKING:
+    import typer
+
+    ColorOption: TypeAlias = Any  # built by option_aliases with the app
+    NoColorOption: TypeAlias = Any  # built by option_aliases with the app
+else:
+    from advisor.commands.base import typer  # PlainTyper until advisor.cli builds the app and rebinds it here
+
+
+@command()
+def check(
+    paths: Annotated[
+        list[Path] | None, typer.Argument(help="Files or folders (default: the current folder).")
+    ] = None,
+    hardware: Annotated[
+        str | None, typer.Option("--hardware", "-H", help="Built-in machine name or descriptor YAML.")
+    ] = None,
+    output_format: Annotated[
+        CheckFormat | None,
+        typer.Option("--format", help="Output format (default: text; github when GITHUB_ACTIONS=true)."),
+    ] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the report to a file.")] = None,
+    statistics: Annotated[bool, typer.Option("--statistics", help="Count findings per rule.")] = False,
+    baseline: Annotated[
+        Path | None, typer.Option("--baseline", help="Report only findings not in this baseline file.")
+    ] = None,
+    no_inline_ignores: Annotated[
+        bool, typer.Option("--no-inline-ignores", help="Ignore `# gpu-advise: ignore[...]` comments.")
+    ] = False,
+    fix: Annotated[bool, typer.Option("--fix", help="Apply safe fixes, then report what remains.")] = False,
+    unsafe_fixes: Annotated[
+        bool, typer.Option("--unsafe-fixes", help="Also apply unsafe fixes (implies --fix unless --diff).")
+    ] = False,
+    diff: Annotated[
+        bool, typer.Option("--diff", help="Print the fixes as a unified diff; write nothing.")
+    ] = False,
+    select: Annotated[
+        list[str] | None, typer.Option("--select", help="Rule codes, prefixes or names (comma-separated).")
+    ] = None,
+    extend_select: Annotated[
+        list[str] | None, typer.Option("--extend-select", help="Add to the selection.")
+    ] = None,
+    ignore: Annotated[
+        list[str] | None, typer.Option("--ignore", help="Rule codes, prefixes or names to skip.")
+    ] = None,
+    fail_on: Annotated[
+        FailOn | None, typer.Option("--fail-on", help="Lowest severity that fails (default warning).")
+    ] = None,
+    exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even with findings.")] = False,
+    rules: Annotated[list[Path] | None, typer.Option("--rules", help="Extra folder of rule files.")] = None,
+    online: Annotated[
+        bool, typer.Option("--online", help="Allow network access (model configs from the Hub).")
+    ] = False,
+    base: Annotated[
+        str | None, typer.Option("--base", help="Compare every run with the same run at this git revision.")
+    ] = None,
+    base_default: Annotated[
+        str | None,
+        typer.Option(
+            "--base-default",
+            metavar="REV",
+            help="Without --base, compare with REV when it exists (the pre-commit hook passes HEAD; "
+            "skipped outside git, before the first commit, and for runs whose settings declare "
+            "effective-batch).",
+        ),
+    ] = None,
+    color: ColorOption = None,
+    no_color: NoColorOption = False,
+    verify: Annotated[
+        bool, typer.Option("--verify", help="Back the advice with a short real training probe per run.")
+    ] = False,
+    verify_scaling: Annotated[
+        bool, typer.Option("--verify-scaling", help="Also probe on one process; report scaling efficiency.")
+    ] = False,
+    verify_report: Annotated[
+        Path | None, typer.Option("--verify-report", help="Write the probe results as JSON to this file.")
+    ] = None,
+    verify_steps: Annotated[
+        int, typer.Option("--verify-steps", min=1, help="Optimizer steps measured after warm-up.")
+    ] = 20,
+    verify_timeout: Annotated[
+        float, typer.Option("--verify-timeout", min=1, help="Wall-time limit per probe launch, seconds.")
+    ] = 600.0,
+    verify_real_weights: Annotated[
+        bool, typer.Option("--verify-real-weights", help="Load local checkpoint weights (default: random).")
+    ] = False,
+    verify_required: Annotated[bool, typer.Option("--verify-required", hidden=True)] = False,
+) -> None:
+    """Check training runs and report findings at exact file:line:col positions."""
+    from advisor.check import CheckError, CheckOptions, run_check
+    from advisor.engine import at_or_above
+    from advisor.settings import SettingsError
+
+    options = CheckOptions(
+        hardware=hardware,
+        select=split_csv(select),
+        ignore=split_csv(ignore) or [],
+        extend_select=split_csv(extend_select) or [],
+        rules_dirs=list(rules or []),
+        online=online,
+        base=base,
+        base_default=base_default,
+        inline_ignores=not no_inline_ignores,
+        baseline=baseline,
+    )
+    probe = None
+    if verify or verify_scaling or verify_report is not None or verify_required:
+        from advisor.probe.spec import ProbeOptions
+
+        probe = ProbeOptions(
+            steps=verify_steps,
+            timeout=verify_timeout,
+            scaling=verify_scaling,
+            report=verify_report,
+            real_weights=verify_real_weights,
+            online=online,
+        )
+    fixing = fix or unsafe_fixes or diff
+    options.verify = None if fixing else probe  # with --fix, probe the fixed files
+    fmt = output_format or (
+        CheckFormat.github
+        if os.environ.get("GITHUB_ACTIONS") == "true" and not statistics
+        else CheckFormat.text
+    )
+    if statistics and fmt in (CheckFormat.sarif, CheckFormat.github):
+        die("--statistics works with --format text or json")
+    seeds = seed_paths(paths)
+    from advisor.estimate.params import META_DEVICE_COUNTING
+
+    # the check path never imports torch/transformers: a model type without a built-in formula is
+    # reported as not modelled here (`estimate` counts it on the meta device)
+    counting = META_DEVICE_COUNTING.set(False)
+    try:
+        result = run_check(seeds, options)
+        if fix or unsafe_fixes or diff:
+            options.verify = None if diff else probe
+            result = _fix(result, seeds, options, unsafe=unsafe_fixes, diff=diff, output=output)
+    except (CheckError, SettingsError) as exc:
+        die(str(exc))
+        return
+    finally:
+        META_DEVICE_COUNTING.reset(counting)
+    verification = getattr(result, "verification", None)
+    if probe is not None and verification is not None and verification.unavailable:
+        typer.echo(f"gpu-advise: {verification.unavailable}", err=True)
+    elif probe is not None and verify_report is not None and verification is not None:
+        try:
+            verification.write(verify_report)
+        except OSError as exc:
+            die(f"cannot write {verify_report}: {exc.strerror or exc}")
+    threshold = (fail_on.value if fail_on else None) or result.settings.fail_on or "warning"
+    code = 0
+    if result.errors:
+        code = errors_exit_code(result)
+    elif not exit_zero and any(at_or_above(f.severity, threshold) for f in result.findings):
+        code = 1
+    if verify_required and verification is not None and verification.unavailable:
+        code = 2
+    if not diff:
+        when = color_when(color, no_color)
+        text = _render(result, fmt, code, statistics=statistics, color=when, to_file=output is not None)
+        if verification is not None and fmt is CheckFormat.text and not statistics:
+            from advisor.probe.render import render_verification
+
+            text += render_verification(verification)
+        emit(text, output)
+    if code:
+        raise typer.Exit(code)
+
+
+def errors_exit_code(result: Any) -> int:
+    """Rule evaluation errors: 2 when every failing rule is a user's own rule file (theirs to fix),
+    3 when a built-in rule or the engine failed (ours: an internal error)."""
+    import re
+
+    from advisor.report.sarif import is_builtin
+
+    by_code = {r.code: r for r in getattr(result, "rules", [])}
+    for err in result.errors:
+        # advisor/engine.py Engine.evaluate writes "rule CODE (FILE) failed on ..."
+        m = re.match(r"rule (\S+) \(", str(err))
+        rule = by_code.get(m.group(1)) if m else None
+        if rule is None or is_builtin(rule):
+            return EXIT_INTERNAL
+    return 2
+
+
+def _render(result: Any, fmt: CheckFormat, code: int, *, statistics: bool, color: str, to_file: bool) -> str:
+    if statistics:
+        from advisor.report.statistics import render_statistics
+
+        return render_statistics(result, as_json=fmt is CheckFormat.json)
+    if fmt is CheckFormat.json:
+        from advisor.report.json_report import render_json
+
+        return render_json(result)
+    if fmt is CheckFormat.sarif:
+        from advisor.report.sarif import render_sarif
+
+        return render_sarif(result, code)
+    if fmt is CheckFormat.github:
+        from advisor.report.github import render_github
+
+        return render_github(result)
+    if fmt is CheckFormat.concise:
+        from advisor.report.text import render_concise
+
+        return render_concise(result)
+    from advisor.report.text import color_enabled, render_text
+
+    text = render_text(result, color=color_enabled(color, isatty=not to_file and sys.stdout.isatty()))
+    notes = []
+    if getattr(result, "baseline", None) is not None:
+        from advisor.baseline import describe
+
+        notes.append(describe(result.baseline))
+    return text + "".join(f"{n}\n" for n in notes)
+
+
+def _fix(
+    result: Any, seeds: list[Path], options: Any, *, unsafe: bool, diff: bool, output: Path | None
+) -> Any:
+    """--fix / --unsafe-fixes / --diff: apply (or show) the fixes, then check again."""
+    from advisor.boundary import project_boundary
+    from advisor.check import run_check
+    from advisor.fix import fix_until_stable
+    from advisor.paths import relative
+    from advisor.report.escape import escape_text
+
+    # the fix rounds re-check in memory without the probe; --verify probes the files as written
+    probe, options.verify = options.verify, None
+
+    def final() -> Any:
+        options.verify = probe
+        return run_check(seeds, options)
+
+    result, outcome = fix_until_stable(
+        result,
+        lambda: run_check(seeds, options),
+        unsafe=unsafe,
+        write=not diff,
+        boundary=project_boundary(result.settings, seeds),
+        final=final if probe is not None else None,
+    )
+    for f, why in outcome.skipped:
+        loc = f.location
+        where = f"{relative(loc.file)}:{loc.line}:{loc.col}"
+        typer.echo(escape_text(f"gpu-advise: not fixed: {where} {f.rule}: {why}"), err=True)
+    for path, why in outcome.refused:
+        typer.echo(escape_text(f"gpu-advise: not written: {relative(path)}: {why}"), err=True)
+    if diff:
+        patch = outcome.diff()  # byte-exact; in an Actions log its lines must not run as commands
+        if output is None and patch and os.environ.get("GITHUB_ACTIONS") == "true":
+            from advisor.report.escape import guard_workflow_commands
+
+            patch = guard_workflow_commands(patch)
+        emit(patch, output)
+        typer.echo(f"gpu-advise: would apply {outcome.summary()}", err=True)
+        return result
+    typer.echo(f"gpu-advise: applied {outcome.summary()}", err=True)
+    return result
+
+
+@command("verify")
+def verify_command(
+    paths: Annotated[
+        list[Path] | None, typer.Argument(help="Files or folders (default: the current folder).")
+    ] = None,
+    hardware: Annotated[
+        str | None, typer.Option("--hardware", "-H", help="Built-in machine name or descriptor YAML.")
+    ] = None,
+    output_format: Annotated[CheckFormat | None, typer.Option("--format", help="Output format.")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the report to a file.")] = None,
+    select: Annotated[list[str] | None, typer.Option("--select", help="Rule codes or prefixes.")] = None,
+    ignore: Annotated[list[str] | None, typer.Option("--ignore", help="Codes or prefixes to skip.")] = None,
+    fail_on: Annotated[FailOn | None, typer.Option("--fail-on", help="Lowest severity that fails.")] = None,
+    exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even with findings.")] = False,
+    rules: Annotated[list[Path] | None, typer.Option("--rules", help="Extra folder of rule files.")] = None,
+    online: Annotated[bool, typer.Option("--online", help="Let the probe reach the Hub.")] = False,
+    scaling: Annotated[
+        bool, typer.Option("--scaling", "--verify-scaling", help="Also probe on one process (scaling).")
+    ] = False,
+    report: Annotated[
+        Path | None, typer.Option("--report", "--verify-report", help="Write the probe results as JSON.")
+    ] = None,
+    steps: Annotated[int, typer.Option("--steps", "--verify-steps", min=1, help="Steps after warm-up.")] = 20,
+    timeout: Annotated[
+        float, typer.Option("--timeout", "--verify-timeout", min=1, help="Seconds per probe launch.")
+    ] = 600.0,
+    real_weights: Annotated[
+        bool, typer.Option("--real-weights", "--verify-real-weights", help="Load local checkpoint weights.")
+    ] = False,
+    color: ColorOption = None,
+    no_color: NoColorOption = False,
+) -> None:
+    """Run a short real training probe per run (our probe, the run's launcher settings) and report
+    measured against predicted: `check --verify` (exit 2 when torch/accelerate/peft are missing)."""
+    check(
+        paths=paths,
+        hardware=hardware,
+        output_format=output_format,
+        output=output,
+        select=select,
+        ignore=ignore,
+        fail_on=fail_on,
+        exit_zero=exit_zero,
+        rules=rules,
+        online=online,
+        color=color,
+        no_color=no_color,
+        verify=True,
+        verify_scaling=scaling,
+        verify_report=report,
+        verify_steps=steps,
+        verify_timeout=timeout,
+        verify_real_weights=real_weights,
+        verify_required=True,
+    )
