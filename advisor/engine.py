@@ -436,7 +436,7 @@ class Engine:
                 try:
                     found = list(self._evaluate(rule, ctx, ev))
                 except Exception as exc:  # a broken rule must not take the others down
-                    # cli._errors_exit_code reads the code from "rule CODE (FILE) failed on ..."
+                    # commands/check.errors_exit_code reads the code from "rule CODE (FILE) failed on ..."
                     self.errors.append(
                         f"rule {rule.code} ({rule.path.name}) failed on {ctx.run or ctx.fallback.file}: "
                         f"{_describe(exc)}"
