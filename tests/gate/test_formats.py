@@ -140,7 +140,10 @@ def test_sarif_on_the_bundled_example_validates(monkeypatch) -> None:
     sarif = json.loads(result.stdout)
     assert_valid_sarif(sarif)
     for rule in sarif["runs"][0]["tool"]["driver"]["rules"]:
-        assert rule["helpUri"] == f"https://github.com/gpu-advise/gpu-advise/blob/main/docs/rules/{rule['id']}.md"
+        assert (
+            rule["helpUri"]
+            == f"https://github.com/gpu-advise/gpu-advise/blob/main/docs/rules/{rule['id']}.md"
+        )
         assert rule["shortDescription"]["text"] and rule["help"]["markdown"]
 
 
@@ -193,7 +196,8 @@ def test_exit_codes_in_every_format(fmt: str, project: Path, monkeypatch) -> Non
 def test_rule_command_prints_its_documentation_url(monkeypatch, tmp_path: Path) -> None:
     result = cli(["rule", "GA900"], tmp_path, monkeypatch)
     assert result.exit_code == 0
-    assert "Documentation: https://github.com/gpu-advise/gpu-advise/blob/main/docs/rules/GA900.md" in result.stdout
+    url = "https://github.com/gpu-advise/gpu-advise/blob/main/docs/rules/GA900.md"
+    assert f"Documentation: {url}" in result.stdout
 
 
 def test_statistics_in_github_actions_stay_text(project: Path, monkeypatch) -> None:

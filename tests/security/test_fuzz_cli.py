@@ -1,6 +1,7 @@
 """A small profile of benchmarks/fuzz_cli.py (issue 9): the whole CLI (check, plan, estimate, --fix,
---diff) in this process over mutated corpus files, whole mutated runs and random bytes, with zero tracebacks and no
-internal error. The benchmark runs 10,000 examples; this runs a few hundred with fixed seeds.
+--diff) in this process over mutated corpus files, whole mutated runs and random bytes, with zero
+tracebacks and no internal error. The benchmark runs 10,000 examples; this runs a few hundred with
+fixed seeds.
 
 It replaces tests/core/test_fuzz.py, which fed mutated corpus files to run_check alone.
 """

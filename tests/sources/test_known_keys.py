@@ -53,7 +53,8 @@ def test_release_history_covers_the_minors_people_pin():
         for cls in data[package]["classes"].values():
             for ranges in cls["keys"].values():
                 assert len(ranges) % 2 == 0 and all(0 <= i < len(releases) for i in ranges)
-    assert {"4.57", "5.0", "5.6", "5.24"} <= {".".join(v.split(".")[:2]) for v in data["transformers"]["versions"]}
+    minors = {".".join(v.split(".")[:2]) for v in data["transformers"]["versions"]}
+    assert {"4.57", "5.0", "5.6", "5.24"} <= minors
 
 
 def test_import_is_cheap_and_never_imports_the_consumers():
