@@ -158,4 +158,7 @@ def test_deep_flow_nesting_is_refused_before_libyaml_scans_it(text: str) -> None
     with pytest.raises(yaml.YAMLError) as info:
         parse_yaml(text)
     span = yaml_error_span(info.value)
-    assert span.line == 1 and span.col < 70 * 4
+    # our event count stops at the 65th level (col < 280 here); the libyaml that PyYAML >= 6.0.4 bundles
+    # has a nesting limit of its own (1000 levels) and may refuse first: either way within the first
+    # thousand brackets, never after scanning the million
+    assert span.line == 1 and span.col <= len("a: ") + 1001
