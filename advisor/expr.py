@@ -279,7 +279,7 @@ def _collect(node: ast.AST, bound: frozenset[str], out: list[Reference]) -> None
     while stack:
         node, bound = stack.pop()
         if isinstance(node, ast.Attribute | ast.Name):
-            path = _dotted(node)
+            path = dotted_path(node)
             if path is not None:
                 out.append(Reference("name", path, *_at(node), bound=path[0] in bound))
                 continue
@@ -299,7 +299,8 @@ def _collect(node: ast.AST, bound: frozenset[str], out: list[Reference]) -> None
         stack.extend((child, bound) for child in ast.iter_child_nodes(node))
 
 
-def _dotted(node: ast.AST) -> tuple[str, ...] | None:
+def dotted_path(node: ast.AST) -> tuple[str, ...] | None:
+    """`a.b.c` as ('a', 'b', 'c'); None for anything but a name with attributes."""
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)

@@ -14,7 +14,7 @@ import difflib
 from collections.abc import Collection, Iterator
 from typing import Any
 
-from advisor.expr import Expression, references
+from advisor.expr import Expression, dotted_path, references
 from advisor.facts.catalogue import Fact, NamespaceDecl, by_name, dynamic_keys, namespaces
 
 Problem = tuple[str, str | None, str]  # field of the rule file, the expression's text, what is wrong
@@ -72,7 +72,7 @@ class _RuleChecker:
             ):
                 return self._items_of_node(gen.iter)
             return None
-        path = _path(node)
+        path = dotted_path(node)
         fact = self.fact_of(path) if path is not None and len(path) == 2 else None
         return fact.items if fact is not None and fact.items else None
 
@@ -123,7 +123,7 @@ class _RuleChecker:
                 return None
             kind = type(node.value).__name__
             return _CATEGORY.get(kind), f"the {'string' if kind == 'str' else 'number'} {node.value!r}"
-        path = _path(node)
+        path = dotted_path(node)
         if path is None:
             return None
         fact = self.fact_of(path)
@@ -144,7 +144,7 @@ class _RuleChecker:
     def _compare(self, left: ast.AST, op: ast.cmpop, right: ast.AST, bound: Collection[str]) -> Iterator[str]:
         if isinstance(op, ast.Is | ast.IsNot):
             return
-        if any(p is not None and p[0] in bound for p in (_path(left), _path(right))):
+        if any(p is not None and p[0] in bound for p in (dotted_path(left), dotted_path(right))):
             return
         a = self._side(left)
         if isinstance(op, ast.In | ast.NotIn):
@@ -161,17 +161,6 @@ class _RuleChecker:
             yield f"{a[1]} is compared with {b[1]}: they are never equal" + (
                 "" if isinstance(op, ast.Eq | ast.NotEq) else " and do not order"
             )
-
-
-def _path(node: ast.AST) -> tuple[str, ...] | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return tuple(reversed(parts))
 
 
 def _comprehension_names(tree: ast.AST) -> set[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from advisor.expr import dotted_path
 from advisor.facts.script_ast.vocabulary import EXIT_CALLS, MAIN_RANK_VALUES
 
 
@@ -17,14 +18,8 @@ def last_id(node: ast.AST) -> str | None:
 
 
 def dotted_name(node: ast.AST) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
+    path = dotted_path(node)
+    return ".".join(path) if path else None
 
 
 def const(node: ast.AST | None) -> object:
