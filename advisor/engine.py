@@ -231,6 +231,29 @@ def builtin_rules_dir() -> Path:
     return Path(__file__).resolve().parent / "_rules"
 
 
+def is_builtin(rule: Any) -> bool:
+    """Whether a rule comes from the shipped catalog (ours) rather than a user's rule folder."""
+    try:
+        return Path(rule.path).resolve().parent == builtin_rules_dir().resolve()
+    except OSError:
+        return False
+
+
+def is_internal_error(error: str, rules: Iterable[Any]) -> bool:
+    """An evaluation error is ours (an internal error, exit 3) when the failing rule is built in or
+    unknown; a user's own rule file that fails is theirs to fix (exit 2). The text is the one
+    Engine.evaluate writes: "rule CODE (FILE) failed on ..."."""
+    m = re.match(r"rule (\S+) \(", str(error))
+    by_code = {r.code: r for r in rules}
+    rule = by_code.get(m.group(1)) if m else None
+    return rule is None or is_builtin(rule)
+
+
+def error_label(error: str, rules: Iterable[Any]) -> str:
+    """How reporters title an evaluation error."""
+    return "internal error" if is_internal_error(error, rules) else "rule error"
+
+
 def _read_rule_text(path: Path) -> str:
     """A rule file's text through the one safe reader: a FIFO, a device or an oversized file is refused."""
     from advisor.sources.read import ReadRefused, read_text_file

@@ -192,18 +192,10 @@ def check(
 def errors_exit_code(result: Any) -> int:
     """Rule evaluation errors: 2 when every failing rule is a user's own rule file (theirs to fix),
     3 when a built-in rule or the engine failed (ours: an internal error)."""
-    import re
+    from advisor.engine import is_internal_error
 
-    from advisor.report.sarif import is_builtin
-
-    by_code = {r.code: r for r in getattr(result, "rules", [])}
-    for err in result.errors:
-        # advisor/engine.py Engine.evaluate writes "rule CODE (FILE) failed on ..."
-        m = re.match(r"rule (\S+) \(", str(err))
-        rule = by_code.get(m.group(1)) if m else None
-        if rule is None or is_builtin(rule):
-            return EXIT_INTERNAL
-    return 2
+    rules = getattr(result, "rules", [])
+    return EXIT_INTERNAL if any(is_internal_error(err, rules) for err in result.errors) else 2
 
 
 def _render(result: Any, fmt: CheckFormat, code: int, *, statistics: bool, color: str, to_file: bool) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from advisor.engine import error_label
 from advisor.paths import relative
 from advisor.report.escape import escape_result, escape_text
 
@@ -60,7 +61,7 @@ def render_github(result: Any) -> str:
             )
         )
     for err in result.errors:
-        out.append(annotation("error", err, title="gpu-advise internal error"))
+        out.append(annotation("error", err, title=f"gpu-advise {error_label(err, result.rules)}"))
     baseline = getattr(result, "baseline", None)
     if baseline is not None:
         from advisor.baseline import describe

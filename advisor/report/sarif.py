@@ -28,12 +28,9 @@ LEVELS = {"error": "error", "warning": "warning", "info": "note"}
 
 
 def is_builtin(rule: Any) -> bool:
-    from advisor.engine import builtin_rules_dir
+    from advisor.engine import is_builtin as builtin
 
-    try:
-        return Path(rule.path).resolve().parent == builtin_rules_dir().resolve()
-    except OSError:
-        return False
+    return builtin(rule)
 
 
 def help_uri(rule: Any) -> str | None:

@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from itertools import groupby
 
+from advisor.engine import error_label
 from advisor.report import relative
 from advisor.report.escape import escape_result, escape_text
 from advisor.results import CheckResult, RunSummary
@@ -61,7 +62,7 @@ def render_concise(result: CheckResult) -> str:
         for f in result.findings
     ]
     out.append(f"Found {_plural(len(result.findings), 'finding')}." if result.findings else "No findings.")
-    out.extend(f"internal error: {err}" for err in result.errors)
+    out.extend(f"{error_label(err, result.rules)}: {err}" for err in result.errors)
     return "\n".join(out) + "\n"
 
 
@@ -121,5 +122,5 @@ def render_text(result: CheckResult, *, color: bool | None = None) -> str:
         )
     else:
         out.append(f"{s('green', 'No findings')} in {_plural(len(result.runs), 'run')}.")
-    out.extend(f"{s('red', 'internal error')}: {err}" for err in result.errors)
+    out.extend(f"{s('red', error_label(err, result.rules))}: {err}" for err in result.errors)
     return "\n".join(out) + "\n"
