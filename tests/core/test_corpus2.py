@@ -1,4 +1,4 @@
-"""The second corpus (tests/corpus2): 54 public files from repositories and paths that the first corpus
+"""The second corpus (tests/corpus2): 51 public files from repositories and paths that the first corpus
 (../shared/corpus) does not hold, labelled in tests/corpus2/labels.yaml from the consumers' own source:
 what a correct tool must raise (rule, line), what it must not raise, and which files are clean.
 
@@ -75,6 +75,19 @@ def results() -> list[FileResult]:
         pytest.skip("tests/corpus2 is absent")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     return evaluate()
+
+
+def test_no_file_is_a_copy_of_the_first_corpus(corpus: Path) -> None:
+    """The same file under another path upstream (trl/accelerate_configs vs examples/accelerate_configs)
+    is still the first corpus: it measures nothing new, and its copy must not be committed."""
+    import hashlib
+
+    def digests(root: Path) -> dict[str, Path]:
+        return {hashlib.sha1(p.read_bytes()).hexdigest(): p for p in root.rglob("*") if p.is_file()}
+
+    first = digests(corpus)
+    copies = [p for d, p in digests(CORPUS2).items() if d in first and p.suffix != ".md"]
+    assert not copies, f"byte-identical to ../shared/corpus files: {copies}"
 
 
 def test_every_stored_file_is_labelled_and_cited() -> None:
