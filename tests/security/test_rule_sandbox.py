@@ -320,7 +320,7 @@ def test_namespace_methods_read_as_unset_facts(tmp_path: Path, monkeypatch: pyte
 
 
 def test_facts_reach_expressions_as_plain_data() -> None:
-    where = Location(Path("/work/args.yaml"), 3, 5, "/lr")
+    where = Location(Path("/project/args.yaml"), 3, 5, "/lr")
     ns = Namespace(
         "t",
         {
@@ -335,7 +335,7 @@ def test_facts_reach_expressions_as_plain_data() -> None:
     def run(source: str) -> Any:
         return ev.evaluate(parse(source, HELPERS))
 
-    assert run("t.where") == {"file": "/work/args.yaml", "line": 3, "col": 5, "key": "/lr"}
+    assert run("t.where") == {"file": "/project/args.yaml", "line": 3, "col": 5, "key": "/lr"}
     assert run("t.path") == "/etc/passwd"
     assert type(run("t.path")) is str
     assert run("t.items[0].kind") == "x"
