@@ -131,10 +131,15 @@ class Namespace:
             node = node._values.get(part)
         return node
 
+    def value(self, dotted: str) -> Value | None:
+        """The Value at a dotted path, known or not; None when the path holds none."""
+        e = self.lookup(dotted)
+        return e if isinstance(e, Value) else None
+
     def known_value(self, dotted: str) -> Value | None:
         """The Value at a dotted path when it is written and known; else None."""
-        e = self.lookup(dotted)
-        return e if isinstance(e, Value) and e.known else None
+        e = self.value(dotted)
+        return e if e is not None and e.known else None
 
     def flat(self, prefix: str = "") -> Iterator[tuple[str, Value]]:
         for key, item in self._values.items():

@@ -99,10 +99,7 @@ STRATEGY_LABEL = {
 
 # ---- small readers --------------------------------------------------------------------------------
 def _entry(ns: Any, dotted: str) -> Value | None:
-    if ns is None:
-        return None
-    e = ns.lookup(dotted) if isinstance(ns, Namespace) else None
-    return e if isinstance(e, Value) else None
+    return ns.value(dotted) if isinstance(ns, Namespace) else None
 
 
 def _written(ns: Any, *keys: str) -> Value | None:

@@ -31,8 +31,8 @@ def tensor_parallel_size(plan: Any) -> Value | None:
         (plan.launch, "tensor_parallel_size"),
     ]
     for ns, path in places:
-        e = ns.lookup(path)
-        if isinstance(e, Value) and e.known:
+        e = ns.known_value(path)
+        if e is not None:
             try:
                 n = int(e.value)
             except (TypeError, ValueError):

@@ -61,8 +61,7 @@ def parallel_divisor(plan: RunPlan) -> tuple[int, list[Location]]:
     for places in _PARALLEL_DIMENSIONS.values():
         best, best_at = 1, None
         for space, key in places:  # lookup, never child(): reading must not add empty sections
-            entry = spaces[space].lookup(key)
-            v = entry if isinstance(entry, Value) else None
+            v = spaces[space].value(key)
             n = count(v)
             if n is not None and n > best:
                 best, best_at = n, v.origin if v is not None else None

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.plan import coerce_text
-from advisor.provenance import Namespace, Value
+from advisor.provenance import Namespace
 
 Launcher = Literal["torchrun", "accelerate", "python"]
 DEFAULT_STEPS = 20
@@ -158,13 +158,8 @@ _DTYPES = {
 }
 
 
-def _value(ns: Namespace, dotted: str) -> Value | None:
-    e = ns.lookup(dotted)
-    return e if isinstance(e, Value) and e.known else None
-
-
 def _plain(ns: Namespace, dotted: str) -> Any:
-    v = _value(ns, dotted)
+    v = ns.known_value(dotted)
     return None if v is None else v.value
 
 
@@ -181,7 +176,7 @@ def _truth(x: Any) -> bool | None:
 
 def _explicit(ns: Namespace, key: str) -> Any:
     """A value the run wrote (not a plan default)."""
-    v = _value(ns, key)
+    v = ns.known_value(key)
     if v is None or v.source == "default":
         return None
     return v.value
@@ -202,7 +197,7 @@ def run_digest(plan: Any) -> str:
 def _training_args(plan: Any, notes: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key in PASSTHROUGH:
-        v = _value(plan.training, key)
+        v = plan.training.known_value(key)
         if v is None:
             sub = plan.training.entry(key)
             if isinstance(sub, Namespace) and key in {
