@@ -35,10 +35,11 @@ def _join(items: Any, sep: str = ", ") -> str:
     return sep.join(pieces)
 
 
-def _plural(n: Any, word: str) -> str:
+def plural(n: Any, word: str, many: str | None = None) -> str:
+    """'1 GPU', '2 GPUs', '1 process', '3 processes' (or the plural `many` names)."""
     if n == 1:
         return f"{n} {word}"
-    return f"{n} {word}" + ("es" if word.endswith(("s", "sh", "ch", "x")) else "s")
+    return f"{n} {many or word + ('es' if word.endswith(('s', 'sh', 'ch', 'x')) else 's')}"
 
 
 def _round(x: Any, ndigits: Any = None) -> Any:
@@ -89,7 +90,7 @@ HELPERS: dict[str, Any] = {
     "gib": _fmt_gib,
     "show": lambda x: show_value(x),
     "join": _join,
-    "plural": _plural,
+    "plural": plural,
     "lower": _lower,
     "upper": _upper,
 }

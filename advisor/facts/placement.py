@@ -13,6 +13,7 @@ from typing import Any
 from advisor.facts import topology
 from advisor.facts.device_map import distributed_device_maps
 from advisor.provenance import Namespace, Value
+from advisor.rule_helpers import plural
 
 # Below this all-reduce busbw (GB/s) a network is "not fast" for FSDP/ZeRO-3: with H100-class
 # compute and 4k tokens per micro-batch the ZeRO-3 all-gathers take longer than the layer's
@@ -105,11 +106,6 @@ def _serving_facts(plan: Any, ns: Namespace, selected: list[int] | None, selecti
         ns.set("tp_groups", Value(blocks, tp.origin, "derived"))
         ns.set("tp_groups_over_pcie", Value(over_pcie, tp.origin, "derived"))
     return ns
-
-
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """'1 GPU', '2 GPUs', '1 process', '3 processes'."""
-    return f"{n} {word}" if n == 1 else f"{n} {many or word + 's'}"
 
 
 def index_range(first: int, last: int, word: str = "rank") -> str:

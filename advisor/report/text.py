@@ -15,6 +15,7 @@ from advisor.engine import error_label
 from advisor.report import relative
 from advisor.report.escape import escape_result, escape_text
 from advisor.results import CheckResult, RunSummary
+from advisor.rule_helpers import plural
 
 _CODES = {"error": "1;31", "warning": "33", "info": "36", "bold": "1", "dim": "2", "green": "32", "red": "31"}
 
@@ -61,13 +62,9 @@ def render_concise(result: CheckResult) -> str:
         f"{f.rule} {first_sentence(f.message)}"
         for f in result.findings
     ]
-    out.append(f"Found {_plural(len(result.findings), 'finding')}." if result.findings else "No findings.")
+    out.append(f"Found {plural(len(result.findings), 'finding')}." if result.findings else "No findings.")
     out.extend(f"{error_label(err, result.rules)}: {err}" for err in result.errors)
     return "\n".join(out) + "\n"
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _run_line(run: RunSummary) -> str:
@@ -115,12 +112,12 @@ def render_text(result: CheckResult, *, color: bool | None = None) -> str:
         out.extend(s("dim", f"  note: {note}") for note in run.notes)
     counts = Counter(f.severity for f in result.findings)
     if result.findings:
-        detail = ", ".join(_plural(counts[k], k) for k in ("error", "warning", "info") if counts[k])
+        detail = ", ".join(plural(counts[k], k) for k in ("error", "warning", "info") if counts[k])
         out.append(
-            f"Found {_plural(len(result.findings), 'finding')} ({detail}) "
-            f"in {_plural(len(result.runs), 'run')}."
+            f"Found {plural(len(result.findings), 'finding')} ({detail}) "
+            f"in {plural(len(result.runs), 'run')}."
         )
     else:
-        out.append(f"{s('green', 'No findings')} in {_plural(len(result.runs), 'run')}.")
+        out.append(f"{s('green', 'No findings')} in {plural(len(result.runs), 'run')}.")
     out.extend(f"{s('red', error_label(err, result.rules))}: {err}" for err in result.errors)
     return "\n".join(out) + "\n"
