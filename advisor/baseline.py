@@ -15,11 +15,12 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from advisor.findings import Finding
+from advisor.records import record
 from advisor.sources.document import Document, pointer
 
 VERSION = 1
@@ -30,7 +31,7 @@ class BaselineError(Exception):
     """The baseline file cannot be used (exit code 2)."""
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class BaselineReport:
     path: Path
     entries: int  # entries in the file (with multiplicity)

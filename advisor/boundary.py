@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from advisor.records import record
 
 if TYPE_CHECKING:
     from advisor.settings import Settings
@@ -26,7 +27,7 @@ def _resolved(path: Path) -> Path:
         return Path(os.path.abspath(path))
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class ProjectBoundary:
     roots: tuple[Path, ...]  # resolved absolute folders
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +16,12 @@ from advisor.facts import document_fallback, document_names, run_names
 from advisor.findings import Finding
 from advisor.paths import resolved
 from advisor.plan import RunPlan, build_plan
+from advisor.records import record
 from advisor.results import BaselineRun, CheckResult, RunSummary
 from advisor.settings import Settings, find_settings
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class CheckOptions:
     hardware: str | None = None
     select: list[str] | None = None
@@ -68,7 +69,7 @@ def _is_file(path: Path) -> bool:
         return False
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class SettingsRef:
     """A file named in the settings (hardware, extend-rules, baseline): opened only inside the boundary."""
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from advisor.boundary import ProjectBoundary
 from advisor.paths import relative, resolved
+from advisor.records import record
 from advisor.sources.document import Document, Location, SourceProblem, Span
 from advisor.sources.read import (
     CONFIG_SUFFIXES,
@@ -50,7 +51,7 @@ SKIP_DIRS = {
 RUN_KINDS = {"training_args", "axolotl", "accelerate", "deepspeed"}
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Reference:
     """A file named by another file: where it is named, and what it resolved to."""
 
@@ -61,7 +62,7 @@ class Reference:
     outside: str | None = None  # why the file is not read: it lies outside the project boundary
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class RunSpec:
     """The files of one run, before merging."""
 
@@ -126,7 +127,7 @@ class DocumentCache:
         return [*self._docs.values(), *self._named.values()]
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class WalkProblem:
     """A folder or file met while walking a checked folder that cannot be read (a permission error,
     a symlink loop, a file outside the project): reported as GA001 on that path, never a traceback."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from advisor.evaluator import Evaluator
 from advisor.expr import LIMITS, BudgetError, EvalError, ExprError, Expression, deferred, parse
 from advisor.findings import DELETE, SEVERITY_RANK, Edit, Finding, Fix
 from advisor.provenance import Namespace, Value
+from advisor.records import record
 from advisor.rule_helpers import HELPERS as HELPERS  # re-exported: engine.HELPERS is what tests name
 from advisor.rule_helpers import RESERVED_NAMES as RESERVED_NAMES
 from advisor.rule_helpers import show_value
@@ -42,7 +43,7 @@ MAX_RULE_FILE_BYTES = 1024 * 1024
 Template = tuple[tuple[str, Expression | None], ...]  # literal text, or an expression to show
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class CompiledRule:
     spec: RuleSpec
     path: Path
@@ -429,7 +430,7 @@ def select_rules(
     return chosen
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Context:
     """What one rule evaluation sees: fact namespaces by name, the run, and a fallback location."""
 

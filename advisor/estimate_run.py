@@ -7,9 +7,11 @@ hundred milliseconds); the run reports go through the check pipeline (build_plan
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from advisor.records import record
 
 # GPUs the verdict is shown for when no --hardware is given: one per memory class.
 REFERENCE_GPUS = ("RTX-4090", "L40S", "A100-SXM-80GB", "H100-NVL", "H200", "B200")
@@ -30,7 +32,7 @@ class EstimateError(Exception):
     """The estimate cannot be made (exit code 2): unknown model, bad option, unknown hardware."""
 
 
-@dataclass
+@record
 class Request:
     """`gpu-advise estimate MODEL` flags."""
 

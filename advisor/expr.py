@@ -24,10 +24,11 @@ from __future__ import annotations
 import ast
 import difflib
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass
+
+from advisor.records import record
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Limits:
     source_chars: int = 10_000  # one expression's text
     nodes: int = 2_000  # AST nodes of one expression
@@ -91,7 +92,7 @@ class Expression:
         return f"Expression({self.source!r})"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Reference:
     """A dotted name (`batch.world_size`, `item.kind`) or a helper call (`join`) in an expression."""
 

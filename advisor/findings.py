@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal
 
+from advisor.records import record
 from advisor.sources.document import Location
 
 Severity = Literal["error", "warning", "info"]
@@ -23,7 +24,7 @@ def stable_message(message: str) -> str:
     return _NUMBER.sub("#", message)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Edit:
     """Set (or with value DELETE, remove) one key of one file, or replace one word of a launch script."""
 
@@ -37,14 +38,14 @@ class Edit:
 DELETE = object()
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Fix:
     description: str
     safety: Literal["safe", "unsafe", "display"]
     edits: tuple[Edit, ...] = ()
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Finding:
     rule: str
     name: str

@@ -24,11 +24,12 @@ import os
 import stat
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor.findings import Finding, Fix
+from advisor.records import record
 from advisor.textedits import (
     JSON_SUFFIXES,
     SHELL_SUFFIXES,
@@ -110,7 +111,7 @@ def eligible(fix: Fix | None, *, unsafe: bool) -> bool:
     )
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class FixOutcome:
     applied: list[Finding] = field(default_factory=list)
     skipped: list[tuple[Finding, str]] = field(default_factory=list)
@@ -257,7 +258,7 @@ def sarif_replacements(finding: Finding, cache: dict[Path, SourceFile]) -> list[
 # ---------------------------------------------------------------- writing
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class WriteTarget:
     """The real file a fix writes (symlinks followed) and what it looked like when it was read."""
 

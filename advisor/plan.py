@@ -6,11 +6,12 @@ in `related`, so a rule about the conflict has both locations.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from advisor.discover import RunSpec
 from advisor.provenance import Namespace, Value
+from advisor.records import record
 from advisor.sources.document import Document, KeyPath, Location, pointer, refused_number
 
 # TrainingArguments names that the dialects spell differently.
@@ -80,7 +81,7 @@ def coerce_text(text: str) -> Any:
         return text
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class RunPlan:
     name: str
     spec: RunSpec

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from advisor.records import record
 from advisor.sources.document import Location
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Value:
     """One setting of a run: its value, where it was written, and what it overrode."""
 

@@ -6,8 +6,10 @@ depending on the layer above it.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from typing import TYPE_CHECKING, Any
+
+from advisor.records import record
 
 if TYPE_CHECKING:
     from advisor.findings import Finding
@@ -15,7 +17,7 @@ if TYPE_CHECKING:
     from advisor.settings import Settings
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class BaselineRun:
     """The numbers of the same run at the base revision."""
 
@@ -23,7 +25,7 @@ class BaselineRun:
     values: dict[str, Any]
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class RunSummary:
     name: str
     launcher: str | None
@@ -46,7 +48,7 @@ class RunSummary:
         return out
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class CheckResult:
     findings: list[Finding]
     runs: list[RunSummary]

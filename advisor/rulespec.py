@@ -6,13 +6,14 @@ pydantic. A leaf module, shared by the engine and the schema so that neither imp
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
 from advisor.findings import Severity
+from advisor.records import record
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class FixSpec:
     when: str = "True"  # the fix is offered only where this holds
     set: dict[str, Any] = field(default_factory=dict)
@@ -21,7 +22,7 @@ class FixSpec:
     description: str = ""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class Example:
     expect: Literal["fail", "pass"]
     files: dict[str, str]
@@ -31,7 +32,7 @@ class Example:
     note: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class RuleSpec:
     code: str
     name: str

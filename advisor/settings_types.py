@@ -7,12 +7,14 @@ advisor.schema.settings both import it, neither imports the other at module leve
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Literal
 
+from advisor.records import record
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+
+@record(frozen=True, slots=True, kw_only=True)
 class RunSettings:
     """A run declared by hand, or settings for a run found by discovery (matched by path)."""
 
@@ -25,7 +27,7 @@ class RunSettings:
     dataset_tokens: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class Thresholds:
     single_gpu_hours: float = 12.0
     workers_per_process: int = 2
@@ -33,7 +35,7 @@ class Thresholds:
     prediction_tolerance: float = 0.15
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class Settings:
     select: list[str] | None = None
     extend_select: list[str] = field(default_factory=list)

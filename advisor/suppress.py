@@ -24,13 +24,14 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
 from advisor.findings import Finding
 from advisor.provenance import Namespace, Value
+from advisor.records import record
 from advisor.selectors import matches as selector_matches
 from advisor.selectors import named_rules
 from advisor.sources.document import Document, Location
@@ -44,7 +45,7 @@ _DIRECTIVE = re.compile(
 )
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Directive:
     """One `# gpu-advise: ignore[...]` comment."""
 
@@ -67,7 +68,7 @@ class Directive:
         return None
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Suppressed:
     finding: Finding
     by: str  # "inline", "per-file-ignores", "key-ignores"

@@ -17,11 +17,11 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from advisor.findings import DELETE, Edit
+from advisor.records import record
 
 JSON_SUFFIXES = {".json", ".conf", ".jsonc", ".hjson"}
 SHELL_SUFFIXES = {".sh", ".bash", ".slurm", ".sbatch", ".zsh"}
@@ -31,7 +31,7 @@ class FixError(Exception):
     """A fix that cannot be applied safely by position; the finding stays."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class TextEdit:
     file: Path
     start: int  # character offsets into the decoded text
@@ -39,7 +39,7 @@ class TextEdit:
     text: str
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class SourceFile:
     path: Path
     raw: bytes

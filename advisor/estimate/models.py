@@ -20,12 +20,13 @@ import json
 import math
 import os
 import struct
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
 from advisor.estimate.params import ParamCount, UnknownModelTypeError, count_params
+from advisor.records import record
 
 __all__ = ["ModelInfo", "catalog_ids", "read_safetensors_params", "resolve_model"]
 
@@ -50,7 +51,7 @@ _DTYPE_BYTES = {
 }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class ModelInfo:
     name: str  # what was asked for
     hub_id: str | None = None
@@ -122,7 +123,7 @@ _PREQUANTIZED_SUFFIXES = ("-unsloth-bnb-4bit", "-bnb-4bit")
 _VARIANT_SUFFIXES = (("-chat-hf", "-hf"), ("-instruct", ""), ("-chat", ""), ("-it", ""), ("-base", ""))
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class _Hit:
     hub_id: str
     note: str | None = None

@@ -24,11 +24,12 @@ efficiency  = tokens/s on n GPUs / (n * tokens/s on one)
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from advisor.estimate import constants as K
 from advisor.estimate.memory import TrainingSetup, lora_params, resolve_setup
+from advisor.records import record
 
 __all__ = [
     "DataLength",
@@ -142,7 +143,7 @@ FOREACH_ADAM_PASSES = 20 / 7
 ELEMENTWISE_HBM_EFFICIENCY = 0.7
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class DataLength:
     """What the data says about tokens per sample (from the run's settings and its recipe)."""
 
@@ -152,7 +153,7 @@ class DataLength:
     source: str = ""  # where tokens_per_sample came from, for the assumption line
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class TimeEstimate:
     flops_per_token: float
     mfu: float

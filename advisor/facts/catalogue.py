@@ -26,14 +26,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cache
 from typing import Any, Literal
+
+from advisor.records import record
 
 Scope = Literal["run", "document", "suppression"]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Fact:
     name: str
     type: str
@@ -42,7 +44,7 @@ class Fact:
     items: tuple[str, ...] = ()  # keys of each element, for a list of mappings
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class NamespaceDecl:
     name: str
     doc: str

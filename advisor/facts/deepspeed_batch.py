@@ -4,13 +4,13 @@ world is asserted; which consumer (HF's integration, accelerate, DeepSpeed itsel
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from advisor.facts.counts import strict_int
 from advisor.facts.world_size import has_training_arguments
 from advisor.plan import RunPlan
 from advisor.provenance import Value
+from advisor.records import record
 
 # ------------------------------------------------------------------------------------------------
 # DeepSpeed batch arithmetic (DeepSpeed runtime/config.py _set_batch_related_parameters and
@@ -18,7 +18,7 @@ from advisor.provenance import Value
 # ------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class DsBatch:
     train: int | None
     micro: int | None

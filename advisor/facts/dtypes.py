@@ -15,11 +15,11 @@ Nothing here executes the script: its from_pretrained keyword arguments come fro
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from advisor.facts.precision import _truth, deepspeed_mode, training_mode
 from advisor.provenance import Namespace, Value
+from advisor.records import record
 from advisor.sources.document import Location
 
 __all__ = [
@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class DtypeFact:
     """One dtype decision: the dtype (None = unknown), where it comes from, and its position."""
 
@@ -47,7 +47,7 @@ class DtypeFact:
     assumed: bool = False  # not written anywhere: a default of the consumer the files do not pin
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class RunDtypes:
     storage: DtypeFact  # base weights as held during training (fp32 | bf16 | fp16)
     trainable: DtypeFact  # trainable parameters (None: the estimator's PEFT default)

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from advisor.provenance import Namespace, Value
+from advisor.records import record
 from advisor.sources.document import Location
 
 NEAR_FRACTION_DEFAULT = 0.10
@@ -181,7 +182,7 @@ def _origin(*values: Value | None) -> Location | None:
 
 
 # ---- the plan as estimator inputs -----------------------------------------------------------------
-@dataclass
+@record
 class PlanInputs:
     """A run's TrainingSetup (or the reason there is none) and what the time model needs."""
 

@@ -4,16 +4,16 @@ launcher's --include / --exclude (which drop CUDA_VISIBLE_DEVICES)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from advisor.facts.namespace_entries import value_entry
 from advisor.plan import RunPlan
 from advisor.provenance import Value
+from advisor.records import record
 from advisor.sources.document import Location
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class GpuList:
     ids: list[int] | None  # None: unknown
     origin: Location | None

@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from advisor.records import record
 from advisor.sources.pins import PACKAGES, Pin, read_folder_pins
 
 _DATA = Path(__file__).resolve().parent.parent / "data" / "keys" / "versions.json"
@@ -24,7 +24,7 @@ _DATA = Path(__file__).resolve().parent.parent / "data" / "keys" / "versions.jso
 MAX_FOLDERS_UP = 12
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Target:
     """The release of ``package`` a verdict is for, and why that one."""
 
@@ -233,7 +233,7 @@ def has_class(package: str, cls: str) -> bool:
     return _class(package, cls) is not None
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class KeyStatus:
     """A key of ``cls`` at one release: ``present`` (accepted), ``deprecated`` (accepted with a warning),
     ``removed`` (accepted by an older release: ``last`` is the newest one), ``new`` (only in newer

@@ -20,17 +20,18 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from advisor.probe.spec import ProbeOptions, ProbeSpec
+from advisor.records import record
 
 MARKER_VAR = "GPU_ADVISE_PROBE"
 GRACE_S = 5.0
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class LaunchResult:
     command: list[str]
     returncode: int | None

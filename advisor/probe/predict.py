@@ -14,10 +14,11 @@ Replace this module with the estimator's own plan adapter and per-term bytes onc
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import field, fields, replace
 from typing import Any
 
 from advisor.probe.spec import ProbeSpec
+from advisor.records import record
 
 GIB = float(2**30)
 _STRATEGY = {
@@ -30,7 +31,7 @@ _STRATEGY = {
 }
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Prediction:
     weights_bytes: int | None = None
     grad_bytes: int | None = None

@@ -7,19 +7,20 @@ check is written), so rule files judge it declaratively like any other fact: GA7
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from advisor.probe.predict import Prediction
 from advisor.probe.spec import ProbeSpec
 from advisor.provenance import Namespace, Value
+from advisor.records import record
 from advisor.sources.document import Location
 
 GIB = float(2**30)
 OK = {"ok", "stopped"}
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class RunVerification:
     name: str
     status: str  # ok, stopped, oom, failed, timeout, interrupted, skipped, unsupported

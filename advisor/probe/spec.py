@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.plan import coerce_text
 from advisor.provenance import Namespace
+from advisor.records import record
 
 Launcher = Literal["torchrun", "accelerate", "python"]
 DEFAULT_STEPS = 20
@@ -25,7 +26,7 @@ DEFAULT_WARMUP = 2
 DEFAULT_TIMEOUT = 600.0
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class ProbeOptions:
     steps: int = DEFAULT_STEPS  # measured optimizer steps after warm-up
     warmup: int = DEFAULT_WARMUP  # optimizer steps before timing starts

@@ -24,7 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ from advisor.probe.spec import (
     write_spec,
 )
 from advisor.provenance import Namespace, Value
+from advisor.records import record
 
 __all__ = ["RECORDED_FILE", "Verification", "apply_measurements", "verify_stage"]
 BATCH_KEYS = ("world_size", "dp_size", "effective_batch", "per_device", "accumulation")
@@ -58,7 +59,7 @@ def _batch_key(key: str) -> re.Pattern[str]:
     return re.compile(r"\bbatch\." + key + r"\b")
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Verification:
     source: str  # "probe" or "recorded"
     device: dict[str, Any] = field(default_factory=dict)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal
+
+from advisor.records import record
 
 KeyPath = tuple[str | int, ...]
 
@@ -22,7 +24,7 @@ DocumentKind = Literal[
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Span:
     """A 1-based line and column in a file. A value's span also says where it ends: the line and
     column just after its last character, and both ends as 0-based character offsets into the text
@@ -43,7 +45,7 @@ class Span:
         return self.end_line is not None and self.end_col is not None
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Location:
     file: Path
     line: int
@@ -73,7 +75,7 @@ PROBLEM_KINDS: dict[str, str] = {
 SURPRISE_KINDS = frozenset({"yaml11-scalar"})
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class SourceProblem:
     """Something a reader found while reading: a parse error, a duplicate key, a YAML 1.1 surprise."""
 
@@ -119,7 +121,7 @@ def pointer(path: KeyPath) -> str:
     return "/" + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in path) if path else ""
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Document:
     """One file, read the way its consumer reads it, with the position of every key and value."""
 

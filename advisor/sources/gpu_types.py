@@ -6,14 +6,16 @@ and looks them up; advisor.sources.hardware re-exports them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
+
+from advisor.records import record
 
 
 # The catalog's GPUs, as validated by advisor.schema.gpu (which builds these, and
 # holds the checks, bounds and descriptions): frozen dataclasses, so that the cached GPU catalog and
 # machines need no pydantic.
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class NvlinkSpec:
     generation: int
     links: int | None = None
@@ -32,7 +34,7 @@ class NvlinkSpec:
     busbw_source: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class PcieSpec:
     generation: int
     lanes: int = 16
@@ -42,7 +44,7 @@ class PcieSpec:
     busbw_source: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class GpuSpec:
     """One GPU model of the catalog (advisor/data/gpus.yaml)."""
 

@@ -11,9 +11,10 @@ import json
 import math
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from advisor.records import record
 from advisor.sources.document import MAX_INT, KeyPath, SourceProblem, Span, refused_number
 
 MAX_DEPTH = 64
@@ -44,7 +45,7 @@ class JsonSyntaxError(Exception):
         self.span = span
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class JsonResult:
     data: Any
     key_spans: dict[KeyPath, Span] = field(default_factory=dict)

@@ -17,10 +17,11 @@ from __future__ import annotations
 import difflib
 import json
 import math
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
+
+from advisor.records import record
 
 DIALECTS = ("training_args", "trl", "llamafactory", "llamafactory_v1", "axolotl", "accelerate", "deepspeed")
 
@@ -32,7 +33,7 @@ _TRUE = frozenset({"true", "t", "yes", "y", "1", "on"})
 _FALSE = frozenset({"false", "f", "no", "n", "0", "off"})
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class FieldType:
     """The simple type of one key: ``kind`` is ``int``, ``float``, ``bool``, ``str``, ``list``, ``dict``,
     ``any`` or a ``|`` union of them (``dict|str``)."""
@@ -51,7 +52,7 @@ class FieldType:
         return tuple(self.kind.split("|"))
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Removal:
     """A key the consumer no longer accepts (``removed``) or still accepts with a warning (``deprecated``)."""
 

@@ -4,9 +4,10 @@ advisor.sources.hardware builds one), and the network spelling it accepts. Machi
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, fields, is_dataclass, replace
+from dataclasses import field, fields, is_dataclass, replace
 from typing import Any, Literal
 
+from advisor.records import record
 from advisor.sources.gpu_catalog import resolve_gpu
 from advisor.sources.gpu_types import GpuSpec
 
@@ -25,7 +26,7 @@ def parse_network(network: str) -> tuple[str, float, int | None]:
     return kind.lower(), float(gbps), int(nics) if nics else None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class GpuGroup:
     """The GPUs of one node: all of one model."""
 
@@ -34,7 +35,7 @@ class GpuGroup:
     memory_gib: float | None = None  # override of the catalog's usable memory per GPU, GiB
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class Machine:
     """A hardware descriptor: what a run executes on (validate_machine builds one from plain data)."""
 

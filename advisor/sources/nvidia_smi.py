@@ -23,8 +23,9 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from advisor.records import record
 from advisor.sources.hardware import (
     GpuSpec,
     HardwareError,
@@ -76,7 +77,7 @@ def parse_cpulist(text: str | None) -> frozenset[int] | None:
     return frozenset(out)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Topology:
     """The GPU part of `nvidia-smi topo -m`."""
 
@@ -242,7 +243,7 @@ def parse_topo(text: str, source: str = "nvidia-smi topo -m") -> Topology:
     )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SmiGpu:
     """One row of `nvidia-smi --query-gpu=name,memory.total`."""
 
@@ -381,7 +382,7 @@ _ROCM_LINE = re.compile(r"^GPU\[(\d+)\]\s*:\s*([^:]+?)\s*:\s*(.*?)\s*$")
 _BYTES = re.compile(r"^(\d+)")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RocmGpu:
     """One GPU of `rocm-smi --showproductname --showmeminfo vram`."""
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 import ast
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from advisor.records import record
 
 PACKAGES = ("transformers", "trl", "accelerate", "peft", "deepspeed")
 
@@ -36,7 +37,7 @@ MAX_PIN_FILE_BYTES = 2 * 1024 * 1024
 _REQ_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(\(?[<>=!~^][^;#]*)?")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Pin:
     package: str
     spec: str  # as written, normalised to PEP 440 ("^4.40" becomes ">=4.40,<5")

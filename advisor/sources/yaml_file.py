@@ -15,11 +15,11 @@ from __future__ import annotations
 import bisect
 import re
 import sys
-from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
+from advisor.records import record
 from advisor.sources.document import KeyPath, SourceProblem, Span, refused_number
 
 try:  # the C composer is several times faster
@@ -92,7 +92,7 @@ class YamlLimitError(yaml.MarkedYAMLError):
         return str(self.problem)
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class YamlResult:
     data: Any
     key_spans: dict[KeyPath, Span]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+from advisor.records import record
 
 __all__ = ["OptimizerProfile", "has_optimizer_profile", "optimizer_profile"]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class OptimizerProfile:
     label: str
     states: float | None  # bytes/param fixed, or None = `mult` x state dtype

@@ -12,7 +12,7 @@ optimizer step   gradients + optimizer temporaries (+ DeepSpeed's fp32 gradient 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Literal
 
 from advisor.estimate import constants as K
@@ -20,6 +20,7 @@ from advisor.estimate.memory import terms
 from advisor.estimate.memory.optimizers import optimizer_profile
 from advisor.estimate.memory.resolve import ResolvedSetup, resolve_setup
 from advisor.estimate.memory.setup import MemoryEstimate, MemoryItem, Phase, Term, TrainingSetup
+from advisor.records import record
 
 __all__ = ["PhaseTerms", "estimate_memory", "phase_terms", "what_if"]
 
@@ -30,7 +31,7 @@ _PHASE_LABELS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class PhaseTerms:
     """Every term of one setup, grouped by when it is live."""
 

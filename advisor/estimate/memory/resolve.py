@@ -9,12 +9,11 @@ plus a bf16 autocast output is fp32).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from advisor.estimate.memory.lora import PEFT_DEFAULT_TARGETS, targeted
 from advisor.estimate.memory.optimizers import OptimizerProfile, optimizer_profile
 from advisor.estimate.memory.setup import TrainingSetup
 from advisor.estimate.params import ParamCount
+from advisor.records import record
 
 __all__ = ["DtypeFacts", "ResolvedSetup", "dtype_bytes", "resolve_setup"]
 
@@ -25,7 +24,7 @@ def dtype_bytes(dtype: str) -> int:
     return _BYTES[dtype]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class DtypeFacts:
     storage: str  # base weights as held during training (fp32 | bf16 | fp16; quantized Linears apart)
     trainable: str  # trainable parameters: = storage for a full fine-tune, the adapters' dtype for LoRA
@@ -51,7 +50,7 @@ class DtypeFacts:
         }
 
 
-@dataclass
+@record
 class ResolvedSetup:
     s: TrainingSetup
     pc: ParamCount

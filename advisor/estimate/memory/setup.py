@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal, get_args, get_type_hints
 
 from advisor.estimate.params import ParamCount
+from advisor.records import record
 
 Offload = Literal["none", "cpu", "nvme"]
 Metric = Literal["allocated", "reserved", "nvidia-smi"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class TrainingSetup:
     """One run, per GPU. ``None`` means "not known": the estimator assumes a value and says so.
 
@@ -149,7 +150,7 @@ def _check_setup(s: TrainingSetup) -> None:
 Phase = Literal["static", "backward start", "end of backward", "optimizer step", "every phase"]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Term:
     """One memory term: how many bytes, what they are, and the phases in which they are live."""
 
@@ -159,14 +160,14 @@ class Term:
     note: str = ""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class MemoryItem:
     name: str
     gib: float
     note: str = ""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class MemoryEstimate:
     items: list[MemoryItem]
     peak_gib: float  # in `metric`

@@ -8,13 +8,12 @@ temporaries), "every phase" (distributed buffers that churn throughout).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from advisor.estimate import constants as K
 from advisor.estimate.memory.activations import layer_bytes, logits_bytes, outside_bytes
 from advisor.estimate.memory.lora import lora_params
 from advisor.estimate.memory.resolve import ResolvedSetup, dtype_bytes
 from advisor.estimate.memory.setup import Phase, Term
+from advisor.records import record
 
 __all__ = ["Placement", "Trainables", "placement", "trainables"]
 
@@ -23,7 +22,7 @@ END: Phase = "end of backward"
 STEP: Phase = "optimizer step"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Trainables:
     """What is trained and in which dtypes."""
 
@@ -36,7 +35,7 @@ class Trainables:
     unquant_bytes: int  # bytes per base parameter that is not quantized
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Placement:
     """Which states are sharded across the data-parallel group."""
 
@@ -128,7 +127,7 @@ def _state_bytes(r: ResolvedSetup, n_train: int, sd: int) -> float:
     return o.mult * sd * n_train
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class OptimizerStates:
     term: Term
     soft: float  # paged (unified-memory) state
@@ -207,7 +206,7 @@ def step_temporaries(r: ResolvedSetup, train: Trainables, shards: Placement) -> 
     return Term("optimizer-step temporaries", tmp, (STEP,), note)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Activations:
     saved: Term
     last_layer: float  # one layer's saved activations (recomputed at the end of backward with checkpointing)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
+
+from advisor.records import record
 
 __all__ = ["LinearShape", "ParamCount", "UnknownModelTypeError"]
 
@@ -15,7 +17,7 @@ class UnknownModelTypeError(ValueError):
 # The estimator's results are frozen dataclasses, not pydantic models: they are built by this package
 # from already-checked numbers (nothing to validate), and a pre-commit hook must not pay pydantic's import
 # and schema building for them. Change them with dataclasses.replace().
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class LinearShape:
     """One Linear (weight d_out x d_in) inside a decoder layer; ``count`` copies per layer (MoE experts)."""
 
@@ -34,7 +36,7 @@ class LinearShape:
         return self.d_in * self.d_out * self.count
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record(frozen=True, slots=True, kw_only=True)
 class ParamCount:
     """Parameter count and the shape facts the memory and time models need."""
 

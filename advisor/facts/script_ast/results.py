@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from advisor.records import record
 
 MAX_SCRIPT_BYTES = 2 * 1024 * 1024
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class SideEffect:
     kind: str
     call: str  # source text of the callee, e.g. "model.save_pretrained" or "open"
@@ -17,7 +17,7 @@ class SideEffect:
     function: str | None  # enclosing function (dotted for methods / nested functions)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class LoadCall:
     """A ``*.from_pretrained(...)`` call and its model-loading keyword arguments as source text (a name
     bound once by a plain assignment is replaced by the text of its value), for the memory estimator."""
@@ -29,7 +29,7 @@ class LoadCall:
     has_star_kwargs: bool  # a **kwargs argument may carry any of them
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class ArgumentClass:
     """A dataclass handed to the script's argument parser: the fields the script declares itself (with
     those of its own base dataclasses) and the library classes it extends."""
@@ -40,7 +40,7 @@ class ArgumentClass:
     resolved: bool  # False: a base (or the class itself) comes from somewhere we cannot read
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class ArgumentParsing:
     """An ``HfArgumentParser(...)`` / ``TrlParser(...)`` in the script and how its result is parsed."""
 
@@ -67,7 +67,7 @@ class ArgumentParsing:
         return tuple(dict.fromkeys(b for c in self.classes for b in c.library_bases))
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class ScriptFacts:
     side_effects: tuple[SideEffect, ...] = ()
     device_map_auto: tuple[tuple[int, int], ...] = ()  # 1-based (line, col) of each "auto" value

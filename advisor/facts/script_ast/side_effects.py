@@ -84,7 +84,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from advisor.facts.script_ast.argument_parsers import find_argument_parsers
 from advisor.facts.script_ast.load_calls import find_load_calls
@@ -122,9 +122,10 @@ from advisor.facts.script_ast.vocabulary import (
     TRAINER_RANK_AWARE,
     BranchGuards,
 )
+from advisor.records import record
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Func:
     key: str
     node: ast.FunctionDef | ast.AsyncFunctionDef
@@ -133,7 +134,7 @@ class _Func:
     sites: list[tuple[bool, str | None]] = field(default_factory=list)  # (guarded, enclosing func)
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Raw:
     kind: str
     call: str

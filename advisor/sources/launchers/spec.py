@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
+
+from advisor.records import record
 
 # How the words after the launcher are read:
 # "script": launcher flags, then the training script (or -m module), then the script's own flags;
@@ -14,7 +16,7 @@ from typing import Literal
 Form = Literal["script", "subcommand", "server", "interpreter"]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Flags:
     """A launcher's command-line flags, spelled with underscores: switches take no value."""
 
@@ -29,7 +31,7 @@ class Flags:
 NO_FLAGS = Flags()
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Processes:
     """How a launcher decides how many processes it starts on a node (facts/world_size.py counts them)."""
 
@@ -38,7 +40,7 @@ class Processes:
     default: str = ""  # what happens when nothing gives it
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class LauncherSpec:
     name: str  # LaunchCommand.launcher
     summary: str

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from advisor.records import record
 from advisor.sources.shell.lexer import _WS, _Part, _Src
 from advisor.sources.shell.model import Word
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Piece:
     """A run of characters of an expanded value: known text with the file offset of each
     character, or an unknown value with the reason."""
@@ -37,7 +37,7 @@ class _Piece:
         return self.start
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Field:
     """One word after expansion and field splitting."""
 
@@ -156,7 +156,7 @@ def _cut_pieces(pieces: list[_Piece], ch: str) -> list[_Piece]:
     return out
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Var:
     pieces: list[_Piece]
     word: Word
@@ -165,7 +165,7 @@ class _Var:
     elements: list[list[_Piece]] | None = None  # an indexed array whose words are known (arrays.py)
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Assign:
     name: str
     parts: list[_Part]

@@ -4,8 +4,10 @@ here-documents, substitutions, parameter and arithmetic expansions, redirections
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
+
+from advisor.records import record
 
 if TYPE_CHECKING:
     from advisor.sources.shell.expand import _Piece
@@ -69,7 +71,7 @@ class _LexError(Exception):
 # Syntactic parts of a word --------------------------------------------------------------------
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Lit:
     text: str
     idx: list[int]  # source index of each character
@@ -77,7 +79,7 @@ class _Lit:
     pos: int  # source index where the part starts (for empty quoted strings)
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Param:  # $NAME or ${...}
     a: int  # inner text [a, b)
     b: int
@@ -86,14 +88,14 @@ class _Param:  # $NAME or ${...}
     quoted: bool
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Cmd:  # $(...) or `...`
     ra: int
     rb: int
     quoted: bool
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Arith:  # $((...))
     a: int
     b: int
@@ -102,14 +104,14 @@ class _Arith:  # $((...))
     quoted: bool
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Ph:  # an unknown value inside a re-read string
     k: int
     i: int
     quoted: bool
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Arr:  # NAME=( ... )
     ra: int
     rb: int
@@ -118,7 +120,7 @@ class _Arr:  # NAME=( ... )
 _Part = _Lit | _Param | _Cmd | _Arith | _Ph | _Arr
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Heredoc:
     delim: str
     strip_tabs: bool
@@ -127,7 +129,7 @@ class _Heredoc:
     b: int = -1
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Tok:
     kind: str  # "word" | "op" | "redir"
     value: str

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from advisor.records import record
 from advisor.sources.document import Span
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Word:
     """One resolved shell word/value."""
 
@@ -17,7 +18,7 @@ class Word:
     unknown: str | None = None  # why it is unknown
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class LaunchCommand:
     # "accelerate" | "torchrun" | "deepspeed" | "python" | "llamafactory" | "trl" | "axolotl" | "vllm"
     launcher: str
@@ -31,7 +32,7 @@ class LaunchCommand:
     positional: list[Word] = field(default_factory=list)
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class LaunchScript:
     commands: list[LaunchCommand] = field(default_factory=list)
     sbatch: dict[str, Word] = field(default_factory=dict)
