@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from advisor import records
 from advisor.records import record
 
 ADVISOR = Path(__file__).resolve().parents[2] / "advisor"
@@ -37,6 +38,22 @@ def _point(decorate: Any) -> Any:
         LIMIT: ClassVar[int] = 9
 
     return Point
+
+
+@pytest.fixture(autouse=True, params=["bound", "compiled"])
+def init_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test twice: with __init__ binding its arguments in Python, and compiled from the start."""
+    monkeypatch.setattr(records, "COMPILE_AFTER", 10_000 if request.param == "bound" else 0)
+    return str(request.param)
+
+
+def test_a_class_switches_to_the_compiled_init(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(records, "COMPILE_AFTER", 2)
+    cls = _point(record(frozen=True, slots=True))
+    first = cls.__init__
+    built = [cls(i) for i in range(4)]
+    assert cls.__init__ is not first and [p.x for p in built] == [0, 1, 2, 3]
+    assert cls(5, 6, ["a"]) == cls(x=5, y=6, tags=["a"])
 
 
 def _pair(options: dict[str, bool]) -> tuple[Any, Any]:
@@ -96,6 +113,10 @@ def test_keyword_only_and_missing_arguments_raise_as_the_stdlib() -> None:
     positional = _point(record(frozen=True))
     with pytest.raises(TypeError):
         positional(1, 2, [], "n", "extra")
+    with pytest.raises(TypeError):
+        positional(1, x=1)
+    with pytest.raises(TypeError):
+        positional(1, colour="red")
 
 
 def test_kw_only_marker_post_init_and_init_false_fields() -> None:
