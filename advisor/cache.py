@@ -14,7 +14,6 @@ it. GPU_ADVISE_NO_CACHE=1 turns it off.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import stat
@@ -22,6 +21,11 @@ import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
+
+try:  # hashlib's own BLAKE2 (hashlib.py imports it from here), without hashlib loading OpenSSL (~3 ms)
+    from _blake2 import blake2b
+except ImportError:  # an interpreter without the module
+    from hashlib import blake2b
 
 T = TypeVar("T")
 
@@ -46,7 +50,7 @@ def file_stamps(files: Iterable[Path]) -> list[tuple[str, int, int]]:
 
 
 def _digest(value: object) -> str:
-    return hashlib.sha256(repr(value).encode()).hexdigest()[:16]
+    return blake2b(repr(value).encode(), digest_size=8).hexdigest()
 
 
 def entry_path(folder: Path, name: str, slot: str, key: object) -> Path:

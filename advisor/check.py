@@ -19,6 +19,7 @@ from advisor.plan import RunPlan, build_plan
 from advisor.records import record
 from advisor.results import BaselineRun, CheckResult, RunSummary
 from advisor.settings import Settings, find_settings
+from advisor.suggest import close_matches
 
 
 @record(slots=True)
@@ -343,12 +344,11 @@ def _recorded(settings: Settings, paths: list[Path], boundary: ProjectBoundary) 
 
 def check_severity_overrides(settings: Settings, catalog: list[Any]) -> None:
     """`severity = {GA101 = "error"}` must name rules that exist (a typo would silently do nothing)."""
-    import difflib
 
     codes = {r.code for r in catalog}
     for code in settings.severity:
         if code not in codes:
-            close = difflib.get_close_matches(code, sorted(codes), n=1, cutoff=0.6)
+            close = close_matches(code, sorted(codes), n=1, cutoff=0.6)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise CheckError(f"{settings.source or 'settings'}: severity: no rule '{code}'{hint}")
 

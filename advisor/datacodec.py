@@ -16,6 +16,8 @@ from functools import cache
 from pathlib import Path, PurePath
 from typing import Any, Literal, Union
 
+from advisor.records import field_types
+
 
 class DataError(ValueError):
     """Plain data that does not have the shape of the type asked for."""
@@ -155,7 +157,7 @@ def _plain(data: Any) -> Any:
 @cache
 def _fields(cls: type) -> tuple[tuple[str, Decoder], ...]:
     """(name, decoder) of each init field; the annotations are resolved once per class."""
-    hints = typing.get_type_hints(cls)
+    hints = field_types(cls)
     return tuple((f.name, _decoder(hints[f.name])) for f in dataclasses.fields(cls) if f.init)
 
 

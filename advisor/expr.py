@@ -22,10 +22,10 @@ static check against a fact catalogue. advisor/evaluator.py evaluates checked ex
 from __future__ import annotations
 
 import ast
-import difflib
 from collections.abc import Collection, Iterator
 
 from advisor.records import record
+from advisor.suggest import close_matches
 
 
 @record(frozen=True, slots=True)
@@ -217,8 +217,13 @@ def check(tree: ast.AST, helpers: Collection[str], limits: Limits = LIMITS) -> N
             what = _REFUSED_NAMES.get(kind, kind.__name__)
             raise ExprError(f"{what} is not allowed in a rule expression", *_at(node))
         _check_node(node, helpers, limits)
-        for child in ast.iter_child_nodes(node):
-            stack.append((child, depth + 1))
+        # ast.iter_child_nodes, inlined: its generators were a third of loading the rule catalog
+        for name in node._fields:
+            child = getattr(node, name, None)
+            if isinstance(child, ast.AST):
+                stack.append((child, depth + 1))
+            elif isinstance(child, list):
+                stack.extend((item, depth + 1) for item in child if isinstance(item, ast.AST))
 
 
 def _check_node(node: ast.AST, helpers: Collection[str], limits: Limits) -> None:
@@ -244,7 +249,7 @@ def _check_node(node: ast.AST, helpers: Collection[str], limits: Limits) -> None
         if not isinstance(func, ast.Name):
             raise ExprError(f"only helpers can be called: {', '.join(sorted(helpers))}", *_at(node))
         if func.id not in helpers:
-            close = difflib.get_close_matches(func.id, list(helpers), n=1)
+            close = close_matches(func.id, list(helpers), n=1)
             hint = f"did you mean {close[0]}()? " if close else ""
             raise ExprError(
                 f"{func.id}() is not a helper; {hint}the helpers are {', '.join(sorted(helpers))}",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import field
 from pathlib import Path
@@ -71,6 +70,8 @@ class Finding:
         A finding without a key path falls back on its message with the numbers in it normalised
         (a GA900 message names the line of its comment); the baseline counts repeats.
         """
+        import hashlib  # here: only baselines, JSON and SARIF need it, and it loads OpenSSL (~3 ms)
+
         key = self.location.key or f"@{stable_message(self.message)}"
         raw = "\0".join((self.rule, relative_file, key))
         return hashlib.sha256(raw.encode()).hexdigest()[:16]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +10,7 @@ from typing import Any
 from advisor.settings_types import RunSettings as RunSettings
 from advisor.settings_types import Settings as Settings
 from advisor.settings_types import Thresholds as Thresholds
+from advisor.suggest import close_matches
 
 SETTINGS_FILES = (".gpu-advise.toml", "pyproject.toml")
 
@@ -49,7 +49,7 @@ def parse_settings(text: str, path: Path) -> Settings:
         key = loc[-1] if loc else ""
         if err["type"] == "extra_forbidden":
             section = loc[0] if len(loc) > 1 and loc[0] in ("thresholds", "runs") else ""
-            close = difflib.get_close_matches(key, known_keys(section), n=1, cutoff=0.6)
+            close = close_matches(key, known_keys(section), n=1, cutoff=0.6)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise SettingsError(
                 f"{path}:{_line_of(text, key)}: unknown setting '{'.'.join(loc)}'{hint}"

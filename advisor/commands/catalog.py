@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 from advisor.commands.base import OutputFormat, command, die
+from advisor.suggest import close_matches
 
 if TYPE_CHECKING:
     import typer
@@ -53,14 +54,13 @@ def list_facts(
     output_format: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.text,
 ) -> None:
     """List the facts rule expressions can read: namespace, name, type, unit, doc (docs/facts.md)."""
-    import difflib
 
     from advisor.facts import catalogue_view
     from advisor.facts.catalogue import by_name
     from advisor.report.escape import strict_json
 
     if namespace is not None and namespace not in by_name():
-        close = difflib.get_close_matches(namespace, list(by_name()), n=1)
+        close = close_matches(namespace, list(by_name()), n=1)
         die(f"no fact namespace {namespace!r}" + (f"; did you mean {close[0]!r}?" if close else ""))
         return
     if output_format is OutputFormat.json:

@@ -11,6 +11,7 @@ from typing import Any
 from advisor.facts.project_settings import settings_for
 from advisor.sources import known_keys as kk
 from advisor.sources.document import Document, KeyPath, Location, pointer, refused_number
+from advisor.suggest import close_matches
 
 # Below this share of known keys, the file is some other project's dialect that merely shares
 # TrainingArguments names (open-instruct's own dataclass, say): judging its keys would be noise.
@@ -341,9 +342,8 @@ def _versioned_verdict(sources: list[tuple[Any, tuple[str, ...]]], key: str) -> 
                 )
                 return {"kind": "removed", "message": message}
             known = versions.keys_at(target.package, classes_of(sources, target), target.index)
-            import difflib
 
-            guess = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.8)
+            guess = close_matches(key, sorted(known), n=1, cutoff=0.8)
             hint = f" (did you mean '{guess[0]}'?)" if guess else ""
             message = f"'{key}' is not a key of {target.label}: it was added in {st.first}{hint}"
             return {"kind": "unknown", "message": message, "suggestion": guess[0] if guess else None}
@@ -364,12 +364,11 @@ def _readable_guess(sources: list[tuple[Any, tuple[str, ...]]], key: str, guess:
     statuses = [versions.key_status(t.package, classes, guess, t.index) for t, classes in sources]
     if all(st.state == "never" for st in statuses) or any(st.state == "present" for st in statuses):
         return guess  # not a versioned key (a TRL recipe's extra), or readable
-    import difflib
 
     readable: set[str] = set()
     for target, classes in sources:
         readable |= versions.keys_at(target.package, classes, target.index)
-    match = difflib.get_close_matches(key, sorted(readable), n=1, cutoff=0.8)
+    match = close_matches(key, sorted(readable), n=1, cutoff=0.8)
     return match[0] if match else None
 
 

@@ -10,12 +10,12 @@ declared name is close, which one was meant. The engine turns it into the rule f
 from __future__ import annotations
 
 import ast
-import difflib
 from collections.abc import Collection, Iterator
 from typing import Any
 
 from advisor.expr import Expression, dotted_path, references
 from advisor.facts.catalogue import Fact, NamespaceDecl, by_name, dynamic_keys, namespaces
+from advisor.suggest import close_matches
 
 Problem = tuple[str, str | None, str]  # field of the rule file, the expression's text, what is wrong
 
@@ -35,7 +35,7 @@ def _category(type_: str) -> str | None:
 
 
 def _did_you_mean(name: str, choices: Collection[str]) -> str:
-    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    close = close_matches(name, list(choices), n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
 
 

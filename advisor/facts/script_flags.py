@@ -13,7 +13,6 @@ on a transformers without that field means no evaluation ever runs.
 
 from __future__ import annotations
 
-import difflib
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 from advisor.facts.project_settings import settings_for
 from advisor.facts.script_ast import MAX_SCRIPT_BYTES, ArgumentParsing, analyse_script
 from advisor.sources.document import Document, Location, pointer
+from advisor.suggest import close_matches
 
 # Launchers whose script flags do not go to the script's own argparse (keys.py says why).
 _NOT_SCRIPT_FLAGS = frozenset({"vllm", "axolotl", "llamafactory", "trl"})
@@ -127,7 +127,7 @@ def _judge(
                     f"such argument{use}",
                     None,
                 )
-    guess = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.8)
+    guess = close_matches(key, sorted(known), n=1, cutoff=0.8)
     added = next((f" (added in {t.package} {st.first})" for t, st in statuses if st.state == "new"), "")
     labels = ", ".join(t.label for t, _ in statuses)
     detail = f"is an argument of none of its dataclasses{added}" + (f" at {labels}" if labels else "")
@@ -313,7 +313,7 @@ def _file_verdict(
         if st.state == "removed":
             detail = f"'{key}' was removed in {target.package} {st.first} (last in {st.last}){use}"
             return "removed", detail, None
-    guess = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.8)
+    guess = close_matches(key, sorted(known), n=1, cutoff=0.8)
     return "unknown", "", guess[0] if guess else None
 
 

@@ -6,7 +6,6 @@ the entry types (advisor.sources.gpu_types), so neither imports the machine desc
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterator, Mapping
 from functools import cache
@@ -16,6 +15,7 @@ from typing import Any
 import yaml
 
 from advisor.sources.gpu_types import GpuSpec
+from advisor.suggest import close_matches
 
 try:  # the C loader is several times faster
     _Loader: type = yaml.CSafeLoader
@@ -208,7 +208,7 @@ def suggest_gpu(name: str, n: int = 3) -> list[str]:
     """Catalog ids close to a name that did not resolve (for a did-you-mean)."""
     _, index = _catalog_and_index()
     key = normalize_gpu_name(name)
-    close = difflib.get_close_matches(key, list(index), n=n * 3, cutoff=0.6)
+    close = close_matches(key, list(index), n=n * 3, cutoff=0.6)
     out: list[str] = []
     for match in close:
         gpu_id = index[match]

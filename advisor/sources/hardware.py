@@ -17,7 +17,6 @@ descriptor raise `HardwareError` whose message names the file and the 1-based li
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -51,6 +50,7 @@ from advisor.sources.gpu_catalog import (
 )
 from advisor.sources.gpu_types import GpuSpec, NvlinkSpec, PcieSpec
 from advisor.sources.machine_types import GpuGroup, Machine, parse_network
+from advisor.suggest import close_matches
 
 MACHINES_DIR = DATA_DIR / "machines"
 
@@ -198,7 +198,7 @@ def _describe(error: Any) -> tuple[tuple[str | int, ...], bool, str]:
         parent = ".".join(str(p) for p in loc[:-1])
         allowed = sorted(_FIELD_NAMES.get(parent, set()))
         msg = f"unknown key {loc[-1]!r}" + (f" in {parent}" if parent else "")
-        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        close = close_matches(str(loc[-1]), allowed, n=1)
         msg += f"; did you mean {close[0]!r}?" if close else f"; allowed keys: {', '.join(allowed)}"
         return loc, True, msg
     if error["type"] == "missing":
@@ -314,7 +314,7 @@ def load_hardware(name_or_path: str | Path) -> Machine:
         return machines[text]
     if path.suffix.lower() in (".yaml", ".yml", ".json") or "/" in text or "\\" in text:
         raise HardwareError(f"{text}: hardware descriptor file not found", file=text)
-    close = difflib.get_close_matches(text.casefold(), [m.casefold() for m in machines], n=3, cutoff=0.5)
+    close = close_matches(text.casefold(), [m.casefold() for m in machines], n=3, cutoff=0.5)
     canon = {m.casefold(): m for m in machines}
     msg = f"unknown hardware {text!r}: not a built-in machine and not a file"
     if close:

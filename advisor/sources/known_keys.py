@@ -14,7 +14,6 @@ nested mapping: ``("deepspeed_config",)`` in an accelerate file, ``("zero_optimi
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 from functools import cache
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from advisor.records import record
+from advisor.suggest import close_matches
 
 DIALECTS = ("training_args", "trl", "llamafactory", "llamafactory_v1", "axolotl", "accelerate", "deepspeed")
 
@@ -427,5 +427,5 @@ def suggest(dialect: str, key: str, section: Section = (), cutoff: float = 0.8) 
     lowered = stripped.lower().replace("-", "_")
     if lowered in known:
         return lowered
-    match = difflib.get_close_matches(lowered, sorted(known), n=1, cutoff=cutoff)
+    match = close_matches(lowered, sorted(known), n=1, cutoff=cutoff)
     return match[0] if match else None

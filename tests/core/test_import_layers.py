@@ -30,12 +30,14 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "advisor.findings",
             "advisor.paths",
             "advisor.provenance",
+            "advisor.records",  # the dataclass decorator of the package
             "advisor.report.escape",  # escaping: applied by every writer (fix, baseline), not only reporters
             "advisor.results",
             "advisor.rule_helpers",
             "advisor.rulespec",
             "advisor.selectors",
             "advisor.settings_types",
+            "advisor.suggest",  # did-you-mean
             "advisor.sources.document",  # Document, Location, Span: the position types
         ),
     ),

@@ -210,3 +210,64 @@ def test_every_dataclass_of_the_package_is_a_record() -> None:
                     if name == "dataclass":
                         offenders.append(f"{path.relative_to(ADVISOR.parent)}:{node.lineno} {node.name}")
     assert not offenders, "use advisor.records.record, not dataclasses.dataclass:\n" + "\n".join(offenders)
+
+
+def _package_records() -> list[type]:
+    import importlib
+    import pkgutil
+
+    import advisor
+
+    found: dict[str, type] = {}
+    for info in pkgutil.walk_packages(advisor.__path__, "advisor."):
+        if info.name.startswith(("advisor.probe.worker", "advisor.probe.train")):
+            continue  # the probe's worker modules import torch
+        try:
+            module = importlib.import_module(info.name)
+        except ImportError:
+            continue
+        for value in vars(module).values():
+            if isinstance(value, type) and dataclasses.is_dataclass(value) and value.__module__ == info.name:
+                found[f"{info.name}.{value.__qualname__}"] = value
+    return [found[k] for k in sorted(found)]
+
+
+def test_field_types_read_every_annotation_of_the_package_as_typing_does() -> None:
+    import sys
+    import typing
+
+    classes = _package_records()
+    assert len(classes) > 90
+    for cls in classes:
+        try:
+            expected = typing.get_type_hints(cls)
+        except NameError:  # a name imported for type checking only: neither can resolve it
+            with pytest.raises(NameError):
+                records.field_types(cls)
+            continue
+        names = [f.name for f in dataclasses.fields(cls)]
+        assert records.field_types(cls) == {n: expected[n] for n in names}, cls
+        scope = vars(sys.modules[cls.__module__])
+        for name, annotation in cls.__dict__.get("__annotations__", {}).items():  # noqa: RUF063
+            if name in names and isinstance(annotation, str):
+                # read by the reader itself, not by its fallback on typing
+                assert records._TypeReader(annotation, scope).read() == expected[name], (cls, name)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["int | None", "dict[str, tuple[int, ...]]", "Literal['a', 'b'] | None", "list[list[str]]"],
+)
+def test_field_types_forms(text: str) -> None:
+    import typing
+
+    scope = {"Literal": typing.Literal}
+    assert records._TypeReader(text, scope).read() == eval(text, scope)
+
+
+def test_field_types_fall_back_on_typing_for_other_forms() -> None:
+    @record
+    class Odd:
+        a: "int if True else str"  # noqa: UP037
+
+    assert records.field_types(Odd) == {"a": int}

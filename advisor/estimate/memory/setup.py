@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import field
-from typing import Any, Literal, get_args, get_type_hints
+from typing import Any, Literal, get_args
 
 from advisor.estimate.params import ParamCount
-from advisor.records import record
+from advisor.records import field_types, record
 
 Offload = Literal["none", "cpu", "nvme"]
 Metric = Literal["allocated", "reserved", "nvidia-smi"]
@@ -81,7 +81,7 @@ class TrainingSetup:
 def _setup_rules() -> dict[str, tuple[Any, tuple[Any, ...], bool]]:
     """Per field: (the plain type, the allowed values of a Literal or (), whether None is allowed)."""
     rules = {}
-    for name, hint in get_type_hints(TrainingSetup).items():
+    for name, hint in field_types(TrainingSetup).items():
         args = get_args(hint)
         optional = type(None) in args
         core = [a for a in args if a is not type(None)] if optional else [hint]
