@@ -15,12 +15,11 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from advisor.findings import Finding
-from advisor.records import record
+from advisor.records import record, replace
 from advisor.sources.document import Document, pointer
 
 VERSION = 1

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import errno
 import os
-from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ from advisor.facts import document_fallback, document_names, run_names
 from advisor.findings import Finding
 from advisor.paths import resolved
 from advisor.plan import RunPlan, build_plan
-from advisor.records import record
+from advisor.records import field, record
 from advisor.results import BaselineRun, CheckResult, RunSummary
 from advisor.settings import Settings, find_settings
 from advisor.suggest import close_matches

@@ -8,7 +8,6 @@ tampered entry is a cache miss, never an object of the wrong type.
 
 from __future__ import annotations
 
-import dataclasses
 import types
 import typing
 from collections.abc import Callable
@@ -16,6 +15,7 @@ from functools import cache
 from pathlib import Path, PurePath
 from typing import Any, Literal, Union
 
+from advisor import records
 from advisor.records import field_types
 
 
@@ -27,8 +27,8 @@ def encode(value: Any) -> Any:
     """A dataclass (or list, tuple, dict, path, scalar of them) as JSON-ready data."""
     if value is None or isinstance(value, bool | int | float | str):
         return value
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if records.is_record(value) and not isinstance(value, type):
+        return {f.name: encode(getattr(value, f.name)) for f in records.fields(value)}
     if isinstance(value, list | tuple):
         return [encode(v) for v in value]
     if isinstance(value, dict):
@@ -57,8 +57,8 @@ def _decoder(hint: Any) -> Decoder:
     the cached catalog through these, so the hint is inspected once, not once per value)."""
     if hint is Any:
         return _plain
-    if dataclasses.is_dataclass(hint):
-        return lambda data: _decode_dataclass(hint, data)  # type: ignore[arg-type]
+    if records.is_record(hint):
+        return lambda data: _decode_dataclass(hint, data)
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if origin is Literal:
@@ -158,7 +158,7 @@ def _plain(data: Any) -> Any:
 def _fields(cls: type) -> tuple[tuple[str, Decoder], ...]:
     """(name, decoder) of each init field; the annotations are resolved once per class."""
     hints = field_types(cls)
-    return tuple((f.name, _decoder(hints[f.name])) for f in dataclasses.fields(cls) if f.init)
+    return tuple((f.name, _decoder(hints[f.name])) for f in records.fields(cls) if f.init)
 
 
 def _decode_dataclass(cls: type, data: Any) -> Any:

@@ -10,13 +10,12 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from advisor.boundary import ProjectBoundary
 from advisor.paths import relative, resolved
-from advisor.records import record
+from advisor.records import field, record
 from advisor.sources.document import Document, Location, SourceProblem, Span
 from advisor.sources.read import (
     CONFIG_SUFFIXES,

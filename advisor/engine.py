@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from advisor.evaluator import Evaluator
 from advisor.expr import LIMITS, BudgetError, EvalError, ExprError, Expression, deferred, parse
 from advisor.findings import DELETE, SEVERITY_RANK, Edit, Finding, Fix
 from advisor.provenance import Namespace, Value
-from advisor.records import record
+from advisor.records import field, record
 from advisor.rule_helpers import HELPERS as HELPERS  # re-exported: engine.HELPERS is what tests name
 from advisor.rule_helpers import RESERVED_NAMES as RESERVED_NAMES
 from advisor.rule_helpers import show_value

@@ -7,11 +7,10 @@ hundred milliseconds); the run reports go through the check pipeline (build_plan
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from advisor.records import record
+from advisor.records import record, replace
 
 # GPUs the verdict is shown for when no --hardware is given: one per memory class.
 REFERENCE_GPUS = ("RTX-4090", "L40S", "A100-SXM-80GB", "H100-NVL", "H200", "B200")

@@ -11,7 +11,6 @@ exhaust memory or hang.
 from __future__ import annotations
 
 import ast
-import dataclasses
 import operator
 import time
 from collections.abc import Callable, Mapping
@@ -19,6 +18,7 @@ from enum import Enum
 from pathlib import PurePath
 from typing import Any
 
+from advisor import records
 from advisor.expr import LIMITS, BudgetError, EvalError, ExprError, Expression, Limits
 from advisor.provenance import Namespace, Value
 from advisor.sources.document import Location
@@ -171,10 +171,10 @@ class Evaluator:
             return self._convert(Location(value.file, value.line, value.col, value.key), depth)
         if isinstance(value, PurePath):
             return str(value)
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if records.is_record(value) and not isinstance(value, type):
             out = {
                 f.name: self._convert(getattr(value, f.name), depth + 1)
-                for f in dataclasses.fields(value)
+                for f in records.fields(value)
                 if not f.name.startswith("_")
             }
             self._sources[id(out)] = (out, value)

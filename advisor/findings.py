@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal
 
-from advisor.records import record
+from advisor.records import field, record
 from advisor.sources.document import Location
 
 Severity = Literal["error", "warning", "info"]

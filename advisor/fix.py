@@ -24,12 +24,11 @@ import os
 import stat
 import tempfile
 from collections.abc import Callable
-from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor.findings import Finding, Fix
-from advisor.records import record
+from advisor.records import field, record
 from advisor.textedits import (
     JSON_SUFFIXES,
     SHELL_SUFFIXES,

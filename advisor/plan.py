@@ -6,12 +6,11 @@ in `related`, so a rule about the conflict has both locations.
 
 from __future__ import annotations
 
-from dataclasses import field
 from typing import Any
 
 from advisor.discover import RunSpec
 from advisor.provenance import Namespace, Value
-from advisor.records import record
+from advisor.records import field, record
 from advisor.sources.document import Document, KeyPath, Location, pointer, refused_number
 
 # TrainingArguments names that the dialects spell differently.

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import field
 from typing import Any
 
-from advisor.records import record
+from advisor.records import field, record
 from advisor.sources.document import Location
 
 

@@ -6,10 +6,9 @@ depending on the layer above it.
 
 from __future__ import annotations
 
-from dataclasses import asdict, field
 from typing import TYPE_CHECKING, Any
 
-from advisor.records import record
+from advisor.records import asdict, field, record
 
 if TYPE_CHECKING:
     from advisor.findings import Finding

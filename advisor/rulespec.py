@@ -6,11 +6,10 @@ pydantic. A leaf module, shared by the engine and the schema so that neither imp
 
 from __future__ import annotations
 
-from dataclasses import field
 from typing import Any, Literal
 
 from advisor.findings import Severity
-from advisor.records import record
+from advisor.records import field, record
 
 
 @record(frozen=True, slots=True, kw_only=True)

@@ -7,11 +7,10 @@ advisor.schema.settings both import it, neither imports the other at module leve
 
 from __future__ import annotations
 
-from dataclasses import field
 from pathlib import Path
 from typing import Literal
 
-from advisor.records import record
+from advisor.records import field, record
 
 
 @record(frozen=True, slots=True, kw_only=True)

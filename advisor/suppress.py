@@ -24,14 +24,13 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Iterable
-from dataclasses import field
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
 from advisor.findings import Finding
 from advisor.provenance import Namespace, Value
-from advisor.records import record
+from advisor.records import field, record
 from advisor.selectors import matches as selector_matches
 from advisor.selectors import named_rules
 from advisor.sources.document import Document, Location

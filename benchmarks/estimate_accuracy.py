@@ -37,7 +37,6 @@ Run: python benchmarks/estimate_accuracy.py
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import statistics
 import sys
@@ -48,6 +47,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from advisor import records
 from advisor.estimate import TrainingSetup, estimate_memory, resolve_model
 
 MIB = 2**20 / 2**30  # MiB -> GiB
@@ -476,7 +476,7 @@ ROWS: list[dict[str, Any]] = [
 ]
 
 _META_KEYS = {"id", "grade", "measured", "model", "hw", "note"}
-_DEFAULTS = {f.name: f.default for f in dataclasses.fields(TrainingSetup) if f.name != "model"}
+_DEFAULTS = {f.name: f.default for f in records.fields(TrainingSetup) if f.name != "model"}
 
 # TrainingSetup inputs that no config file the plan reads can set, with why. A row that sets one of them
 # (to a non-default value) cannot go through the real path like with like: it falls back to the direct
@@ -523,10 +523,10 @@ def gaps(row: dict[str, Any]) -> dict[str, Any]:
 
 def projection(row: dict[str, Any]) -> TrainingSetup:
     """The direct encoding without the settings a run cannot express: what the run should map to."""
-    setup = dataclasses.replace(setup_for(row), **{k: _DEFAULTS[k] for k in gaps(row)})
+    setup = records.replace(setup_for(row), **{k: _DEFAULTS[k] for k in gaps(row)})
     if setup.method == "qlora" and setup.prepare_kbit_training is None:
         # the run's train.py does not call prepare_model_for_kbit_training: no fp32 upcast (H3a, issue 10)
-        setup = dataclasses.replace(setup, prepare_kbit_training=False)
+        setup = records.replace(setup, prepare_kbit_training=False)
     return setup
 
 
@@ -671,7 +671,7 @@ def _setup_diff(plan_setup: Any, want: TrainingSetup) -> list[str]:
     if plan_setup is None:
         return []
     out = []
-    for f in dataclasses.fields(TrainingSetup):
+    for f in records.fields(TrainingSetup):
         if f.name in {"metric", "cuda_context_gib", "gpu_memory_gib"}:
             continue
         a, b = getattr(plan_setup, f.name), getattr(want, f.name)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
+from advisor import records
 from advisor.commands.base import command, die, split_csv
 from advisor.commands.check import errors_exit_code
 
@@ -50,7 +50,7 @@ def write_baseline(
     try:
         settings = resolve_settings(seeds, options)
         target = output or (settings.root / settings.baseline if settings.baseline else Path(DEFAULT_FILE))
-        options.settings = dataclasses.replace(settings, baseline=None)
+        options.settings = records.replace(settings, baseline=None)
         from advisor.estimate.params import META_DEVICE_COUNTING
 
         counting = META_DEVICE_COUNTING.set(False)  # the same findings as check: no meta-device count

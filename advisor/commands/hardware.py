@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
+from advisor import records
 from advisor.commands.base import command, die, emit
 
 if TYPE_CHECKING:
@@ -73,5 +73,5 @@ def hardware_detect(
         die(str(exc))
         return
     if name:
-        machine = dataclasses.replace(machine, name=name)
+        machine = records.replace(machine, name=name)
     emit(machine_yaml(machine), output)

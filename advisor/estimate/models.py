@@ -20,13 +20,12 @@ import json
 import math
 import os
 import struct
-from dataclasses import field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
 from advisor.estimate.params import ParamCount, UnknownModelTypeError, count_params
-from advisor.records import record
+from advisor.records import field, record, replace
 
 __all__ = ["ModelInfo", "catalog_ids", "read_safetensors_params", "resolve_model"]
 

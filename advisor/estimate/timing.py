@@ -24,12 +24,11 @@ efficiency  = tokens/s on n GPUs / (n * tokens/s on one)
 
 from __future__ import annotations
 
-from dataclasses import field
 from typing import Any
 
 from advisor.estimate import constants as K
 from advisor.estimate.memory import TrainingSetup, lora_params, resolve_setup
-from advisor.records import record
+from advisor.records import field, record
 
 __all__ = [
     "DataLength",

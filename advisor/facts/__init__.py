@@ -29,10 +29,9 @@ def _builders() -> list[tuple[str, FactBuilder]]:
 
 
 def _call_with_names(builder: Callable[..., Namespace]) -> FactBuilder:
-    """batch and hardware read the plan only; the others the plan and the namespaces built so far."""
-    import inspect
-
-    if len(inspect.signature(builder).parameters) == 1:
+    """batch and hardware read the plan only; the others the plan and the namespaces built so far.
+    (Builders are plain functions: their code's argument count says which; inspect costs ~4 ms.)"""
+    if builder.__code__.co_argcount == 1:
         return lambda plan, _: builder(plan)
     return builder
 

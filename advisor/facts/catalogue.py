@@ -26,11 +26,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import field
 from functools import cache
 from typing import Any, Literal
 
-from advisor.records import record
+from advisor.records import field, record
 
 Scope = Literal["run", "document", "suppression"]
 

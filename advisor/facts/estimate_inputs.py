@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import field
 from typing import Any
 
 from advisor.provenance import Namespace, Value
-from advisor.records import record
+from advisor.records import field, record
 from advisor.sources.document import Location
 
 NEAR_FRACTION_DEFAULT = 0.10

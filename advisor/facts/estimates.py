@@ -33,7 +33,6 @@ estimate is unknown with its reason.
 from __future__ import annotations
 
 import re
-from dataclasses import field, replace
 from typing import Any
 
 from advisor.facts.estimate_inputs import (
@@ -46,7 +45,7 @@ from advisor.facts.estimate_inputs import (
 )
 from advisor.facts.peak_memory import peak_of, reference_gib
 from advisor.provenance import Namespace, Value
-from advisor.records import record
+from advisor.records import field, record, replace
 from advisor.sources.document import Location
 
 __all__ = ["Analysis", "PlanInputs", "analyse", "estimates_facts", "peak_of", "plan_inputs", "summary_notes"]

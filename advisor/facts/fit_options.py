@@ -8,8 +8,9 @@ its predicted peak is within the card's usable memory.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
+
+from advisor.records import replace
 
 MAX_OPTIONS = 3
 

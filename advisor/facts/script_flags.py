@@ -241,7 +241,7 @@ def _judge_command(
 # --------------------------------------------------------------------------------------------------
 
 # How the script reads a file given as its sole argument: transformers hf_argparser.py parse_dict
-# (5.24, lines 374-383) takes `{f.name for f in dataclasses.fields(dtype) if f.init}` of each class and
+# (5.24, lines 374-383) takes `{f.name for f in records.fields(dtype) if f.init}` of each class and
 # raises ValueError("Some keys are not used by the HfArgumentParser") for the rest unless
 # allow_extra_keys=True; parse_yaml_file / parse_json_file go through it (lines 386-420).
 _FILE_METHODS = frozenset({"parse_yaml_file", "parse_json_file", "parse_dict", "parse"})

@@ -20,12 +20,11 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from advisor.probe.spec import ProbeOptions, ProbeSpec
-from advisor.records import record
+from advisor.records import field, record
 
 MARKER_VAR = "GPU_ADVISE_PROBE"
 GRACE_S = 5.0

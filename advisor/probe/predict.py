@@ -14,11 +14,10 @@ Replace this module with the estimator's own plan adapter and per-term bytes onc
 
 from __future__ import annotations
 
-from dataclasses import field, fields, replace
 from typing import Any
 
 from advisor.probe.spec import ProbeSpec
-from advisor.records import record
+from advisor.records import field, fields, record, replace
 
 GIB = float(2**30)
 _STRATEGY = {

@@ -7,13 +7,12 @@ check is written), so rule files judge it declaratively like any other fact: GA7
 
 from __future__ import annotations
 
-from dataclasses import field
 from typing import Any
 
 from advisor.probe.predict import Prediction
 from advisor.probe.spec import ProbeSpec
 from advisor.provenance import Namespace, Value
-from advisor.records import record
+from advisor.records import field, record
 from advisor.sources.document import Location
 
 GIB = float(2**30)

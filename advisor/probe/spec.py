@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.plan import coerce_text
 from advisor.provenance import Namespace
-from advisor.records import record
+from advisor.records import field, record
 
 Launcher = Literal["torchrun", "accelerate", "python"]
 DEFAULT_STEPS = 20

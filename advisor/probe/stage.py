@@ -24,7 +24,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +47,7 @@ from advisor.probe.spec import (
     write_spec,
 )
 from advisor.provenance import Namespace, Value
-from advisor.records import record
+from advisor.records import field, record
 
 __all__ = ["RECORDED_FILE", "Verification", "apply_measurements", "verify_stage"]
 BATCH_KEYS = ("world_size", "dp_size", "effective_batch", "per_device", "accumulation")

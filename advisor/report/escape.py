@@ -14,12 +14,13 @@ reporter sees it, so no format escapes ad hoc. Format-specific escaping (GitHub'
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import re
 from pathlib import Path
 from typing import Any
+
+from advisor import records
 
 # C0 controls (newline and tab included), DEL, C1 controls, bidi embeddings/overrides/isolates
 # (U+202A-U+202E, U+2066-U+2069), and the line/paragraph separators that some viewers break on.
@@ -91,7 +92,7 @@ def escape_value(value: Any) -> Any:
 
 
 def _escape_location(loc: Any) -> Any:
-    return dataclasses.replace(loc, file=escape_value(loc.file), key=escape_value(loc.key))
+    return records.replace(loc, file=escape_value(loc.file), key=escape_value(loc.key))
 
 
 def _escape_fix(fix: Any) -> Any:
@@ -99,11 +100,11 @@ def _escape_fix(fix: Any) -> Any:
     # and JSON escapes their text; only the description is display text.
     if fix is None:
         return None
-    return dataclasses.replace(fix, description=escape_text(fix.description or ""))
+    return records.replace(fix, description=escape_text(fix.description or ""))
 
 
 def escape_finding(finding: Any) -> Any:
-    return dataclasses.replace(
+    return records.replace(
         finding,
         name=escape_text(finding.name),
         message=escape_text(finding.message),
@@ -116,8 +117,8 @@ def escape_finding(finding: Any) -> Any:
 
 def _escape_dataclass(obj: Any) -> Any:
     """A copy of a dataclass whose str/Path/list/dict fields are escaped (for RunSummary and the like)."""
-    changes = {f.name: escape_value(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    return dataclasses.replace(obj, **changes)
+    changes = {f.name: escape_value(getattr(obj, f.name)) for f in records.fields(obj)}
+    return records.replace(obj, **changes)
 
 
 def escape_result(result: Any) -> Any:
@@ -126,9 +127,9 @@ def escape_result(result: Any) -> Any:
     Findings keep their order, so `zip(result.findings, escape_result(result).findings)` pairs each
     with its original (fingerprints are computed from the original: a baseline stores those)."""
     findings = [escape_finding(f) for f in result.findings]
-    runs = [_escape_dataclass(r) if dataclasses.is_dataclass(r) else r for r in result.runs]
+    runs = [_escape_dataclass(r) if records.is_record(r) else r for r in result.runs]
     errors = [escape_text(str(e)) for e in result.errors]
-    return dataclasses.replace(result, findings=findings, runs=runs, errors=errors)
+    return records.replace(result, findings=findings, runs=runs, errors=errors)
 
 
 def finite(value: Any) -> Any:

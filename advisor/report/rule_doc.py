@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import yaml
 
+from advisor import records
 from advisor.engine import CompiledRule
 from advisor.report.escape import escape_text
 
@@ -58,9 +58,9 @@ def render_rule(rule: CompiledRule) -> str:
 def _non_default(obj: Any) -> dict[str, Any]:
     """The fields of a dataclass that differ from their defaults, in field order."""
     out = {}
-    for f in dataclasses.fields(obj):
+    for f in records.fields(obj):
         value = getattr(obj, f.name)
-        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        default = f.default_factory() if f.default_factory is not records.MISSING else f.default
         if value != default:
             out[f.name] = value
     return out

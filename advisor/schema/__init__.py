@@ -11,17 +11,18 @@ methods) lives only on the dataclasses; validation lives only here.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from pydantic import BaseModel
+
+from advisor import records
 
 
 def to_view(value: Any, views: dict[str, type]) -> Any:
     """`value` with every pydantic model in it replaced by the dataclass of the same name in `views`."""
     if isinstance(value, BaseModel):
         cls = views[type(value).__name__]
-        return cls(**{f.name: to_view(getattr(value, f.name), views) for f in dataclasses.fields(cls)})
+        return cls(**{f.name: to_view(getattr(value, f.name), views) for f in records.fields(cls)})
     if isinstance(value, list):
         return [to_view(v, views) for v in value]
     if isinstance(value, dict):

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from advisor import rulespec
+from advisor import records, rulespec
 from advisor.findings import Severity
 from advisor.schema import to_view
 
@@ -151,7 +150,7 @@ def validate_rule(raw: Any) -> rulespec.RuleSpec:
     severity, message = model.severity, model.message
     fields = {
         f.name: to_view(getattr(model, f.name), VIEWS)
-        for f in dataclasses.fields(rulespec.RuleSpec)
+        for f in records.fields(rulespec.RuleSpec)
         if f.name not in ("severity", "message", *_DERIVED)
     }
     fields["severity"], fields["message"] = severity, message

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import math
-from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal
 
-from advisor.records import record
+from advisor.records import field, record
 
 KeyPath = tuple[str | int, ...]
 

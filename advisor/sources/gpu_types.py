@@ -6,10 +6,9 @@ and looks them up; advisor.sources.hardware re-exports them.
 
 from __future__ import annotations
 
-from dataclasses import field
 from typing import Literal
 
-from advisor.records import record
+from advisor.records import field, record
 
 
 # The catalog's GPUs, as validated by advisor.schema.gpu (which builds these, and

@@ -20,12 +20,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import fields
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from advisor.records import fields
 
 # The GPU types, the catalog and the machine types live in modules of their own, so that
 # advisor.schema.hardware validates with them without importing this module; re-exported here.

@@ -11,10 +11,9 @@ import json
 import math
 import re
 import sys
-from dataclasses import field
 from typing import Any
 
-from advisor.records import record
+from advisor.records import field, record
 from advisor.sources.document import MAX_INT, KeyPath, SourceProblem, Span, refused_number
 
 MAX_DEPTH = 64

@@ -4,10 +4,9 @@ advisor.sources.hardware builds one), and the network spelling it accepts. Machi
 from __future__ import annotations
 
 import re
-from dataclasses import field, fields, is_dataclass, replace
 from typing import Any, Literal
 
-from advisor.records import record
+from advisor.records import field, fields, is_record, record, replace
 from advisor.sources.gpu_catalog import resolve_gpu
 from advisor.sources.gpu_types import GpuSpec
 
@@ -80,7 +79,7 @@ class Machine:
 
 def _plain(value: Any) -> Any:
     """A dataclass as nested dicts and lists, leaving out None values."""
-    if is_dataclass(value):
+    if is_record(value):
         items = ((f.name, getattr(value, f.name)) for f in fields(value))
         return {k: _plain(v) for k, v in items if v is not None}
     if isinstance(value, list):

@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import dataclasses
 import io
 import os
 import re
 import shutil
 import subprocess
-from dataclasses import field
 
-from advisor.records import record
+from advisor import records
+from advisor.records import field, record
 from advisor.sources.hardware import (
     GpuSpec,
     HardwareError,
@@ -409,7 +408,7 @@ def parse_rocm_smi(text: str, source: str = "rocm-smi") -> list[RocmGpu]:
         f = fields[index]
         vram = _BYTES.match(f.get("vram total memory (b)", ""))
         gpu = RocmGpu(index, f.get("card series") or None, f.get("gfx version") or None, None)
-        gpus.append(dataclasses.replace(gpu, vram_bytes=int(vram.group(1)) if vram else None))
+        gpus.append(records.replace(gpu, vram_bytes=int(vram.group(1)) if vram else None))
     gpus = [g for g in gpus if g.series or g.gfx or g.vram_bytes]
     if not gpus:
         raise HardwareError(f"{source}: no GPU listed (expected `GPU[0] : Card Series: ...` lines)")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import os
 import stat
@@ -12,6 +11,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from advisor import records
 from advisor.sources.classify import classify_mapping, looks_like_launch_script, training_dialect
 from advisor.sources.document import Document, DocumentKind, SourceProblem, Span
 
@@ -202,7 +202,7 @@ def as_named(doc: Document, hint: DocumentKind | None) -> Document:
     if hint is not None and (
         classify_mapping(doc.data, "json") == hint or any(_near_known(hint, k) for k in doc.data)
     ):
-        return doc if doc.kind == hint else dataclasses.replace(doc, kind=hint, dialect=None)
+        return doc if doc.kind == hint else records.replace(doc, kind=hint, dialect=None)
     count = len(doc.data)
     return _fail(
         doc.path,

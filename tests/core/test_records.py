@@ -6,14 +6,13 @@ from __future__ import annotations
 import ast
 import copy
 import dataclasses
-from dataclasses import KW_ONLY, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 
 from advisor import records
-from advisor.records import record
+from advisor.records import KW_ONLY, annotations, field, methods, record
 
 ADVISOR = Path(__file__).resolve().parents[2] / "advisor"
 
@@ -28,13 +27,13 @@ OPTIONS = [
 ]
 
 
-def _point(decorate: Any) -> Any:
+def _point(decorate: Any, make_field: Any = field) -> Any:
     @decorate
     class Point:
         x: int
         y: int = 2
-        tags: list[str] = field(default_factory=list)
-        note: str = field(default="n", compare=False, repr=False)
+        tags: list[str] = make_field(default_factory=list)
+        note: str = make_field(default="n", compare=False, repr=False)
         LIMIT: ClassVar[int] = 9
 
     return Point
@@ -43,12 +42,12 @@ def _point(decorate: Any) -> Any:
 @pytest.fixture(autouse=True, params=["bound", "compiled"])
 def init_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every test twice: with __init__ binding its arguments in Python, and compiled from the start."""
-    monkeypatch.setattr(records, "COMPILE_AFTER", 10_000 if request.param == "bound" else 0)
+    monkeypatch.setattr(methods, "COMPILE_AFTER", 10_000 if request.param == "bound" else 0)
     return str(request.param)
 
 
 def test_a_class_switches_to_the_compiled_init(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(records, "COMPILE_AFTER", 2)
+    monkeypatch.setattr(methods, "COMPILE_AFTER", 2)
     cls = _point(record(frozen=True, slots=True))
     first = cls.__init__
     built = [cls(i) for i in range(4)]
@@ -57,7 +56,7 @@ def test_a_class_switches_to_the_compiled_init(monkeypatch: pytest.MonkeyPatch) 
 
 
 def _pair(options: dict[str, bool]) -> tuple[Any, Any]:
-    return _point(dataclasses.dataclass(**options)), _point(record(**options))
+    return _point(dataclasses.dataclass(**options), dataclasses.field), _point(record(**options))
 
 
 def _build(cls: Any, kw_only: bool, **values: Any) -> Any:
@@ -74,8 +73,8 @@ def test_same_behaviour_as_the_stdlib(options: dict[str, bool]) -> None:
     else:
         assert repr(a_rec).startswith("<")
     assert std.__match_args__ == rec.__match_args__
-    assert [f.name for f in dataclasses.fields(std)] == [f.name for f in dataclasses.fields(rec)]
-    assert dataclasses.asdict(a_std) == dataclasses.asdict(a_rec)
+    assert [f.name for f in dataclasses.fields(std)] == [f.name for f in records.fields(rec)]
+    assert dataclasses.asdict(a_std) == records.asdict(a_rec)
     # the default factory gives each instance its own list
     assert _build(rec, kw, x=1).tags is not _build(rec, kw, x=1).tags
     # equality on the compared fields only, and never with another class
@@ -90,14 +89,14 @@ def test_same_behaviour_as_the_stdlib(options: dict[str, bool]) -> None:
         assert hash(b_rec) == hash(_build(rec, kw, x=1, tags=(), note="zzz"))
     assert hasattr(a_std, "__dict__") == hasattr(a_rec, "__dict__")
     if options.get("frozen"):
-        with pytest.raises(dataclasses.FrozenInstanceError):
+        with pytest.raises(records.FrozenInstanceError):
             a_rec.x = 3
-        with pytest.raises(dataclasses.FrozenInstanceError):
+        with pytest.raises(records.FrozenInstanceError):
             del a_rec.x
     else:
         a_rec.x = 3
         assert a_rec.x == 3
-    changed = dataclasses.replace(a_rec, y=7)
+    changed = records.replace(a_rec, y=7)
     assert (changed.x, changed.y, type(changed)) == (a_rec.x, 7, rec)
     assert copy.copy(a_rec) == a_rec or not options.get("eq", True)
     clone = copy.deepcopy(a_rec)
@@ -227,7 +226,7 @@ def _package_records() -> list[type]:
         except ImportError:
             continue
         for value in vars(module).values():
-            if isinstance(value, type) and dataclasses.is_dataclass(value) and value.__module__ == info.name:
+            if isinstance(value, type) and records.is_record(value) and value.__module__ == info.name:
                 found[f"{info.name}.{value.__qualname__}"] = value
     return [found[k] for k in sorted(found)]
 
@@ -245,13 +244,13 @@ def test_field_types_read_every_annotation_of_the_package_as_typing_does() -> No
             with pytest.raises(NameError):
                 records.field_types(cls)
             continue
-        names = [f.name for f in dataclasses.fields(cls)]
+        names = [f.name for f in records.fields(cls)]
         assert records.field_types(cls) == {n: expected[n] for n in names}, cls
         scope = vars(sys.modules[cls.__module__])
         for name, annotation in cls.__dict__.get("__annotations__", {}).items():  # noqa: RUF063
             if name in names and isinstance(annotation, str):
                 # read by the reader itself, not by its fallback on typing
-                assert records._TypeReader(annotation, scope).read() == expected[name], (cls, name)
+                assert annotations._TypeReader(annotation, scope).read() == expected[name], (cls, name)
 
 
 @pytest.mark.parametrize(
@@ -262,7 +261,7 @@ def test_field_types_forms(text: str) -> None:
     import typing
 
     scope = {"Literal": typing.Literal}
-    assert records._TypeReader(text, scope).read() == eval(text, scope)
+    assert annotations._TypeReader(text, scope).read() == eval(text, scope)
 
 
 def test_field_types_fall_back_on_typing_for_other_forms() -> None:

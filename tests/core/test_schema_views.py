@@ -3,7 +3,6 @@ inputs are cached never imports pydantic."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import subprocess
@@ -11,6 +10,7 @@ import sys
 
 import pytest
 
+from advisor import records
 from advisor.schema import hardware, rules, settings, to_view
 from tests.conftest import REPO
 
@@ -21,17 +21,17 @@ PAIRS = [
 ]
 
 
-def _view_default(f: dataclasses.Field) -> object:
-    return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+def _view_default(f: records.Field) -> object:
+    return f.default_factory() if f.default_factory is not records.MISSING else f.default
 
 
 @pytest.mark.parametrize(("model", "view", "views"), PAIRS)
 def test_the_dataclass_has_the_models_fields_and_defaults(model, view, views) -> None:
-    fields = {f.name: f for f in dataclasses.fields(view)}
+    fields = {f.name: f for f in records.fields(view)}
     assert list(fields) == list(model.model_fields)
     for name, info in model.model_fields.items():
         f = fields[name]
-        has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        has_default = f.default is not records.MISSING or f.default_factory is not records.MISSING
         assert has_default == (not info.is_required()), name
         if has_default:
             assert _view_default(f) == to_view(info.get_default(call_default_factory=True), views), name

@@ -50,3 +50,14 @@ def test_check_runs_without_typer_and_other_commands_with_it() -> None:
     assert rc in (0, 1) and "typer" in modules
     rc, modules = _modules_after(["check", "--format", "nope", "fixtures/example"])
     assert rc == 2 and "typer" in modules  # typer's usage error names the choices
+
+
+def test_a_clean_check_leaves_costly_stdlib_modules_unimported() -> None:
+    """What benchmarks/check_speed.py found in the hook's start-up: dataclasses (with inspect, dis and
+    tokenize, ~4.5 ms: the package's records do without it), hashlib (OpenSSL, ~3 ms: fingerprints only),
+    difflib (did-you-mean only); typer and pydantic were kept off this path before."""
+    rc, modules = _modules_after(["check", "--exit-zero", "fixtures/example"])
+    assert rc == 0
+    assert not sorted(
+        modules & {"dataclasses", "inspect", "hashlib", "_hashlib", "difflib", "typer", "pydantic"}
+    )

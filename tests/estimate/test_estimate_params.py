@@ -5,12 +5,12 @@ output equals the published/measured counts; config values cross-checked against
 pytorch/torchtune:torchtune/models/*/_model_builders.py"), and the per-layer figures listed under it.
 """
 
-import dataclasses
 import json
 import pickle
 
 import pytest
 
+from advisor import records
 from advisor.estimate import (
     LinearShape,
     ParamCount,
@@ -208,7 +208,7 @@ def test_unknown_type_without_transformers(monkeypatch):
 
 def test_paramcount_is_serialisable():
     pc = resolve_model("gpt2").count()
-    data = json.loads(json.dumps(dataclasses.asdict(pc)))
+    data = json.loads(json.dumps(records.asdict(pc)))
     again = ParamCount(**data | {"linears": [LinearShape(**lin) for lin in data["linears"]]})
     assert again == pc
     assert pickle.loads(pickle.dumps(pc)) == pc

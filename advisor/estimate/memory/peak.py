@@ -12,7 +12,6 @@ optimizer step   gradients + optimizer temporaries (+ DeepSpeed's fp32 gradient 
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Literal
 
 from advisor.estimate import constants as K
@@ -20,7 +19,7 @@ from advisor.estimate.memory import terms
 from advisor.estimate.memory.optimizers import optimizer_profile
 from advisor.estimate.memory.resolve import ResolvedSetup, resolve_setup
 from advisor.estimate.memory.setup import MemoryEstimate, MemoryItem, Phase, Term, TrainingSetup
-from advisor.records import record
+from advisor.records import record, replace
 
 __all__ = ["PhaseTerms", "estimate_memory", "phase_terms", "what_if"]
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import math
-from dataclasses import field
 from typing import Any, Literal, get_args
 
 from advisor.estimate.params import ParamCount
-from advisor.records import field_types, record
+from advisor.records import field, field_types, record
 
 Offload = Literal["none", "cpu", "nvme"]
 Metric = Literal["allocated", "reserved", "nvidia-smi"]
@@ -19,7 +18,7 @@ class TrainingSetup:
 
     A frozen dataclass checked by ``_check_setup`` (types, choices, int -> float like pydantic's lax mode),
     not a pydantic model: it is built on every check of a run, and pydantic's import and schema building
-    cost a pre-commit hook more than the estimate itself. Change it with dataclasses.replace().
+    cost a pre-commit hook more than the estimate itself. Change it with records.replace().
     """
 
     model: ParamCount

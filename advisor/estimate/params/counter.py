@@ -10,11 +10,11 @@ such as BERT's pooler. T5-style models add a decoder stack with cross-attention.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from advisor.estimate.params.families import ARCHS, Arch, Lin, flag
 from advisor.estimate.params.shapes import LinearShape, ParamCount
+from advisor.records import replace
 
 __all__ = ["count_from_table"]
 

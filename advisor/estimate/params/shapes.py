@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import field
 from typing import Literal
 
-from advisor.records import record
+from advisor.records import field, record
 
 __all__ = ["LinearShape", "ParamCount", "UnknownModelTypeError"]
 
@@ -16,7 +15,7 @@ class UnknownModelTypeError(ValueError):
 
 # The estimator's results are frozen dataclasses, not pydantic models: they are built by this package
 # from already-checked numbers (nothing to validate), and a pre-commit hook must not pay pydantic's import
-# and schema building for them. Change them with dataclasses.replace().
+# and schema building for them. Change them with records.replace().
 @record(frozen=True, slots=True, kw_only=True)
 class LinearShape:
     """One Linear (weight d_out x d_in) inside a decoder layer; ``count`` copies per layer (MoE experts)."""

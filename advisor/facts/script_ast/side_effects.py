@@ -84,7 +84,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable
-from dataclasses import field
 
 from advisor.facts.script_ast.argument_parsers import find_argument_parsers
 from advisor.facts.script_ast.load_calls import find_load_calls
@@ -122,7 +121,7 @@ from advisor.facts.script_ast.vocabulary import (
     TRAINER_RANK_AWARE,
     BranchGuards,
 )
-from advisor.records import record
+from advisor.records import field, record
 
 
 @record(slots=True)

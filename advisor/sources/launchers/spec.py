@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field
 from typing import Literal
 
-from advisor.records import record
+from advisor.records import field, record
 
 # How the words after the launcher are read:
 # "script": launcher flags, then the training script (or -m module), then the script's own flags;

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
+from advisor.records import replace
 from advisor.sources.document import KeyPath, SourceProblem, Span
 from advisor.sources.shell.arith import _ArithEval, _trim
 from advisor.sources.shell.arrays import array_elements, count_piece, element_pieces, first_element

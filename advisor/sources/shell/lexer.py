@@ -4,10 +4,9 @@ here-documents, substitutions, parameter and arithmetic expansions, redirections
 from __future__ import annotations
 
 import re
-from dataclasses import field
 from typing import TYPE_CHECKING
 
-from advisor.records import record
+from advisor.records import field, record
 
 if TYPE_CHECKING:
     from advisor.sources.shell.expand import _Piece

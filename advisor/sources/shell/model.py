@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import field
-
-from advisor.records import record
+from advisor.records import field, record
 from advisor.sources.document import Span
 
 
