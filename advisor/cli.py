@@ -27,6 +27,7 @@ from advisor.commands.base import (
     internal_error,
     option_aliases,
 )
+from advisor.startup import start_collecting
 
 __all__ = ["EXIT_INTERNAL", "ISSUES_URL", "main"]
 
@@ -156,6 +157,7 @@ def _fast_check(argv: list[str]) -> bool:
         return False
     from advisor.commands.check import check
 
+    start_collecting()
     try:
         check(**kwargs)
     except SystemExit:
@@ -175,7 +177,9 @@ def main() -> None:
     if _fast_check(sys.argv[1:]):
         return
     try:
-        (globals().get("app") or __getattr__("app"))()
+        command_line = globals().get("app") or __getattr__("app")
+        start_collecting()
+        command_line()
     except KeyboardInterrupt:
         base.typer.echo("gpu-advise: interrupted", err=True)
         sys.exit(130)
@@ -184,4 +188,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main()  # the console script is advisor/__main__.py:run (no start-up collections, no teardown)

@@ -4,32 +4,23 @@ Issue 12 asks for a cold start of at most 1.5x yamllint's on the same files, mea
 `--cold-only` runs `check fixtures/example` and `yamllint` on the example's YAML files alternately
 (a, b, a, b: load from other processes falls on both alike) and prints both medians and the ratio.
 
-Where the time goes (2-core sandbox shared with other jobs, `-X importtime`, cache warm): the
-interpreter with this environment's site .pth files ~35 ms (yamllint pays it too); advisor.check and
-what it imports (engine, discover, plan, facts, readers) ~32 ms; the estimator's parameter tables
-(advisor.estimate.params) ~21 ms when a run names a model; the launch-script reader ~13 ms; PyYAML
-~12 ms; the check's own work ~70 ms. typer (~25 ms, with click and platform) is no longer imported by
-`check`: advisor/cli.py's main() parses check's usual options itself and builds the typer app only for
-anything else. Measured paired on this machine: before that change check/yamllint 348/123 ms (2.82x),
-after 275/123 ms (2.23x); `--cold-only` then gave 222/97 ms (2.29x). Not yet at 1.5x.
-Measure with `python -X importtime -m advisor.cli check fixtures/example`. The environment sets
-PYTHONDONTWRITEBYTECODE=1: run `python -m compileall -q advisor` first (`--cold-only` does), or every
-module edited since its .pyc was written is compiled again on each run (milliseconds a module) and the
-figures mean nothing.
-
-Later (same machine, -X importtime medians of 3; in-process timers with every module preloaded, the
-two quietest of six runs): the example's first run after its imports is ~45 ms against ~10 ms for the
-same check repeated in one process, so the "work" is mostly first-use cost: the rule catalog from the
-on-disk cache ~8 ms (6 of them decoding and re-validating it, advisor/datacodec.py; kept: an entry is
-never trusted), parsing and checking the rule expressions on first use ~5 ms, the run's facts ~10 ms
-(script AST ~2, estimate ~4), the document facts ~5 ms (pinned-version resolution ~3), discovery ~4 ms,
-plans ~7 ms.
-Imports: advisor.estimate ~21 ms (the example names a model, so it is needed; a run that names none
-no longer loads it: advisor/estimate/__init__.py is lazy, -33 ms paired on fixtures/rules/GA203,
-267 -> 234 ms), the launch-script reader ~15 ms, advisor.sources.hardware ~6.5 ms and the other
-modules of frozen slotted dataclasses (93 classes at ~0.1-0.3 ms each). Skipping fact builders that
-no selected rule reads buys little: the run summary needs `estimates`, which requires every builder
-but `data` and `baseline`.
+Where the time went, and what was done (2-core sandbox shared with other jobs; paired medians):
+  - before this round: check 188 ms vs yamllint 84 ms, ratio 2.25;
+  - 93 dataclasses compiled six methods each at import (~50 ms): advisor/records/ builds them as
+    closures and compiles an __init__ only for classes built more than 16 times (2.25 -> 1.79);
+  - dataclasses (with inspect, dis, tokenize ~4.5 ms), hashlib (OpenSSL ~3 ms), difflib, and
+    typing.get_type_hints compiling ~200 annotations are off the path (1.79 -> ~1.5);
+  - the console script (advisor/__main__.py, advisor/startup.py) collects no garbage while it
+    imports, freezes start-up's objects before the command, and leaves with os._exit after flushing,
+    skipping the interpreter's teardown (~25 + ~20 ms): ~1.3.
+What remains (importtime, in-process timers): the interpreter with this environment's .pth files ~37
+ms (yamllint pays it too); PyYAML's import ~11 ms (yamllint too); ~120 advisor modules at ~0.1 ms
+each to find and load plus ~7 ms of their bodies; the first run ~32 ms of which ~10 ms is the check
+itself and the rest first use: JSON data (~7 ms: rule catalog cache, GPU catalog, key history), the
+rule catalog's decoding and expression parsing (~5 ms).
+The runs go through `python -m advisor`, the console script's own path. PYTHONDONTWRITEBYTECODE=1 is
+set in this environment: the script compiles advisor/ first, as pip does on install, or every module
+edited since its .pyc was written is compiled again on each run and the figures mean nothing.
 
 Prints, as medians of several runs on this machine:
   - cold start: one `gpu-advise check` process on the bundled example project (target <= 250 ms);
@@ -110,7 +101,7 @@ def cold_start_against_yamllint(runs: int) -> None:
         return
     files = sorted(str(p) for p in example.rglob("*") if p.suffix in {".yaml", ".yml"})
     ours, ref = _paired(
-        [sys.executable, "-m", "advisor.cli", "check", "--exit-zero", str(example)],
+        [sys.executable, "-m", "advisor", "check", "--exit-zero", str(example)],
         [*yamllint, "-d", "relaxed", *files],
         REPO,
         runs,
@@ -134,7 +125,7 @@ def main() -> None:
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "advisor")], check=True)
         cold_start_against_yamllint(max(args.runs, 11))
         return
-    check = [sys.executable, "-m", "advisor.cli", "check", "--exit-zero"]
+    check = [sys.executable, "-m", "advisor", "check", "--exit-zero"]
     # pip compiles an installed package's .pyc files; an editable checkout (or PYTHONDONTWRITEBYTECODE)
     # has none, so compile them here as an installation would.
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "advisor")], check=True)

@@ -70,7 +70,7 @@ def main() -> int:
 
 def cli(env: dict[str, str], base: list[float]) -> int:
     """`gpu-advise estimate meta-llama/Meta-Llama-3-8B` as a user types it (target: under 300 ms cold)."""
-    cmd = [sys.executable, "-m", "advisor.cli", "estimate", "meta-llama/Meta-Llama-3-8B"]
+    cmd = [sys.executable, "-m", "advisor", "estimate", "meta-llama/Meta-Llama-3-8B"]
     # pip compiles an installed package's .pyc files; an editable checkout may have none
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "advisor")], check=True)
     probe = subprocess.run(

@@ -140,7 +140,7 @@ def run_case(name: str, tree: Path, timeout: float) -> dict[str, object]:
         env.pop("GITHUB_ACTIONS", None)
         start = time.perf_counter()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "advisor.cli", *args],
+            [sys.executable, "-m", "advisor", *args],
             cwd=root,
             env=env,
             stdout=subprocess.PIPE,

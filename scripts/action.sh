@@ -22,7 +22,7 @@ output() {  # name value: a step output (printed too, for the log)
 install() {
   local source="${GITHUB_ACTION_PATH:?GITHUB_ACTION_PATH is not set}"
   "$python" -m pip install --disable-pip-version-check --quiet "$source"
-  "$python" -m advisor.cli --version
+  "$python" -m advisor --version
 }
 
 base_revision() {  # the revision to compare with: the input, else the pull request's base branch
@@ -56,7 +56,7 @@ check() {
     args+=(--output "$sarif")
   fi
   local code=0
-  "$python" -m advisor.cli check "${args[@]}" -- "${paths[@]}" || code=$?
+  "$python" -m advisor check "${args[@]}" -- "${paths[@]}" || code=$?
   if [[ -n "$sarif" && ! -f "$sarif" ]]; then
     sarif=""  # the tool could not do its job (exit 2): nothing to upload
   fi

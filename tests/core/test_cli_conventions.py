@@ -45,7 +45,7 @@ def _cli(cwd: Path, *args: str, tty: bool = False, **env: str) -> tuple[int, str
     """The CLI in its own process, its stdout a pipe or a terminal (a pseudo-terminal)."""
     environ = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR", "GITHUB_ACTIONS")}
     environ |= {"TERM": "xterm-256color", **env}
-    cmd = [sys.executable, "-m", "advisor.cli", *args]
+    cmd = [sys.executable, "-m", "advisor", *args]
     if not tty:
         proc = subprocess.run(cmd, cwd=cwd, env=environ, capture_output=True, text=True, timeout=120)
         return proc.returncode, proc.stdout + proc.stderr

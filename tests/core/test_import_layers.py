@@ -37,6 +37,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "advisor.rulespec",
             "advisor.selectors",
             "advisor.settings_types",
+            "advisor.startup",  # the process around a command: collection and exit
             "advisor.suggest",  # did-you-mean
             "advisor.sources.document",  # Document, Location, Span: the position types
         ),
@@ -61,7 +62,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ),
     ("report", ("advisor.report",)),  # reporters: render results, build nothing
     ("pipeline", ("advisor.check", "advisor.estimate_run", "advisor.probe")),  # builds the results
-    ("cli", ("advisor.cli", "advisor.commands")),  # the app and its command modules
+    ("cli", ("advisor.cli", "advisor.commands", "advisor.__main__")),  # the app and its command modules
 ]
 
 # Circles still open, each as the set of its modules (a strongly connected component), with who breaks

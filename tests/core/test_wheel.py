@@ -63,7 +63,7 @@ def _run(site: Path, args: list[str], cwd: Path) -> subprocess.CompletedProcess[
         "PATH": "/usr/bin:/bin",
     }
     return subprocess.run(
-        [sys.executable, "-S", "-m", "advisor.cli", *args],
+        [sys.executable, "-S", "-m", "advisor", *args],
         cwd=cwd,
         env=env,
         capture_output=True,

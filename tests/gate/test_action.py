@@ -149,7 +149,7 @@ def test_action_installs_from_its_own_checkout(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     calls = log.read_text(encoding="utf-8").splitlines()
     assert calls[0].startswith("-m pip install") and calls[0].endswith(" /action/checkout")
-    assert calls[1] == "-m advisor.cli --version"
+    assert calls[1] == "-m advisor --version"
 
 
 def _yaml_blocks(text: str) -> list[str]:

@@ -39,7 +39,7 @@ def _gate(cwd: Path, base_ref: str = "main") -> subprocess.CompletedProcess[str]
         [
             sys.executable,
             "-m",
-            "advisor.cli",
+            "advisor",
             "check",
             "--base",
             f"origin/{base_ref}",
@@ -136,7 +136,7 @@ def test_workflow_in_the_docs_runs_this_command() -> None:
 def _check(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"}
     return subprocess.run(
-        [sys.executable, "-m", "advisor.cli", "check", "--format", "json", *args],
+        [sys.executable, "-m", "advisor", "check", "--format", "json", *args],
         cwd=cwd,
         env=env,
         capture_output=True,

@@ -101,7 +101,7 @@ def test_signal_ends_the_probe_group_and_removes_staging(sig: signal.Signals, tm
     env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     args = ["check", ".", "--verify", "--verify-steps", "100000", "--verify-timeout", "300"]
     cli = subprocess.Popen(
-        [sys.executable, "-m", "advisor.cli", *args],
+        [sys.executable, "-m", "advisor", *args],
         cwd=project,
         env=env,
         stdout=subprocess.PIPE,

@@ -1,0 +1,64 @@
+"""What a short `gpu-advise` process does around its command: two costs that are not its work.
+
+Measured with benchmarks/check_speed.py (2-core sandbox, `check` of the bundled example): the cyclic
+garbage collector runs again and again while ~250 modules import, over objects that live until exit
+anyway (~25 ms), and the interpreter's teardown, a last collection and then every module and object
+freed one by one, takes another ~20-40 ms. So the console script (advisor/__main__.py) turns collection
+off before the imports (`defer_collection`), advisor/cli.py turns it back on just before a command runs
+with what start-up built frozen out of later collections (`start_collecting`), and the process leaves
+with `exit_now` once its output is flushed.
+
+Nothing depends on the skipped teardown: files are written, closed and renamed into place before a
+command returns, temporary folders are removed by their `with` blocks and no atexit handler is
+registered on these paths. In-process callers (tests, typer's CliRunner) never call defer_collection:
+for them start_collecting does nothing, and they exit as usual.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+
+_deferred = False
+
+
+def defer_collection() -> None:
+    """No cyclic collection until start_collecting (the console script, before it imports anything)."""
+    global _deferred
+    if gc.isenabled():
+        gc.disable()
+        _deferred = True
+
+
+def start_collecting() -> None:
+    """Collection on again for the command's own objects; start-up's are frozen out of it."""
+    global _deferred
+    if _deferred:
+        gc.freeze()
+        gc.enable()
+        _deferred = False
+
+
+def exit_code(code: object) -> int:
+    """SystemExit's code as the interpreter turns it into an exit status (None: 0; text: printed, 1)."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF if code >= 0 else 1
+    print(code, file=sys.stderr)
+    return 1
+
+
+def exit_now(code: object) -> None:
+    """Flush the output and end the process without the interpreter's teardown. A stdout closed early
+    (`gpu-advise check | head -1`) is exit status 1, as main's own broken-pipe handling gives."""
+    status = exit_code(code)
+    for stream in (sys.stdout, sys.stderr):
+        if stream is None:
+            continue
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            status = status or 1
+    os._exit(status)
