@@ -9,8 +9,8 @@ favour of `default_factory`.
 from __future__ import annotations
 
 import typing
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, overload
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
 _T = TypeVar("_T")
 
@@ -42,13 +42,13 @@ class Field:
 
     def __init__(
         self,
-        default: Any = MISSING,
-        default_factory: Any = MISSING,
-        init: bool = True,
-        repr: bool = True,
-        compare: bool = True,
-        hash: bool | None = None,
-        kw_only: Any = MISSING,
+        default: Any,
+        default_factory: Any,
+        init: bool,
+        repr: bool,
+        compare: bool,
+        hash: bool | None,
+        kw_only: Any,
     ) -> None:
         if default is not MISSING and default_factory is not MISSING:
             raise ValueError("cannot specify both default and default_factory")
@@ -70,41 +70,6 @@ class Field:
         return self.default is not MISSING or self.default_factory is not MISSING
 
 
-@overload
-def field(
-    *,
-    default: _T,
-    init: bool = True,
-    repr: bool = True,
-    compare: bool = True,
-    hash: bool | None = None,
-    kw_only: bool = ...,
-) -> _T: ...
-
-
-@overload
-def field(
-    *,
-    default_factory: Callable[[], _T],
-    init: bool = True,
-    repr: bool = True,
-    compare: bool = True,
-    hash: bool | None = None,
-    kw_only: bool = ...,
-) -> _T: ...
-
-
-@overload
-def field(
-    *,
-    init: bool = True,
-    repr: bool = True,
-    compare: bool = True,
-    hash: bool | None = None,
-    kw_only: bool = ...,
-) -> Any: ...
-
-
 def field(
     *,
     default: Any = MISSING,
@@ -120,14 +85,8 @@ def field(
 
 
 def _is_classvar(annotation: Any) -> bool:
-    if isinstance(annotation, str):
-        head = annotation.strip()
-        return head.startswith(("ClassVar", "typing.ClassVar")) and head.rstrip("]").split("[")[
-            0
-        ].strip() in (
-            "ClassVar",
-            "typing.ClassVar",
-        )
+    if isinstance(annotation, str):  # `ClassVar[int]`, `typing.ClassVar`, as the stdlib's _is_type reads it
+        return annotation.split("[")[0].strip() in ("ClassVar", "typing.ClassVar")
     return annotation is typing.ClassVar or typing.get_origin(annotation) is typing.ClassVar
 
 
@@ -157,7 +116,7 @@ def collect(cls: type, kw_only: bool) -> dict[str, Field]:
         if isinstance(annotation, str) and annotation.strip().startswith(("InitVar", "dataclasses.InitVar")):
             raise TypeError(f"{cls.__name__}.{name}: InitVar fields are not supported by record")
         value = own.get(name, MISSING)
-        f = value if isinstance(value, Field) else Field(default=value)
+        f = value if isinstance(value, Field) else Field(value, MISSING, True, True, True, None, MISSING)
         f.name, f.type = name, annotation
         if f.kw_only is MISSING:
             f.kw_only = kw_only or after_marker
