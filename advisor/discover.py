@@ -17,6 +17,7 @@ from advisor.boundary import ProjectBoundary
 from advisor.paths import relative, resolved
 from advisor.records import field, record
 from advisor.sources.document import Document, Location, SourceProblem, Span
+from advisor.sources.launchers import swift as swift_launcher
 from advisor.sources.read import (
     CONFIG_SUFFIXES,
     NAMED_KINDS,
@@ -229,7 +230,8 @@ def resolve_reference(
             continue
         # outside: a link in the project that points out, or a path climbing out of the naming folder
         if outside is None and (
-            (_lexically_inside(base, candidate, boundary) and os.path.lexists(p)) or base == named_in.parent
+            (_lexically_inside(base, candidate, boundary) and os.path.lexists(p))
+            or os.path.abspath(base) == os.path.abspath(named_in.parent)
         ):
             outside = p
     if outside is not None and boundary is not None:
@@ -255,9 +257,11 @@ def _is_file(path: Path) -> bool:
 
 def _bases(doc_path: Path) -> list[Path]:
     """Where a relative path written in a file may point: the current folder, the file's folder and
-    its parents up to the project root (scripts are usually started from the repo root)."""
+    its parents up to the project root (scripts are usually started from the repo root). The file's
+    folder is made absolute first: `Path("x.sh").parent` is `.`, whose parent is itself, so a file
+    named relative to the current folder would climb nowhere (`cd qwen/finetune && check x.sh`)."""
     bases = [Path.cwd()]
-    here = doc_path.parent
+    here = Path(os.path.abspath(doc_path)).parent
     for _ in range(6):
         bases.append(here)
         if (here / ".git").exists() or (here / "pyproject.toml").exists() or here.parent == here:
@@ -467,10 +471,13 @@ def _attach_from_command(run: RunSpec, doc: Document, command: Any, cache: Docum
             if training.kind in {"training_args", "axolotl", "unknown"}:
                 run.training = training
 
-    ds_word = command.script_args.get("deepspeed") or args.get("deepspeed_config_file")
-    if ds_word is None and command.launcher == "deepspeed":
-        ds_word = command.script_args.get("deepspeed_config")
-    if ds_word is not None and ds_word.text and ds_word.text.lower() != "true":
+    ds_word = _deepspeed_word(command)
+    if (
+        ds_word is not None
+        and ds_word.text
+        and ds_word.text.lower() != "true"
+        and not _preset(command, ds_word.text)
+    ):
         ref = _ref(doc, ds_word.text, ds_word.span, "deepspeed", cache)
         run.references.append(ref)
         if ref.path:
@@ -485,6 +492,39 @@ def _attach_from_command(run: RunSpec, doc: Document, command: Any, cache: Docum
             run.script = cache.get(ref.path, "script")
     _link_config_to_script(run, training_word)
     _attach_nested(run, cache)
+
+
+def _is_switch(word: Any) -> bool:
+    """A flag written without a value (`--deepspeed --deepspeed_config ds.json`): the shell reader
+    gives it the text "true" and keeps the flag itself as the raw word."""
+    return word is not None and word.text == "true" and word.raw.startswith("-")
+
+
+def _deepspeed_word(command: Any) -> Any:
+    """The word naming the run's DeepSpeed config. `--deepspeed FILE` is HF TrainingArguments' (and
+    trl's `deepspeed_config_file` its accelerate flag); a bare `--deepspeed` is DeepSpeed's own
+    on/off switch, and the file is then `--deepspeed_config` (or the older `--deepscale_config`):
+    deepspeed/__init__.py add_config_arguments (0.16.4 lines 248-262: `--deepspeed` store_true,
+    `--deepspeed_config` str, `--deepscale` store_true, `--deepscale_config` str). The deepspeed
+    launcher's scripts use that parser even when they do not write `--deepspeed`."""
+    script_args = command.script_args
+    word = script_args.get("deepspeed") or command.launcher_args.get("deepspeed_config_file")
+    bare = _is_switch(word) or (word is None and _is_switch(script_args.get("deepscale")))
+    if word is not None and not bare:
+        return word
+    if bare or command.launcher == "deepspeed":
+        named = script_args.get("deepspeed_config") or script_args.get("deepscale_config")
+        if named is not None and not _is_switch(named):
+            return named
+    return word
+
+
+def _preset(command: Any, text: str | None) -> bool:
+    """`swift sft --deepspeed zero2`: a config ms-swift ships and picks by name, not a project file."""
+    if command is None or text not in swift_launcher.DEEPSPEED_PRESETS:
+        return False
+    script = command.script.text if command.script is not None and not command.subcommand else None
+    return swift_launcher.reads_swift_arguments(command.launcher, script, command.module)
 
 
 def _link_config_to_script(run: RunSpec, training_word: Any) -> None:
@@ -507,7 +547,7 @@ def _attach_nested(run: RunSpec, cache: DocumentCache) -> None:
         if holder is None or not holder.ok or (run.deepspeed is not None and holder is run.accelerate):
             continue
         raw = holder.get(path)
-        if not isinstance(raw, str) or not raw.strip():
+        if not isinstance(raw, str) or not raw.strip() or _preset(run.command, raw):
             continue
         ref = _ref(holder, raw, holder.span(path, value=True), "deepspeed", cache, "/" + "/".join(path))
         run.references.append(ref)

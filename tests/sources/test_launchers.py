@@ -363,6 +363,9 @@ def test_every_launcher_module_is_registered_once() -> None:
         (["trl", "vllm-serve"], "vllm", 2),
         (["vllm", "serve"], "vllm", 2),
         (["axolotl", "train"], "axolotl", 1),
+        (["swift", "sft"], "swift", 1),
+        (["/opt/conda/bin/swift", "rlhf"], "swift", 1),
+        (["swift", "pt"], "swift", 1),
     ],
 )
 def test_registry_finds_the_launcher(words: list[str], name: str, used: int) -> None:
@@ -371,7 +374,8 @@ def test_registry_finds_the_launcher(words: list[str], name: str, used: int) -> 
 
 
 @pytest.mark.parametrize(
-    "words", [["llamafactory-cli", "webui"], ["trl", "env"], ["accelerate", "config"], ["echo"]]
+    "words",
+    [["llamafactory-cli", "webui"], ["trl", "env"], ["accelerate", "config"], ["echo"], ["swift", "infer"]],
 )
 def test_registry_starts_no_run_for_other_commands(words: list[str]) -> None:
     assert launchers.find(words) is None
@@ -395,6 +399,13 @@ def test_llamafactory_spec_names_the_variables_its_launcher_reads() -> None:
         spec.env
     )
     assert spec.processes.env == ("NPROC_PER_NODE",)
+
+
+def test_swift_spec_names_the_variables_its_launcher_reads() -> None:
+    # ms-swift 4.6.0 swift/cli/main.py:30-35 (use_torchrun) and 74-83 (get_torchrun_args)
+    spec = launchers.LAUNCHERS["swift"]
+    assert set(spec.env) == {"NPROC_PER_NODE", "NNODES", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT"}
+    assert spec.subcommands == {"sft", "pt", "rlhf"}
 
 
 def _started_by(spec: LauncherSpec) -> list[str]:

@@ -15,6 +15,7 @@ from advisor.sources.launchers import (
     deepspeed,
     llamafactory,
     python,
+    swift,
     torchrun,
     trl,
     vllm,
@@ -33,7 +34,8 @@ __all__ = [
 ]
 
 LAUNCHERS: dict[str, LauncherSpec] = {
-    m.SPEC.name: m.SPEC for m in (accelerate, axolotl, deepspeed, llamafactory, python, torchrun, trl, vllm)
+    m.SPEC.name: m.SPEC
+    for m in (accelerate, axolotl, deepspeed, llamafactory, python, swift, torchrun, trl, vllm)
 }
 
 PYTHON_RE = re.compile(r"python(?:[0-9]+(?:\.[0-9]+)?)?")

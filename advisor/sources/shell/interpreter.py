@@ -664,6 +664,9 @@ class _Shell(_LauncherReading):
             if base in _SHELLS:
                 self.shell_c(fields, i + 1, env, start_off)
                 return
+            if base == "eval":
+                self.eval_words(fields[i + 1 :])
+                return
             break
         if i >= n:
             return
@@ -751,6 +754,24 @@ class _Shell(_LauncherReading):
         finally:
             self.nest -= 1
             self.vars, self.exported, self.depth, self.case_pending, self.cond, self.span_override = saved
+
+    def eval_words(self, fields: list[_Field]) -> None:
+        """`eval "$run_cmd"`, `eval ${run_cmd}`: bash joins eval's arguments with spaces and runs the
+        result as commands of this shell (bash manual, Bourne Shell Builtins: eval)."""
+        if not fields or self.nest >= 3:
+            return
+        pieces: list[_Piece] = []
+        for f in fields:
+            if pieces:
+                pieces.append(
+                    _Piece(" ", " ", None, pieces[-1].off_at(max(len(pieces[-1].text or "") - 1, 0)))
+                )
+            pieces.extend(f.pieces)
+        self.nest += 1
+        try:
+            self.run(self.synthetic(_Field(pieces)))
+        finally:
+            self.nest -= 1
 
     def synthetic(self, f: _Field) -> _Src:
         chars: list[str] = []

@@ -1,0 +1,61 @@
+"""ms-swift's command line: `swift sft|pt|rlhf [CONFIG.yaml] --flags` starts torchrun itself.
+
+Read from ms-swift 4.6.0 (the field trial's checkout was @3602360a), swift/cli/main.py: use_torchrun
+(lines 30-35) starts torchrun only when NPROC_PER_NODE or NNODES is set, else plain python on the
+route's file (one process, line 96); get_torchrun_args (lines 74-83) passes --nproc_per_node
+$NPROC_PER_NODE, --master_port, --nnodes $NNODES, --node_rank, --master_addr; only pt, sft, rlhf
+and infer go through torchrun (line 95), and infer starts no training run. parse_yaml_args (lines
+38-71) reads a first argument ending in .yaml/.yml/.json as the flags' config file. The flags are
+the run's training arguments (HF TrainingArguments names, ms-swift's own defaults). `--deepspeed`
+also takes a preset name (zero0-zero3, zero2_offload, zero3_offload: swift/arguments/sft_args.py
+lines 259-267, DEEPSPEED_PRESETS below), a file shipped inside ms-swift, not one of the project."""
+
+from __future__ import annotations
+
+from advisor.sources.launchers.spec import LauncherSpec, Processes
+
+# `--deepspeed NAME` that ms-swift maps to its own swift/config/NAME.json: (ZeRO stage, offload)
+DEEPSPEED_PRESETS: dict[str, tuple[int, bool]] = {
+    "zero0": (0, False),
+    "zero1": (1, False),
+    "zero2": (2, False),
+    "zero3": (3, False),
+    "zero2_offload": (2, True),
+    "zero3_offload": (3, True),
+}
+
+# ms-swift's route files (swift/cli/main.py ROUTE_MAPPING, lines 14-27), which scripts also start under
+# torchrun or accelerate themselves (`torchrun ... swift/cli/sft.py --deepspeed zero2`)
+SCRIPTS = ("swift/cli/sft.py", "swift/cli/pt.py", "swift/cli/rlhf.py")
+MODULES = ("swift.cli.sft", "swift.cli.pt", "swift.cli.rlhf")
+
+SPEC = LauncherSpec(
+    name="swift",
+    summary="ms-swift's command line",
+    commands=(("swift",),),
+    form="subcommand",
+    subcommands=frozenset({"sft", "pt", "rlhf"}),
+    env={
+        "NPROC_PER_NODE": "torchrun --nproc_per_node; set (or NNODES set), swift starts torchrun",
+        "NNODES": "torchrun --nnodes; set (or NPROC_PER_NODE set), swift starts torchrun",
+        "NODE_RANK": "torchrun --node_rank",
+        "MASTER_ADDR": "torchrun --master_addr",
+        "MASTER_PORT": "torchrun --master_port",
+    },
+    processes=Processes(
+        env=("NPROC_PER_NODE",), default="one process unless NPROC_PER_NODE or NNODES is set"
+    ),
+    source="swift/cli/main.py:30-35,74-98 (ms-swift 4.6.0)",
+)
+
+
+def reads_swift_arguments(launcher: str, script: str | None, module: bool) -> bool:
+    """Whether the command's flags are read by ms-swift's argument classes: `swift sft`, or one of
+    its route files started directly (by path or as `-m swift.cli.sft`)."""
+    if launcher == SPEC.name:
+        return True
+    if not script:
+        return False
+    if module:
+        return script in MODULES
+    return script.replace("\\", "/").endswith(SCRIPTS)
