@@ -480,6 +480,27 @@ def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
         value, pinned = follows_machine("llamafactory-cli starts torchrun on every visible GPU", root)
         return value, nodes_value, pinned
 
+    if launcher == "swift":
+        # ms-swift 4.6.0 swift/cli/main.py:30-35,74-83: torchrun only when NPROC_PER_NODE or NNODES is
+        # set, with --nproc_per_node $NPROC_PER_NODE (torchrun's own default is 1 per node); else python
+        env_n = value_entry(plan.env, "NPROC_PER_NODE")
+        nnodes = value_entry(plan.env, "NNODES")
+        nodes_value = count_value(nnodes, "NNODES") if nnodes is not None else Value(1, None, "default")
+        if env_n is not None:
+            return (
+                count_value(
+                    Value(env_n.value, env_n.origin, "launch", unknown=env_n.unknown), "NPROC_PER_NODE"
+                ),
+                nodes_value,
+                True,
+            )
+        note = (
+            "swift starts torchrun with NNODES only: torchrun's default of 1 process per node"
+            if nnodes is not None
+            else "swift starts one process unless NPROC_PER_NODE or NNODES is set"
+        )
+        return Value(1, root, "launch", note=note), nodes_value, True
+
     if launcher == "python":
         n_gpu, pinned = data_parallel_gpus(plan)
         note = n_gpu.note if n_gpu is not None and n_gpu.note else "plain python starts one process"
