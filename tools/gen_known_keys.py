@@ -1211,13 +1211,22 @@ def gen_accelerate() -> None:
     ds["deepspeed_multinode_launcher"] = {"type": "str", "choices": list(C.DEEPSPEED_MULTINODE_LAUNCHERS)}
     ds["deepspeed_config_file"] = {"type": "str"}
 
+    sharding_note = (
+        "FSDP1's sharding strategy: accelerate launch exports it as FSDP_SHARDING_STRATEGY "
+        "(utils/launch.py:313) and the plugin reads it without a warning "
+        "(utils/dataclasses.py:1845-1846, 1.15.0); the deprecation warning is only for a plugin built "
+        "in code with sharding_strategy (dataclasses.py:1837-1843). "
+        "FSDP2 reads fsdp_reshard_after_forward instead"
+    )
     fsdp_raw = actions_of("FSDP Arguments")
     fsdp_raw["fsdp_version"] = {"type": "int|str", "choices": [1, 2]}
+    # Not deprecated in a config file: accelerate launch exports it as FSDP_SHARDING_STRATEGY
+    # (utils/launch.py:313) and FSDP1's plugin reads that without a warning (utils/dataclasses.py:1845-1846,
+    # 1.15.0); the deprecation warning is for a plugin built in code with sharding_strategy (1837-1843).
     fsdp_raw["fsdp_sharding_strategy"] = {
         "type": "int|str",
         "choices": [*list(C.FSDP_SHARDING_STRATEGY), 1, 2, 3, 4, 5],
-        "deprecated": True,
-        "replacement": "fsdp_reshard_after_forward",
+        "note": sharding_note,
     }
     fsdp_raw["fsdp_auto_wrap_policy"] = {"type": "str", "choices": list(C.FSDP_AUTO_WRAP_POLICY)}
     fsdp_raw["fsdp_backward_prefetch"] = {
@@ -1271,15 +1280,6 @@ def gen_accelerate() -> None:
         }
         for k, meta in ACCELERATE_LEGACY.items()
     }
-    fsdp_removed = {
-        k: {
-            "status": "deprecated",
-            "version": accelerate.__version__,
-            "replacement": "fsdp_reshard_after_forward",
-            "note": "sharding_strategy is deprecated in favor of reshard_after_forward",
-        }
-        for k in ("fsdp_sharding_strategy", "sharding_strategy")
-    }
     sub_note = (
         "accelerate launch copies every key of this mapping onto its argparse namespace; a key no "
         "option reads is silently ignored"
@@ -1327,7 +1327,7 @@ def gen_accelerate() -> None:
             "megatron_lm_config": section(meg, strict=False, coerces=False, note=sub_note),
             "mpirun_config": section(mpi, strict=False, coerces=False, note=sub_note),
         },
-        "removed": {"": removed, "fsdp_config": fsdp_removed},
+        "removed": {"": removed},
     }
     write("accelerate", data)
 
