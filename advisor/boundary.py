@@ -61,7 +61,9 @@ def find_work_tree(start: Path) -> Path | None:
 
 
 def project_root(settings: Settings, seeds: Sequence[Path]) -> Path:
-    """The git work tree of the checked paths, else the settings file's folder, else the checked folder."""
+    """The git work tree of the checked paths, else the settings file's folder, else the current folder
+    when the checked path is inside it (`gpu-advise check examples/train.sh` from a project's root: the
+    script names files from there), else the checked folder."""
     first = seeds[0] if seeds else Path.cwd()
     tree = find_work_tree(first)
     if tree is not None:
@@ -69,7 +71,9 @@ def project_root(settings: Settings, seeds: Sequence[Path]) -> Path:
     if settings.source is not None:
         return _resolved(settings.source.parent)
     resolved = _resolved(first)
-    return resolved if resolved.is_dir() else resolved.parent
+    folder = resolved if resolved.is_dir() else resolved.parent
+    cwd = _resolved(Path.cwd())
+    return cwd if folder.is_relative_to(cwd) else folder
 
 
 def project_boundary(settings: Settings, seeds: Sequence[Path]) -> ProjectBoundary:
