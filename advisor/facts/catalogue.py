@@ -315,7 +315,7 @@ _PRECISION = NamespaceDecl(
     "precision",
     "The precision each config asks for and the one in force.",
     "advisor.facts.precision:precision_facts",
-    requires=("hardware",),
+    requires=("hardware", "script"),
     facts=(
         _f("training", "str", "precision TrainingArguments asks for (bf16, fp16, no)"),
         _f("accelerate", "str", "mixed_precision of the accelerate config"),
@@ -337,6 +337,11 @@ _PRECISION = NamespaceDecl(
         ),
         _f("tf32", "bool", "tf32 as TrainingArguments asks for it"),
         _f("bf16_hardware", "bool", "the machine's GPUs compute in bf16"),
+        _f(
+            "fp16_only_base",
+            "str",
+            "why the base model runs in fp16 only (a GPTQ/AWQ checkpoint or config), unset otherwise",
+        ),
     ),
 )
 

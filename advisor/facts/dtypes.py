@@ -14,6 +14,7 @@ Nothing here executes the script: its from_pretrained keyword arguments come fro
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Any
 
@@ -27,6 +28,7 @@ __all__ = [
     "RunDtypes",
     "autocast_fact",
     "dtype_name",
+    "fp16_only_base",
     "kbit_preparation",
     "load_dtype",
     "mode_fact",
@@ -215,12 +217,100 @@ def quantization(plan: Any, names: dict[str, Any]) -> DtypeFact:
         kind = "nf4" if str(v.value).strip() == "4" else "int8"
         return DtypeFact(kind, _where(v, "quantization_bit"), v.origin)
     for call in _load_calls(names):
-        text = " ".join(f"{k}={x}" for k, x in call["kwargs"].items())
-        if re.search(r"load_in_4bit\s*=\s*True", text):
-            return DtypeFact("nf4", _call_where(call, "quantization_config"), call["location"])
-        if re.search(r"load_in_8bit\s*=\s*True", text):
-            return DtypeFact("int8", _call_where(call, "quantization_config"), call["location"])
+        for key, text in call["kwargs"].items():
+            bnb = _bnb_kind(text)
+            if bnb is None:
+                continue
+            branch = _conditional(text)
+            if branch is None:
+                return DtypeFact(bnb, _call_where(call, key), call["location"])
+            # `BitsAndBytesConfig(...) if lora_args.q_lora else None` (FastChat train_lora.py:138-145): the
+            # config is in force only when the condition holds; follow the flag when the run writes it
+            cond, quantized_when = branch
+            v = _condition_flag(t, cond)
+            flag = cond.rsplit(".", 1)[-1]
+            truth = _truth(v) if v is not None else None
+            if v is None or truth is None:
+                return DtypeFact(
+                    "unknown",
+                    f"unknown, because it depends on {cond} ({_call_where(call, key)})",
+                    call["location"],
+                )
+            if truth == quantized_when:
+                return DtypeFact(bnb, f"{_call_where(call, key)} as {_where(v, flag)}", call["location"])
     return DtypeFact(None, "no quantization")
+
+
+def _condition_flag(t: Namespace, cond: str) -> Value | None:
+    """The run's written value of a condition that is one flag (`lora_args.q_lora` -> q_lora), else None."""
+    if re.fullmatch(r"[A-Za-z_][\w.]*", cond) is None:
+        return None
+    return _written_value(t, cond.rsplit(".", 1)[-1])
+
+
+_FP16_ONLY_NAME = re.compile(r"(?i)(?:^|[-_./])(gptq|awq|int4|int8)(?:$|[-_./])")
+_FP16_ONLY_CONFIG = re.compile(r"\b(GPTQConfig|AwqConfig)\s*\(")
+
+
+def fp16_only_base(plan: Any, names: dict[str, Any]) -> Value | None:
+    """Why the base model runs in fp16 only (GPTQ / AWQ kernels: the checkpoint's scales and the kernels'
+    activations are fp16), or None: a model name with GPTQ/AWQ/Int4/Int8 (Qwen/Qwen-7B-Chat-Int4), or a
+    GPTQConfig/AwqConfig in the script's from_pretrained that is in force (a condition on one flag is
+    followed; any other condition leaves it unknown, None)."""
+    name = plan.model.known_value("name") if plan.model is not None else None
+    if name is not None and isinstance(name.value, str):
+        m = _FP16_ONLY_NAME.search(name.value.strip())
+        if m is not None:
+            return Value(
+                f"{name.value} ({m.group(1)}-quantized checkpoint: fp16 kernels)", name.origin, "derived"
+            )
+    for call in _load_calls(names):
+        text = call["kwargs"].get("quantization_config")
+        m = _FP16_ONLY_CONFIG.search(text) if isinstance(text, str) else None
+        if m is None:
+            continue
+        branch = _conditional(text, _FP16_ONLY_CONFIG)
+        if branch is not None:
+            cond, quantized_when = branch
+            v = _condition_flag(plan.training, cond)
+            if v is None or _truth(v) != quantized_when:
+                continue
+        return Value(
+            f"{_call_where(call, 'quantization_config')} ({m.group(1)}: fp16 kernels)",
+            call["location"],
+            "derived",
+        )
+    return None
+
+
+def _bnb_kind(text: object) -> str | None:
+    if not isinstance(text, str):
+        return None
+    if re.search(r"load_in_4bit\s*=\s*True", text):
+        return "nf4"
+    if re.search(r"load_in_8bit\s*=\s*True", text):
+        return "int8"
+    return None
+
+
+def _conditional(text: str, config: re.Pattern[str] | None = None) -> tuple[str, bool] | None:
+    """For `A if COND else B` (read, never run), the condition's text and whether the quantization config
+    is in force when it holds (True: in A; False: in B, or `not COND`); None when it is not conditional."""
+    if " if " not in text or len(text) > 4000:
+        return None
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    if not isinstance(node, ast.IfExp):
+        return None
+    body = ast.unparse(node.body)
+    in_body = (_bnb_kind(body) if config is None else config.search(body)) is not None
+    test = node.test
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    if negated:
+        test = test.operand  # type: ignore[attr-defined]
+    return ast.unparse(test), in_body != negated
 
 
 def quant_storage(plan: Any, names: dict[str, Any]) -> DtypeFact:
@@ -374,9 +464,30 @@ def run_dtypes(
             # DeepSpeedPlugin fill bf16/fp16.enabled from the precision in force
             mode = mode_fact(plan, names).dtype
             ds_dtype = mode if mode in {"bf16", "fp16"} else None
+            unread = ds is None and plan.spec.deepspeed is None and mode is None
+        else:
+            unread = False
+        if ds_dtype is None and unread:
+            # No DeepSpeed JSON was read (built by the script, as DeepSpeed-Chat's get_train_ds_config, or
+            # missing) and nothing else names the precision: the estimator's 16-bit assumption means
+            # DeepSpeed's 16-bit engine, which casts the module and keeps fp32 master weights (deepspeed
+            # 0.19.8 runtime/fp16/fused_optimizer.py:99-103, runtime/bf16_optimizer.py:182)
+            storage = DtypeFact(
+                "bf16",
+                "DeepSpeed's precision not read (no config file): assumed its 16-bit engine, which casts "
+                "the module",
+                assumed=True,
+            )
+            trainable = DtypeFact("bf16", storage.source, assumed=True)
+            master = DtypeFact(
+                "fp32",
+                "assumed DeepSpeed fp16/bf16: fp32 master weights (runtime/fp16/fused_optimizer.py:99)",
+            )
+            compute = DtypeFact("off", "DeepSpeed 16-bit: no autocast, the module runs in 16-bit")
         if ds_dtype is not None:
             # the engine casts every parameter (deepspeed 0.19.8 runtime/engine.py:2080-2088) and keeps an
-            # fp32 master partition of the trainable ones (runtime/bf16_optimizer.py:182)
+            # fp32 master partition of the trainable ones (runtime/bf16_optimizer.py:182; fp16:
+            # runtime/fp16/fused_optimizer.py:99-103)
             where = f" ({ds.origin.file.name}:{ds.origin.line})" if ds is not None and ds.origin else ""
             storage = DtypeFact(ds_dtype, f"DeepSpeed {ds_dtype}{where}: the engine casts the module")
             trainable = DtypeFact(ds_dtype, storage.source)

@@ -74,8 +74,22 @@ MEGATRON_PARALLEL_KEYS = (
     "expert_model_parallel_size",
     "virtual_pipeline_model_parallel_size",
 )
+# Expert parallelism shards a MoE model's experts over the processes (axolotl's ExpertParallelPlugin is on
+# when expert_parallel_size > 1: axolotl 0.19.0 integrations/expert_parallel/plugin.py:446-449): the
+# estimator holds every expert on every GPU, so an estimate would cry "out of memory" for a run that fits.
+EXPERT_PARALLEL_KEYS = ("expert_parallel_size",)
 PREFERENCE_STAGES = {"dpo", "kto", "orpo", "simpo"}
 REFERENCE_FREE = {"orpo", "simpo", "cpo"}
+# axolotl's `rl:` (axolotl 0.19.0 utils/schemas/enums.py:31-41, core/builders/rl.py:54-86): dpo and ipo run
+# TRL's DPOTrainer with the reference model, orpo and simpo (CPOTrainer) have none, kto runs KTOTrainer.
+AXOLOTL_PREFERENCE_RL = {"dpo", "ipo", "kto", "orpo", "simpo"}
+# GRPO / GDPO generate completions with the policy (TRL's GRPOTrainer, as num_generations elsewhere);
+# EBFT trains against a frozen feature network, a second copy of the model (core/trainers/ebft)
+AXOLOTL_UNMODELLED_RL = {
+    "grpo": "online RL training (rl: grpo): generation and extra models are not modelled",
+    "gdpo": "online RL training (rl: gdpo): generation and extra models are not modelled",
+    "ebft": "EBFT (rl: ebft): its frozen feature network, a second copy of the model, is not modelled",
+}
 _ATTN = {
     "flash_attention_2": "flash_attention_2",
     "flash_attention_3": "flash_attention_2",
@@ -211,7 +225,11 @@ def _method(plan: Any, quant: str | None) -> tuple[str | None, str | None]:
     t = plan.training
     derived = plan.model.method if plan.model.method in {"full", "lora", "qlora"} else "full"
     lora_flags = ("use_peft_lora", "use_lora", "lora_enable", "use_peft")
-    lora = derived in {"lora", "qlora"} or any(_truth(_written(t, k)) for k in lora_flags)
+    lora = (
+        derived in {"lora", "qlora"}
+        or any(_truth(_written(t, k)) for k in lora_flags)
+        or _script_wraps_peft(plan)
+    )
     if _truth(_written(t, "q_lora")) or derived == "qlora":
         return "qlora", None
     if quant is not None and lora:
@@ -223,6 +241,36 @@ def _method(plan: Any, quant: str | None) -> tuple[str | None, str | None]:
             f"{kind} quantized base without LoRA adapters is not a training setup the estimator models",
         )
     return ("lora" if lora else "full"), None
+
+
+def _script_wraps_peft(plan: Any) -> bool:
+    """The training script calls get_peft_model outside any `if` (FastChat train_lora.py:165): LoRA
+    whatever the flags say. Read from the AST, never run; a conditional call is left to the flags."""
+    doc = plan.spec.script
+    text = doc.text if doc is not None else None
+    if not isinstance(text, str) or "get_peft_model(" not in text or len(text) > 2_000_000:
+        return False
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+
+    def unconditional(node: ast.AST) -> bool:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If | ast.IfExp | ast.Try | ast.While | ast.For | ast.Match):
+                continue
+            if isinstance(child, ast.Call):
+                f = child.func
+                name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+                if name == "get_peft_model":
+                    return True
+            if unconditional(child):
+                return True
+        return False
+
+    return unconditional(tree)
 
 
 UNSLOTH_KEYS = (
@@ -260,6 +308,17 @@ def _unsloth(plan: Any, names: dict[str, Any]) -> str | None:
         if m is not None:
             return f"import unsloth at {doc.path.name}:{text.count(chr(10), 0, m.start()) + 1}"
     return None
+
+
+def _rl(plan: Any) -> str | None:
+    """axolotl's `rl:` trainer type (dpo, ipo, kto, orpo, simpo, grpo, gdpo, ebft), lower case, or None."""
+    t = plan.training
+    if t.dialect != "axolotl":
+        return None
+    v = _written(t, "rl")
+    if v is None or not v.known or not isinstance(v.value, str) or not v.value.strip():
+        return None
+    return v.value.strip().lower()
 
 
 def _lora_targets(plan: Any) -> list[str] | None:
@@ -347,9 +406,10 @@ def _dtype_inputs(
     checkpoint = dtype_name(config.get("dtype") or config.get("torch_dtype"))
     rd = run_dtypes(plan, names, strategy=strategy, method=method, checkpoint=checkpoint)
     storage = rd.storage.dtype if rd.storage.dtype in {"fp32", "bf16", "fp16"} else None
-    if rd.storage.assumed:
+    if rd.storage.assumed and not (strategy == "zero0" and rd.master.dtype == "fp32"):
         # not written anywhere: left to the estimator's stated 16-bit assumption, and judged with an fp32
-        # load where a claim must hold whatever the files left open (pessimistic)
+        # load where a claim must hold whatever the files left open (pessimistic); under an assumed 16-bit
+        # DeepSpeed engine (ZeRO-0, estimated as DDP) the engine's cast decides it, not the load
         storage = None
     autocast = rd.autocast.dtype if rd.autocast.dtype in {"bf16", "fp16", "off"} else None
     # the compute dtype (the time model's precision); None when nothing is known (the estimator says so)
@@ -429,8 +489,7 @@ def _strategy(
     if strategy == "ddp":
         return "ddp", None, origin
     if strategy == "zero0":
-        a.append("ZeRO stage 0 estimated as DDP with DeepSpeed's fp32 master weights")
-        return "ddp", None, origin
+        return "ddp", None, origin  # the note, with or without the fp32 master, once the dtypes are known
     if strategy in {"zero1", "zero2", "zero3"}:
         return strategy, None, origin
     if strategy == "fsdp":
@@ -580,6 +639,17 @@ def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
         if degree is not None and degree > 1:
             out.reason = f"Megatron-style {key.replace('_size', '')} (x{degree}) is not modelled"
             return out
+    for key in EXPERT_PARALLEL_KEYS:
+        ep_v = _written(t, key)
+        degree = _int(ep_v)
+        if (degree is not None and degree > 1) or (ep_v is not None and not ep_v.known):
+            shown = f"x{degree}" if degree is not None else (ep_v.unknown if ep_v is not None else "")
+            out.reason = f"expert parallelism ({key} {shown}) is not modelled"
+            return out
+    rl = _rl(plan)
+    if rl is not None and rl in AXOLOTL_UNMODELLED_RL:
+        out.reason = AXOLOTL_UNMODELLED_RL[rl]
+        return out
 
     unsloth = _unsloth(plan, names)
     if unsloth is not None:
@@ -589,7 +659,11 @@ def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
         return out
     from advisor.facts.dtypes import quantization
 
-    method, why = _method(plan, quantization(plan, names).dtype)
+    quant = quantization(plan, names)
+    if quant.dtype == "unknown":
+        out.reason = f"the base weights' quantization is {quant.source}"
+        return out
+    method, why = _method(plan, quant.dtype)
     if method is None:
         out.reason = why
         return out
@@ -684,17 +758,29 @@ def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
             out.reason = f"the {what} {count:.3g} is not a sane count"
             return out
 
+    kind = str(stage.value).lower() if stage is not None and stage.known else None
+    if rl is not None and rl in AXOLOTL_PREFERENCE_RL:
+        kind = rl
     preference = _written(t, "beta", "pref_beta", "max_prompt_length") is not None or (
-        stage is not None and str(stage.value).lower() in PREFERENCE_STAGES
+        kind is not None and (kind in PREFERENCE_STAGES or kind in AXOLOTL_PREFERENCE_RL)
     )
     seqs_per_micro = micro
     if preference:
         loss = str(getattr(_written(t, "loss_type", "pref_loss"), "value", "") or "").lower()
-        seqs_per_micro = micro * 2
-        a.append("preference training: chosen and rejected sequences in every micro-batch (2x the sequences)")
+        if kind == "kto":
+            # KTO is unpaired: one completion per sample with gradients; the KL completions run under
+            # torch.no_grad() (trl 1.16 trainer/kto_trainer.py:1363-1365), so no activations are kept
+            a.append("KTO preference training: one (unpaired) completion per sample; the KL pass keeps none")
+        else:
+            # chosen and rejected go through the model as one batch (trl 1.16 trainer/dpo_trainer.py:169,
+            # the collator stacks prompt+chosen and prompt+rejected; LLaMA-Factory's concatenated_forward)
+            seqs_per_micro = micro * 2
+            a.append(
+                "preference training: chosen and rejected sequences in every micro-batch (2x the sequences)"
+            )
         ref_free = (
             any(x in loss for x in REFERENCE_FREE)
-            or (stage is not None and str(stage.value).lower() in {"orpo", "simpo"})
+            or kind in {"orpo", "simpo"}
             or _truth(_written(t, "precompute_ref_log_probs", "reference_free")) is True
         )
         if method == "full" and not ref_free:
@@ -709,6 +795,15 @@ def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
     run_strategy = names["run"].entry("strategy") if names.get("run") is not None else None
     zero0 = isinstance(run_strategy, Value) and run_strategy.value == "zero0"
     dtype_kw, out.dtypes = _dtype_inputs(plan, names, "zero0" if zero0 else strategy, method, info, a)
+    if zero0:
+        master = out.dtypes.master.dtype == "fp32"
+        a.append(
+            "ZeRO stage 0 estimated as DDP with DeepSpeed's fp32 master weights"
+            if master
+            else "ZeRO stage 0 estimated as DDP (DeepSpeed in fp32: no master copy)"
+        )
+        if out.dtypes.storage.assumed and master:
+            a.append(f"DeepSpeed precision: {out.dtypes.storage.source}; fp32 master weights")
     lora_r = _int(_written(t, "lora_r", "lora_rank", "lora_dim")) if method != "full" else None
     dropout = _number(_written(t, "lora_dropout")) if method != "full" else None
     optim = _written(t, "optim")
