@@ -50,6 +50,7 @@ from advisor.sources.shell.lexer import (
     _Tok,
 )
 from advisor.sources.shell.model import LaunchCommand, Word
+from advisor.sources.shell.substitution import command_substitution
 from advisor.sources.shell.wrappers import (
     _RUNNERS,
     _SHELLS,
@@ -120,7 +121,7 @@ class _Shell(_LauncherReading):
             elif isinstance(p, _Param):
                 out.extend(self.param(src, p, split and not p.quoted))
             elif isinstance(p, _Cmd):
-                out.append(self.unknown(src.raw(p.ra, p.rb), src.off(p.ra), "command substitution"))
+                out.append(command_substitution(self, src, p))
             elif isinstance(p, _Arith):
                 out.append(self.arith(src, p))
             elif isinstance(p, _Ph):
