@@ -75,6 +75,7 @@ class RunSpec:
     deepspeed: Document | None = None
     script: Document | None = None
     references: list[Reference] = field(default_factory=list)
+    hostfile: Any = None  # advisor.sources.hostfile.Hostfile of `deepspeed --hostfile FILE`
 
     @property
     def documents(self) -> list[Document]:
@@ -483,6 +484,10 @@ def _attach_from_command(run: RunSpec, doc: Document, command: Any, cache: Docum
         if ref.path:
             run.deepspeed = cache.get(ref.path, "deepspeed")
 
+    hostfile_word = args.get("hostfile") if command.launcher == "deepspeed" else None
+    if hostfile_word is not None and hostfile_word.text:
+        run.hostfile = _hostfile(run, doc, hostfile_word, cache)
+
     # `llamafactory-cli train`, `trl sft`: the command word names no file
     subcommand = getattr(command, "subcommand", False)
     if command.script is not None and command.script.text and not command.module and not subcommand:
@@ -492,6 +497,21 @@ def _attach_from_command(run: RunSpec, doc: Document, command: Any, cache: Docum
             run.script = cache.get(ref.path, "script")
     _link_config_to_script(run, training_word)
     _attach_nested(run, cache)
+
+
+def _hostfile(run: RunSpec, doc: Document, word: Any, cache: DocumentCache) -> Any:
+    """`deepspeed --hostfile FILE`, read inside the project; a file outside it is GA006's, and a file
+    that is not there is DeepSpeed's warning, not an error: it proceeds with local resources only
+    (deepspeed 0.16.4 launcher/runner.py:213-217)."""
+    from advisor.sources.hostfile import Hostfile, read_hostfile
+
+    ref = _ref(doc, word.text, word.span, "hostfile", cache)
+    if ref.outside is not None:
+        run.references.append(ref)
+        return Hostfile(path=Path(word.text), problem=ref.outside)
+    if ref.path is None:
+        return Hostfile(path=Path(word.text), found=False, problem="not found")
+    return read_hostfile(ref.path)
 
 
 def _is_switch(word: Any) -> bool:

@@ -397,6 +397,9 @@ def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
         return count_value(nproc, "--nproc_per_node"), nodes_value, True
 
     if launcher == "deepspeed":
+        from_hostfile = _hostfile_processes(plan)
+        if from_hostfile is not None:
+            return from_hostfile
         num_nodes = value_entry(plan.launch, "num_nodes")
         nodes_value = (
             launch_count("num_nodes", num_nodes) if num_nodes is not None else Value(1, None, "default")
@@ -514,5 +517,63 @@ def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
             unknown="no launch script or accelerate config says how many processes start",
         ),
         Value(1, None, "default"),
+        True,
+    )
+
+
+def _hostfile_processes(plan: RunPlan) -> tuple[Value, Value, bool] | None:
+    """The deepspeed launcher with a hostfile it can read: the slots of the hosts selected (advisor/
+    sources/hostfile.py has DeepSpeed's rules); None when there is no hostfile or it is not there
+    (DeepSpeed then runs on the local GPUs, as without one)."""
+    from advisor.sources.hostfile import active_slots
+
+    hostfile = getattr(plan.spec, "hostfile", None)
+    if hostfile is None or not hostfile.found:
+        return None
+    word = value_entry(plan.launch, "hostfile")
+    origin = word.origin if word is not None else plan.root_location
+
+    def unknown(reason: str) -> tuple[Value, Value, bool]:
+        return (
+            Value(None, origin, "derived", unknown=reason),
+            Value(None, origin, "derived", unknown=reason),
+            True,
+        )
+
+    if not hostfile.hosts:
+        return unknown(f"the hostfile {hostfile.path}: {hostfile.problem}")
+    given: dict[str, object] = {}
+    for key in ("num_nodes", "num_gpus", "include", "exclude"):
+        v = value_entry(plan.launch, key)
+        if v is not None and not v.known:
+            return unknown(f"--{key} is not known ({v.unknown or 'unknown value'})")
+        if v is not None:
+            given[key] = v.value
+    try:
+        slots = active_slots(
+            hostfile.hosts,
+            str(given.get("include", "")),
+            str(given.get("exclude", "")),
+            int(str(given.get("num_nodes", -1))),
+            int(str(given.get("num_gpus", -1))),
+        )
+    except ValueError:
+        return unknown("--num_nodes or --num_gpus is not a number")
+    if isinstance(slots, str):
+        return unknown(f"the deepspeed launcher refuses the hostfile selection: {slots}")
+    counts = [len(v) for v in slots.values()]
+    if not counts:
+        return unknown("no host of the hostfile is left by --include/--exclude")
+    note = f"hostfile {hostfile.path.name}: " + ", ".join(f"{h} {len(v)}" for h, v in slots.items())
+    if len(set(counts)) == 1:
+        return (
+            Value(counts[0], origin, "launch", note=note),
+            Value(len(counts), origin, "launch", note=note),
+            True,
+        )
+    total = sum(counts)  # hosts with different slot counts: the processes in all, on "one" node
+    return (
+        Value(total, origin, "launch", note=f"{note}: {total} in all"),
+        Value(1, origin, "launch", note=note),
         True,
     )
