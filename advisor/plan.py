@@ -6,6 +6,7 @@ in `related`, so a rule about the conflict has both locations.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from advisor.discover import RunSpec
@@ -58,7 +59,20 @@ _ACCELERATE_MODE_FLAGS = {
     "cpu": "NO",
 }
 # Launchers that run a Python script whose flags are TrainingArguments.
-SCRIPT_LAUNCHERS = {"accelerate", "torchrun", "deepspeed", "python", "trl", "llamafactory", "axolotl"}
+SCRIPT_LAUNCHERS = {
+    "accelerate",
+    "torchrun",
+    "deepspeed",
+    "python",
+    "trl",
+    "llamafactory",
+    "axolotl",
+    "swift",
+}
+# Launchers whose flags carry TrainingArguments names but whose own parser has other defaults: the run
+# keeps what its flags write and gets no TrainingArguments defaults. ms-swift: per_device_train_batch_size
+# defaults to 1 (ms-swift swift/trainers/arguments.py:129), not TrainingArguments' 8.
+OWN_DEFAULTS_LAUNCHERS = frozenset({"swift"})
 
 
 def coerce_text(text: str) -> Any:
@@ -153,6 +167,49 @@ def _word_value(word: Any, root: Document, source: str = "launch") -> Value:
     return Value(None, loc, source, unknown=refused) if refused else Value(value, loc, source)
 
 
+# The known-key data (advisor/sources/known_keys.py) of the parser each training dialect's flags go to.
+_FLAG_KEY_DIALECTS = {"hf": "training_args", "trl": "trl", "llamafactory": "llamafactory"}
+_TRUE_WORDS = frozenset({"yes", "true", "t", "y", "1"})
+_FALSE_WORDS = frozenset({"no", "false", "f", "n", "0"})
+
+
+def typed_flag_word(text: str, kind: str | None) -> Any:
+    """A flag's word as HfArgumentParser hands it to a field of this kind: argparse gives every word as a
+    string, and the field's type converts it (transformers 5.24 hf_argparser.py:204-234; string_to_bool,
+    lines 36-46, for bool fields only), so `--eval_strategy no` is the string "no" and `--report_to none`
+    the string "none". A word the type refuses (argparse exits on it) stays the word; a key of no known
+    kind, or of one we do not convert to (unions with bool, dicts), is typed as coerce_text would."""
+    if kind == "bool":
+        low = text.lower()
+        return True if low in _TRUE_WORDS else False if low in _FALSE_WORDS else text
+    if kind in ("str", "list|str", "list"):
+        return text
+    if kind in ("int", "float"):  # a whole number stays an int, as the same key written in YAML is
+        for convert in (int, float):
+            try:
+                return convert(text)
+            except ValueError:
+                pass
+        return text  # argparse refuses it: the word as written
+    return coerce_text(text)
+
+
+def _flag_value(word: Any, root: Document, key: str, dialect: str) -> Value:
+    """A script flag of a run that reads TrainingArguments, typed by the field it sets."""
+    value = _word_value(word, root)
+    key_dialect = _FLAG_KEY_DIALECTS.get(dialect)
+    if key_dialect is None or not value.known or word.text is None:
+        return value
+    from advisor.sources.known_keys import value_kind
+
+    typed = typed_flag_word(word.text, value_kind(key_dialect, key))
+    refused = refused_number(typed)
+    if refused:
+        return Value(None, value.origin, value.source, unknown=refused)
+    value.value = typed
+    return value
+
+
 def build_plan(spec: RunSpec, hardware: Any = None, settings: Any = None) -> RunPlan:
     plan = RunPlan(name=spec.name, spec=spec, hardware=hardware, settings=settings)
     command = spec.command
@@ -220,18 +277,40 @@ def _build_training(plan: RunPlan, spec: RunSpec) -> None:
     dialect = (doc.dialect if doc is not None else None) or "hf"
     if doc is not None and doc.kind == "axolotl":
         dialect = "axolotl"
+    elif spec.command is not None and spec.command.launcher == "llamafactory" and dialect == "hf":
+        # llamafactory-cli reads its flags (or a config without LLaMA-Factory-only keys) into its own
+        # dataclasses, with its own defaults: the same dialect as its YAML (LLaMA-Factory 0.9.5
+        # hparams/parser.py read_args; hparams/model_args.py disable_gradient_checkpointing=False)
+        dialect = "llamafactory"
     plan.training.set("dialect", Value(dialect, None, "derived"))
     aliases = TRAINING_ALIASES.get(dialect, {})
     defaults = AXOLOTL_DEFAULTS if dialect == "axolotl" else {}
 
     reads = reads_training_arguments(spec)
+    own = script_arguments(spec)
+    why = "the run reads no TrainingArguments"
+    if spec.command is not None and spec.command.launcher in OWN_DEFAULTS_LAUNCHERS:
+        why = f"{spec.command.launcher}'s parser has its own defaults: only its written flags are known"
+    elif own is not None and own.kind == "argparse":
+        why = f"the script's parser is its own ({own.where})"
     plan.training.set(
         "reads_training_arguments",
-        Value(reads, None, "derived", note=None if reads else "the run reads no TrainingArguments"),
+        Value(reads, None, "derived", note=None if reads else why),
     )
     if reads:
         for key, default in {**TRAINING_DEFAULTS, **defaults}.items():
             plan.training.set(key, Value(default, None, "default", note="default"))
+    # The script's own parser sets its own defaults: those of its dataclasses replace the library's
+    # (HfArgumentParser takes each field's default: transformers hf_argparser.py _parse_dataclass_field);
+    # a plain-argparse script's stand where TrainingArguments' do not apply.
+    if own is not None and (own.kind == "hf" or not reads):
+        for key, value in own.defaults.items():
+            plan.training.set(aliases.get(key, key), value)
+        if own.kind == "argparse" and "per_device_train_batch_size" not in own.defaults:
+            plan.training.set(
+                "per_device_train_batch_size",
+                Value(None, own.origin, "script", unknown=f"the script's parser is its own ({own.where})"),
+            )
 
     if doc is not None and isinstance(doc.data, dict):
         for key, value in doc.data.items():
@@ -257,7 +336,9 @@ def _build_training(plan: RunPlan, spec: RunSpec) -> None:
         for key, word in command.script_args.items():
             if key == "config":
                 continue
-            _override(plan.training, aliases.get(key, key), _word_value(word, spec.root))
+            name = aliases.get(key, key)
+            value = _flag_value(word, spec.root, key, dialect) if reads else _word_value(word, spec.root)
+            _override(plan.training, name, value)
 
 
 def reads_training_arguments(spec: RunSpec) -> bool:
@@ -266,14 +347,23 @@ def reads_training_arguments(spec: RunSpec) -> bool:
     with its own flags (OpenRLHF's --micro_train_batch_size, say) gets no made-up defaults, and
     neither does a bare accelerate or DeepSpeed config (no training file, no command).
 
+    A script whose parser is its own argparse.ArgumentParser (DeepSpeed-Chat's main.py, OpenRLHF's
+    train_sft.py) reads no TrainingArguments either, whatever its flags are called, and neither does a
+    launcher with defaults of its own (OWN_DEFAULTS_LAUNCHERS).
+
     The plan computes this once (`training.reads_training_arguments`); everything else reads that."""
+    command = spec.command
+    if command is not None and command.launcher in OWN_DEFAULTS_LAUNCHERS:
+        return False
     if spec.training is not None:
         return True
-    command = spec.command
     if command is None:
         return False
     if command.launcher in {"llamafactory", "trl", "axolotl"}:
         return True
+    own = script_arguments(spec)
+    if own is not None and own.kind == "argparse":
+        return False
     from advisor.sources.known_keys import known_keys
 
     keys = known_keys("training_args")
@@ -306,3 +396,218 @@ def _build_model(plan: RunPlan) -> None:
     if quant is not None and method in {"lora", "qlora"}:
         method, origin = "qlora", quant.origin
     plan.model.set("method", Value(method, origin, "derived" if origin is None else "training_args"))
+
+
+# --------------------------------------------------------------------------------------------------
+# the training script's own argument parser (read from its AST, never run)
+# --------------------------------------------------------------------------------------------------
+
+# Parser classes that fill dataclasses (transformers hf_argparser.py, trl scripts/utils.py TrlParser,
+# alignment-handbook's H4ArgumentParser); a script that names one of them, a *TrainingArguments class or
+# anything from trl is not a plain-argparse script.
+_HF_PARSERS = frozenset({"HfArgumentParser", "TrlParser", "H4ArgumentParser"})
+# The terms the plan and the estimator read whose defaults a script's own parser may set instead of
+# TrainingArguments: the batch, the run's length and the sequence length (advisor.facts.estimate_inputs
+# SEQ_KEYS), gradient checkpointing.
+_SEQ_KEYS = (
+    "max_seq_length",
+    "max_length",
+    "cutoff_len",
+    "sequence_len",
+    "model_max_length",
+    "max_seq_len",
+    "seq_length",
+    "block_size",
+)
+_ARGPARSE_TERMS = frozenset(
+    {
+        "per_device_train_batch_size",
+        "gradient_accumulation_steps",
+        "num_train_epochs",
+        "max_steps",
+        "learning_rate",
+        "gradient_checkpointing",
+        *_SEQ_KEYS,
+    }
+)
+# A dataclass that HfArgumentParser fills has TrainingArguments' meaning for these names (its own
+# subclass of transformers.TrainingArguments, as stanford_alpaca's train.py:55-65).
+_DATACLASS_TERMS = _ARGPARSE_TERMS | frozenset(TRAINING_DEFAULTS) | {"optim"}
+_MAX_SCRIPT_CHARS = 2 * 1024 * 1024
+_STORE_ACTIONS = {"store_true": False, "store_false": True}
+_MAX_CLASS_DEPTH = 16
+
+# (name, value, line, col, what the script declares) of each literal default, in the script's order
+_Defaults = tuple[tuple[str, Any, int, int, str], ...]
+
+
+@record(frozen=True, slots=True)
+class ScriptArguments:
+    """The script's own parser: `argparse` (argparse.ArgumentParser, no HfArgumentParser) or `hf`
+    (HfArgumentParser / TrlParser over the script's dataclasses), where it is built, and the literal
+    defaults it gives the terms the plan reads, each a Value at its line in the script."""
+
+    kind: str
+    origin: Location
+    where: str
+    defaults: dict[str, Value]
+
+
+def script_arguments(spec: RunSpec) -> ScriptArguments | None:
+    script = spec.script
+    text = getattr(script, "text", None)
+    if script is None or not isinstance(text, str) or spec.command is None:
+        return None
+    read = _read_script_arguments(text)
+    if read is None:
+        return None
+    kind, parser, line, col, defaults = read
+    from advisor.paths import relative
+
+    shown = relative(script.path) if script.path.is_absolute() else str(script.path)
+    where = f"{parser} at {shown}:{line}"
+    values: dict[str, Value] = {}
+    for name, value, vline, vcol, declared in defaults:
+        if name in values:
+            continue
+        note = f"the default of {shown}'s own {declared}"
+        values[name] = Value(value, Location(script.path, vline, vcol), "script", note=note)
+    return ScriptArguments(kind, Location(script.path, line, col), where, values)
+
+
+def _last_id(node: Any) -> str | None:
+    import ast
+
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def _literal(node: Any) -> Any:
+    """A literal int, float, str or bool (`-1` included); None for anything else."""
+    import ast
+
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if type(value) in (int, float, str, bool) else None
+
+
+@lru_cache(maxsize=16)
+def _read_script_arguments(text: str) -> tuple[str, str, int, int, _Defaults] | None:
+    """(kind, parser, line, col, defaults) of the script's parser; None when it builds none we can read."""
+    import ast
+
+    if len(text) > _MAX_SCRIPT_CHARS:
+        return None
+    try:
+        tree = ast.parse(text.removeprefix("\ufeff"))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    try:
+        nodes = list(ast.walk(tree))
+    except RecursionError:
+        return None
+    hf_call = argparse_call = None
+    library = False
+    for node in nodes:
+        if isinstance(node, ast.Call):
+            name = _last_id(node.func)
+            if name in _HF_PARSERS and hf_call is None:
+                hf_call = node
+            elif name == "ArgumentParser" and argparse_call is None:
+                argparse_call = node
+        elif isinstance(node, ast.Name | ast.Attribute | ast.alias):
+            name = node.name if isinstance(node, ast.alias) else _last_id(node)
+            library = library or bool(name and name.endswith("TrainingArguments"))
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "trl":
+            library = True
+    if hf_call is not None:
+        parser = _last_id(hf_call.func) or "HfArgumentParser"
+        return "hf", parser, hf_call.lineno, hf_call.col_offset + 1, _dataclass_defaults(nodes, hf_call)
+    if argparse_call is not None and not library:
+        line, col = argparse_call.lineno, argparse_call.col_offset + 1
+        return "argparse", "argparse.ArgumentParser", line, col, _argparse_defaults(nodes)
+    return None
+
+
+def _argparse_defaults(nodes: list[Any]) -> _Defaults:
+    """`parser.add_argument("--name", type=int, default=16)`: argparse gives dest `name` (dashes as
+    underscores) that default, converted by `type` when it is a string (argparse.py _get_values), and
+    False/True to store_true/store_false without one (Python 3.11 argparse.py _StoreTrueAction)."""
+    import ast
+
+    out = []
+    for node in nodes:
+        if not (isinstance(node, ast.Call) and _last_id(node.func) == "add_argument"):
+            continue
+        kw = {k.arg: k.value for k in node.keywords if k.arg is not None}
+        options = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        dest = _literal(kw["dest"]) if "dest" in kw else None
+        if not isinstance(dest, str):
+            long = next((o for o in options if o.startswith("--")), None)
+            dest = long[2:].replace("-", "_") if long else None
+        if dest not in _ARGPARSE_TERMS:
+            continue
+        where = kw.get("default", node)
+        value = _literal(kw["default"]) if "default" in kw else None
+        if "default" not in kw:
+            action = _literal(kw["action"]) if "action" in kw else None
+            value = _STORE_ACTIONS.get(action) if isinstance(action, str) else None
+        kind = _last_id(kw["type"]) if "type" in kw else None
+        if isinstance(value, str) and kind in ("int", "float"):
+            try:
+                value = int(value) if kind == "int" else float(value)
+            except ValueError:
+                value = None
+        if value is not None:
+            out.append((dest, value, where.lineno, where.col_offset + 1, f"--{dest}"))
+    return tuple(out)
+
+
+def _dataclass_defaults(nodes: list[Any], call: Any) -> _Defaults:
+    """The literal defaults (`name: int = 512`, `name: int = field(default=512)`) of the script's own
+    dataclasses that the parser is built from, a subclass's before its base's."""
+    import ast
+
+    classes: dict[str, Any] = {}
+    bound: dict[str, Any] = {}
+    for node in nodes:
+        if isinstance(node, ast.ClassDef):
+            classes.setdefault(node.name, node)
+        elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            bound.setdefault(node.targets[0].id, node.value)
+    arg = call.args[0] if call.args else None
+    if arg is None:
+        arg = next((k.value for k in call.keywords if k.arg == "dataclass_types"), None)
+    if isinstance(arg, ast.Name) and arg.id not in classes and arg.id in bound:
+        arg = bound[arg.id]
+    roots = list(arg.elts) if isinstance(arg, ast.Tuple | ast.List) else [arg] if arg is not None else []
+    out: list[tuple[str, Any, int, int, str]] = []
+    seen: set[str] = set()
+    for root in roots:
+        todo = [(root, 0)]
+        while todo:
+            expr, depth = todo.pop(0)
+            local = classes.get(expr.id) if isinstance(expr, ast.Name) else None
+            if local is None or local.name in seen or depth > _MAX_CLASS_DEPTH:
+                continue
+            seen.add(local.name)
+            for stmt in local.body:
+                if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
+                    continue
+                if stmt.value is None or stmt.target.id not in _DATACLASS_TERMS:
+                    continue
+                value_node: ast.expr | None = stmt.value
+                if isinstance(value_node, ast.Call) and _last_id(value_node.func) == "field":
+                    value_node = next((k.value for k in value_node.keywords if k.arg == "default"), None)
+                value = _literal(value_node) if value_node is not None else None
+                if value is not None and value_node is not None:
+                    name = stmt.target.id
+                    line, col = value_node.lineno, value_node.col_offset + 1
+                    out.append((name, value, line, col, f"{local.name}.{name}"))
+            todo.extend((b, depth + 1) for b in local.bases)
+    return tuple(out)

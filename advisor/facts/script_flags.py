@@ -4,11 +4,12 @@ The script is read (never run) from the launch command's script word, inside the
 it builds one ``HfArgumentParser`` / ``TrlParser`` from dataclasses we can read whole (its own, with their
 own bases, and library classes such as ``transformers.Seq2SeqTrainingArguments`` or TRL's configs), every
 ``--flag`` is judged against the union of their fields at the releases the project pins
-(advisor.facts.versions): a flag no dataclass has is unknown (argparse exits with "unrecognized
-arguments"), a removed one says when it went, a deprecated one says what replaces it; and when the
-script parses with ``return_remaining_strings=True`` (or ``parse_known_args``) an unknown flag is not
-refused but set aside, silently: artidoro/qlora's qlora.py does this, so ``--evaluation_strategy steps``
-on a transformers without that field means no evaluation ever runs.
+(advisor.facts.versions): a flag no dataclass has is unknown (HfArgumentParser raises ValueError "Some
+specified arguments are not used by the HfArgumentParser"), a removed one says when it went, a
+deprecated one says what replaces it; and when the script parses with ``return_remaining_strings=True``
+(or ``parse_known_args``) an unknown flag is not refused but set aside, silently: artidoro/qlora's
+qlora.py does this, so ``--evaluation_strategy steps`` on a transformers without that field means no
+evaluation ever runs.
 """
 
 from __future__ import annotations
@@ -215,10 +216,14 @@ def _judge_command(
                     "severity": None,
                 }
             )
+        # HfArgumentParser (and TrlParser, H4ArgumentParser on top of it) reads sys.argv with
+        # parse_known_args and raises on what is left (transformers 5.24 hf_argparser.py:338-354):
+        # ValueError, not argparse's "unrecognized arguments" exit
         consequence = (
             ""
             if parsing.drops_unknown is not None
-            else f"; {shown}'s parser exits with 'unrecognized arguments'"
+            else f"; {shown}'s {parsing.parser} raises ValueError at start ('Some specified arguments are "
+            "not used by the HfArgumentParser')"
         )
         if state == "removed":
             out["removed_keys"].append(

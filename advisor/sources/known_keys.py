@@ -189,6 +189,17 @@ def field_type(dialect: str, key: str, section: Section = ()) -> FieldType | Non
     return _field_type(dialect, _sec(section), key)
 
 
+def value_kind(dialect: str, key: str, section: Section = ()) -> str | None:
+    """The simple type (``kind``) a command-line word for ``key`` is converted to: the field's, or the type a
+    removed key had (a release that still has it converts to that); None when neither is known."""
+    ft = field_type(dialect, key, section)
+    if ft is not None:
+        return ft.kind
+    hit = _cached_removed(dialect, _sec(section)).get(key)
+    kind = hit[0].get("type") if hit is not None else None
+    return kind if isinstance(kind, str) else None
+
+
 @cache
 def _field_type(dialect: str, section: str, key: str) -> FieldType:
     tag = _keys(dialect, section)[key]
