@@ -1,7 +1,10 @@
 """RunPlan: the merged, typed view of one run, every value with its provenance.
 
 Precedence: launch-script flags > config files > defaults. The value that loses a conflict is kept
-in `related`, so a rule about the conflict has both locations.
+in `related`, so a rule about the conflict has both locations. The defaults are the consumer's: the
+TrainingArguments defaults where the run reads TrainingArguments, replaced by the literal defaults of the
+training script's own dataclasses, or those of its own argparse parser where it has one instead
+(`script_arguments`, read from the script's AST, never run).
 """
 
 from __future__ import annotations
