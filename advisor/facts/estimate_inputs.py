@@ -10,11 +10,20 @@ Nothing here imports torch or transformers; the estimator is imported once a run
 
 from __future__ import annotations
 
-import math
-import re
 from typing import Any
 
-from advisor.provenance import Namespace, Value
+from advisor.facts.namespace_entries import (
+    MAX_COUNT,
+    absurd,
+    first_origin,
+    integer,
+    number,
+    truth,
+    value_at,
+    written,
+)
+from advisor.facts.unmodelled import axolotl_rl, unmodelled_reason
+from advisor.provenance import Value
 from advisor.records import field, record
 from advisor.sources.document import Location
 
@@ -40,56 +49,11 @@ SEQ_KEYS = (
     "seq_length",
     "block_size",
 )
-# Keys of trainers whose memory the estimator does not model: online RL generates with the policy and
-# holds reference/reward/critic models.
-RL_KEYS = (
-    "num_generations",
-    "use_vllm",
-    "actor_model_name_or_path",
-    "critic_model_name_or_path",
-    "reward_pretrain",
-    "reward_model_path",
-    "ppo_epochs",
-    "rollout_batch_size",
-)
-# Keys that change what is trained or how the optimizer stores its state in ways the estimator does not
-# model: vision-language towers and projector-only stages, partial freezing, low-rank/block optimizers.
-UNMODELLED_KEYS = {
-    "vision_tower": "a vision-language model (vision tower + projector)",
-    "mm_projector_type": "a vision-language model (vision tower + projector)",
-    "tune_mm_mlp_adapter": "projector-only training of a vision-language model",
-    "freeze_backbone": "a partly frozen model",
-    "freeze_trainable_layers": "a partly frozen model",
-    "use_galore": "the GaLore optimizer (low-rank optimizer states)",
-    "use_apollo": "the APOLLO optimizer",
-    "use_badam": "BAdam (one block trained at a time)",
-    "use_adam_mini": "Adam-mini (blockwise second moments)",
-    "use_muon": "the Muon optimizer",
-    "unfrozen_parameters": "a partly frozen model (axolotl unfrozen_parameters)",
-}
-# Megatron-Core parallelism (LLaMA-Factory's mcore_adapter recipes, NeMo): pipeline stages and expert shards
-# split the model in ways the estimator does not model.
-MEGATRON_PARALLEL_KEYS = (
-    "pipeline_model_parallel_size",
-    "expert_model_parallel_size",
-    "virtual_pipeline_model_parallel_size",
-)
-# Expert parallelism shards a MoE model's experts over the processes (axolotl's ExpertParallelPlugin is on
-# when expert_parallel_size > 1: axolotl 0.19.0 integrations/expert_parallel/plugin.py:446-449): the
-# estimator holds every expert on every GPU, so an estimate would cry "out of memory" for a run that fits.
-EXPERT_PARALLEL_KEYS = ("expert_parallel_size",)
 PREFERENCE_STAGES = {"dpo", "kto", "orpo", "simpo"}
 REFERENCE_FREE = {"orpo", "simpo", "cpo"}
 # axolotl's `rl:` (axolotl 0.19.0 utils/schemas/enums.py:31-41, core/builders/rl.py:54-86): dpo and ipo run
 # TRL's DPOTrainer with the reference model, orpo and simpo (CPOTrainer) have none, kto runs KTOTrainer.
 AXOLOTL_PREFERENCE_RL = {"dpo", "ipo", "kto", "orpo", "simpo"}
-# GRPO / GDPO generate completions with the policy (TRL's GRPOTrainer, as num_generations elsewhere);
-# EBFT trains against a frozen feature network, a second copy of the model (core/trainers/ebft)
-AXOLOTL_UNMODELLED_RL = {
-    "grpo": "online RL training (rl: grpo): generation and extra models are not modelled",
-    "gdpo": "online RL training (rl: gdpo): generation and extra models are not modelled",
-    "ebft": "EBFT (rl: ebft): its frozen feature network, a second copy of the model, is not modelled",
-}
 _ATTN = {
     "flash_attention_2": "flash_attention_2",
     "flash_attention_3": "flash_attention_2",
@@ -109,89 +73,6 @@ STRATEGY_LABEL = {
     "fsdp": "FSDP (FULL_SHARD)",
     "fsdp_grad_op": "FSDP (SHARD_GRAD_OP)",
 }
-
-
-# ---- small readers --------------------------------------------------------------------------------
-def _entry(ns: Any, dotted: str) -> Value | None:
-    return ns.value(dotted) if isinstance(ns, Namespace) else None
-
-
-def _written(ns: Any, *keys: str) -> Value | None:
-    """The first key that a file or flag sets (not a built-in default), known or not."""
-    for key in keys:
-        v = _entry(ns, key)
-        if v is not None and v.source != "default":
-            return v
-    return None
-
-
-def _truth(v: Value | None) -> bool | None:
-    if v is None or not v.known:
-        return None
-    raw = v.value
-    if isinstance(raw, bool):
-        return raw
-    if isinstance(raw, int | float):
-        return bool(raw)
-    if isinstance(raw, str):
-        low = raw.strip().lower()
-        if low in {"true", "yes", "1", "on"}:
-            return True
-        # anything else is a mode name, e.g. axolotl gradient_checkpointing: unsloth / offload
-        return low not in {"false", "no", "0", "off", "none", ""}
-    return None
-
-
-# Counts above this are not a configuration but a typo or an attack (1e400 steps, a 401-digit bucket size).
-MAX_COUNT = 1e15
-
-
-def _number(v: Value | None) -> float | None:
-    """A finite number of sane size, or None (non-finite and absurd values are unknown, not converted)."""
-    if v is None or not v.known or isinstance(v.value, bool):
-        return None
-    raw = v.value
-    try:
-        if isinstance(raw, int | float):
-            x = float(raw)
-        elif isinstance(raw, str) and len(raw) <= 64:
-            x = float(raw.strip())
-        else:
-            return None
-    except (ValueError, OverflowError):
-        return None
-    return x if math.isfinite(x) and abs(x) <= MAX_COUNT else None
-
-
-def _int(v: Value | None) -> int | None:
-    x = _number(v)
-    return int(x) if x is not None and x.is_integer() else None
-
-
-def _absurd(v: Value | None) -> str | None:
-    """Why a written number is unusable (for the reason), or None when it is fine or absent."""
-    if v is not None and not v.known and v.source != "default":
-        return v.unknown or "unknown"
-    if v is None or not v.known or v.value is None or isinstance(v.value, bool):
-        return None
-    raw = v.value
-    if isinstance(raw, str) and len(raw) <= 64:
-        try:
-            raw = float(raw.strip())  # "1e400" is a string to PyYAML (YAML 1.1) and inf to float()
-        except (ValueError, OverflowError):
-            return None
-    if isinstance(raw, int | float) and _number(Value(raw, None, "derived")) is None:
-        shown = str(raw) if isinstance(raw, float) else f"a {len(str(abs(raw)))}-digit number"
-        where = f" ({v.origin.file.name}:{v.origin.line})" if v.origin is not None else ""
-        return f"{shown}{where} is not a finite number of sane size"
-    return None
-
-
-def _origin(*values: Value | None) -> Location | None:
-    for v in values:
-        if v is not None and v.origin is not None:
-            return v.origin
-    return None
 
 
 # ---- the plan as estimator inputs -----------------------------------------------------------------
@@ -227,10 +108,10 @@ def _method(plan: Any, quant: str | None) -> tuple[str | None, str | None]:
     lora_flags = ("use_peft_lora", "use_lora", "lora_enable", "use_peft")
     lora = (
         derived in {"lora", "qlora"}
-        or any(_truth(_written(t, k)) for k in lora_flags)
+        or any(truth(written(t, k)) for k in lora_flags)
         or _script_wraps_peft(plan)
     )
-    if _truth(_written(t, "q_lora")) or derived == "qlora":
+    if truth(written(t, "q_lora")) or derived == "qlora":
         return "qlora", None
     if quant is not None and lora:
         return "qlora", None
@@ -273,59 +154,11 @@ def _script_wraps_peft(plan: Any) -> bool:
     return unconditional(tree)
 
 
-UNSLOTH_KEYS = (
-    "use_unsloth",
-    "use_unsloth_gc",
-    "unsloth_lora_mlp",
-    "unsloth_lora_qkv",
-    "unsloth_lora_o",
-    "unsloth_cross_entropy_loss",
-    "unsloth_rms_norm",
-    "unsloth_rope",
-)
-_UNSLOTH_IMPORT = re.compile(r"^\s*(?:from|import)\s+unsloth\b", re.MULTILINE)
-
-
-def _unsloth(plan: Any, names: dict[str, Any]) -> str | None:
-    """Where the run uses Unsloth (its own kernels, checkpointing and loader), or None."""
-    t = plan.training
-    for key in UNSLOTH_KEYS:
-        v = _written(t, key)
-        if v is not None and _truth(v):
-            return f"{key} at {v.origin.file.name}:{v.origin.line}" if v.origin else key
-    gc = _written(t, "gradient_checkpointing")
-    if gc is not None and gc.known and str(gc.value).strip().lower() == "unsloth":
-        return "gradient_checkpointing: unsloth"
-    script = names.get("script")
-    for call in script.load_calls if script is not None and isinstance(script.load_calls, list) else []:
-        if str(call.get("callee", "")).split(".")[0].startswith("Fast"):
-            loc = call["location"]
-            return f"{call['callee']} at {loc.file.name}:{loc.line}"
-    doc = plan.spec.script
-    text = doc.text if doc is not None else None
-    if isinstance(text, str) and len(text) <= 2_000_000:
-        m = _UNSLOTH_IMPORT.search(text)
-        if m is not None:
-            return f"import unsloth at {doc.path.name}:{text.count(chr(10), 0, m.start()) + 1}"
-    return None
-
-
-def _rl(plan: Any) -> str | None:
-    """axolotl's `rl:` trainer type (dpo, ipo, kto, orpo, simpo, grpo, gdpo, ebft), lower case, or None."""
-    t = plan.training
-    if t.dialect != "axolotl":
-        return None
-    v = _written(t, "rl")
-    if v is None or not v.known or not isinstance(v.value, str) or not v.value.strip():
-        return None
-    return v.value.strip().lower()
-
-
 def _lora_targets(plan: Any) -> list[str] | None:
     t = plan.training
-    if _truth(_written(t, "lora_target_linear")):
+    if truth(written(t, "lora_target_linear")):
         return ["all-linear"]
-    v = _written(t, "lora_target_modules", "lora_target", "target_modules")
+    v = written(t, "lora_target_modules", "lora_target", "target_modules")
     if v is None or not v.known or v.value is None:
         return None
     raw = v.value
@@ -341,57 +174,56 @@ def _lora_targets(plan: Any) -> list[str] | None:
 
 
 def _seq_len(plan: Any) -> Value | None:
-    v = _entry(plan.model, "seq_len")
-    if v is not None and v.source != "default" and _int(v):
+    v = value_at(plan.model, "seq_len")
+    if v is not None and v.source != "default" and integer(v):
         return v
     for key in SEQ_KEYS:
-        v = _written(plan.training, key)
-        if v is not None and (_int(v) or not v.known or _absurd(v)):
+        v = written(plan.training, key)
+        if v is not None and (integer(v) or not v.known or absurd(v)):
             return v
     return None
 
 
 def _gradient_checkpointing(plan: Any, a: list[str]) -> bool | None:
     t = plan.training
-    if _written(t, "gradient_checkpointing", "activation_checkpointing") is None:
+    if written(t, "gradient_checkpointing", "activation_checkpointing") is None:
         from advisor.facts.dtypes import trl_trains
 
         if t.dialect not in {"llamafactory", "axolotl"} and trl_trains(plan):
             a.append("gradient_checkpointing not written: TRL's default True (trl trainer/base_config.py:62)")
             return True
     if t.dialect == "llamafactory":  # LLaMA-Factory turns it on unless told not to
-        off = _truth(_written(t, "disable_gradient_checkpointing"))
+        off = truth(written(t, "disable_gradient_checkpointing"))
         return not off
     for v in (
-        _written(t, "gradient_checkpointing", "activation_checkpointing"),
-        _entry(plan.accelerate, "fsdp_config.fsdp_activation_checkpointing"),
-        _entry(t, "fsdp_config.activation_checkpointing"),
-        _entry(t, "fsdp_config.fsdp_activation_checkpointing"),
+        written(t, "gradient_checkpointing", "activation_checkpointing"),
+        value_at(plan.accelerate, "fsdp_config.fsdp_activation_checkpointing"),
+        value_at(t, "fsdp_config.activation_checkpointing"),
+        value_at(t, "fsdp_config.fsdp_activation_checkpointing"),
     ):
-        truth = _truth(v)
-        if truth:
+        if truth(v):
             return True
-    v = _written(t, "gradient_checkpointing", "activation_checkpointing")
-    return _truth(v) if v is not None else None
+    v = written(t, "gradient_checkpointing", "activation_checkpointing")
+    return truth(v) if v is not None else None
 
 
 def _attn(plan: Any) -> str | None:
     t = plan.training
-    v = _written(t, "attn_implementation", "flash_attn")
+    v = written(t, "attn_implementation", "flash_attn")
     if v is not None and v.known and isinstance(v.value, str):
         return _ATTN.get(v.value.strip().lower())
-    if _truth(_written(t, "flash_attention", "use_flash_attn", "use_flash_attention_2")):
+    if truth(written(t, "flash_attention", "use_flash_attn", "use_flash_attention_2")):
         return "flash_attention_2"
-    if _truth(_written(t, "sdp_attention")):
+    if truth(written(t, "sdp_attention")):
         return "sdpa"
     return None
 
 
 def _liger(plan: Any) -> bool:
     t = plan.training
-    if _truth(_written(t, "use_liger_kernel", "enable_liger_kernel", "liger_fused_linear_cross_entropy")):
+    if truth(written(t, "use_liger_kernel", "enable_liger_kernel", "liger_fused_linear_cross_entropy")):
         return True
-    plugins = _written(t, "plugins")
+    plugins = written(t, "plugins")
     return bool(plugins and plugins.known and "liger" in str(plugins.value).lower())
 
 
@@ -460,10 +292,10 @@ def _fsdp_version(plan: Any) -> int:
         (plan.training, "fsdp_config.version"),
         (plan.training, "fsdp_version"),
     ):
-        version = _int(_entry(ns, key))
+        version = integer(value_at(ns, key))
         if version is not None:
             return version
-    dist = _entry(plan.training, "dist_config.name")
+    dist = value_at(plan.training, "dist_config.name")
     return 2 if dist is not None and str(dist.value).lower() == "fsdp2" else 1
 
 
@@ -514,12 +346,12 @@ def _offload(names: dict[str, Any], key: str) -> str:
 
 
 def _ds_bucket(plan: Any, key: str, hidden: int, auto_factor: float | None) -> float | None:
-    v = _entry(plan.deepspeed, f"zero_optimization.{key}")
+    v = value_at(plan.deepspeed, f"zero_optimization.{key}")
     if v is None or not v.known:
         return None
     if isinstance(v.value, str) and v.value.strip().lower() == "auto":
         return auto_factor * hidden * hidden if auto_factor is not None else None
-    return _number(v)
+    return number(v)
 
 
 def _data_length(plan: Any) -> Any:
@@ -533,8 +365,8 @@ def _data_length(plan: Any) -> Any:
             samples = samples if samples is not None else getattr(s, "dataset_samples", None)
     mean = float(tokens) / float(samples) if tokens and samples and tokens > 0 and samples > 0 else None
     # TRL SFTConfig.packing, axolotl sample_packing, LLaMA-Factory packing / neat_packing
-    packed = any(_truth(_written(plan.training, k)) for k in ("packing", "sample_packing", "neat_packing"))
-    padding_free = bool(_truth(_written(plan.training, "padding_free")))  # TRL SFTConfig.padding_free
+    packed = any(truth(written(plan.training, k)) for k in ("packing", "sample_packing", "neat_packing"))
+    padding_free = bool(truth(written(plan.training, "padding_free")))  # TRL SFTConfig.padding_free
     return DataLength(
         tokens_per_sample=mean,
         packed=packed,
@@ -546,9 +378,9 @@ def _data_length(plan: Any) -> Any:
 def _dataset(plan: Any, seq: int | None, world_dp: int, a: list[str]) -> tuple[float | None, int | None]:
     """(total tokens, max_steps) of the run when its length is known."""
     t = plan.training
-    steps_v = _entry(t, "max_steps")
-    steps = _int(steps_v)
-    if (why := _absurd(steps_v)) is not None:
+    steps_v = value_at(t, "max_steps")
+    steps = integer(steps_v)
+    if (why := absurd(steps_v)) is not None:
         a.append(f"max_steps: {why}, so the run's length is unknown")
     if steps is not None and steps > 0:
         return None, steps
@@ -562,16 +394,16 @@ def _dataset(plan: Any, seq: int | None, world_dp: int, a: list[str]) -> tuple[f
         samples = samples if samples is not None else getattr(s, "dataset_samples", None)
     if tokens is None and samples is None:
         # LLaMA-Factory: max_samples caps each dataset of the comma-separated list
-        cap = _int(_written(t, "max_samples"))
-        datasets = _written(t, "dataset")
+        cap = integer(written(t, "max_samples"))
+        datasets = written(t, "dataset")
         if cap is not None and cap > 0 and datasets is not None and datasets.known and datasets.value:
             n_sets = len([d for d in str(datasets.value).split(",") if d.strip()])
             samples = cap * n_sets
             a.append(f"dataset size at most max_samples {cap} x {n_sets} dataset{'s' if n_sets > 1 else ''}")
     if tokens is None and samples is None:
         return None, None
-    epochs_v = _entry(t, "num_train_epochs")
-    epochs = _number(epochs_v)
+    epochs_v = value_at(t, "num_train_epochs")
+    epochs = number(epochs_v)
     if epochs is None or epochs <= 0:
         return None, None
     if epochs_v is not None and epochs_v.source == "default":
@@ -599,7 +431,7 @@ def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
         out.near_fraction = float(thresholds.near_memory_fraction)
     t = plan.training
 
-    name = _entry(plan.model, "name")
+    name = value_at(plan.model, "name")
     out.model_value = name
     if name is None:
         out.reason = "no model is named (model_name_or_path / base_model / model)"
@@ -612,51 +444,13 @@ def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
     if not isinstance(name.value, str) or not name.value.strip():
         out.reason = "the model name is empty"
         return out
-    for key in RL_KEYS:
-        if _written(t, key) is not None:
-            out.reason = f"online RL training ({key}): generation and extra models are not modelled"
-            return out
-    for key, what in UNMODELLED_KEYS.items():
-        v = _written(t, key)
-        if v is not None and v.known and v.value not in (None, False, "", [], "false", "False"):
-            out.reason = f"{what} ({key}) is not modelled"
-            return out
-    ftype = _written(t, "finetuning_type")
-    if ftype is not None and ftype.known and str(ftype.value).lower() not in {"full", "lora"}:
-        out.reason = f"finetuning_type {ftype.value} is not modelled"
+    unmodelled = unmodelled_reason(plan, names)
+    if unmodelled is not None:
+        out.reason = unmodelled
         return out
-    stage = _written(t, "stage")
-    if stage is not None and str(stage.value).lower() in {"ppo", "rm"}:
-        out.reason = f"LLaMA-Factory stage {stage.value}: not modelled"
-        return out
+    rl = axolotl_rl(plan)
     batch = names["batch"]
-    mp = batch.model_parallel_size
-    if isinstance(mp, int) and mp > 1:
-        out.reason = f"tensor/context/sequence parallelism (x{mp}) is not modelled"
-        return out
-    for key in MEGATRON_PARALLEL_KEYS:
-        degree = _int(_written(t, key))
-        if degree is not None and degree > 1:
-            out.reason = f"Megatron-style {key.replace('_size', '')} (x{degree}) is not modelled"
-            return out
-    for key in EXPERT_PARALLEL_KEYS:
-        ep_v = _written(t, key)
-        degree = _int(ep_v)
-        if (degree is not None and degree > 1) or (ep_v is not None and not ep_v.known):
-            shown = f"x{degree}" if degree is not None else (ep_v.unknown if ep_v is not None else "")
-            out.reason = f"expert parallelism ({key} {shown}) is not modelled"
-            return out
-    rl = _rl(plan)
-    if rl is not None and rl in AXOLOTL_UNMODELLED_RL:
-        out.reason = AXOLOTL_UNMODELLED_RL[rl]
-        return out
-
-    unsloth = _unsloth(plan, names)
-    if unsloth is not None:
-        # Unsloth replaces the HF layers, loss and checkpointing with its own: an HF estimate would be
-        # wrong by a factor, and an error must never come from an unmodelled stack
-        out.reason = f"Unsloth ({unsloth}): its kernels and offloaded checkpointing are not modelled"
-        return out
+    stage = written(t, "stage")
     from advisor.facts.dtypes import quantization
 
     quant = quantization(plan, names)
@@ -708,9 +502,9 @@ def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
     if not seq_v.known:
         out.reason = f"the sequence length cannot be resolved statically ({seq_v.unknown})"
         return out
-    seq = _int(seq_v)
+    seq = integer(seq_v)
     if seq is None or seq <= 0:
-        why = _absurd(seq_v) or "not a positive integer"
+        why = absurd(seq_v) or "not a positive integer"
         out.reason = f"the sequence length is unknown: {why}"
         return out
 
@@ -761,12 +555,12 @@ def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
     kind = str(stage.value).lower() if stage is not None and stage.known else None
     if rl is not None and rl in AXOLOTL_PREFERENCE_RL:
         kind = rl
-    preference = _written(t, "beta", "pref_beta", "max_prompt_length") is not None or (
+    preference = written(t, "beta", "pref_beta", "max_prompt_length") is not None or (
         kind is not None and (kind in PREFERENCE_STAGES or kind in AXOLOTL_PREFERENCE_RL)
     )
     seqs_per_micro = micro
     if preference:
-        loss = str(getattr(_written(t, "loss_type", "pref_loss"), "value", "") or "").lower()
+        loss = str(getattr(written(t, "loss_type", "pref_loss"), "value", "") or "").lower()
         if kind == "kto":
             # KTO is unpaired: one completion per sample with gradients; the KL completions run under
             # torch.no_grad() (trl 1.16 trainer/kto_trainer.py:1363-1365), so no activations are kept
@@ -781,7 +575,7 @@ def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
         ref_free = (
             any(x in loss for x in REFERENCE_FREE)
             or kind in {"orpo", "simpo"}
-            or _truth(_written(t, "precompute_ref_log_probs", "reference_free")) is True
+            or truth(written(t, "precompute_ref_log_probs", "reference_free")) is True
         )
         if method == "full" and not ref_free:
             out.reference_copy = True
@@ -804,12 +598,12 @@ def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
         )
         if out.dtypes.storage.assumed and master:
             a.append(f"DeepSpeed precision: {out.dtypes.storage.source}; fp32 master weights")
-    lora_r = _int(_written(t, "lora_r", "lora_rank", "lora_dim")) if method != "full" else None
-    dropout = _number(_written(t, "lora_dropout")) if method != "full" else None
-    optim = _written(t, "optim")
+    lora_r = integer(written(t, "lora_r", "lora_rank", "lora_dim")) if method != "full" else None
+    dropout = number(written(t, "lora_dropout")) if method != "full" else None
+    optim = written(t, "optim")
     optim_name = str(optim.value) if optim is not None and optim.known and optim.value else None
     if optim_name is None:
-        ds_opt = _entry(plan.deepspeed, "optimizer.type")
+        ds_opt = value_at(plan.deepspeed, "optimizer.type")
         if ds_opt is not None and ds_opt.known and isinstance(ds_opt.value, str):
             optim_name = ds_opt.value
     if optim_name is not None:
@@ -837,15 +631,15 @@ def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
         "offload_params": _offload(names, "offload_params"),
         "attn_implementation": _attn(plan),
         "liger_kernel": _liger(plan),
-        "torch_compile": bool(_truth(_written(t, "torch_compile"))),
+        "torch_compile": bool(truth(written(t, "torch_compile"))),
         # TRL's SFTConfig.activation_offloading moves saved activations to the CPU (trl 1.16
         # trainer/sft_config.py:291, sft_trainer.py:1190)
-        "activation_offloading": bool(_truth(_written(t, "activation_offloading"))),
+        "activation_offloading": bool(truth(written(t, "activation_offloading"))),
     }
     if strategy in {"zero1", "zero2", "zero3"}:
         for key in ("reduce_bucket_size", "allgather_bucket_size", "stage3_prefetch_bucket_size"):
-            v = _entry(plan.deepspeed, f"zero_optimization.{key}")
-            why = _absurd(v) if not (v is not None and v.known and isinstance(v.value, str)) else None
+            v = value_at(plan.deepspeed, f"zero_optimization.{key}")
+            why = absurd(v) if not (v is not None and v.known and isinstance(v.value, str)) else None
             if why is not None:
                 a.append(f"DeepSpeed {key} unknown ({why}): DeepSpeed's default assumed")
         setup_kw["ds_reduce_bucket_size"] = _ds_bucket(plan, "reduce_bucket_size", h, 1.0)
@@ -855,7 +649,7 @@ def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
     if plan.hardware is not None:
         setup_kw["gpu_memory_gib"] = float(plan.hardware.memory_gib)
     out.setup = TrainingSetup(**setup_kw)
-    out.related = [loc for loc in (_origin(micro_v), seq_v.origin, strategy_origin) if loc is not None]
+    out.related = [loc for loc in (first_origin(micro_v), seq_v.origin, strategy_origin) if loc is not None]
     out.total_tokens, out.max_steps = _dataset(plan, seq, out.dp, a)
     out.data_length = _data_length(plan)
     placement = names.get("placement")

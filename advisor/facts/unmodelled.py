@@ -1,0 +1,147 @@
+"""What a run does that the estimator does not model, and why: online RL, vision towers, partial
+freezing, low-rank optimizers, Megatron, expert and tensor parallelism, LLaMA-Factory's ppo/rm stages,
+axolotl's online-RL and EBFT trainers, Unsloth. An estimate for such a run would be wrong by a factor,
+and an error must never come from an unmodelled stack: the estimate says "not modelled" instead."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from advisor.facts.namespace_entries import integer, truth, written
+
+# Keys of trainers whose memory the estimator does not model: online RL generates with the policy and
+# holds reference/reward/critic models.
+RL_KEYS = (
+    "num_generations",
+    "use_vllm",
+    "actor_model_name_or_path",
+    "critic_model_name_or_path",
+    "reward_pretrain",
+    "reward_model_path",
+    "ppo_epochs",
+    "rollout_batch_size",
+)
+# Keys that change what is trained or how the optimizer stores its state in ways the estimator does not
+# model: vision-language towers and projector-only stages, partial freezing, low-rank/block optimizers.
+UNMODELLED_KEYS = {
+    "vision_tower": "a vision-language model (vision tower + projector)",
+    "mm_projector_type": "a vision-language model (vision tower + projector)",
+    "tune_mm_mlp_adapter": "projector-only training of a vision-language model",
+    "freeze_backbone": "a partly frozen model",
+    "freeze_trainable_layers": "a partly frozen model",
+    "use_galore": "the GaLore optimizer (low-rank optimizer states)",
+    "use_apollo": "the APOLLO optimizer",
+    "use_badam": "BAdam (one block trained at a time)",
+    "use_adam_mini": "Adam-mini (blockwise second moments)",
+    "use_muon": "the Muon optimizer",
+    "unfrozen_parameters": "a partly frozen model (axolotl unfrozen_parameters)",
+}
+# Megatron-Core parallelism (LLaMA-Factory's mcore_adapter recipes, NeMo): pipeline stages and expert shards
+# split the model in ways the estimator does not model.
+MEGATRON_PARALLEL_KEYS = (
+    "pipeline_model_parallel_size",
+    "expert_model_parallel_size",
+    "virtual_pipeline_model_parallel_size",
+)
+# Expert parallelism shards a MoE model's experts over the processes (axolotl's ExpertParallelPlugin is on
+# when expert_parallel_size > 1: axolotl 0.19.0 integrations/expert_parallel/plugin.py:446-449): the
+# estimator holds every expert on every GPU, so an estimate would cry "out of memory" for a run that fits.
+EXPERT_PARALLEL_KEYS = ("expert_parallel_size",)
+# GRPO / GDPO generate completions with the policy (TRL's GRPOTrainer, as num_generations elsewhere);
+# EBFT trains against a frozen feature network, a second copy of the model (core/trainers/ebft)
+AXOLOTL_UNMODELLED_RL = {
+    "grpo": "online RL training (rl: grpo): generation and extra models are not modelled",
+    "gdpo": "online RL training (rl: gdpo): generation and extra models are not modelled",
+    "ebft": "EBFT (rl: ebft): its frozen feature network, a second copy of the model, is not modelled",
+}
+
+
+UNSLOTH_KEYS = (
+    "use_unsloth",
+    "use_unsloth_gc",
+    "unsloth_lora_mlp",
+    "unsloth_lora_qkv",
+    "unsloth_lora_o",
+    "unsloth_cross_entropy_loss",
+    "unsloth_rms_norm",
+    "unsloth_rope",
+)
+_UNSLOTH_IMPORT = re.compile(r"^\s*(?:from|import)\s+unsloth\b", re.MULTILINE)
+
+
+def unsloth_use(plan: Any, names: dict[str, Any]) -> str | None:
+    """Where the run uses Unsloth (its own kernels, checkpointing and loader), or None."""
+    t = plan.training
+    for key in UNSLOTH_KEYS:
+        v = written(t, key)
+        if v is not None and truth(v):
+            return f"{key} at {v.origin.file.name}:{v.origin.line}" if v.origin else key
+    gc = written(t, "gradient_checkpointing")
+    if gc is not None and gc.known and str(gc.value).strip().lower() == "unsloth":
+        return "gradient_checkpointing: unsloth"
+    script = names.get("script")
+    for call in script.load_calls if script is not None and isinstance(script.load_calls, list) else []:
+        if str(call.get("callee", "")).split(".")[0].startswith("Fast"):
+            loc = call["location"]
+            return f"{call['callee']} at {loc.file.name}:{loc.line}"
+    doc = plan.spec.script
+    text = doc.text if doc is not None else None
+    if isinstance(text, str) and len(text) <= 2_000_000:
+        m = _UNSLOTH_IMPORT.search(text)
+        if m is not None:
+            return f"import unsloth at {doc.path.name}:{text.count(chr(10), 0, m.start()) + 1}"
+    return None
+
+
+def axolotl_rl(plan: Any) -> str | None:
+    """axolotl's `rl:` trainer type (dpo, ipo, kto, orpo, simpo, grpo, gdpo, ebft), lower case, or None."""
+    t = plan.training
+    if t.dialect != "axolotl":
+        return None
+    v = written(t, "rl")
+    if v is None or not v.known or not isinstance(v.value, str) or not v.value.strip():
+        return None
+    return v.value.strip().lower()
+
+
+def unmodelled_reason(plan: Any, names: dict[str, Any]) -> str | None:
+    """Why the run's memory is not estimated (a stack the estimator does not model), or None."""
+    t = plan.training
+    for key in RL_KEYS:
+        if written(t, key) is not None:
+            return f"online RL training ({key}): generation and extra models are not modelled"
+    for key, what in UNMODELLED_KEYS.items():
+        v = written(t, key)
+        if v is not None and v.known and v.value not in (None, False, "", [], "false", "False"):
+            return f"{what} ({key}) is not modelled"
+    ftype = written(t, "finetuning_type")
+    if ftype is not None and ftype.known and str(ftype.value).lower() not in {"full", "lora"}:
+        return f"finetuning_type {ftype.value} is not modelled"
+    stage = written(t, "stage")
+    if stage is not None and str(stage.value).lower() in {"ppo", "rm"}:
+        return f"LLaMA-Factory stage {stage.value}: not modelled"
+    batch = names["batch"]
+    mp = batch.model_parallel_size
+    if isinstance(mp, int) and mp > 1:
+        return f"tensor/context/sequence parallelism (x{mp}) is not modelled"
+    for key in MEGATRON_PARALLEL_KEYS:
+        degree = integer(written(t, key))
+        if degree is not None and degree > 1:
+            return f"Megatron-style {key.replace('_size', '')} (x{degree}) is not modelled"
+    for key in EXPERT_PARALLEL_KEYS:
+        ep_v = written(t, key)
+        degree = integer(ep_v)
+        if (degree is not None and degree > 1) or (ep_v is not None and not ep_v.known):
+            shown = f"x{degree}" if degree is not None else (ep_v.unknown if ep_v is not None else "")
+            return f"expert parallelism ({key} {shown}) is not modelled"
+    rl = axolotl_rl(plan)
+    if rl is not None and rl in AXOLOTL_UNMODELLED_RL:
+        return AXOLOTL_UNMODELLED_RL[rl]
+
+    unsloth = unsloth_use(plan, names)
+    if unsloth is not None:
+        # Unsloth replaces the HF layers, loss and checkpointing with its own: an HF estimate would be
+        # wrong by a factor, and an error must never come from an unmodelled stack
+        return f"Unsloth ({unsloth}): its kernels and offloaded checkpointing are not modelled"
+    return None
