@@ -14,12 +14,19 @@ Nothing here executes the script: its from_pretrained keyword arguments come fro
 
 from __future__ import annotations
 
-import ast
 import re
 from typing import Any
 
+from advisor.facts.load_calls import (
+    bnb_kind,
+    call_where,
+    condition_flag,
+    conditional,
+    load_calls,
+    written_value,
+)
 from advisor.facts.precision import _truth, deepspeed_mode, training_mode
-from advisor.provenance import Namespace, Value
+from advisor.provenance import Value
 from advisor.records import record
 from advisor.sources.document import Location
 
@@ -28,7 +35,6 @@ __all__ = [
     "RunDtypes",
     "autocast_fact",
     "dtype_name",
-    "fp16_only_base",
     "kbit_preparation",
     "load_dtype",
     "mode_fact",
@@ -94,31 +100,9 @@ def dtype_name(raw: object) -> str | None:
     return _DTYPE_NAMES.get(low)
 
 
-def _written_value(ns: Namespace, *keys: str) -> Value | None:
-    for key in keys:
-        v = ns.known_value(key)
-        if v is not None and v.source != "default":
-            return v
-    return None
-
-
 def _where(v: Value, key: str) -> str:
     loc = v.origin
     return f"{loc.file.name}:{loc.line} {key}" if loc is not None else key
-
-
-def _load_calls(names: dict[str, Any]) -> list[dict[str, Any]]:
-    script = names.get("script")
-    calls = script.load_calls if script is not None else None
-    if not isinstance(calls, list):
-        return []
-    # Unsloth's FastLanguageModel.from_pretrained is not a transformers load (the estimator says so)
-    return [c for c in calls if "Fast" not in str(c.get("callee", "")).split(".")[0]]
-
-
-def _call_where(call: dict[str, Any], key: str) -> str:
-    loc = call["location"]
-    return f"{loc.file.name}:{loc.line} from_pretrained({key}=...)"
 
 
 def _auto(checkpoint: str | None, why: str, origin: Location | None = None) -> DtypeFact:
@@ -152,15 +136,15 @@ def load_dtype(plan: Any, names: dict[str, Any], checkpoint: str | None) -> Dtyp
         return _auto(
             checkpoint, "LLaMA-Factory loads with torch_dtype='auto' (llamafactory 0.9.5 loader.py:155)"
         )
-    calls = _load_calls(names)
+    calls = load_calls(names)
     for call in calls:  # a literal in the script is what the consumer gets
         for key in ("dtype", "torch_dtype"):
             text = call["kwargs"].get(key)
             d = dtype_name(text)
             if d == "auto":
-                return _auto(checkpoint, _call_where(call, key), call["location"])
+                return _auto(checkpoint, call_where(call, key), call["location"])
             if d is not None:
-                return DtypeFact(d, _call_where(call, key), call["location"])
+                return DtypeFact(d, call_where(call, key), call["location"])
     for key in (
         "model_init_kwargs.dtype",
         "model_init_kwargs.torch_dtype",
@@ -168,7 +152,7 @@ def load_dtype(plan: Any, names: dict[str, Any], checkpoint: str | None) -> Dtyp
         "torch_dtype",
         "model_dtype",
     ):
-        v = _written_value(t, key)
+        v = written_value(t, key)
         d = dtype_name(v.value) if v is not None else None
         if v is not None and v.value is None:
             # `dtype: null`: TRL passes None through (trl 1.16 trainer/utils.py:1333) and from_pretrained
@@ -183,7 +167,7 @@ def load_dtype(plan: Any, names: dict[str, Any], checkpoint: str | None) -> Dtyp
         # transformers 5: `dtype` defaults to "auto" (modeling_utils.py:4186-4187)
         return _auto(
             checkpoint,
-            f"{_call_where(call, 'dtype').replace('dtype=...', '')} without dtype "
+            f"{call_where(call, 'dtype').replace('dtype=...', '')} without dtype "
             "(transformers 5 default 'auto')",
             call["location"],
         )
@@ -208,109 +192,37 @@ def quantization(plan: Any, names: dict[str, Any]) -> DtypeFact:
         (("load_in_4bit", "use_4bit_quantization", "q_lora"), "nf4"),
         (("load_in_8bit", "use_8bit_quantization"), "int8"),
     ):
-        v = _written_value(t, *keys)
+        v = written_value(t, *keys)
         if v is not None and _truth(v) is True:
             key = next((k for k in keys if t.known_value(k) is v), keys[0])
             return DtypeFact(kind, _where(v, key), v.origin)
-    v = _written_value(t, "quantization_bit", "bits")
+    v = written_value(t, "quantization_bit", "bits")
     if v is not None and str(v.value).strip() in {"4", "8"}:
         kind = "nf4" if str(v.value).strip() == "4" else "int8"
         return DtypeFact(kind, _where(v, "quantization_bit"), v.origin)
-    for call in _load_calls(names):
+    for call in load_calls(names):
         for key, text in call["kwargs"].items():
-            bnb = _bnb_kind(text)
+            bnb = bnb_kind(text)
             if bnb is None:
                 continue
-            branch = _conditional(text)
+            branch = conditional(text)
             if branch is None:
-                return DtypeFact(bnb, _call_where(call, key), call["location"])
+                return DtypeFact(bnb, call_where(call, key), call["location"])
             # `BitsAndBytesConfig(...) if lora_args.q_lora else None` (FastChat train_lora.py:138-145): the
             # config is in force only when the condition holds; follow the flag when the run writes it
             cond, quantized_when = branch
-            v = _condition_flag(t, cond)
+            v = condition_flag(t, cond)
             flag = cond.rsplit(".", 1)[-1]
             truth = _truth(v) if v is not None else None
             if v is None or truth is None:
                 return DtypeFact(
                     "unknown",
-                    f"unknown, because it depends on {cond} ({_call_where(call, key)})",
+                    f"unknown, because it depends on {cond} ({call_where(call, key)})",
                     call["location"],
                 )
             if truth == quantized_when:
-                return DtypeFact(bnb, f"{_call_where(call, key)} as {_where(v, flag)}", call["location"])
+                return DtypeFact(bnb, f"{call_where(call, key)} as {_where(v, flag)}", call["location"])
     return DtypeFact(None, "no quantization")
-
-
-def _condition_flag(t: Namespace, cond: str) -> Value | None:
-    """The run's written value of a condition that is one flag (`lora_args.q_lora` -> q_lora), else None."""
-    if re.fullmatch(r"[A-Za-z_][\w.]*", cond) is None:
-        return None
-    return _written_value(t, cond.rsplit(".", 1)[-1])
-
-
-_FP16_ONLY_NAME = re.compile(r"(?i)(?:^|[-_./])(gptq|awq|int4|int8)(?:$|[-_./])")
-_FP16_ONLY_CONFIG = re.compile(r"\b(GPTQConfig|AwqConfig)\s*\(")
-
-
-def fp16_only_base(plan: Any, names: dict[str, Any]) -> Value | None:
-    """Why the base model runs in fp16 only (GPTQ / AWQ kernels: the checkpoint's scales and the kernels'
-    activations are fp16), or None: a model name with GPTQ/AWQ/Int4/Int8 (Qwen/Qwen-7B-Chat-Int4), or a
-    GPTQConfig/AwqConfig in the script's from_pretrained that is in force (a condition on one flag is
-    followed; any other condition leaves it unknown, None)."""
-    name = plan.model.known_value("name") if plan.model is not None else None
-    if name is not None and isinstance(name.value, str):
-        m = _FP16_ONLY_NAME.search(name.value.strip())
-        if m is not None:
-            return Value(
-                f"{name.value} ({m.group(1)}-quantized checkpoint: fp16 kernels)", name.origin, "derived"
-            )
-    for call in _load_calls(names):
-        text = call["kwargs"].get("quantization_config")
-        m = _FP16_ONLY_CONFIG.search(text) if isinstance(text, str) else None
-        if m is None:
-            continue
-        branch = _conditional(text, _FP16_ONLY_CONFIG)
-        if branch is not None:
-            cond, quantized_when = branch
-            v = _condition_flag(plan.training, cond)
-            if v is None or _truth(v) != quantized_when:
-                continue
-        return Value(
-            f"{_call_where(call, 'quantization_config')} ({m.group(1)}: fp16 kernels)",
-            call["location"],
-            "derived",
-        )
-    return None
-
-
-def _bnb_kind(text: object) -> str | None:
-    if not isinstance(text, str):
-        return None
-    if re.search(r"load_in_4bit\s*=\s*True", text):
-        return "nf4"
-    if re.search(r"load_in_8bit\s*=\s*True", text):
-        return "int8"
-    return None
-
-
-def _conditional(text: str, config: re.Pattern[str] | None = None) -> tuple[str, bool] | None:
-    """For `A if COND else B` (read, never run), the condition's text and whether the quantization config
-    is in force when it holds (True: in A; False: in B, or `not COND`); None when it is not conditional."""
-    if " if " not in text or len(text) > 4000:
-        return None
-    try:
-        node = ast.parse(text.strip(), mode="eval").body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    if not isinstance(node, ast.IfExp):
-        return None
-    body = ast.unparse(node.body)
-    in_body = (_bnb_kind(body) if config is None else config.search(body)) is not None
-    test = node.test
-    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
-    if negated:
-        test = test.operand  # type: ignore[attr-defined]
-    return ast.unparse(test), in_body != negated
 
 
 def quant_storage(plan: Any, names: dict[str, Any]) -> DtypeFact:
@@ -322,16 +234,16 @@ def quant_storage(plan: Any, names: dict[str, Any]) -> DtypeFact:
         return DtypeFact(
             "bf16", "LLaMA-Factory stores 4-bit weights in the compute dtype (quantization.py:178)"
         )
-    v = _written_value(t, "bnb_4bit_quant_storage")
+    v = written_value(t, "bnb_4bit_quant_storage")
     if v is not None and dtype_name(v.value) in {"bf16", "fp16", "fp32"}:
         return DtypeFact(dtype_name(v.value), _where(v, "bnb_4bit_quant_storage"), v.origin)
-    for call in _load_calls(names):
+    for call in load_calls(names):
         m = re.search(
             r"bnb_4bit_quant_storage\s*=\s*([\w.'\"]+)", call["kwargs"].get("quantization_config", "")
         )
         if m is not None and dtype_name(m.group(1)) in {"bf16", "fp16", "fp32"}:
             return DtypeFact(
-                dtype_name(m.group(1)), _call_where(call, "quantization_config"), call["location"]
+                dtype_name(m.group(1)), call_where(call, "quantization_config"), call["location"]
             )
     return DtypeFact(None, "bnb_4bit_quant_storage not set: uint8")
 
@@ -345,7 +257,7 @@ def mode_fact(plan: Any, names: dict[str, Any]) -> DtypeFact:
     if mode == "fp8":
         mode = "bf16"
     if isinstance(mode_v, Value) and not mode_v.known:
-        bf16 = _written_value(plan.training, "bf16")
+        bf16 = written_value(plan.training, "bf16")
         if bf16 is not None and str(bf16.value).strip().lower() == "auto":
             hw = names.get("hardware")
             mode = "fp16" if (hw is not None and hw.bf16 is False) else "bf16"
@@ -426,7 +338,7 @@ def run_dtypes(
         load = load_dtype(plan, names, checkpoint)
     storage = load
     trainable = DtypeFact(None, "PEFT default" if method != "full" else "as stored")
-    pure = _written_value(t, "pure_bf16", "use_badam")
+    pure = written_value(t, "pure_bf16", "use_badam")
     lf_upcast = (
         dialect == "llamafactory"
         and not (pure is not None and _truth(pure) is True)
@@ -439,7 +351,7 @@ def run_dtypes(
         if method == "full":
             storage = DtypeFact("fp32", trainable.source)
     elif method != "full":
-        off = _written_value(t, "autocast_adapter_dtype")
+        off = written_value(t, "autocast_adapter_dtype")
         if off is not None and _truth(off) is False and storage.dtype is not None:
             trainable = DtypeFact(storage.dtype, _where(off, "autocast_adapter_dtype"), off.origin)
         elif quant.dtype is not None and trl_trains(plan):

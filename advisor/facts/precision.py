@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from advisor.facts.load_calls import fp16_only_base
 from advisor.provenance import Namespace, Value
 
 MODES = {"bf16", "fp16", "fp32", "fp8"}
@@ -331,8 +332,6 @@ def precision_facts(plan: Any, names: dict[str, Any]) -> Namespace:
         ns.set("tf32", tf32)
     hw = names.get("hardware")
     ns.set("bf16_hardware", Value(bool(hw and hw.bf16), None, "hardware"))
-    from advisor.facts.dtypes import fp16_only_base
-
     fp16_only = fp16_only_base(plan, names)
     if fp16_only is not None:
         ns.set("fp16_only_base", fp16_only)
