@@ -367,10 +367,22 @@ def reads_training_arguments(spec: RunSpec) -> bool:
     own = script_arguments(spec)
     if own is not None and own.kind == "argparse":
         return False
+    if spec.script is None and _names_a_script_file(command):
+        return False  # the script is named but not read (missing, outside): whose parser it is, is unknown
     from advisor.sources.known_keys import known_keys
 
     keys = known_keys("training_args")
     return any(k in keys for k in command.script_args)
+
+
+def _names_a_script_file(command: Any) -> bool:
+    script = getattr(command, "script", None)
+    return bool(
+        script is not None
+        and script.text
+        and not command.module
+        and not getattr(command, "subcommand", False)
+    )
 
 
 def _build_model(plan: RunPlan) -> None:
