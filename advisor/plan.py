@@ -16,6 +16,7 @@ from advisor.discover import RunSpec
 from advisor.provenance import Namespace, Value
 from advisor.records import field, record
 from advisor.sources.document import Document, KeyPath, Location, pointer, refused_number
+from advisor.sources.known_keys import HF_ARGUMENT_PARSERS, SEQ_KEYS
 
 # TrainingArguments names that the dialects spell differently.
 TRAINING_ALIASES: dict[str, dict[str, str]] = {
@@ -417,23 +418,10 @@ def _build_model(plan: RunPlan) -> None:
 # the training script's own argument parser (read from its AST, never run)
 # --------------------------------------------------------------------------------------------------
 
-# Parser classes that fill dataclasses (transformers hf_argparser.py, trl scripts/utils.py TrlParser,
-# alignment-handbook's H4ArgumentParser); a script that names one of them, a *TrainingArguments class or
-# anything from trl is not a plain-argparse script.
-_HF_PARSERS = frozenset({"HfArgumentParser", "TrlParser", "H4ArgumentParser"})
+# A script that names one of HF_ARGUMENT_PARSERS, a *TrainingArguments class or anything from trl is not
+# a plain-argparse script.
 # The terms the plan and the estimator read whose defaults a script's own parser may set instead of
-# TrainingArguments: the batch, the run's length and the sequence length (advisor.facts.estimate_inputs
-# SEQ_KEYS), gradient checkpointing.
-_SEQ_KEYS = (
-    "max_seq_length",
-    "max_length",
-    "cutoff_len",
-    "sequence_len",
-    "model_max_length",
-    "max_seq_len",
-    "seq_length",
-    "block_size",
-)
+# TrainingArguments: the batch, the run's length and the sequence length (SEQ_KEYS), gradient checkpointing.
 _ARGPARSE_TERMS = frozenset(
     {
         "per_device_train_batch_size",
@@ -442,7 +430,7 @@ _ARGPARSE_TERMS = frozenset(
         "max_steps",
         "learning_rate",
         "gradient_checkpointing",
-        *_SEQ_KEYS,
+        *SEQ_KEYS,
     }
 )
 # A dataclass that HfArgumentParser fills has TrainingArguments' meaning for these names (its own
@@ -531,7 +519,7 @@ def _read_script_arguments(text: str) -> tuple[str, str, int, int, _Defaults] | 
     for node in nodes:
         if isinstance(node, ast.Call):
             name = _last_id(node.func)
-            if name in _HF_PARSERS and hf_call is None:
+            if name in HF_ARGUMENT_PARSERS and hf_call is None:
                 hf_call = node
             elif name == "ArgumentParser" and argparse_call is None:
                 argparse_call = node

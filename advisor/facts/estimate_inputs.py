@@ -26,6 +26,7 @@ from advisor.facts.unmodelled import axolotl_rl, unmodelled_reason
 from advisor.provenance import Value
 from advisor.records import field, record
 from advisor.sources.document import Location
+from advisor.sources.known_keys import SEQ_KEYS
 
 NEAR_FRACTION_DEFAULT = 0.10
 # A run with max_steps that takes less than this on one GPU is a smoke test (often of the multi-GPU
@@ -39,16 +40,6 @@ RUN_LENGTH_UNKNOWN = (
     "the run's length is unknown (max_steps, or dataset-samples / dataset-tokens in the settings)"
 )
 
-SEQ_KEYS = (
-    "max_seq_length",
-    "max_length",
-    "cutoff_len",
-    "sequence_len",
-    "model_max_length",
-    "max_seq_len",
-    "seq_length",
-    "block_size",
-)
 PREFERENCE_STAGES = {"dpo", "kto", "orpo", "simpo"}
 REFERENCE_FREE = {"orpo", "simpo", "cpo"}
 # axolotl's `rl:` (axolotl 0.19.0 utils/schemas/enums.py:31-41, core/builders/rl.py:54-86): dpo and ipo run

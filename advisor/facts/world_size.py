@@ -468,35 +468,18 @@ def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
         )
         return value, nodes_value, pinned
 
-    if launcher == "llamafactory":
+    if launcher in ("llamafactory", "swift"):
+        # both start torchrun themselves from NPROC_PER_NODE / NNODES (llamafactory-cli: cli.py; ms-swift
+        # 4.6.0 swift/cli/main.py:30-35,74-83, which starts torchrun only when one of them is set)
         env_n = value_entry(plan.env, "NPROC_PER_NODE")
         nnodes = value_entry(plan.env, "NNODES")
         nodes_value = count_value(nnodes, "NNODES") if nnodes is not None else Value(1, None, "default")
         if env_n is not None:
-            return (
-                count_value(
-                    Value(env_n.value, env_n.origin, "launch", unknown=env_n.unknown), "NPROC_PER_NODE"
-                ),
-                nodes_value,
-                True,
-            )
-        value, pinned = follows_machine("llamafactory-cli starts torchrun on every visible GPU", root)
-        return value, nodes_value, pinned
-
-    if launcher == "swift":
-        # ms-swift 4.6.0 swift/cli/main.py:30-35,74-83: torchrun only when NPROC_PER_NODE or NNODES is
-        # set, with --nproc_per_node $NPROC_PER_NODE (torchrun's own default is 1 per node); else python
-        env_n = value_entry(plan.env, "NPROC_PER_NODE")
-        nnodes = value_entry(plan.env, "NNODES")
-        nodes_value = count_value(nnodes, "NNODES") if nnodes is not None else Value(1, None, "default")
-        if env_n is not None:
-            return (
-                count_value(
-                    Value(env_n.value, env_n.origin, "launch", unknown=env_n.unknown), "NPROC_PER_NODE"
-                ),
-                nodes_value,
-                True,
-            )
+            env_count = Value(env_n.value, env_n.origin, "launch", unknown=env_n.unknown)
+            return count_value(env_count, "NPROC_PER_NODE"), nodes_value, True
+        if launcher == "llamafactory":
+            value, pinned = follows_machine("llamafactory-cli starts torchrun on every visible GPU", root)
+            return value, nodes_value, pinned
         note = (
             "swift starts torchrun with NNODES only: torchrun's default of 1 process per node"
             if nnodes is not None

@@ -23,6 +23,21 @@ from typing import Any, Literal
 from advisor.records import record
 from advisor.suggest import close_matches
 
+# The sequence-length keys of the training dialects (TRL max_length / max_seq_length, LLaMA-Factory
+# cutoff_len, axolotl sequence_len, HF scripts' model_max_length, Megatron-style seq_length, ...)
+SEQ_KEYS = (
+    "max_seq_length",
+    "max_length",
+    "cutoff_len",
+    "sequence_len",
+    "model_max_length",
+    "max_seq_len",
+    "seq_length",
+    "block_size",
+)
+# The parser classes that fill TrainingArguments-like dataclasses from flags and files (transformers
+# hf_argparser.py HfArgumentParser, trl scripts/utils.py TrlParser, alignment-handbook's H4ArgumentParser)
+HF_ARGUMENT_PARSERS = frozenset({"HfArgumentParser", "TrlParser", "H4ArgumentParser"})
 DIALECTS = ("training_args", "trl", "llamafactory", "llamafactory_v1", "axolotl", "accelerate", "deepspeed")
 
 Section = tuple[str, ...]

@@ -8,10 +8,11 @@ from typing import Any
 
 from advisor.facts.script_ast.nodes import const, kwarg, last_id
 from advisor.facts.script_ast.results import ArgumentClass, ArgumentParsing
+from advisor.sources.known_keys import HF_ARGUMENT_PARSERS
 
-# Parser classes and the methods that fill their dataclasses (transformers hf_argparser.py,
-# trl scripts/utils.py TrlParser.parse_args_and_config).
-_PARSER_CLASSES = frozenset({"HfArgumentParser", "TrlParser", "H4ArgumentParser"})
+# The methods of the parser classes (advisor.sources.known_keys.HF_ARGUMENT_PARSERS) that fill their
+# dataclasses (transformers hf_argparser.py, trl scripts/utils.py TrlParser.parse_args_and_config).
+_PARSER_CLASSES = HF_ARGUMENT_PARSERS
 _PARSE_METHODS = frozenset(
     {
         "parse_args_into_dataclasses",
