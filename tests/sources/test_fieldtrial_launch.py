@@ -1,5 +1,5 @@
-"""Launch forms from the 2026-12-01 field trial on held-out repositories (/tmp/fieldtrial reports B6,
-A1, C1, C3, A5): which files a run reads. Each project is a small hand-written copy of the upstream
+"""Launch forms from the 2026-12-01 field trial on held-out repositories (Qwen, DeepSpeedExamples,
+ms-swift): which files a run reads. Each project is a small hand-written copy of the upstream
 form, cited where it is used; the checks go through advisor.check.run_check, as a user's files do."""
 
 from __future__ import annotations
