@@ -267,6 +267,8 @@ def flops_per_token(setup: TrainingSetup, attention_span: float | None = None) -
     f = k * mm + attn
     if lora:
         f += 6.0 * lora_params(pc, r.lora_r, sorted(r.targets))
+        # a trainable lm_head copy (modules_to_save) adds its weight-gradient matmul, 2 FLOPs per weight
+        f += 2.0 * r.saved_matmul
     return f
 
 
@@ -410,7 +412,7 @@ def estimate_time(
     t_compute = tok_gpu_step * fpt / achieved + t_overhead + t_weights
 
     full = s.method == "full"
-    p_t = pc.total if full else lora_params(pc, r.lora_r, sorted(r.targets))
+    p_t = pc.total if full else lora_params(pc, r.lora_r, sorted(r.targets)) + r.saved
     b_grad = 4 if (r.amp or r.precision == "fp32") and not r.deepspeed else 2
     if full and r.fsdp and not r.amp:
         b_grad = 2

@@ -164,6 +164,83 @@ def _lora_targets(plan: Any) -> list[str] | None:
     return parts or None
 
 
+def _names(raw: Any) -> list[str] | None:
+    if isinstance(raw, str):
+        return [p.strip() for p in raw.replace(" ", ",").split(",") if p.strip()] or None
+    if isinstance(raw, list | tuple) and all(isinstance(p, str) for p in raw):
+        return [p.strip() for p in raw if p.strip()] or None
+    return None
+
+
+def _modules_to_save(plan: Any, a: list[str]) -> list[str] | None:
+    """PEFT's modules_to_save as the run writes it: axolotl `lora_modules_to_save` (a list; axolotl 0.19.0
+    utils/schemas/peft.py), `modules_to_save`, LLaMA-Factory `additional_target` (a comma-separated string
+    split into LoraConfig(modules_to_save=...) by model/adapter.py), else the script's
+    LoraConfig(modules_to_save=...) (Qwen finetune.py:331-342)."""
+    v = written(plan.training, "lora_modules_to_save", "modules_to_save", "additional_target")
+    if v is not None and v.known:
+        return _names(v.value)
+    return _script_modules_to_save(plan, a)
+
+
+def _script_modules_to_save(plan: Any, a: list[str]) -> list[str] | None:
+    """LoraConfig(modules_to_save=...) in the training script, read from the AST (never run): a list of
+    strings, or a name assigned such a list. A name assigned a list on one branch (and None on another,
+    as Qwen's `if lora_args.q_lora or is_chat_model: modules_to_save = None else: [...]`) is counted with
+    the branch stated: the list is what a plain LoRA run of a base model gets."""
+    doc = plan.spec.script
+    text = doc.text if doc is not None else None
+    if not isinstance(text, str) or "modules_to_save" not in text or len(text) > 2_000_000:
+        return None
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+    def literal(node: ast.AST) -> list[str] | None:
+        if isinstance(node, ast.List | ast.Tuple) and all(
+            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts
+        ):
+            return [str(e.value) for e in node.elts if isinstance(e, ast.Constant)] or None
+        return None
+
+    arg: ast.AST | None = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if name == "LoraConfig":
+                for kw in node.keywords:
+                    if kw.arg == "modules_to_save":
+                        arg = kw.value
+    if arg is None:
+        return None
+    direct = literal(arg)
+    if direct is not None or not isinstance(arg, ast.Name):
+        return direct
+    lists: list[tuple[list[str], int]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == arg.id for t in node.targets
+        ):
+            got = literal(node.value)
+            if got is not None:
+                lists.append((got, node.lineno))
+    if len(lists) != 1:
+        if len(lists) > 1:
+            a.append(f"modules_to_save: the script assigns {arg.id} more than one list: not counted")
+        return None
+    names, line = lists[0]
+    where = getattr(doc, "path", None)
+    a.append(
+        f"modules_to_save {names} from the script's LoraConfig ({getattr(where, 'name', 'script')}:{line}), "
+        "assumed the branch that sets it is taken"
+    )
+    return names
+
+
 def _seq_len(plan: Any) -> Value | None:
     v = value_at(plan.model, "seq_len")
     if v is not None and v.source != "default" and integer(v):
@@ -610,6 +687,7 @@ def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
         "lora_r": lora_r,
         "lora_targets": _lora_targets(plan) if method != "full" else None,
         "lora_dropout": dropout,
+        "modules_to_save": _modules_to_save(plan, a) if method != "full" else None,
         "micro_batch": seqs_per_micro,
         "seq_len": seq,
         "grad_accum": accum,

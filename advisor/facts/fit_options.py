@@ -15,7 +15,10 @@ from advisor.records import replace
 MAX_OPTIONS = 3
 
 
-def _candidates(setup: Any, machine_gpus: int) -> list[tuple[str, Any]]:
+def _candidates(setup: Any, machine_gpus: int, bf16: bool = True) -> list[tuple[str, Any]]:
+    """The options tried, least intrusive first. `bf16`: the card has bf16 tensor cores
+    (topology.bf16_supported); without them a half-precision base is offered in fp16, never bf16, the
+    precision GA501 reports as unsupported there."""
     s = replace(setup, metric="nvidia-smi")
     ckpt = {"gradient_checkpointing": True}
     out: list[tuple[str, Any]] = []
@@ -38,10 +41,20 @@ def _candidates(setup: Any, machine_gpus: int) -> list[tuple[str, Any]]:
     # adapters are trained on a base loaded in the half-precision compute dtype (the LoRA/QLoRA recipes'
     # torch_dtype); micro-batch 1 where the run's own micro-batch is larger
     half = s.precision if s.precision in ("bf16", "fp16") else "bf16"
+    precision: dict[str, Any] = {}
+    if half == "bf16" and not bf16:
+        # the card has no bf16 (V100, T4: GA501): fp16 weights and fp16 mixed precision instead
+        half = "fp16"
+        precision = {"precision": "fp16", "autocast": "fp16" if s.autocast == "bf16" else s.autocast}
     adapters = replace(
-        s, storage_dtype=half, micro_batch=cheap.micro_batch, grad_accum=cheap.grad_accum, **ckpt
+        s,
+        storage_dtype=half,
+        micro_batch=cheap.micro_batch,
+        grad_accum=cheap.grad_accum,
+        **precision,
+        **ckpt,
     )
-    tail = f"{half} base, gradient checkpointing" + (
+    tail = f"{half} base{', no bf16 on this card' if precision else ''}, gradient checkpointing" + (
         ", micro-batch 1" if cheap.micro_batch != s.micro_batch else ""
     )
     if s.method == "full":
@@ -61,10 +74,15 @@ def fitting_options(
     if machine is None or usable is None:
         return []
     from advisor.facts.peak_memory import peak_of
+    from advisor.facts.topology import bf16_supported
 
     gpus = int(machine.gpus.count or 1) * int(getattr(machine, "nodes", 1) or 1)
+    try:
+        bf16 = bf16_supported(machine)
+    except Exception:  # a machine the catalog cannot place: keep the run's own precision
+        bf16 = True
     out: list[str] = []
-    for label, trial in _candidates(setup, gpus):
+    for label, trial in _candidates(setup, gpus, bf16):
         try:
             peak = peak_of(trial, reference_copy)
         except Exception:  # an option the estimator cannot price is not offered

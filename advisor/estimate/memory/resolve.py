@@ -66,6 +66,8 @@ class ResolvedSetup:
     targets: set[str]
     lora_dropout: float
     prepare_kbit: bool
+    saved: int = 0  # parameters of the modules_to_save copies (fully trained, in the base's dtype)
+    saved_matmul: int = 0  # of those, the lm_head copy's: a matmul whose weight gradient backward computes
 
     @property
     def full(self) -> bool:
@@ -257,21 +259,44 @@ def resolve_setup(s: TrainingSetup) -> ResolvedSetup:
             a.append("LoRA rank unknown: assumed r=16")
         else:
             r = s.lora_r
+        low = "no adapters counted (the estimate is low by their weights, gradients and optimizer states)"
         if s.lora_targets is None:
-            tl = PEFT_DEFAULT_TARGETS.get(pc.model_type, ["q_proj", "v_proj"])
-            a.append(
-                f"LoRA target modules unknown: assumed PEFT's default for {pc.model_type} ({', '.join(tl)})"
-            )
+            mt = pc.model_type
+            default = PEFT_DEFAULT_TARGETS.get(mt)
+            tl = default or ["q_proj", "v_proj"]
+            targets = targeted(pc, tl)
+            if targets and default is not None:
+                a.append(f"LoRA target modules unknown: assumed PEFT's default for {mt} ({', '.join(tl)})")
+            elif targets:
+                a.append(
+                    f"LoRA target modules unknown: assumed {', '.join(tl)} (PEFT's default for most "
+                    f"decoders; this tool's table has no entry for {mt})"
+                )
+            elif default is None:
+                # a model type outside PEFT's mapping (peft 0.17.1 utils/constants.py:100, no "qwen"):
+                # get_peft_model without target_modules raises "Please specify `target_modules` or
+                # `target_parameters`" (tuners/lora/model.py:518-526), so the run names them somewhere this
+                # tool did not read
+                a.append(
+                    "LoRA adapters unknown: the target modules are not written where this tool reads them "
+                    f"and this tool knows no PEFT default for {mt}: {low}"
+                )
+            else:
+                a.append(
+                    f"LoRA adapters unknown: the target modules are not written and PEFT's default for "
+                    f"{mt} ({', '.join(tl)}) matches no Linear of the model: {low}"
+                )
         else:
             tl = s.lora_targets
-        targets = targeted(pc, tl)
-        if not targets:
-            a.append(f"LoRA targets {tl} match no Linear of {pc.model_type}: no adapters counted")
+            targets = targeted(pc, tl)
+            if not targets:
+                a.append(f"LoRA adapters unknown: the targets {tl} match no Linear of {pc.model_type}: {low}")
         if s.lora_dropout is None:
             dropout = 0.05 if s.framework == "hf" else 0.0
             a.append(f"lora_dropout unknown: assumed {dropout}")
         else:
             dropout = s.lora_dropout
+    saved, saved_matmul = _modules_to_save(s, pc, a) if s.method != "full" else (0, 0)
     if s.strategy != "none" and s.world_size <= 1:
         a.append(f"strategy {s.strategy} with world_size {s.world_size}: nothing is sharded")
     return ResolvedSetup(
@@ -289,4 +314,59 @@ def resolve_setup(s: TrainingSetup) -> ResolvedSetup:
         targets=targets,
         lora_dropout=dropout,
         prepare_kbit=prepare,
+        saved=saved,
+        saved_matmul=saved_matmul,
     )
+
+
+# module names whose size the shapes tell, by what they are (HF names across the catalog's families)
+_EMBED_NAMES = {"embed_tokens", "wte", "word_embeddings", "embed_in", "tok_embeddings", "shared"}
+_HEAD_NAMES = {"lm_head", "embed_out"}
+_FINAL_NORM_NAMES = {"ln_f", "final_layernorm", "final_layer_norm"}
+
+
+def _modules_to_save(s: TrainingSetup, pc: ParamCount, a: list[str]) -> tuple[int, int]:
+    """Parameters of PEFT's modules_to_save copies: ModulesToSaveWrapper deep-copies each module it wraps
+    and marks the copy trainable (peft 0.17.1 utils/other.py:513,527), so the copy has gradients and
+    optimizer states like a full fine-tune of that module. A name matches every module whose name ends
+    with it (other.py:856 `key.endswith(target_key)`): "norm" is every RMSNorm/LayerNorm. A name whose
+    size the model's shapes do not tell is stated, not counted."""
+    names = [n.strip() for n in (s.modules_to_save or []) if n.strip()]
+    if not names:
+        return 0, 0
+    total = head = 0
+    counted: list[str] = []
+    unknown: list[str] = []
+    for raw in names:
+        n = raw.split(".")[-1].lower()
+        if n in _EMBED_NAMES:
+            size = pc.embedding
+        elif n in _HEAD_NAMES:
+            # a tied lm_head shares the embedding's weight; the wrapper's deepcopy is a new trainable V*h
+            size = pc.lm_head or pc.embedding
+            head += size
+        elif n in _FINAL_NORM_NAMES:
+            size = pc.final_norm
+        elif n == "norm":  # model.norm and, by the suffix match, every layer's *norm
+            size = pc.final_norm + pc.norm_per_layer * pc.layers
+        else:
+            unknown.append(raw)
+            continue
+        if size <= 0:
+            unknown.append(raw)
+            continue
+        total += size
+        counted.append(f"{raw} {size / 1e6:.1f}M")
+    if counted:
+        a.append(
+            "modules_to_save "
+            + ", ".join(counted)
+            + ": fully trained copies (PEFT ModulesToSaveWrapper), with gradients and optimizer states"
+        )
+    if unknown:
+        a.append(
+            f"modules_to_save {', '.join(unknown)}: size unknown, because the name is not an embedding, "
+            f"lm_head or norm of {pc.model_type}: not counted (the estimate is low by their weights, "
+            "gradients and optimizer states)"
+        )
+    return total, head

@@ -26,6 +26,9 @@ class TrainingSetup:
     lora_r: int | None = None
     lora_targets: list[str] | None = None  # module names (q_proj, ...), or ["all-linear"]
     lora_dropout: float | None = None
+    # PEFT modules_to_save (LoraConfig(modules_to_save=...), lora_modules_to_save, LLaMA-Factory
+    # additional_target): fully trained copies of those modules beside the adapters; None = none written
+    modules_to_save: list[str] | None = None
     micro_batch: int | None = None  # per-device train batch size
     seq_len: int | None = None  # tokens per sequence as fed (padded length, or packed length)
     grad_accum: int = 1

@@ -33,6 +33,8 @@ class Trainables:
     quantized: int  # base parameters stored quantized (QLoRA / 8-bit LoRA)
     quant_bytes: float  # bytes per quantized parameter
     unquant_bytes: int  # bytes per base parameter that is not quantized
+    saved: int = 0  # modules_to_save copies (part of count), held in the base's dtype
+    saved_bytes: int = 2  # bytes per element of those copies, their gradients and their Adam states
 
 
 @record(frozen=True, slots=True)
@@ -48,7 +50,8 @@ class Placement:
 def trainables(r: ResolvedSetup) -> Trainables:
     s, pc, d = r.s, r.pc, r.dtypes
     p_lora = lora_params(pc, r.lora_r, sorted(r.targets)) if not r.full else 0
-    count = pc.total if r.full else p_lora
+    saved = 0 if r.full else r.saved
+    count = pc.total if r.full else p_lora + saved
     # torch optimizers allocate their states like the parameter (torch/optim/adam.py:178-182 zeros_like)
     sd = dtype_bytes(d.trainable)
     gb = sd
@@ -65,7 +68,12 @@ def trainables(r: ResolvedSetup) -> Trainables:
         # prepare_model_for_kbit_training casts every non-quantized parameter to fp32 (peft
         # utils/other.py prepare_model_for_kbit_training)
         nonq = 4 if r.prepare_kbit else r.wb
-    return Trainables(p_lora, count, sd, gb, quant, qb, nonq)
+    # modules_to_save copies are deep copies of base modules (peft 0.17.1 utils/other.py:513): the base's
+    # dtype, not the adapters' fp32 (PEFT's autocast_adapter_dtype upcasts only the tuner layers), unless
+    # the run names the trainable dtype: a cast of every requires_grad parameter (LLaMA-Factory
+    # adapter.py:325, accelerate's FSDP upcast) reaches the copies too
+    saved_b = dtype_bytes(d.trainable) if s.trainable_dtype is not None else r.wb
+    return Trainables(p_lora, count, sd, gb, quant, qb, nonq, saved, saved_b)
 
 
 def placement(r: ResolvedSetup) -> Placement:
@@ -91,9 +99,11 @@ def weights(r: ResolvedSetup, train: Trainables, shards: Placement) -> tuple[Ter
     else:
         base = pc.total * r.wb
         note = f"{pc.total / 1e9:.2f}B params x {r.wb} B"
-    adapters = train.lora * r.ab
+    adapters = train.lora * r.ab + train.saved * train.saved_bytes
     if train.lora:
         note += f" + LoRA {train.lora / 1e6:.1f}M x {r.ab} B"
+    if train.saved:
+        note += f" + modules_to_save copies {train.saved / 1e6:.1f}M x {train.saved_bytes} B"
     whole = 0.0  # quantized weights FSDP cannot shard (uint8 quant storage under FSDP2)
     if train.quantized and shards.weights and not s.quantized_sharded:
         whole = train.quantized * train.quant_bytes
@@ -143,7 +153,10 @@ def optimizer_states(
         full = 4.0 * train.count + _state_bytes(r, train.count, 4)  # fp32 master + states on the fp32 copy
         note = f"{r.opt.label} on fp32 master copy (DeepSpeed)"
     else:
-        full = _state_bytes(r, train.count, train.state_bytes)
+        plain = train.count - train.saved
+        full = _state_bytes(r, plain, train.state_bytes) + (
+            _state_bytes(r, train.saved, train.saved_bytes) if train.saved else 0.0
+        )
         note = r.opt.label
     o = full / shards.n if shards.optimizer else full
     if shards.optimizer:
@@ -173,7 +186,9 @@ def optimizer_states(
 def gradients(r: ResolvedSetup, train: Trainables, shards: Placement) -> tuple[float, float, str]:
     """(all gradients on the GPU, the lm_head/embedding gradient, note)."""
     s, pc = r.s, r.pc
-    g = train.count * train.grad_bytes / (shards.n if shards.grads else 1)
+    per = (train.count - train.saved) * train.grad_bytes
+    per += train.saved * (train.grad_bytes if r.dtypes.master else train.saved_bytes)
+    g = per / (shards.n if shards.grads else 1)
     if s.optimizer_in_backward or r.opt.label.startswith(("LOMO", "AdaLomo")):
         g = pc.largest_tensor * train.grad_bytes if r.full else g
         note = "optimizer step fused into backward: ~largest tensor's gradient"
@@ -181,6 +196,8 @@ def gradients(r: ResolvedSetup, train: Trainables, shards: Placement) -> tuple[f
         note = f"{train.count / 1e6:.1f}M trainable x {train.grad_bytes} B" + (
             f", sharded /{shards.n}" if shards.grads else ""
         )
+        if train.saved and not r.dtypes.master and train.saved_bytes != train.grad_bytes:
+            note += f" (modules_to_save {train.saved / 1e6:.1f}M of them x {train.saved_bytes} B)"
     head = (pc.lm_head if pc.lm_head else pc.embedding) * train.grad_bytes if r.full else 0.0
     return g, head / (shards.n if shards.grads else 1), note
 
@@ -192,7 +209,8 @@ def step_temporaries(r: ResolvedSetup, train: Trainables, shards: Placement) -> 
     if s.offload_optimizer != "none" or s.optimizer_in_backward or r.deepspeed:
         tmp = 0.0
     elif r.opt.temp == "foreach":
-        tmp = (train.count / (shards.n if shards.optimizer else 1)) * sd
+        per = (train.count - train.saved) * sd + train.saved * train.saved_bytes
+        tmp = per / (shards.n if shards.optimizer else 1)
     elif r.opt.temp == "per_param":
         tmp = (largest if r.full else 0) * sd
     elif r.opt.temp == "adafactor":
