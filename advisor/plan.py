@@ -10,6 +10,7 @@ training script's own dataclasses, or those of its own argparse parser where it 
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from advisor.discover import RunSpec
@@ -440,8 +441,9 @@ _MAX_SCRIPT_CHARS = 2 * 1024 * 1024
 _STORE_ACTIONS = {"store_true": False, "store_false": True}
 _MAX_CLASS_DEPTH = 16
 
-# (name, value, line, col, what the script declares) of each literal default, in the script's order
-_Defaults = tuple[tuple[str, Any, int, int, str], ...]
+# (name, value, line, col, what the script declares, the file when not the parser's) of each literal
+# default, in the script's order
+_Defaults = tuple[tuple[str, Any, int, int, str, Path | None], ...]
 
 
 @record(frozen=True, slots=True)
@@ -462,20 +464,59 @@ def script_arguments(spec: RunSpec) -> ScriptArguments | None:
     if script is None or not isinstance(text, str) or spec.command is None:
         return None
     read = _read_script_arguments(text)
+    site = script.path
+    if read is None or read[0] == "hf":
+        # the parser, or its dataclasses, in the project's own modules (FastChat's train_mem.py calls
+        # fastchat.train.train.train(); train_lora.py imports ModelArguments from there)
+        followed = _followed_script_arguments(script.path, text)
+        if followed is not None:
+            read, site = followed
     if read is None:
         return None
     kind, parser, line, col, defaults = read
     from advisor.paths import relative
 
-    shown = relative(script.path) if script.path.is_absolute() else str(script.path)
-    where = f"{parser} at {shown}:{line}"
+    def shown(path: Path) -> str:
+        return relative(path) if path.is_absolute() else str(path)
+
+    where = f"{parser} at {shown(site)}:{line}"
     values: dict[str, Value] = {}
-    for name, value, vline, vcol, declared in defaults:
+    for name, value, vline, vcol, declared, declared_in in defaults:
         if name in values:
             continue
-        note = f"the default of {shown}'s own {declared}"
-        values[name] = Value(value, Location(script.path, vline, vcol), "script", note=note)
-    return ScriptArguments(kind, Location(script.path, line, col), where, values)
+        path = declared_in or site
+        note = f"the default of {shown(path)}'s own {declared}"
+        values[name] = Value(value, Location(path, vline, vcol), "script", note=note)
+    return ScriptArguments(kind, Location(site, line, col), where, values)
+
+
+@lru_cache(maxsize=16)
+def _followed_script_arguments(
+    path: Path, text: str
+) -> tuple[tuple[str, str, int, int, _Defaults], Path] | None:
+    """(kind, parser, line, col, defaults) with the project modules the script imports read
+    (advisor.facts.script_ast.project_modules), and the file the parser is in; None when nothing there."""
+    if len(text) > _MAX_SCRIPT_CHARS:
+        return None
+    from advisor.boundary import project_boundary
+    from advisor.discover import parser_site
+    from advisor.settings import Settings, SettingsError, find_settings
+
+    try:  # the settings near the script, as advisor.facts.project_settings.settings_for finds them
+        settings = find_settings(path.absolute().parent) or Settings()
+    except (SettingsError, OSError, ValueError):
+        settings = Settings()
+    boundary = project_boundary(settings, [path])
+    site = parser_site(path, text, boundary.roots, boundary.contains)
+    if site is None:
+        return None
+    where, call, nodes, resolve, lookup = site
+    parser = _last_id(call.func) or "HfArgumentParser"
+    try:
+        defaults = _dataclass_defaults(nodes, call, lookup, resolve)
+    except RecursionError:
+        return None
+    return ("hf", parser, call.lineno, call.col_offset + 1, defaults), where
 
 
 def _last_id(node: Any) -> str | None:
@@ -567,13 +608,14 @@ def _argparse_defaults(nodes: list[Any]) -> _Defaults:
             except ValueError:
                 value = None
         if value is not None:
-            out.append((dest, value, where.lineno, where.col_offset + 1, f"--{dest}"))
+            out.append((dest, value, where.lineno, where.col_offset + 1, f"--{dest}", None))
     return tuple(out)
 
 
-def _dataclass_defaults(nodes: list[Any], call: Any) -> _Defaults:
+def _dataclass_defaults(nodes: list[Any], call: Any, lookup: Any = None, resolve: Any = None) -> _Defaults:
     """The literal defaults (`name: int = 512`, `name: int = field(default=512)`) of the script's own
-    dataclasses that the parser is built from, a subclass's before its base's."""
+    dataclasses that the parser is built from, a subclass's before its base's; ``lookup(qualified)``
+    gives (class, its module's classes, its module's resolve, its file) for one of a project module."""
     import ast
 
     classes: dict[str, Any] = {}
@@ -589,16 +631,23 @@ def _dataclass_defaults(nodes: list[Any], call: Any) -> _Defaults:
     if isinstance(arg, ast.Name) and arg.id not in classes and arg.id in bound:
         arg = bound[arg.id]
     roots = list(arg.elts) if isinstance(arg, ast.Tuple | ast.List) else [arg] if arg is not None else []
-    out: list[tuple[str, Any, int, int, str]] = []
-    seen: set[str] = set()
+    out: list[tuple[str, Any, int, int, str, Path | None]] = []
+    seen: set[int] = set()
     for root in roots:
-        todo = [(root, 0)]
+        todo: list[tuple[Any, int, dict[str, Any], Any, Path | None]] = [(root, 0, classes, resolve, None)]
         while todo:
-            expr, depth = todo.pop(0)
-            local = classes.get(expr.id) if isinstance(expr, ast.Name) else None
-            if local is None or local.name in seen or depth > _MAX_CLASS_DEPTH:
+            expr, depth, scope, scope_resolve, declared_in = todo.pop(0)
+            local = scope.get(expr.id) if isinstance(expr, ast.Name) else None
+            if local is not None and id(local) in seen:
+                local = None
+            if local is None and lookup is not None and scope_resolve is not None:
+                qualified = scope_resolve(expr) or ""
+                found = lookup(qualified) if "." in qualified else None
+                if found is not None and id(found[0]) not in seen:
+                    local, scope, scope_resolve, declared_in = found
+            if local is None or id(local) in seen or depth > _MAX_CLASS_DEPTH:
                 continue
-            seen.add(local.name)
+            seen.add(id(local))
             for stmt in local.body:
                 if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
                     continue
@@ -611,6 +660,6 @@ def _dataclass_defaults(nodes: list[Any], call: Any) -> _Defaults:
                 if value is not None and value_node is not None:
                     name = stmt.target.id
                     line, col = value_node.lineno, value_node.col_offset + 1
-                    out.append((name, value, line, col, f"{local.name}.{name}"))
-            todo.extend((b, depth + 1) for b in local.bases)
+                    out.append((name, value, line, col, f"{local.name}.{name}", declared_in))
+            todo.extend((b, depth + 1, scope, scope_resolve, declared_in) for b in local.bases)
     return tuple(out)

@@ -46,10 +46,24 @@ def _analysed(path: Path, mtime_ns: int) -> ArgumentParsing | str | None:
         text = read_text_file(path, MAX_SCRIPT_BYTES)
     except (ReadRefused, OSError, UnicodeDecodeError):
         return None
-    parsers = analyse_script(text).argument_parsers
+    facts = analyse_script(text)
+    parsers = facts.argument_parsers
+    if facts.syntax_error is None and (not parsers or not all(p.complete for p in parsers)):
+        parsers = _followed(path, text, parsers)
     if len(parsers) > 1:
         return "several"
     return parsers[0] if parsers else None
+
+
+def _followed(path: Path, text: str, own: tuple[ArgumentParsing, ...]) -> tuple[ArgumentParsing, ...]:
+    """The parsers again with the project's own modules the script imports read (FastChat's
+    train_lora.py takes ModelArguments from fastchat.train.train; train_mem.py only calls its train())."""
+    from advisor.boundary import project_boundary
+    from advisor.facts.script_ast.project_modules import follow_argument_parsers
+    from advisor.settings import Settings
+
+    boundary = project_boundary(settings_for(path) or Settings(), [path])
+    return follow_argument_parsers(path, text, own, boundary.roots, boundary.contains)
 
 
 def _bases(doc_path: Path) -> list[Path]:
@@ -187,6 +201,8 @@ def _judge_command(
     from advisor.paths import relative
 
     shown = relative(script) if script.is_absolute() else str(script)
+    # where the parser is: the script, or the project module whose function the script calls
+    built = relative(Path(parsing.source)) if parsing.source else shown
     classes = ", ".join(c.name for c in parsing.classes)
     for key in cmd.script_args:
         name = key.replace("-", "_")
@@ -210,8 +226,8 @@ def _judge_command(
                     "location": location,
                     "key": key,
                     "suggestion": guess,
-                    "message": f"--{key} is dropped without a word: {shown} parses with {how} "
-                    f"({shown}:{line}), "
+                    "message": f"--{key} is dropped without a word: {built} parses with {how} "
+                    f"({built}:{line}), "
                     f"so a flag none of {classes} has is set aside, not refused{hint}",
                     "severity": None,
                 }
@@ -222,7 +238,7 @@ def _judge_command(
         consequence = (
             ""
             if parsing.drops_unknown is not None
-            else f"; {shown}'s {parsing.parser} raises ValueError at start ('Some specified arguments are "
+            else f"; {built}'s {parsing.parser} raises ValueError at start ('Some specified arguments are "
             "not used by the HfArgumentParser')"
         )
         if state == "removed":
@@ -379,13 +395,17 @@ def parser_fact(plan: Any, shown: Path) -> dict[str, Any] | None:
         return None
     if not isinstance(parsing, ArgumentParsing):
         return None
+    from advisor.paths import relative
+
     training = plan.spec.training
     how = None
     if training is not None:
         how = next((h for p, h in training.consumers if p == script.path), None)
     return {
         "name": parsing.parser,
-        "location": Location(shown, parsing.line, parsing.col),
+        "location": Location(
+            Path(relative(Path(parsing.source))) if parsing.source else shown, parsing.line, parsing.col
+        ),
         "complete": parsing.complete,
         "drops_unknown": parsing.drops_unknown is not None,
         "fields": {f: c.name for c in reversed(parsing.classes) for f in c.fields},

@@ -13,6 +13,7 @@ from advisor.sources.known_keys import HF_ARGUMENT_PARSERS
 # The methods of the parser classes (advisor.sources.known_keys.HF_ARGUMENT_PARSERS) that fill their
 # dataclasses (transformers hf_argparser.py, trl scripts/utils.py TrlParser.parse_args_and_config).
 _PARSER_CLASSES = HF_ARGUMENT_PARSERS
+HF_PARSER_NAMES = HF_ARGUMENT_PARSERS
 _PARSE_METHODS = frozenset(
     {
         "parse_args_into_dataclasses",
@@ -46,7 +47,17 @@ def _class_fields(node: ast.ClassDef) -> list[str]:
     return out
 
 
-def find_argument_parsers(tree: ast.Module, resolve: Any, pos: Any) -> tuple[ArgumentParsing, ...]:
+def find_argument_parsers(
+    tree: ast.Module,
+    resolve: Any,
+    pos: Any,
+    lookup: Any = None,
+    scope: ast.AST | None = None,
+    source: str | None = None,
+) -> tuple[ArgumentParsing, ...]:
+    """The parsers built in ``scope`` (the whole tree by default). ``lookup(qualified)`` gives
+    (class node, its module's classes, its module's resolve, its file) for a class of a project module
+    (advisor.discover.ProjectModules.lookup_class), read like a local one; None: unresolved."""
     classes: dict[str, ast.ClassDef] = {}
     bound: dict[str, ast.expr] = {}
     for node in ast.walk(tree):
@@ -62,21 +73,27 @@ def find_argument_parsers(tree: ast.Module, resolve: Any, pos: Any) -> tuple[Arg
         fields: list[str] = []
         library: list[str] = []
         resolved = True
-        seen: set[str] = set()
-        todo: list[tuple[ast.expr, int]] = [(name_node, 0)]
+        seen: set[int] = set()
+        todo: list[tuple[ast.expr, int, dict[str, ast.ClassDef], Any]] = [(name_node, 0, classes, resolve)]
         while todo:
-            expr, depth = todo.pop()
+            expr, depth, scope_classes, scope_resolve = todo.pop()
             simple = last_id(expr)
-            local = classes.get(simple) if isinstance(expr, ast.Name) and simple else None
-            if local is not None and simple and simple not in seen:  # local implies simple
+            local = scope_classes.get(simple) if isinstance(expr, ast.Name) and simple else None
+            if local is not None and id(local) in seen:
+                local = None  # `class TrainingArguments(TrainingArguments)`: the base is the import
+            qualified = "" if local is not None else scope_resolve(expr) or ""
+            if local is None and lookup is not None and qualified.split(".", 1)[0] not in LIBRARY_PACKAGES:
+                found = lookup(qualified) if "." in qualified else None
+                if found is not None and id(found[0]) not in seen:
+                    local, scope_classes, scope_resolve = found[:3]
+            if local is not None:
                 if depth > _MAX_CLASS_DEPTH:
                     resolved = False
                     continue
-                seen.add(simple)
+                seen.add(id(local))
                 fields.extend(_class_fields(local))
-                todo.extend((b, depth + 1) for b in local.bases)
+                todo.extend((b, depth + 1, scope_classes, scope_resolve) for b in local.bases)
                 continue
-            qualified = resolve(expr) or ""
             if qualified.split(".", 1)[0] in LIBRARY_PACKAGES:
                 library.append(qualified)
             elif qualified not in ("object", "ABC", "abc.ABC", "Generic"):
@@ -101,7 +118,8 @@ def find_argument_parsers(tree: ast.Module, resolve: Any, pos: Any) -> tuple[Arg
             assigned[id(node.value)] = [t.id for t in targets if isinstance(t, ast.Name)]
     parsers: dict[str, tuple[ast.Call, str, list[ArgumentClass] | None]] = {}
     anonymous: list[tuple[ast.Call, str, list[ArgumentClass] | None]] = []
-    for call in ast.walk(tree):
+    within = tree if scope is None else scope
+    for call in ast.walk(within):
         if not isinstance(call, ast.Call) or last_id(call.func) not in _PARSER_CLASSES:
             continue
         arg = call.args[0] if call.args else kwarg(call, "dataclass_types")
@@ -116,7 +134,7 @@ def find_argument_parsers(tree: ast.Module, resolve: Any, pos: Any) -> tuple[Arg
 
     methods: dict[int, list[str]] = {}
     drops: dict[int, tuple[int, int, str]] = {}
-    for node in ast.walk(tree):
+    for node in ast.walk(within):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
         if node.func.attr not in _PARSE_METHODS:
@@ -157,6 +175,7 @@ def find_argument_parsers(tree: ast.Module, resolve: Any, pos: Any) -> tuple[Arg
                 classes=tuple(described),
                 methods=tuple(dict.fromkeys(methods.get(id(call), ()))),
                 drops_unknown=drops.get(id(call)),
+                source=source,
             )
         )
     return tuple(sorted(out, key=lambda p: (p.line, p.col)))

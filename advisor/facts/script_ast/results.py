@@ -52,6 +52,9 @@ class ArgumentParsing:
     # where unknown flags or keys are kept aside instead of refused: return_remaining_strings=True,
     # parse_known_args, allow_extra_keys=True (line, col, the argument as written)
     drops_unknown: tuple[int, int, str] | None = None
+    # the project module that builds it when not the script (the script calls a function of it:
+    # FastChat's train_mem.py calls fastchat.train.train.train()); line and col are in that file
+    source: str | None = None
 
     @property
     def complete(self) -> bool:
