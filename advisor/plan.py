@@ -419,8 +419,8 @@ def _build_model(plan: RunPlan) -> None:
 # the training script's own argument parser (read from its AST, never run)
 # --------------------------------------------------------------------------------------------------
 
-# A script that names one of HF_ARGUMENT_PARSERS, a *TrainingArguments class or anything from trl is not
-# a plain-argparse script.
+# (A script that names one of HF_ARGUMENT_PARSERS, a *TrainingArguments class or anything from trl is
+# not a plain-argparse script: _read_script_arguments.)
 # The terms the plan and the estimator read whose defaults a script's own parser may set instead of
 # TrainingArguments: the batch, the run's length and the sequence length (SEQ_KEYS), gradient checkpointing.
 _ARGPARSE_TERMS = frozenset(

@@ -32,3 +32,12 @@ def write_files(root: Path, files: dict[str, str]) -> None:
         p = root / name
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(content, encoding="utf-8")
+
+
+def git_project(tmp_path: Path, files: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Path:
+    """`files` written as a project with a `.git` folder (its root for the boundary), entered as the
+    current folder."""
+    (tmp_path / ".git").mkdir()
+    write_files(tmp_path, files)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path

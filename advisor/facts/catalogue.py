@@ -374,7 +374,8 @@ _SCRIPT = NamespaceDecl(
         _f(
             "parser",
             "dict",
-            "the script's HfArgumentParser/TrlParser: {name, location, complete, drops_unknown, fields "
+            "the script's HfArgumentParser/TrlParser (in the script or a project module it calls): "
+            "{name, location, complete, drops_unknown, fields "
             "(field: its class), library_bases, config_file, config_passed (positional | config), "
             "config_judged (the file's keys are judged against these dataclasses)}",
         ),

@@ -11,18 +11,9 @@ import pytest
 from advisor.check import CheckOptions, run_check
 from advisor.facts import versions
 from advisor.sources.pins import read_folder_pins
+from tests.conftest import git_project
 
 TA = ("TrainingArguments",)
-
-
-def _project(tmp_path: Path, files: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / ".git").mkdir()
-    for name, text in files.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 def _findings(codes: set[str]) -> list[tuple[str, str, int, int]]:
@@ -48,7 +39,7 @@ ARGS = (
 
 def test_transformers_4_57_pin_accepts_keys_removed_later(tmp_path, monkeypatch):
     # the case: the three keys exist in transformers 4.57 (training_args.py of 4.57.6)
-    _project(
+    git_project(
         tmp_path,
         {"requirements.txt": "torch==2.4.0\ntransformers==4.57.1\n", "train.yaml": ARGS},
         monkeypatch,
@@ -57,7 +48,7 @@ def test_transformers_4_57_pin_accepts_keys_removed_later(tmp_path, monkeypatch)
 
 
 def test_without_a_pin_the_current_release_judges(tmp_path, monkeypatch):
-    _project(tmp_path, {"train.yaml": ARGS}, monkeypatch)
+    git_project(tmp_path, {"train.yaml": ARGS}, monkeypatch)
     assert _findings({"GA005"}) == [
         ("GA005", "train.yaml", 3, 1),
         ("GA005", "train.yaml", 4, 1),
@@ -72,21 +63,21 @@ def test_deprecated_and_removed_are_different_findings(tmp_path, monkeypatch):
         "output_dir: out\nwarmup_ratio: 0.03\nevaluation_strategy: steps\nlogging_steps: 5\n"
         "learning_rate: 1.0e-5\n"
     )
-    _project(tmp_path, {"requirements.txt": "transformers==5.6.0\n", "train.yaml": text}, monkeypatch)
+    git_project(tmp_path, {"requirements.txt": "transformers==5.6.0\n", "train.yaml": text}, monkeypatch)
     assert _findings({"GA005", "GA007"}) == [("GA005", "train.yaml", 3, 1), ("GA007", "train.yaml", 2, 1)]
 
 
 def test_a_key_added_after_the_pinned_release_is_unknown(tmp_path, monkeypatch):
     # eval_strategy replaced evaluation_strategy in 4.41; a 4.40 project cannot read it
     text = "output_dir: out\neval_strategy: steps\nlogging_steps: 5\nlearning_rate: 1.0e-5\n"
-    _project(tmp_path, {"requirements.txt": "transformers==4.40.2\n", "train.yaml": text}, monkeypatch)
+    git_project(tmp_path, {"requirements.txt": "transformers==4.40.2\n", "train.yaml": text}, monkeypatch)
     assert _findings({"GA002", "GA005"}) == [("GA002", "train.yaml", 2, 1)]
 
 
 def test_target_versions_setting_wins_over_pins(tmp_path, monkeypatch):
     settings = '[tool.gpu-advise]\ntarget-versions = {transformers = "5.20"}\n'
     files = {"requirements.txt": "transformers==4.57.1\n", "pyproject.toml": settings, "train.yaml": ARGS}
-    _project(tmp_path, files, monkeypatch)
+    git_project(tmp_path, files, monkeypatch)
     assert [f[2] for f in _findings({"GA005"})] == [3, 4, 5]
 
 
@@ -96,7 +87,7 @@ def test_llamafactory_is_judged_at_the_transformers_ceiling_it_requires(tmp_path
         "model_name_or_path: Qwen/Qwen2.5-0.5B\nstage: sft\ndo_train: true\nfinetuning_type: lora\n"
         "dataset: alpaca_en_demo\ntemplate: qwen\noutput_dir: out\nwarmup_ratio: 0.1\n"
     )
-    _project(tmp_path, {"train_lora.yaml": text}, monkeypatch)
+    git_project(tmp_path, {"train_lora.yaml": text}, monkeypatch)
     assert _findings({"GA005", "GA007"}) == [("GA007", "train_lora.yaml", 8, 1)]
 
 
@@ -252,7 +243,7 @@ output_dir: ./out
 
 
 def test_axolotl_deprecations_and_the_refused_key(tmp_path, monkeypatch):
-    _project(tmp_path, {"qlora.yml": AXOLOTL}, monkeypatch)
+    git_project(tmp_path, {"qlora.yml": AXOLOTL}, monkeypatch)
     result = run_check([Path(".")], CheckOptions())
     found = sorted(
         (f.rule, f.severity, f.location.line, f.location.col)
@@ -298,7 +289,7 @@ def test_accelerate_and_deepspeed_keys_added_after_the_pin(tmp_path, monkeypatch
         '"stage3_prefetch_bucket_size": 5e7,\n "zenflow": {}}}\n'
     )
     files = {"requirements.txt": "accelerate==0.34.2\ndeepspeed==0.14.4\n", "acc.yaml": acc, "ds.json": ds}
-    _project(tmp_path, files, monkeypatch)
+    git_project(tmp_path, files, monkeypatch)
     assert _findings({"GA002", "GA005"}) == [("GA002", "acc.yaml", 5, 1), ("GA002", "ds.json", 3, 2)]
     (tmp_path / "requirements.txt").unlink()
     versions.clear_caches()

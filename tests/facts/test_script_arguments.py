@@ -14,6 +14,7 @@ import pytest
 
 from advisor.check import CheckOptions, run_check
 from advisor.facts.script_ast import analyse_script
+from tests.conftest import git_project
 
 HERE = Path(__file__).parent / "script_arguments"
 QLORA = (HERE / "qlora.py.txt").read_text(encoding="utf-8")
@@ -23,16 +24,6 @@ LLAVA = (HERE / "llava_train.py.txt").read_text(encoding="utf-8")
 LLAVA_SH = (
     (HERE / "llava_finetune_lora.sh.txt").read_text(encoding="utf-8").replace("train_mem.py", "train.py")
 )
-
-
-def _project(tmp_path: Path, files: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / ".git").mkdir()
-    for name, text in files.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 def _findings(codes: set[str]) -> list[tuple[str, str, int, int]]:
@@ -127,7 +118,7 @@ def test_parse_known_args_and_allow_extra_keys_drop_unknown_keys():
 
 
 def test_qlora_drops_evaluation_strategy_on_current_transformers(tmp_path, monkeypatch):
-    _project(tmp_path, {"qlora.py": QLORA, "scripts/finetune_guanaco_7b.sh": QLORA_SH}, monkeypatch)
+    git_project(tmp_path, {"qlora.py": QLORA, "scripts/finetune_guanaco_7b.sh": QLORA_SH}, monkeypatch)
     found = _findings({"GA002", "GA005", "GA008"})
     sh = "scripts/finetune_guanaco_7b.sh"
     ev = _flag_position(QLORA_SH, "evaluation_strategy")
@@ -150,7 +141,7 @@ def test_qlora_with_its_own_pin_keeps_evaluation_strategy(tmp_path, monkeypatch)
         "scripts/finetune_guanaco_7b.sh": QLORA_SH,
         "requirements.txt": "transformers==4.31.0\n",
     }
-    _project(tmp_path, files, monkeypatch)
+    git_project(tmp_path, files, monkeypatch)
     assert _findings({"GA002", "GA005", "GA008"}) == [
         ("GA008", "scripts/finetune_guanaco_7b.sh", *_flag_position(QLORA_SH, "lora_modules"))
     ]
@@ -158,7 +149,7 @@ def test_qlora_with_its_own_pin_keeps_evaluation_strategy(tmp_path, monkeypatch)
 
 def test_llava_own_fields_are_known_and_removed_flags_are_removed(tmp_path, monkeypatch):
     files = {"llava/train/train.py": LLAVA, "scripts/v1_5/finetune_lora.sh": LLAVA_SH}
-    _project(tmp_path, files, monkeypatch)
+    git_project(tmp_path, files, monkeypatch)
     found = _findings({"GA002", "GA005", "GA008"})
     sh = "scripts/v1_5/finetune_lora.sh"
     assert found == sorted(
@@ -171,7 +162,7 @@ def test_llava_own_fields_are_known_and_removed_flags_are_removed(tmp_path, monk
 
 def test_llava_misspelt_flag_is_unknown_and_an_error(tmp_path, monkeypatch):
     sh = LLAVA_SH.replace("--lazy_preprocess True", "--lazy_preprocessing True")
-    _project(tmp_path, {"llava/train/train.py": LLAVA, "run.sh": sh}, monkeypatch)
+    git_project(tmp_path, {"llava/train/train.py": LLAVA, "run.sh": sh}, monkeypatch)
     result = run_check([Path(".")], CheckOptions())
     unknown = [f for f in result.findings if f.rule == "GA002"]
     assert [(f.location.line, f.location.col) for f in unknown] == [_flag_position(sh, "lazy_preprocessing")]
@@ -186,7 +177,7 @@ def test_llava_pinned_transformers_accepts_its_flags(tmp_path, monkeypatch):
         "scripts/v1_5/finetune_lora.sh": LLAVA_SH,
         "pyproject.toml": pyproject,
     }
-    _project(tmp_path, files, monkeypatch)
+    git_project(tmp_path, files, monkeypatch)
     assert _findings({"GA002", "GA005", "GA007", "GA008"}) == []
 
 
@@ -200,7 +191,7 @@ def test_trl_script_flags_against_trl_and_transformers(tmp_path, monkeypatch):
         "accelerate launch sft.py --dataset_name trl-lib/Capybara --model_name_or_path Qwen/Qwen2-0.5B "
         "--learning_rate 2e-5 --max_seq_length 1024 --use_peft --lora_r 32\n"
     )
-    _project(tmp_path, {"sft.py": script, "run.sh": sh}, monkeypatch)
+    git_project(tmp_path, {"sft.py": script, "run.sh": sh}, monkeypatch)
     found = _findings({"GA002", "GA005", "GA008"})
     # max_seq_length: SFTConfig's, gone in TRL 0.20 (max_length since)
     assert found == [("GA005", "run.sh", 1, sh.index("--max_seq_length") + 1)]
@@ -208,7 +199,7 @@ def test_trl_script_flags_against_trl_and_transformers(tmp_path, monkeypatch):
 
 def test_a_script_without_a_readable_parser_is_not_judged(tmp_path, monkeypatch):
     script = "import argparse\np = argparse.ArgumentParser()\np.add_argument('--foo')\np.parse_args()\n"
-    _project(
+    git_project(
         tmp_path,
         {"train.py": script, "run.sh": "torchrun --nproc_per_node 2 train.py --foo 1 --bar 2\n"},
         monkeypatch,
@@ -222,7 +213,7 @@ def test_a_parser_that_reads_only_a_yaml_file_does_not_judge_the_flags(tmp_path,
         "(args,) = HfArgumentParser(TrainingArguments).parse_yaml_file(sys.argv[1])\n"
     )
     sh = "python train.py cfg.yaml --made_up_flag 1\n"
-    _project(tmp_path, {"train.py": script, "run.sh": sh}, monkeypatch)
+    git_project(tmp_path, {"train.py": script, "run.sh": sh}, monkeypatch)
     assert _findings({"GA002", "GA005", "GA008"}) == []
 
 

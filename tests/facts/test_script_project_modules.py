@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from advisor.check import CheckOptions, run_check
+from tests.conftest import git_project
 
 TRAIN = """\
 from dataclasses import dataclass, field
@@ -117,15 +118,6 @@ LORA_SH = (
 )
 
 
-def _project(tmp_path: Path, files: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / ".git").mkdir()
-    for name, text in files.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-
-
 def _findings() -> list[tuple[str, str, int, str]]:
     result = run_check([Path("scripts")], CheckOptions())
     assert not result.errors, result.errors
@@ -148,7 +140,7 @@ def _fastchat(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **extra: str) -> 
         "scripts/train_lora.sh": LORA_SH,
     }
     files.update(extra)
-    _project(tmp_path, files, monkeypatch)
+    git_project(tmp_path, files, monkeypatch)
 
 
 def test_script_that_calls_train_of_a_project_module_is_judged_by_its_parser(tmp_path, monkeypatch):
