@@ -21,6 +21,7 @@ from advisor.records import field, record
 from advisor.sources.document import Document, Location, SourceProblem, Span
 from advisor.sources.known_keys import HF_ARGUMENT_PARSERS
 from advisor.sources.launchers import swift as swift_launcher
+from advisor.sources.python_source import parsed
 from advisor.sources.read import (
     CONFIG_SUFFIXES,
     NAMED_KINDS,
@@ -676,7 +677,8 @@ class ProjectModules:
             if not path.is_file() or not self.inside(path):
                 return None
             text = read_text_file(path, MAX_MODULE_BYTES)
-            return ProjectModule(path, ast.parse(text.removeprefix("\ufeff")), text, package)
+            tree = parsed(text)
+            return ProjectModule(path, tree, text, package) if tree is not None else None
         except (ReadRefused, OSError, ValueError, SyntaxError, RecursionError, MemoryError):
             return None
 
@@ -738,7 +740,7 @@ def parser_site(path: Path, text: str, project_roots: tuple[Path, ...], inside: 
     """The one HF parser call of the script, or of the one project function its top level calls."""
     roots = import_roots(path, project_roots)
     try:
-        tree = ast.parse(text.removeprefix("\ufeff")) if roots else None
+        tree = parsed(text) if roots else None
         if tree is None:
             return None
         module, modules = ProjectModule(path, tree, text, ""), ProjectModules(roots, inside)

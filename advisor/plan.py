@@ -18,6 +18,7 @@ from advisor.provenance import Namespace, Value
 from advisor.records import field, record
 from advisor.sources.document import Document, KeyPath, Location, pointer, refused_number
 from advisor.sources.known_keys import HF_ARGUMENT_PARSERS, SEQ_KEYS
+from advisor.sources.python_source import parsed
 
 # TrainingArguments names that the dialects spell differently.
 TRAINING_ALIASES: dict[str, dict[str, str]] = {
@@ -547,9 +548,8 @@ def _read_script_arguments(text: str) -> tuple[str, str, int, int, _Defaults] | 
 
     if len(text) > _MAX_SCRIPT_CHARS:
         return None
-    try:
-        tree = ast.parse(text.removeprefix("\ufeff"))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parsed(text)
+    if tree is None:
         return None
     try:
         nodes = list(ast.walk(tree))

@@ -20,6 +20,7 @@ from typing import Any
 
 from advisor.paths import relative
 from advisor.sources.document import Location
+from advisor.sources.python_source import parsed
 
 SPREADING = frozenset({"auto", "balanced", "balanced_low_0", "sequential"})
 MAX_SITES = 20
@@ -30,9 +31,8 @@ def _spreading_sites(text: str) -> tuple[tuple[int, int, str], ...]:
     """(line, col, value) of each `device_map=<spreading string>` keyword of a call, or "device_map" key of
     a dict literal (1-based). A name (`device_map=device_map`) is not followed: scripts such as qlora.py
     set it to "auto" and then to {"": local_rank} under DDP."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parsed(text)
+    if tree is None:
         return ()
     out: list[tuple[int, int, str]] = []
     for node in ast.walk(tree):

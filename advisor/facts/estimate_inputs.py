@@ -27,6 +27,7 @@ from advisor.provenance import Value
 from advisor.records import field, record
 from advisor.sources.document import Location
 from advisor.sources.known_keys import SEQ_KEYS
+from advisor.sources.python_source import parsed
 
 NEAR_FRACTION_DEFAULT = 0.10
 # A run with max_steps that takes less than this on one GPU is a smoke test (often of the multi-GPU
@@ -124,9 +125,8 @@ def _script_wraps_peft(plan: Any) -> bool:
         return False
     import ast
 
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parsed(text)
+    if tree is None:
         return False
 
     def unconditional(node: ast.AST) -> bool:
@@ -194,9 +194,8 @@ def _script_modules_to_save(plan: Any, a: list[str]) -> list[str] | None:
         return None
     import ast
 
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parsed(text)
+    if tree is None:
         return None
 
     def literal(node: ast.AST) -> list[str] | None:

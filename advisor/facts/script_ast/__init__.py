@@ -5,7 +5,6 @@ advisor/facts/training_script.py."""
 
 from __future__ import annotations
 
-import ast
 from functools import lru_cache
 
 from advisor.facts.script_ast.results import (
@@ -17,6 +16,7 @@ from advisor.facts.script_ast.results import (
     SideEffect,
 )
 from advisor.facts.script_ast.side_effects import ScriptAnalyser
+from advisor.sources.python_source import PythonSyntaxError, python_tree
 
 __all__ = [
     "MAX_SCRIPT_BYTES",
@@ -47,12 +47,9 @@ def analyse_script(text: str) -> ScriptFacts:
         line = text.count("\n", 0, nul) + 1
         col = nul - (text.rfind("\n", 0, nul) + 1) + 1
         return ScriptFacts(syntax_error=("source contains a null byte", line, col))
-    try:
-        tree = ast.parse(text)
-    except SyntaxError as exc:
-        return ScriptFacts(syntax_error=(exc.msg or "invalid syntax", exc.lineno or 1, exc.offset or 1))
-    except (ValueError, RecursionError, MemoryError) as exc:
-        return ScriptFacts(syntax_error=(f"cannot parse script: {type(exc).__name__}", 1, 1))
+    tree = python_tree(text)
+    if isinstance(tree, PythonSyntaxError):
+        return ScriptFacts(syntax_error=(tree.message, tree.line, tree.col))
     analyser = ScriptAnalyser(tree, text)
     try:
         analyser.collect()

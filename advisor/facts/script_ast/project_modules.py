@@ -15,6 +15,7 @@ from typing import Any
 from advisor.discover import ProjectModule, ProjectModules, called_project_functions, import_roots
 from advisor.facts.script_ast.argument_parsers import find_argument_parsers
 from advisor.facts.script_ast.results import ArgumentParsing
+from advisor.sources.python_source import parsed
 
 
 def _positions(module: ProjectModule) -> Callable[[ast.AST], tuple[int, int]]:
@@ -58,9 +59,8 @@ def follow_argument_parsers(
     roots = import_roots(path, project_roots)
     if not roots:
         return own
-    try:
-        tree = ast.parse(text.removeprefix("\ufeff"))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parsed(text)
+    if tree is None:
         return own
     script = ProjectModule(path, tree, text, "")
     modules = ProjectModules(roots, inside)
