@@ -499,8 +499,52 @@ def _attach_from_command(run: RunSpec, doc: Document, command: Any, cache: Docum
         run.references.append(ref)
         if ref.path and ref.path.suffix == ".py":
             run.script = cache.get(ref.path, "script")
+    elif command.script is not None and command.script.text and command.module and not subcommand:
+        module_ref = _module_ref(doc, command.script.text, command.script.span, cache)
+        if module_ref is not None:  # an installed package (trl, swift.cli.sft) is named, not read
+            run.references.append(module_ref)
+            if module_ref.path is not None:
+                run.script = cache.get(module_ref.path, "script")
     _link_config_to_script(run, training_word)
     _attach_nested(run, cache)
+
+
+def _module_ref(doc: Document, dotted: str, span: Span, cache: DocumentCache) -> Reference | None:
+    """`python -m pkg.mod`, `deepspeed --module pkg.mod`, `torchrun -m`, `accelerate launch -m`: the
+    file of the project the module is, read as the run's script like a `train.py` path (OpenRLHF
+    @cd7a434f examples/scripts/train_sft.sh: `deepspeed --module openrlhf.cli.train_sft`, its argparse
+    parser in openrlhf/cli/train_sft.py). Python runs `pkg/mod.py`, or `pkg/mod/__main__.py` for a
+    package (runpy._get_module_details, CPython 3.11 Lib/runpy.py:142-148). Looked for under the
+    import roots of the project modules (the launch script's folder and its parents up to the project
+    root); a link there pointing out of the boundary is named as outside; None for a module that is no
+    file of the project (an installed package)."""
+    parts = dotted.split(".")
+    if parts[0] in _LIBRARIES or not all(p.isidentifier() for p in parts):
+        return None
+    boundary = cache.boundary
+    if boundary is not None:
+        project_roots = boundary.roots
+    else:
+        root = project_root(doc.path)
+        project_roots = (root,) if root is not None else ()
+    for folder in import_roots(doc.path, project_roots):
+        for candidate in _module_files(folder, parts, "__main__.py"):
+            try:
+                if not os.path.lexists(candidate) or stat.S_ISDIR(os.stat(candidate).st_mode):
+                    continue
+            except (OSError, ValueError):
+                continue
+            where = Location(doc.path, span.line, span.col, None)
+            if boundary is not None and not boundary.contains(candidate):
+                return Reference(where, dotted, None, "script", boundary.outside_reason(candidate))
+            return Reference(where, dotted, candidate, "script")
+    return None
+
+
+def _module_files(folder: Path, parts: list[str], package_file: str) -> tuple[Path, Path]:
+    """The two files a dotted module name may be under one import root: `a/b/c.py`, or the package's
+    `a/b/c/<package_file>` (`__init__.py` when imported, `__main__.py` when run with -m)."""
+    return folder.joinpath(*parts[:-1], parts[-1] + ".py"), folder.joinpath(*parts, package_file)
 
 
 def _hostfile(run: RunSpec, doc: Document, word: Any, cache: DocumentCache) -> Any:
@@ -660,9 +704,8 @@ class ProjectModules:
         if parts[0] in _LIBRARIES or not all(p.isidentifier() for p in parts):
             return None
         for root in self.roots:
-            for candidate, package in (
-                (root.joinpath(*parts[:-1], parts[-1] + ".py"), ".".join(parts[:-1])),
-                (root.joinpath(*parts, "__init__.py"), dotted),
+            for candidate, package in zip(
+                _module_files(root, parts, "__init__.py"), (".".join(parts[:-1]), dotted), strict=True
             ):
                 found = self._read(candidate, package)
                 if found is not None:
