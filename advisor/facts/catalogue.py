@@ -474,6 +474,18 @@ _ESTIMATES = NamespaceDecl(
         _f("hours", "float", "the run on its data-parallel GPUs", "h"),
         _f("single_gpu_time", "str", "hours_single_gpu in words"),
         _f("smoke_test", "bool", "max_steps makes it a run of minutes"),
+        _f(
+            "stays_single_gpu",
+            "bool",
+            "a multi-process run that fits on one GPU unsharded and is shorter there than "
+            "thresholds.single_gpu_hours, no smoke test (GA402; GA403 does not also advise DDP)",
+        ),
+        _f(
+            "strategy_named_at",
+            "str",
+            "where the run's own file names the DeepSpeed config its ZeRO stage comes from "
+            "(its location; the stage's line related), None when the strategy is set elsewhere",
+        ),
         _f("run_time", "str", "hours in words"),
         _f("time_saved", "str", "what the GPUs save over one, in words"),
         _f("faster_on_n", "bool", "the run is faster on its GPUs than on one"),

@@ -21,6 +21,8 @@ The `estimates` namespace (what GA401-GA405, the run summary and `gpu-advise est
     ddp_peak, ddp_fits plain DDP at the run's data-parallel size (no sharding, no offload)
     hours_single_gpu   the run on one GPU (same per-device batch), when its length is known
     smoke_test         max_steps makes it a run of minutes (a test of the setup, not a training run)
+    stays_single_gpu   the run should stay on one GPU (GA402); GA403 does not also advise DDP then
+    strategy_named_at  where the run's own file names the shared DeepSpeed config its strategy comes from
     hours              the run on its data-parallel GPUs
     scaling_efficiency tokens/s on n GPUs / (n x tokens/s on one)
     assumptions        every input that was not written and what was assumed instead
@@ -33,6 +35,7 @@ estimate is unknown with its reason.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from advisor.facts.estimate_inputs import (
@@ -46,6 +49,7 @@ from advisor.facts.estimate_inputs import (
 from advisor.facts.peak_memory import peak_of, reference_gib
 from advisor.provenance import Namespace, Value
 from advisor.records import field, record, replace
+from advisor.settings_types import Thresholds
 from advisor.sources.document import Location
 
 __all__ = ["Analysis", "PlanInputs", "analyse", "estimates_facts", "peak_of", "plan_inputs", "summary_notes"]
@@ -300,6 +304,7 @@ def estimates_facts(plan: Any, names: dict[str, Any]) -> Namespace:
         _unknown(ns, None, f"the estimator failed: {type(exc).__name__}: {exc}")
         return ns
     _fill(ns, inputs, an)
+    _decide(ns, plan, names)
     return ns
 
 
@@ -439,6 +444,57 @@ def _fill(ns: Namespace, inputs: PlanInputs, an: Analysis) -> None:
         put("time_reason", reason)
     put("assumptions", assumptions)
     put("input_assumptions", _input_assumptions(assumptions))
+
+
+def _decide(ns: Namespace, plan: Any, names: dict[str, Any]) -> None:
+    """The facts that keep GA402 and GA403 from giving contradicting advice for one run.
+
+    `stays_single_gpu`: a multi-process run whose per-device batch fits on one GPU unsharded and that
+    takes less than thresholds.single_gpu_hours there, and is no smoke test. GA402 says "run it on one
+    GPU" exactly when it holds; GA403 ("use DDP on N GPUs") stays silent then (field trial C10:
+    LLaMA-Factory qwen3_lora_sft_ds3.yaml got both).
+
+    `strategy_named_at`: a ZeRO stage read from a DeepSpeed config is reported where the run names that
+    config in its own file (LLaMA-Factory `deepspeed: examples/deepspeed/ds_z3_config.json`, an HF
+    `--deepspeed ds.json` flag), with the config's line as related: the config is usually shared by
+    several runs, and the fix (dropping `deepspeed:`) is made in the run's file.
+    """
+    world = names["batch"].world_size if names.get("batch") is not None else None
+    thresholds = getattr(plan.project, "thresholds", None) or Thresholds()  # as advisor.facts.run_names
+    limit = float(thresholds.single_gpu_hours)
+    hours = ns.hours_single_gpu
+    stays = bool(
+        ns.known is True
+        and ns.fits_single_gpu is True
+        and isinstance(world, int)
+        and world > 1
+        and isinstance(hours, int | float)
+        and hours < limit
+        and ns.smoke_test is not True
+    )
+    ns.set("stays_single_gpu", Value(stays, None, "derived"))
+    strategy = ns.entry("strategy")
+    origin = strategy.origin if isinstance(strategy, Value) else None
+    named = _deepspeed_named_at(plan, origin)
+    ns.set(
+        "strategy_named_at",
+        Value(str(named) if named else None, named, "derived", related=[origin] if named and origin else []),
+    )
+
+
+def _deepspeed_named_at(plan: Any, origin: Location | None) -> Location | None:
+    """Where the run's own file (its root or training file) names the DeepSpeed config `origin` lies in."""
+    spec = plan.spec
+    ds = spec.deepspeed
+    if origin is None or ds is None or Path(origin.file) != Path(ds.path):
+        return None
+    own = {Path(d.path) for d in (spec.root, spec.training) if d is not None}
+    for ref in spec.references:
+        if ref.role != "deepspeed" or ref.path is None or Path(ref.named_at.file) not in own:
+            continue
+        if Path(ref.path).resolve() == Path(ds.path).resolve():
+            return ref.named_at
+    return None
 
 
 _ACROSS = re.compile(r"across (\d+) GPUs")
