@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,9 @@ def written_key(loc: Location | None, docs: dict[str, Any]) -> str | None:
     line = _line(loc.file, loc.line, docs)
     if line is None:
         return None
+    at = line[max(loc.col - 1, 0) :].split()
+    if at and re.match(r"--?[A-Za-z]", at[0]) and "=" not in at[0]:
+        return at[0]  # a switch written alone (`--bf16`, `#SBATCH --exclusive`): the value is the flag itself
     before = line[: max(loc.col - 1, 0)].rstrip()
     token = before.split()[-1] if before.split() else ""
     if "=" in token and not token.startswith("-"):

@@ -245,6 +245,25 @@ def test_plan_shows_written_keys_hides_empty_rows_and_marks_the_conflict(
     assert as_json[0]["values"]["training.max_seq_length"]["written"] == "max_length"
 
 
+def test_plan_shows_a_switch_under_its_own_flag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A flag written without a value (`--bf16`) is its own key, not the word before it (OpenRLHF's
+    `--pretrain meta-llama/Meta-Llama-3-8B --bf16` showed a row `meta-llama/Meta-Llama-3-8B True`); a
+    negative number after a flag is still that flag's value."""
+    write_files(
+        tmp_path,
+        {
+            "run.sh": "#!/bin/bash\ntorchrun --nproc_per_node 2 train.py --model_name_or_path m/x --bf16"
+            " --max_grad_norm -1\n",
+            "train.py": "print('train')\n",
+        },
+    )
+    monkeypatch.chdir(tmp_path)
+    rows = runner.invoke(app, ["plan", "run.sh"]).stdout.splitlines()
+    keyed = {line.split()[0]: line.split()[1] for line in rows if line.startswith("    ") and line.split()}
+    assert keyed.get("--bf16") == "True" and "m/x" not in keyed
+    assert keyed.get("--max_grad_norm") == "-1"
+
+
 def test_rule_estimate_and_plan_use_rich_on_a_terminal_and_plain_text_when_piped(tmp_path: Path) -> None:
     code, piped = _cli(tmp_path, "rule", "GA203")
     assert code == 0 and "## What it does" in piped and ESC not in piped  # the Markdown of docs/rules
