@@ -420,10 +420,27 @@ def _build_model(plan: RunPlan) -> None:
 # the training script's own argument parser (read from its AST, never run)
 # --------------------------------------------------------------------------------------------------
 
+# The LoRA settings the estimator reads (advisor.facts.estimate_inputs: the rank, dropout and target
+# modules under the names the frameworks and scripts give them); a script's own LoraArguments dataclass
+# declares them (QwenLM/Qwen @2df8e8a finetune.py:55-60: lora_r 64, lora_dropout 0.05,
+# lora_target_modules ["c_attn", "c_proj", "w1", "w2"]) and hands them to LoraConfig.
+_LORA_TERMS = frozenset(
+    {
+        "lora_r",
+        "lora_rank",
+        "lora_dim",
+        "lora_alpha",
+        "lora_dropout",
+        "lora_target_modules",
+        "lora_target",
+        "target_modules",
+    }
+)
 # (A script that names one of HF_ARGUMENT_PARSERS, a *TrainingArguments class or anything from trl is
 # not a plain-argparse script: _read_script_arguments.)
 # The terms the plan and the estimator read whose defaults a script's own parser may set instead of
-# TrainingArguments: the batch, the run's length and the sequence length (SEQ_KEYS), gradient checkpointing.
+# TrainingArguments: the batch, the run's length and the sequence length (SEQ_KEYS), gradient checkpointing,
+# the LoRA settings.
 _ARGPARSE_TERMS = frozenset(
     {
         "per_device_train_batch_size",
@@ -433,6 +450,7 @@ _ARGPARSE_TERMS = frozenset(
         "learning_rate",
         "gradient_checkpointing",
         *SEQ_KEYS,
+        *_LORA_TERMS,
     }
 )
 # A dataclass that HfArgumentParser fills has TrainingArguments' meaning for these names (its own
@@ -539,6 +557,26 @@ def _literal(node: Any) -> Any:
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
     return value if type(value) in (int, float, str, bool) else None
+
+
+def _field_default(node: Any) -> tuple[Any, Any]:
+    """(value, its node) of a dataclass field's literal default: `= 512`, `= field(default=512)`, or
+    `= field(default_factory=lambda: ["c_attn", "c_proj"])`, whose list the dataclass gets
+    (dataclasses.field calls the factory; HfArgumentParser takes it as the default: transformers
+    hf_argparser.py _parse_dataclass_field, `field.default_factory()`); (None, None) for anything else."""
+    import ast
+
+    if not (isinstance(node, ast.Call) and _last_id(node.func) == "field"):
+        return _literal(node), node
+    kw = {k.arg: k.value for k in node.keywords if k.arg is not None}
+    if "default" in kw:
+        return _literal(kw["default"]), kw["default"]
+    factory = kw.get("default_factory")
+    if isinstance(factory, ast.Lambda) and isinstance(factory.body, ast.List | ast.Tuple):
+        items = [_literal(e) for e in factory.body.elts]
+        if items and all(i is not None for i in items):
+            return items, factory.body
+    return None, None
 
 
 @lru_cache(maxsize=16)
@@ -653,10 +691,7 @@ def _dataclass_defaults(nodes: list[Any], call: Any, lookup: Any = None, resolve
                     continue
                 if stmt.value is None or stmt.target.id not in _DATACLASS_TERMS:
                     continue
-                value_node: ast.expr | None = stmt.value
-                if isinstance(value_node, ast.Call) and _last_id(value_node.func) == "field":
-                    value_node = next((k.value for k in value_node.keywords if k.arg == "default"), None)
-                value = _literal(value_node) if value_node is not None else None
+                value, value_node = _field_default(stmt.value)
                 if value is not None and value_node is not None:
                     name = stmt.target.id
                     line, col = value_node.lineno, value_node.col_offset + 1

@@ -147,9 +147,11 @@ def _script_wraps_peft(plan: Any) -> bool:
 
 def _lora_targets(plan: Any) -> list[str] | None:
     t = plan.training
-    if truth(written(t, "lora_target_linear")):
-        return ["all-linear"]
-    v = written(t, "lora_target_modules", "lora_target", "target_modules")
+    v = _script_lora(plan, "target_modules")
+    if v is None:
+        if truth(written(t, "lora_target_linear")):
+            return ["all-linear"]
+        v = written(t, "lora_target_modules", "lora_target", "target_modules")
     if v is None or not v.known or v.value is None:
         return None
     raw = v.value
@@ -162,6 +164,99 @@ def _lora_targets(plan: Any) -> list[str] | None:
     if any(p.lower() in {"all", "all-linear", "all_linear"} for p in parts):
         return ["all-linear"]
     return parts or None
+
+
+# LoraConfig's keywords the estimator reads (peft 0.17.1 tuners/lora/config.py LoraConfig: r,
+# target_modules, lora_dropout)
+_LORA_CONFIG_KEYS = frozenset({"r", "target_modules", "lora_dropout"})
+
+
+def _script_lora(plan: Any, key: str) -> Value | None:
+    """LoraConfig(key=...) in the training script (read from the AST, never run), where the script gives it
+    a literal (`r=8`, `target_modules=["q_proj", "v_proj"]`, `lora_dropout=0.1`) or one of the run's
+    known flags (`r=lora_args.lora_r`: the run's value of lora_r, written or its dataclass default);
+    None when the script builds no LoraConfig, gives the keyword otherwise, or its calls disagree."""
+    got = _script_lora_settings(plan)
+    return got.get(key) if got is not None else None
+
+
+def _script_lora_settings(plan: Any) -> dict[str, Value] | None:
+    doc = plan.spec.script
+    text = doc.text if doc is not None else None
+    if not isinstance(text, str) or "LoraConfig" not in text or len(text) > 2_000_000:
+        return None
+    import ast
+
+    tree = parsed(text)
+    if tree is None:
+        return None
+    path = getattr(doc, "path", None)
+    found: dict[str, list[Value | None]] = {}
+    calls = 0
+    try:
+        nodes = list(ast.walk(tree))
+    except RecursionError:
+        return None
+    for node in nodes:
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+        if name != "LoraConfig":
+            continue
+        calls += 1
+        for kw in node.keywords:
+            if kw.arg in _LORA_CONFIG_KEYS:
+                found.setdefault(kw.arg, []).append(_lora_argument(plan, kw.value, path, nodes))
+    out: dict[str, Value] = {}
+    for key, values in found.items():
+        # every call gives the key the same known value (one LoraConfig, or one per branch that agree)
+        first = values[0]
+        if (
+            len(values) == calls
+            and first is not None
+            and all(v is not None and v.value == first.value for v in values)
+        ):
+            out[key] = first
+    return out
+
+
+def _lora_argument(plan: Any, node: Any, path: Any, nodes: list[Any]) -> Value | None:
+    """A LoraConfig keyword's value: a literal; a name or attribute the run has as a flag; else a plain
+    name the script assigns once, a literal (`target_modules = ["q_proj", "v_proj"]`)."""
+    import ast
+
+    if isinstance(node, ast.Attribute | ast.Name):
+        flag = node.attr if isinstance(node, ast.Attribute) else node.id
+        v = written(plan.training, flag)
+        if v is not None:
+            return v if v.known else None
+        if not isinstance(node, ast.Name):
+            return None
+        bound = [
+            n.value
+            for n in nodes
+            if isinstance(n, ast.Assign | ast.AnnAssign | ast.AugAssign)
+            and any(
+                isinstance(t, ast.Name) and t.id == node.id
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+            )
+        ]
+        if len(bound) != 1 or bound[0] is None or isinstance(bound[0], ast.Name | ast.Attribute):
+            return None
+        node = bound[0]
+    try:
+        raw = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    ok = type(raw) in (int, float, str) or (
+        isinstance(raw, list | tuple) and raw and all(isinstance(p, str) for p in raw)
+    )
+    if not ok:
+        return None
+    where = Location(path, node.lineno, node.col_offset + 1) if path is not None else None
+    value = list(raw) if isinstance(raw, tuple) else raw
+    return Value(value, where, "script", note="the script's LoraConfig")
 
 
 def _names(raw: Any) -> list[str] | None:
@@ -665,8 +760,10 @@ def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
         )
         if out.dtypes.storage.assumed and master:
             a.append(f"DeepSpeed precision: {out.dtypes.storage.source}; fp32 master weights")
-    lora_r = integer(written(t, "lora_r", "lora_rank", "lora_dim")) if method != "full" else None
-    dropout = number(written(t, "lora_dropout")) if method != "full" else None
+    lora_r = dropout = None
+    if method != "full":
+        lora_r = integer(_script_lora(plan, "r") or written(t, "lora_r", "lora_rank", "lora_dim"))
+        dropout = number(_script_lora(plan, "lora_dropout") or written(t, "lora_dropout"))
     optim = written(t, "optim")
     optim_name = str(optim.value) if optim is not None and optim.known and optim.value else None
     if optim_name is None:
