@@ -119,7 +119,7 @@ def train():
             modules_to_save = ["wte", "lm_head"]
         lora_config = LoraConfig(
             r=lora_args.lora_r,
-            target_modules=["c_attn", "c_proj", "w1", "w2"],
+            target_modules=lora_args.lora_target_modules,  # a field this copy does not declare
             task_type="CAUSAL_LM",
             modules_to_save=modules_to_save,
         )
