@@ -518,8 +518,8 @@ def _followed_script_arguments(
     if len(text) > _MAX_SCRIPT_CHARS:
         return None
     from advisor.boundary import project_boundary
-    from advisor.discover import parser_site
     from advisor.settings import Settings, SettingsError, find_settings
+    from advisor.sources.project_imports import parser_site
 
     try:  # the settings near the script, as advisor.facts.project_settings.settings_for finds them
         settings = find_settings(path.absolute().parent) or Settings()

@@ -12,9 +12,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from advisor.discover import ProjectModule, ProjectModules, called_project_functions, import_roots
 from advisor.facts.script_ast.argument_parsers import find_argument_parsers
 from advisor.facts.script_ast.results import ArgumentParsing
+from advisor.sources.project_imports import (
+    ProjectModule,
+    ProjectModules,
+    called_project_functions,
+    import_roots,
+)
 from advisor.sources.python_source import parsed
 
 
