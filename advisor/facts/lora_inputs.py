@@ -12,15 +12,22 @@ from advisor.provenance import Value
 from advisor.sources.document import Location
 from advisor.sources.python_source import parsed
 
+_MAX_SCRIPT_CHARS = 2_000_000
+
+
+def _script_tree(doc: Any, needle: str) -> ast.Module | None:
+    """The training script's tree when its text names `needle` (a cheap test before the tree is read)."""
+    text = doc.text if doc is not None else None
+    if not isinstance(text, str) or needle not in text or len(text) > _MAX_SCRIPT_CHARS:
+        return None
+    return parsed(text)
+
 
 def script_wraps_peft(plan: Any) -> bool:
     """The training script calls get_peft_model outside any `if` (FastChat train_lora.py:165): LoRA
     whatever the flags say. Read from the AST, never run; a conditional call is left to the flags."""
     doc = plan.spec.script
-    text = doc.text if doc is not None else None
-    if not isinstance(text, str) or "get_peft_model(" not in text or len(text) > 2_000_000:
-        return False
-    tree = parsed(text)
+    tree = _script_tree(doc, "get_peft_model(")
     if tree is None:
         return False
 
@@ -77,10 +84,7 @@ def script_lora(plan: Any, key: str) -> Value | None:
 
 def _script_lora_settings(plan: Any) -> dict[str, Value] | None:
     doc = plan.spec.script
-    text = doc.text if doc is not None else None
-    if not isinstance(text, str) or "LoraConfig" not in text or len(text) > 2_000_000:
-        return None
-    tree = parsed(text)
+    tree = _script_tree(doc, "LoraConfig")
     if tree is None:
         return None
     path = getattr(doc, "path", None)
@@ -175,10 +179,7 @@ def _script_modules_to_save(plan: Any, a: list[str]) -> list[str] | None:
     as Qwen's `if lora_args.q_lora or is_chat_model: modules_to_save = None else: [...]`) is counted with
     the branch stated: the list is what a plain LoRA run of a base model gets."""
     doc = plan.spec.script
-    text = doc.text if doc is not None else None
-    if not isinstance(text, str) or "modules_to_save" not in text or len(text) > 2_000_000:
-        return None
-    tree = parsed(text)
+    tree = _script_tree(doc, "modules_to_save")
     if tree is None:
         return None
 
