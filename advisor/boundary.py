@@ -60,10 +60,18 @@ def find_work_tree(start: Path) -> Path | None:
     return None
 
 
+# Files that mark a folder as a Python project's root (a checkout without .git: a release tarball)
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt")
+
+
 def project_root(settings: Settings, seeds: Sequence[Path]) -> Path:
     """The git work tree of the checked paths, else the settings file's folder, else the current folder
-    when the checked path is inside it (`gpu-advise check examples/train.sh` from a project's root: the
-    script names files from there), else the checked folder."""
+    when the checked path is inside it and it is a project's root (`gpu-advise check examples/train.sh`
+    from a release tarball's root: the script names files from there), else the checked folder.
+
+    The current folder counts only with a project marker file, and never as the home folder or `/`:
+    a downloaded repository checked from `~` must not make the whole home folder readable to the
+    references it writes (`--hostfile ../../.netrc`)."""
     first = seeds[0] if seeds else Path.cwd()
     tree = find_work_tree(first)
     if tree is not None:
@@ -73,7 +81,15 @@ def project_root(settings: Settings, seeds: Sequence[Path]) -> Path:
     resolved = _resolved(first)
     folder = resolved if resolved.is_dir() else resolved.parent
     cwd = _resolved(Path.cwd())
-    return cwd if folder.is_relative_to(cwd) else folder
+    if folder != cwd and folder.is_relative_to(cwd) and _is_project_root(cwd):
+        return cwd
+    return folder
+
+
+def _is_project_root(folder: Path) -> bool:
+    if folder == Path(folder.anchor) or folder == _resolved(Path.home()):
+        return False
+    return any((folder / name).is_file() for name in PROJECT_MARKERS)
 
 
 def project_boundary(settings: Settings, seeds: Sequence[Path]) -> ProjectBoundary:

@@ -16,6 +16,7 @@ for them start_collecting does nothing, and they exit as usual.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import sys
@@ -45,7 +46,7 @@ def exit_code(code: object) -> int:
     if code is None:
         return 0
     if isinstance(code, int):
-        return code & 0xFF if code >= 0 else 1
+        return code & 0xFF  # as the interpreter's exit status: sys.exit(-1) is 255, sys.exit(256) is 0
     print(code, file=sys.stderr)
     return 1
 
@@ -59,6 +60,10 @@ def exit_now(code: object) -> None:
             continue
         try:
             stream.flush()
-        except (OSError, ValueError):
+        except BrokenPipeError:
+            status = status or 1  # the reader went away (`| head`): nothing more to say
+        except (OSError, ValueError) as exc:  # a full disk, a closed stream: say so, as Python would
             status = status or 1
+            with contextlib.suppress(OSError, ValueError):
+                os.write(2, f"gpu-advise: cannot write the output: {exc}\n".encode(errors="replace"))
     os._exit(status)

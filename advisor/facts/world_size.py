@@ -524,10 +524,11 @@ def _hostfile_processes(plan: RunPlan) -> tuple[Value, Value, bool] | None:
         )
 
     if not hostfile.hosts:
-        return unknown(f"the hostfile {hostfile.path}: {hostfile.problem}")
+        return unknown(f"the hostfile {hostfile.path.name}: {hostfile.problem}")
     given: dict[str, object] = {}
-    for key in ("num_nodes", "num_gpus", "include", "exclude"):
-        v = value_entry(plan.launch, key)
+    # --num_accelerators is the other name of --num_gpus (runner.py add_argument)
+    for key, alias in (("num_nodes", ""), ("num_gpus", "num_accelerators"), ("include", ""), ("exclude", "")):
+        v = value_entry(plan.launch, key) or (value_entry(plan.launch, alias) if alias else None)
         if v is not None and not v.known:
             return unknown(f"--{key} is not known ({v.unknown or 'unknown value'})")
         if v is not None:
@@ -549,9 +550,10 @@ def _hostfile_processes(plan: RunPlan) -> tuple[Value, Value, bool] | None:
         return unknown("no host of the hostfile is left by --include/--exclude")
     note = f"hostfile {hostfile.path.name}: " + ", ".join(f"{h} {len(v)}" for h, v in slots.items())
     if len(set(counts)) == 1:
+        hosts_note = f"{len(counts)} host(s) of {hostfile.path.name}"
         return (
             Value(counts[0], origin, "launch", note=note),
-            Value(len(counts), origin, "launch", note=note),
+            Value(len(counts), origin, "launch", note=hosts_note),
             True,
         )
     total = sum(counts)  # hosts with different slot counts: the processes in all, on "one" node

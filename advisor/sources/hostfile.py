@@ -1,13 +1,18 @@
 """DeepSpeed's hostfile (`deepspeed --hostfile FILE`): the hosts and their slots, and which of them a
-launch uses, as DeepSpeed's launcher reads them (deepspeed 0.16.4 deepspeed/launcher/runner.py).
+launch uses, as DeepSpeed's launcher reads them (deepspeed 0.19.8 deepspeed/launcher/runner.py; the
+file format and --num_nodes/--num_gpus are the same in 0.16.4).
 
-- `_parse_hostfile` (lines 226-255): `NAME slots=N` per line (regex `^(\\S+)\\s+slots=(\\d+)` on the
+- `_parse_hostfile`: `NAME slots=N` per line (regex `^(\\S+)\\s+slots=(\\d+)` on the
   stripped line), `#` comments and blank lines skipped; a line of any other form, a host named twice
   or no host at all is a ValueError that stops the launch;
-- `parse_inclusion_exclusion` / `parse_resource_filter` (lines 293-381): `--include` / `--exclude`
-  are `NODE_SPEC[@NODE_SPEC ...]`, `NODE_SPEC = NAME[:SLOT[,SLOT ...]]`, mutually exclusive;
+- `parse_inclusion_exclusion` / `parse_resource_filter` (0.19.8 lines 373-382 and the filter above
+  them): `--include` / `--exclude` are `NODE_SPEC[@NODE_SPEC ...]`, `NODE_SPEC = NAME[:SLOT[,SLOT ...]]`
+  (a host named twice has its slots merged: parse_node_config_list), mutually exclusive, filtered
+  against the hosts' real slots. (Up to 0.18 the pool was seeded from the include string itself, so a
+  bare `--include NAME` selected no slot: a bug 0.19 fixed, not modelled here);
 - then `--num_nodes N` keeps the first N hosts and `--num_gpus G` gives each host slots 0..G-1
-  (lines 502-514), and a launch with a hostfile ignores CUDA_VISIBLE_DEVICES (line 430).
+  (apply_num_nodes_and_gpus; 0.16.4 lines 502-514), and a launch with a hostfile ignores
+  CUDA_VISIBLE_DEVICES (only an empty pool reads it: 0.16.4 line 430).
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ class Hostfile:
 
 
 def parse_hostfile(path: Path, text: str) -> Hostfile:
+    """The hosts, or why DeepSpeed refuses the file. The reason names a line, never its text: the file
+    is whatever the launch line names, and a report may land in a public CI log."""
     hosts: dict[str, int] = {}
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
@@ -38,14 +45,12 @@ def parse_hostfile(path: Path, text: str) -> Hostfile:
             continue
         m = _LINE.search(line)
         if m is None:
-            return Hostfile(path=path, problem=f"Hostfile contains a bad entry: {line[:80]}", line=number)
+            return Hostfile(path=path, problem=f"line {number} is not 'NAME slots=N'", line=number)
         if m.group(1) in hosts:
-            return Hostfile(
-                path=path, problem=f"Hostfile contains multiple entries for {m.group(1)}", line=number
-            )
+            return Hostfile(path=path, problem=f"line {number} names a host a second time", line=number)
         hosts[m.group(1)] = int(m.group(2))
     if not hosts:
-        return Hostfile(path=path, problem="Hostfile is empty or not formatted correctly")
+        return Hostfile(path=path, problem="no 'NAME slots=N' line")
     return Hostfile(path=path, hosts=tuple(hosts.items()))
 
 
@@ -57,16 +62,15 @@ def read_hostfile(path: Path) -> Hostfile:
 
 
 def _node_specs(text: str) -> dict[str, list[int]] | str:
+    """parse_node_config_list: each host's slots, repeats merged and sorted ([] = the whole host)."""
     out: dict[str, list[int]] = {}
     for spec in text.split("@"):
         name, colon, slots = spec.partition(":")
-        if not colon:
-            out[name] = []
-            continue
         try:
-            out[name] = [int(s) for s in slots.split(",")]
+            listed = [int(s) for s in slots.split(",")] if colon else []
         except ValueError:
-            return f"bad slot list in '{spec}'"
+            return f"a slot list that is not numbers in '{spec[:40]}'"
+        out[name] = sorted(set(out.get(name, []) + listed))
     return out
 
 

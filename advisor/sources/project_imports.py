@@ -66,7 +66,7 @@ def _imports(tree: ast.Module, package: str) -> dict[str, str]:
             base = node.module or ""
             if node.level:
                 parts = package.split(".") if package else []
-                if node.level - 1 > len(parts):
+                if node.level - 1 >= len(parts):  # beyond the top package: Python raises ImportError
                     continue
                 base = ".".join([*parts[: len(parts) - (node.level - 1)], *([base] if base else [])])
             for alias in node.names if base else ():

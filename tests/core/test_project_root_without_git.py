@@ -15,6 +15,7 @@ from tests.conftest import write_files
 FILES = {
     "examples/train/fsdp/train.sh": "#!/bin/bash\ntorchrun --nproc_per_node 2 src/train.py --output_dir o\n",
     "src/train.py": "print('train')\n",
+    "setup.py": "from setuptools import setup\nsetup()\n",  # what makes the folder a project's root
 }
 
 
@@ -40,4 +41,23 @@ def test_from_inside_the_scripts_folder_the_project_is_that_folder(
     write_files(tmp_path, FILES)
     monkeypatch.chdir(tmp_path / "examples/train/fsdp")
     result = run_check([Path("train.sh")], CheckOptions())
+    assert any("train.py" in m for m in _missing(result))
+
+
+def test_the_current_folder_needs_a_project_marker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checked from a folder that is no project's root (no setup.py, pyproject.toml, ...), the project
+    is the script's own folder: files above it are outside (GA006), not read."""
+    write_files(tmp_path, {k: v for k, v in FILES.items() if k != "setup.py"})
+    monkeypatch.chdir(tmp_path)
+    result = run_check([Path("examples/train/fsdp/train.sh")], CheckOptions())
+    assert any("train.py" in m for m in _missing(result))
+
+
+def test_never_the_home_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A downloaded repository checked from the home folder does not make the home folder the project
+    (its references could then read ~/.netrc), even when the home folder holds a marker."""
+    write_files(tmp_path, FILES)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    result = run_check([Path("examples/train/fsdp/train.sh")], CheckOptions())
     assert any("train.py" in m for m in _missing(result))

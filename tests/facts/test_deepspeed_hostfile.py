@@ -37,6 +37,7 @@ def _world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: str, hosts: s
         ("--hostfile=host.txt", 4),
         ("-H host.txt --num_nodes 1", 2),
         ("--hostfile host.txt --num_gpus 1", 2),
+        ("--hostfile host.txt --num_accelerators 1", 2),  # --num_gpus's other name
         ("--hostfile host.txt --include worker-1:0", 1),
         ("--hostfile host.txt --exclude worker-0", 2),
     ],
@@ -64,11 +65,23 @@ def test_a_hostfile_deepspeed_refuses_leaves_the_count_unknown(
 def test_parse_and_select() -> None:
     hosts = parse_hostfile(Path("h"), HOSTS).hosts
     assert hosts == (("worker-0", 2), ("worker-1", 2))
-    assert (
-        parse_hostfile(Path("h"), "worker-0 gpus=2\n").problem
-        == "Hostfile contains a bad entry: worker-0 gpus=2"
-    )
+    # the reason names the line, never its text: the file is whatever the launch line names
+    assert parse_hostfile(Path("h"), "# c\nworker-0 gpus=2\n").problem == "line 2 is not 'NAME slots=N'"
     assert active_slots(hosts, "worker-0@worker-1:1", "", -1, -1) == {"worker-0": [0, 1], "worker-1": [1]}
     assert active_slots(hosts, "", "worker-1:0", -1, -1) == {"worker-0": [0, 1], "worker-1": [1]}
     assert active_slots(hosts, "worker-9", "", -1, -1) == "Hostname 'worker-9' not found in hostfile"
+    # a host named twice has its slots merged (parse_node_config_list), in every version
+    assert active_slots(hosts, "worker-0:0@worker-0:1", "", -1, -1) == {"worker-0": [0, 1]}
     assert active_slots(hosts, "worker-0", "", 1, -1) == "Cannot specify num_nodes/gpus with include/exclude"
+
+
+def test_a_file_that_is_no_hostfile_is_never_quoted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "machine github.com login me password ghp_SECRET123\n"
+    files = {"train.sh": "#!/bin/bash\ndeepspeed --hostfile .netrc train.py\n", "train.py": "print()\n"}
+    write_files(tmp_path, {**files, ".netrc": secret})
+    monkeypatch.chdir(tmp_path)
+    result = run_check([Path(".")], CheckOptions(hardware="8xA100-SXM-80GB"))
+    shown = repr(result.findings) + repr(result.runs)
+    assert "ghp_SECRET123" not in shown and "github.com" not in shown
+    (run,) = result.runs
+    assert run.world_size is None

@@ -37,6 +37,10 @@ def test_ms_swift_accumulation_from_expr(tmp_path: Path, monkeypatch: pytest.Mon
     assert _batch(tmp_path, monkeypatch, "$(expr 16 / $nproc_per_node)") == (2, 16)
 
 
+def test_quoted_operands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _batch(tmp_path, monkeypatch, '$(expr 16 / "$nproc_per_node")') == (2, 16)
+
+
 def test_other_substitutions_stay_unknown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     world, batch = _batch(tmp_path, monkeypatch, "$(python -c 'print(8)')")
     assert world == 2 and batch is None

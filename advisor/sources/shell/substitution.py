@@ -32,8 +32,16 @@ def command_substitution(shell: Any, src: _Src, part: _Cmd) -> _Piece:
     words = text.split() if text is not None else []
     if len(words) < 2 or words[0] != "expr":
         return unknown
-    value = expr_value(words[1:])
+    value = expr_value([_unquoted(w) for w in words[1:]])
     return unknown if value is None else _Piece(str(value), raw, None, off)
+
+
+def _unquoted(word: str) -> str:
+    """`"$n"` / `'16'` as expr receives them (the substitution is read as text, quotes kept); the quoted
+    `'*'` / `"*"` stay as they are: they are multiplication, not a glob."""
+    if word in _TIMES or len(word) < 2 or word[0] != word[-1] or word[0] not in "'\"":
+        return word
+    return word[1:-1]
 
 
 def expr_value(words: list[str]) -> int | None:
