@@ -55,7 +55,8 @@ def _build(cls: type[_T], *, frozen: bool, slots: bool, kw_only: bool, eq: bool,
     out: Any = _with_slots(cls, found) if slots else cls
     type.__setattr__(out, FIELDS, found)
     out.__record_frozen__ = frozen
-    type.__setattr__(out, "__match_args__", tuple(f.name for f in all_fields if f.init and not f.kw_only))
+    if "__match_args__" not in own:
+        type.__setattr__(out, "__match_args__", tuple(f.name for f in all_fields if f.init and not f.kw_only))
     if "__init__" not in own:
         out.__init__ = methods.lazy_init(out, frozen)
     if want_repr and "__repr__" not in own:
@@ -70,7 +71,7 @@ def _build(cls: type[_T], *, frozen: bool, slots: bool, kw_only: bool, eq: bool,
         out.__hash__ = methods.hash_fn(methods.getter(hashed)) if frozen else None
     if frozen:
         out.__setattr__, out.__delattr__ = methods.frozen_fns(out, frozenset(found))
-        if slots:
+        if slots and "__getstate__" not in own and "__setstate__" not in own:
             out.__getstate__, out.__setstate__ = methods.state_fns(tuple(found))
     return out
 

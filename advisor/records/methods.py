@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from operator import attrgetter
+from threading import get_ident
 from typing import Any
 
 from advisor.records.fields import MISSING, Field, FrozenInstanceError, fields
@@ -37,8 +38,19 @@ def hash_fn(values: Callable[[Any], tuple[Any, ...]]) -> Callable[[Any], int]:
 
 
 def repr_fn(names: tuple[str, ...]) -> Callable[[Any], str]:
+    # records that refer to each other in a cycle print `...` for the repeat, as the stdlib's
+    # reprlib.recursive_repr wrapper does (keyed by object and thread)
+    running: set[tuple[int, int]] = set()
+
     def __repr__(self: Any) -> str:
-        body = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
+        key = (id(self), get_ident())
+        if key in running:
+            return "..."
+        running.add(key)
+        try:
+            body = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
+        finally:
+            running.discard(key)
         return f"{self.__class__.__qualname__}({body})"
 
     return __repr__

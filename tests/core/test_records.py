@@ -270,3 +270,28 @@ def test_field_types_fall_back_on_typing_for_other_forms() -> None:
         a: "int if True else str"  # noqa: UP037
 
     assert records.field_types(Odd) == {"a": int}
+
+
+def test_a_cycle_of_records_prints_and_own_state_methods_are_kept() -> None:
+    @record
+    class Node:
+        name: str
+        other: object = None
+
+    a = Node("a")
+    a.other = Node("b", a)
+    shown = repr(a).replace("test_a_cycle_of_records_prints_and_own_state_methods_are_kept.<locals>.", "")
+    assert shown == "Node(name='a', other=Node(name='b', other=...))"
+
+    @record(frozen=True, slots=True)
+    class Own:
+        a: int
+        __match_args__ = ("a",)
+
+        def __getstate__(self) -> object:
+            return {"a": self.a}
+
+        def __setstate__(self, state: dict[str, int]) -> None:
+            object.__setattr__(self, "a", state["a"])
+
+    assert Own.__getstate__(Own(3)) == {"a": 3} and copy.deepcopy(Own(3)) == Own(3)
