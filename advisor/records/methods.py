@@ -3,9 +3,9 @@ classes built often in a run (see advisor/records/__init__.py for why)."""
 
 from __future__ import annotations
 
+from _thread import get_ident  # as reprlib does: threading costs an import
 from collections.abc import Callable
 from operator import attrgetter
-from threading import get_ident
 from typing import Any
 
 from advisor.records.fields import MISSING, Field, FrozenInstanceError, fields
