@@ -38,8 +38,13 @@ TRAINING_ALIASES: dict[str, dict[str, str]] = {
     },
     "trl": {"max_length": "max_seq_length"},
     "hf": {},
+    # ms-swift runs (OWN_DEFAULTS_LAUNCHERS, its route files), on top of their dialect's: ms-swift 4.6.0
+    # swift/arguments/base_args/model_args.py:68 `model`, template_args.py:130 `max_length`
+    "swift": {"model": "model_name_or_path", "max_length": "max_seq_length"},
 }
 
+# (No lr_scheduler_type here, nor in a script's dataclass defaults (_DATACLASS_TERMS): GA107 reads one in
+# the plan as written.)
 TRAINING_DEFAULTS: dict[str, Any] = {
     "per_device_train_batch_size": 8,
     "gradient_accumulation_steps": 1,
@@ -79,6 +84,21 @@ SCRIPT_LAUNCHERS = {
 # keeps what its flags write and gets no TrainingArguments defaults. ms-swift: per_device_train_batch_size
 # defaults to 1 (ms-swift swift/trainers/arguments.py:129), not TrainingArguments' 8.
 OWN_DEFAULTS_LAUNCHERS = frozenset({"swift"})
+
+
+def has_own_defaults(command: Any) -> bool:
+    """Whether the command's flags go to a parser with defaults of its own (OWN_DEFAULTS_LAUNCHERS): the
+    `swift` launcher, or one of ms-swift's route files started directly (`torchrun swift/cli/sft.py`,
+    `-m swift.cli.sft`: advisor.sources.launchers.swift.reads_swift_arguments)."""
+    if command is None:
+        return False
+    if command.launcher in OWN_DEFAULTS_LAUNCHERS:
+        return True
+    from advisor.sources.launchers.swift import reads_swift_arguments
+
+    script = getattr(command, "script", None)
+    text = script.text if script is not None and not getattr(command, "subcommand", False) else None
+    return reads_swift_arguments(command.launcher, text, bool(command.module))
 
 
 def coerce_text(text: str) -> Any:
@@ -291,12 +311,15 @@ def _build_training(plan: RunPlan, spec: RunSpec) -> None:
     plan.training.set("dialect", Value(dialect, None, "derived"))
     aliases = TRAINING_ALIASES.get(dialect, {})
     defaults = AXOLOTL_DEFAULTS if dialect == "axolotl" else {}
+    swift = has_own_defaults(spec.command)
+    if swift:
+        aliases = {**aliases, **TRAINING_ALIASES["swift"]}
 
     reads = reads_training_arguments(spec)
     own = script_arguments(spec)
     why = "the run reads no TrainingArguments"
-    if spec.command is not None and spec.command.launcher in OWN_DEFAULTS_LAUNCHERS:
-        why = f"{spec.command.launcher}'s parser has its own defaults: only its written flags are known"
+    if swift:
+        why = "ms-swift's parser has its own defaults: only its written flags are known"
     elif own is not None and own.kind == "argparse":
         why = f"the script's parser is its own ({own.where})"
     plan.training.set(
@@ -359,7 +382,7 @@ def reads_training_arguments(spec: RunSpec) -> bool:
 
     The plan computes this once (`training.reads_training_arguments`); everything else reads that."""
     command = spec.command
-    if command is not None and command.launcher in OWN_DEFAULTS_LAUNCHERS:
+    if has_own_defaults(command):
         return False
     if spec.training is not None:
         return True
@@ -436,8 +459,9 @@ _LORA_TERMS = frozenset(
         "target_modules",
     }
 )
-# (A script that names one of HF_ARGUMENT_PARSERS, a *TrainingArguments class or anything from trl is
-# not a plain-argparse script: _read_script_arguments.)
+# (A script that names one of HF_ARGUMENT_PARSERS, a *TrainingArguments class or anything from trl
+# (imported either way), or that pre-parses with parse_known_args and hands the rest on, is not a
+# plain-argparse script: _read_script_arguments.)
 # The terms the plan and the estimator read whose defaults a script's own parser may set instead of
 # TrainingArguments: the batch, the run's length and the sequence length (SEQ_KEYS), gradient checkpointing,
 # the LoRA settings.
@@ -602,11 +626,17 @@ def _read_script_arguments(text: str) -> tuple[str, str, int, int, _Defaults] | 
                 hf_call = node
             elif name == "ArgumentParser" and argparse_call is None:
                 argparse_call = node
+            elif name == "parse_known_args":
+                # a pre-parser that hands the rest on (to an HfArgumentParser here or in a project
+                # function it calls): the flags it leaves are someone else's, so not a plain-argparse script
+                library = True
         elif isinstance(node, ast.Name | ast.Attribute | ast.alias):
             name = node.name if isinstance(node, ast.alias) else _last_id(node)
             library = library or bool(name and name.endswith("TrainingArguments"))
         elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "trl":
             library = True
+        elif isinstance(node, ast.Import) and any(a.name.split(".")[0] == "trl" for a in node.names):
+            library = True  # `import trl`, `import trl as t`, `import trl.trainer`
     if hf_call is not None:
         parser = _last_id(hf_call.func) or "HfArgumentParser"
         return "hf", parser, hf_call.lineno, hf_call.col_offset + 1, _dataclass_defaults(nodes, hf_call)

@@ -224,7 +224,8 @@ def test_swift_gets_no_trainingarguments_defaults(facts_of) -> None:
     names = facts_of({"run.sh": run})
     t = names["training"]
     assert t.reads_training_arguments is False
-    assert t.gradient_accumulation_steps == 4 and t.max_length == 2048  # its written flags
+    assert t.gradient_accumulation_steps == 4  # its written flags, ms-swift's names read as the plan's
+    assert t.max_seq_length == 2048 and t.model_name_or_path == "Qwen/Qwen2.5-7B-Instruct"
     assert "dataloader_pin_memory" not in t and t.value("per_device_train_batch_size") is None
 
 
