@@ -31,20 +31,22 @@ def script_wraps_peft(plan: Any) -> bool:
     if tree is None:
         return False
 
-    def unconditional(node: ast.AST) -> bool:
+    # an explicit stack, not recursion: a deep expression (`X = 1+1+...+1`, 980 terms) must not raise
+    # RecursionError; the children of a conditional (If/IfExp/Try/While/For/Match) are never visited
+    conditional = (ast.If, ast.IfExp, ast.Try, ast.While, ast.For, ast.Match)
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If | ast.IfExp | ast.Try | ast.While | ast.For | ast.Match):
+            if isinstance(child, conditional):
                 continue
             if isinstance(child, ast.Call):
                 f = child.func
                 name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
                 if name == "get_peft_model":
                     return True
-            if unconditional(child):
-                return True
-        return False
-
-    return unconditional(tree)
+            stack.append(child)
+    return False
 
 
 def lora_targets(plan: Any) -> list[str] | None:
@@ -71,13 +73,24 @@ def lora_targets(plan: Any) -> list[str] | None:
 # LoraConfig's keywords the estimator reads (peft 0.17.1 tuners/lora/config.py LoraConfig: r,
 # target_modules, lora_dropout)
 _LORA_CONFIG_KEYS = frozenset({"r", "target_modules", "lora_dropout"})
+# PEFT's own value of a keyword a LoraConfig(...) call leaves out (peft 0.17.1 tuners/lora/config.py:326
+# `r: int = field(default=8)`, :347 `lora_dropout: float = field(default=0.0)`)
+_PEFT_DEFAULTS: dict[str, Any] = {"r": 8, "lora_dropout": 0.0}
+_LITERAL = "the script's LoraConfig"
+
+
+def _called(node: ast.Call) -> str:
+    f = node.func
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
 
 
 def script_lora(plan: Any, key: str) -> Value | None:
     """LoraConfig(key=...) in the training script (read from the AST, never run), where the script gives it
     a literal (`r=8`, `target_modules=["q_proj", "v_proj"]`, `lora_dropout=0.1`) or one of the run's
-    known flags (`r=lora_args.lora_r`: the run's value of lora_r, written or its dataclass default);
-    None when the script builds no LoraConfig, gives the keyword otherwise, or its calls disagree."""
+    known flags (`r=lora_args.lora_r`: the run's value of lora_r, written or its dataclass default), or
+    leaves r/lora_dropout out (PEFT's own 8 / 0.0); None when the script builds no LoraConfig, gives the
+    keyword otherwise, passes **kwargs or positional arguments, or its calls disagree. A literal string
+    target_modules other than "all-linear" is an unknown Value (PEFT full-matches it as a regex)."""
     got = _script_lora_settings(plan)
     return got.get(key) if got is not None else None
 
@@ -88,34 +101,54 @@ def _script_lora_settings(plan: Any) -> dict[str, Value] | None:
     if tree is None:
         return None
     path = getattr(doc, "path", None)
-    found: dict[str, list[Value | None]] = {}
-    calls = 0
-    try:
-        nodes = list(ast.walk(tree))
-    except RecursionError:
+    nodes = list(ast.walk(tree))  # ast.walk keeps its own queue: no recursion
+    calls = [n for n in nodes if isinstance(n, ast.Call) and _called(n) == "LoraConfig"]
+    if not calls:
         return None
-    for node in nodes:
-        if not isinstance(node, ast.Call):
-            continue
-        f = node.func
-        name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-        if name != "LoraConfig":
-            continue
-        calls += 1
-        for kw in node.keywords:
-            if kw.arg in _LORA_CONFIG_KEYS:
-                found.setdefault(kw.arg, []).append(_lora_argument(plan, kw.value, path, nodes))
+    found: dict[str, list[Value | None]] = {}
+    for node in calls:
+        # LoraConfig(**kwargs) or positional arguments: what the call leaves out cannot be told
+        opaque = bool(node.args) or any(kw.arg is None for kw in node.keywords)
+        given = {kw.arg: kw.value for kw in node.keywords if kw.arg in _LORA_CONFIG_KEYS}
+        for key in _LORA_CONFIG_KEYS:
+            if key in given:
+                v = _lora_argument(plan, given[key], path, nodes)
+                literal_str = v is not None and v.note == _LITERAL and isinstance(v.value, str)
+                if key == "target_modules" and v is not None and literal_str:
+                    v = _regex_targets(v)
+            elif key in _PEFT_DEFAULTS and not opaque:
+                where = Location(path, node.lineno, node.col_offset + 1) if path is not None else None
+                note = f"PEFT's default: the script's LoraConfig has no {key}="
+                v = Value(_PEFT_DEFAULTS[key], where, "script", note=note)
+            else:
+                continue
+            found.setdefault(key, []).append(v)
     out: dict[str, Value] = {}
     for key, values in found.items():
-        # every call gives the key the same known value (one LoraConfig, or one per branch that agree)
+        # every call gives the key the same value (one LoraConfig, or one per branch that agree)
         first = values[0]
         if (
-            len(values) == calls
+            len(values) == len(calls)
             and first is not None
-            and all(v is not None and v.value == first.value for v in values)
+            and all(v is not None and v.known == first.known and v.value == first.value for v in values)
         ):
             out[key] = first
     return out
+
+
+def _regex_targets(v: Value) -> Value:
+    """A literal string target_modules in the script's LoraConfig: "all-linear" is PEFT's wildcard, any other
+    string a regex PEFT full-matches against each module's whole name (peft 0.17.1 tuners/tuners_utils.py
+    :1255-1256 check_target_module_exists -> match_target_against_key), not a comma-separated list; the
+    wildcard is compared lower-cased (:1320)."""
+    if v.value.lower() == "all-linear":
+        return v
+    return Value(
+        None,
+        v.origin,
+        "script",
+        unknown=f"target_modules={v.value!r} in the script's LoraConfig is a regex PEFT full-matches",
+    )
 
 
 def _lora_argument(plan: Any, node: Any, path: Any, nodes: list[Any]) -> Value | None:
@@ -151,7 +184,7 @@ def _lora_argument(plan: Any, node: Any, path: Any, nodes: list[Any]) -> Value |
         return None
     where = Location(path, node.lineno, node.col_offset + 1) if path is not None else None
     value = list(raw) if isinstance(raw, tuple) else raw
-    return Value(value, where, "script", note="the script's LoraConfig")
+    return Value(value, where, "script", note=_LITERAL)
 
 
 def _names(raw: Any) -> list[str] | None:
@@ -175,51 +208,125 @@ def modules_to_save(plan: Any, a: list[str]) -> list[str] | None:
 
 def _script_modules_to_save(plan: Any, a: list[str]) -> list[str] | None:
     """LoraConfig(modules_to_save=...) in the training script, read from the AST (never run): a list of
-    strings, or a name assigned such a list. A name assigned a list on one branch (and None on another,
-    as Qwen's `if lora_args.q_lora or is_chat_model: modules_to_save = None else: [...]`) is counted with
-    the branch stated: the list is what a plain LoRA run of a base model gets."""
+    strings, or a name assigned such a list; with several LoraConfig calls, only when they all agree. A
+    name assigned its list on one branch of an `if` (Qwen @2df8e8a finetune.py:331-335 `if lora_args.q_lora
+    or is_chat_model: modules_to_save = None else: [...]`) counts only when the run's known flags decide
+    the condition; otherwise it is unknown: stated, not counted."""
     doc = plan.spec.script
     tree = _script_tree(doc, "modules_to_save")
     if tree is None:
         return None
+    nodes = list(ast.walk(tree))
+    calls = [n for n in nodes if isinstance(n, ast.Call) and _called(n) == "LoraConfig"]
+    if not any(kw.arg == "modules_to_save" for c in calls for kw in c.keywords):
+        return None
+    parents = {child: node for node in nodes for child in ast.iter_child_nodes(node)}
+    name = getattr(getattr(doc, "path", None), "name", "script")
+    got: list[tuple[list[str] | None, str | None]] = []  # (names, why unknown) per call
+    for call in calls:
+        arg = next((kw.value for kw in call.keywords if kw.arg == "modules_to_save"), None)
+        if arg is None:
+            opaque = bool(call.args) or any(kw.arg is None for kw in call.keywords)
+            got.append((None, "a LoraConfig(**...) call" if opaque else None))
+        else:
+            got.append(_call_modules_to_save(plan, arg, call, nodes, parents, name, a))
+    if any(why for _, why in got):
+        why = next(w for _, w in got if w)
+        a.append(f"modules_to_save unknown: {why}, not counted")
+        return None
+    first = got[0][0]
+    if any(names != first for names, _ in got):
+        a.append(f"modules_to_save: the script's {len(calls)} LoraConfig calls disagree: not counted")
+        return None
+    return first
 
-    def literal(node: ast.AST) -> list[str] | None:
-        if isinstance(node, ast.List | ast.Tuple) and all(
-            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts
-        ):
-            return [str(e.value) for e in node.elts if isinstance(e, ast.Constant)] or None
-        return None
 
-    arg: ast.AST | None = None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            f = node.func
-            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-            if name == "LoraConfig":
-                for kw in node.keywords:
-                    if kw.arg == "modules_to_save":
-                        arg = kw.value
-    if arg is None:
-        return None
-    direct = literal(arg)
-    if direct is not None or not isinstance(arg, ast.Name):
-        return direct
-    lists: list[tuple[list[str], int]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == arg.id for t in node.targets
-        ):
-            got = literal(node.value)
-            if got is not None:
-                lists.append((got, node.lineno))
-    if len(lists) != 1:
-        if len(lists) > 1:
-            a.append(f"modules_to_save: the script assigns {arg.id} more than one list: not counted")
-        return None
-    names, line = lists[0]
-    where = getattr(doc, "path", None)
+def _literal_names(node: ast.AST | None) -> list[str] | None:
+    if isinstance(node, ast.List | ast.Tuple) and all(
+        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts
+    ):
+        return [str(e.value) for e in node.elts if isinstance(e, ast.Constant)] or None
+    return None
+
+
+def _call_modules_to_save(
+    plan: Any,
+    arg: ast.expr,
+    call: ast.Call,
+    nodes: list[ast.AST],
+    parents: dict[ast.AST, ast.AST],
+    name: str,
+    a: list[str],
+) -> tuple[list[str] | None, str | None]:
+    """One LoraConfig call's modules_to_save=: (the names or None for none, why it is unknown)."""
+    direct = _literal_names(arg)
+    if direct is not None:
+        a.append(f"modules_to_save {direct} from the script's LoraConfig ({name}:{arg.lineno})")
+        return direct, None
+    if isinstance(arg, ast.Constant) and arg.value is None:
+        return None, None
+    if not isinstance(arg, ast.Name):
+        return None, f"modules_to_save={ast.unparse(arg)[:60]} at {name}:{arg.lineno}"
+    lists = [
+        n
+        for n in nodes
+        if isinstance(n, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == arg.id for t in n.targets)
+        and _literal_names(n.value) is not None
+    ]
+    if len(lists) > 1:
+        return None, f"the script assigns {arg.id} more than one list"
+    if not lists:
+        return None, None
+    bound = lists[0]
+    names = _literal_names(bound.value)
+    # the conditionals around the list's assignment that are not also around the call
+    around_call: set[ast.AST] = set()
+    node: ast.AST | None = call
+    while node is not None:
+        around_call.add(node)
+        node = parents.get(node)
+    child: ast.AST = bound
+    node = parents.get(bound)
+    taken: list[str] = []
+    while node is not None and node not in around_call:
+        if isinstance(node, ast.If):
+            decided = _decide(plan, node.test)
+            test = ast.unparse(node.test)[:80]
+            in_body = child in node.body
+            if decided is None:
+                where = f"{name}:{bound.lineno}"
+                return None, f"{where} assigns {arg.id} its list only on one branch of `if {test}`"
+            if decided != in_body:
+                where = f"{name}:{node.lineno}"
+                a.append(f"modules_to_save: none, the script's `if {test}` at {where} is {decided}")
+                return None, None
+            taken.append(f"`if {test}` is {decided}")
+        elif isinstance(node, ast.Try | ast.While | ast.For | ast.AsyncFor | ast.Match):
+            return None, f"{name}:{bound.lineno} assigns {arg.id} its list inside a {type(node).__name__}"
+        child, node = node, parents.get(node)
     a.append(
-        f"modules_to_save {names} from the script's LoraConfig ({getattr(where, 'name', 'script')}:{line}), "
-        "assumed the branch that sets it is taken"
+        f"modules_to_save {names} from the script's LoraConfig ({name}:{bound.lineno})"
+        + (f", the run's flags decide: {', '.join(taken)}" if taken else "")
     )
-    return names
+    return names, None
+
+
+def _decide(plan: Any, test: ast.AST) -> bool | None:
+    """An `if` condition decided from the run's known flags (`lora_args.q_lora`, `not x`, `a or b`, a
+    constant); None when any part it depends on is not known (a script variable such as is_chat_model)."""
+    if isinstance(test, ast.Constant):
+        return bool(test.value)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        v = _decide(plan, test.operand)
+        return None if v is None else not v
+    if isinstance(test, ast.BoolOp):
+        vals = [_decide(plan, v) for v in test.values]
+        stop = isinstance(test.op, ast.Or)  # `or` is decided by any True, `and` by any False
+        if any(v is stop for v in vals):
+            return stop
+        return None if any(v is None for v in vals) else not stop
+    if (isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name)) or isinstance(test, ast.Name):
+        flag = test.attr if isinstance(test, ast.Attribute) else test.id
+        return truth(written(plan.training, flag))
+    return None

@@ -155,14 +155,18 @@ def _estimate(tmp_path: Path, hardware: str = "1xRTX4090") -> tuple[list, object
 
 
 def test_qwen_lora_modules_to_save_are_counted_and_do_not_fit_a_24gb_card(tmp_path: Path) -> None:
-    write_files(tmp_path, {"finetune.py": QWEN_SCRIPT, "run.sh": QWEN_LAUNCH})
+    # the branch decided by the run's flags alone (--q_lora False written); Qwen's own
+    # `... or is_chat_model` leaves it unknown (tests/estimate/test_lora_review.py)
+    decided = QWEN_SCRIPT.replace("if lora_args.q_lora or is_chat_model:", "if lora_args.q_lora:")
+    launch = QWEN_LAUNCH.replace("--use_lora", "--use_lora --q_lora False")
+    write_files(tmp_path, {"finetune.py": decided, "run.sh": launch})
     findings, est = _estimate(tmp_path)
     # Qwen's README measures 34.1 GB for 7B LoRA (emb), seq 512, batch 1; before: 17.3 GiB and no finding
     assert [f for f in findings if f.rule == "GA401"]
     notes = "; ".join(est.assumptions)
     assert "modules_to_save wte 622.3M, lm_head 622.3M: fully trained copies" in notes
     # two 151936 x 4096 copies (1.24B) in bf16, their bf16 gradients and two bf16 Adam states: ~9.3 GiB
-    without = QWEN_SCRIPT.replace('modules_to_save = ["wte", "lm_head"]', "modules_to_save = None")
+    without = decided.replace('modules_to_save = ["wte", "lm_head"]', "modules_to_save = None")
     write_files(tmp_path, {"finetune.py": without})
     _, base = _estimate(tmp_path)
     assert "modules_to_save" not in "; ".join(base.assumptions)

@@ -193,11 +193,16 @@ def gradients(r: ResolvedSetup, train: Trainables, shards: Placement) -> tuple[f
         g = pc.largest_tensor * train.grad_bytes if r.full else g
         note = "optimizer step fused into backward: ~largest tensor's gradient"
     else:
-        note = f"{train.count / 1e6:.1f}M trainable x {train.grad_bytes} B" + (
-            f", sharded /{shards.n}" if shards.grads else ""
-        )
-        if train.saved and not r.dtypes.master and train.saved_bytes != train.grad_bytes:
-            note += f" (modules_to_save {train.saved / 1e6:.1f}M of them x {train.saved_bytes} B)"
+        saved_grad_b = train.grad_bytes if r.dtypes.master else train.saved_bytes
+        if train.saved and saved_grad_b != train.grad_bytes:
+            # each part with its own gradient dtype: the adapters' and the modules_to_save copies'
+            note = (
+                f"{(train.count - train.saved) / 1e6:.1f}M trainable x {train.grad_bytes} B"
+                f" + modules_to_save {train.saved / 1e6:.1f}M x {saved_grad_b} B"
+            )
+        else:
+            note = f"{train.count / 1e6:.1f}M trainable x {train.grad_bytes} B"
+        note += f", sharded /{shards.n}" if shards.grads else ""
     head = (pc.lm_head if pc.lm_head else pc.embedding) * train.grad_bytes if r.full else 0.0
     return g, head / (shards.n if shards.grads else 1), note
 
