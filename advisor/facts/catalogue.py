@@ -351,6 +351,12 @@ _SCRIPT = NamespaceDecl(
     "advisor.facts.training_script:script_facts",
     facts=(
         _f("path", "str", "the script's path"),
+        _f(
+            "syntax_error",
+            "dict",
+            "the script does not parse (nothing else of it is read): {location, message}",
+            items=(LOCATION, "message"),
+        ),
         _f("uses_trainer", "bool", "the script builds a transformers Trainer"),
         _f(
             "unguarded_side_effects",
