@@ -130,6 +130,8 @@ def _findings() -> list[tuple[str, str, int, str]]:
 
 def _fastchat(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **extra: str) -> None:
     files = {
+        # FastChat's root holds its pyproject.toml: that makes the folder the project outside git
+        "pyproject.toml": "[project]\nname = 'fschat'\n",
         "fastchat/__init__.py": "",
         "fastchat/train/__init__.py": "",
         "fastchat/train/train.py": TRAIN,
@@ -212,6 +214,8 @@ def test_a_relative_re_export_is_followed(tmp_path, monkeypatch):
 
 def _fastchat_files(**extra: str) -> dict[str, str]:
     files = {
+        # FastChat's root holds its pyproject.toml: that makes the folder the project outside git
+        "pyproject.toml": "[project]\nname = 'fschat'\n",
         "fastchat/__init__.py": "",
         "fastchat/train/__init__.py": "",
         "fastchat/train/train.py": TRAIN,
