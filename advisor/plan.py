@@ -40,7 +40,15 @@ TRAINING_ALIASES: dict[str, dict[str, str]] = {
     "hf": {},
     # ms-swift runs (OWN_DEFAULTS_LAUNCHERS, its route files), on top of their dialect's: ms-swift 4.6.0
     # swift/arguments/base_args/model_args.py:68 `model`, template_args.py:130 `max_length`
-    "swift": {"model": "model_name_or_path", "max_length": "max_seq_length"},
+    # tuner_type (train_type before ms-swift 4) names the method as LLaMA-Factory's finetuning_type does
+    # (tuner_args.py: 'lora', 'full', 'longlora', 'adalora', ...), lora_rank is the LoRA rank
+    "swift": {
+        "model": "model_name_or_path",
+        "max_length": "max_seq_length",
+        "tuner_type": "finetuning_type",
+        "train_type": "finetuning_type",
+        "lora_rank": "lora_r",
+    },
 }
 
 # (No lr_scheduler_type here, nor in a script's dataclass defaults (_DATACLASS_TERMS): GA107 reads one in
@@ -60,6 +68,9 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "num_train_epochs": 3.0,
 }
 AXOLOTL_DEFAULTS = {"per_device_train_batch_size": 1, "gradient_accumulation_steps": 1, "num_train_epochs": 1}
+# ms-swift's own TrainingArguments defaults (ms-swift 4.6.0 swift/trainers/arguments.py:130,135); its
+# gradient_accumulation_steps follows the world size when not written (:289-291): left unknown here
+SWIFT_DEFAULTS = {"per_device_train_batch_size": 1, "gradient_checkpointing": True}
 
 # accelerate launch mode flags -> the distributed_type they select. Every other flag that names an
 # accelerate config key (top level or deepspeed_config, from the shipped key data) overrides that key.
@@ -329,6 +340,15 @@ def _build_training(plan: RunPlan, spec: RunSpec) -> None:
     if reads:
         for key, default in {**TRAINING_DEFAULTS, **defaults}.items():
             plan.training.set(key, Value(default, None, "default", note="default"))
+    elif swift:
+        for key, default in SWIFT_DEFAULTS.items():
+            note = "ms-swift's default (swift/trainers/arguments.py, 4.6.0)"
+            plan.training.set(key, Value(default, None, "default", note=note))
+        derived = (
+            "ms-swift sets it from the world size when it is not written: max(1, ceil(16 / per-device "
+            "batch / world size)) (swift/trainers/arguments.py:289-291, 4.6.0)"
+        )
+        plan.training.set("gradient_accumulation_steps", Value(None, None, "default", unknown=derived))
     # The script's own parser sets its own defaults: those of its dataclasses replace the library's
     # (HfArgumentParser takes each field's default: transformers hf_argparser.py _parse_dataclass_field);
     # a plain-argparse script's stand where TrainingArguments' do not apply.

@@ -147,6 +147,11 @@ def _gradient_checkpointing(plan: Any, a: list[str]) -> bool | None:
         if truth(v):
             return True
     v = written(t, "gradient_checkpointing", "activation_checkpointing")
+    if v is None:
+        own = value_at(t, "gradient_checkpointing")  # a trainer's own default (ms-swift: True), said where
+        if own is not None and own.known and own.note and own.note != "default":
+            a.append(f"gradient_checkpointing not written: {own.note}: {own.value}")
+            return truth(own)
     return truth(v) if v is not None else None
 
 

@@ -48,6 +48,9 @@ MEGATRON_PARALLEL_KEYS = (
 # when expert_parallel_size > 1: axolotl 0.19.0 integrations/expert_parallel/plugin.py:446-449): the
 # estimator holds every expert on every GPU, so an estimate would cry "out of memory" for a run that fits.
 EXPERT_PARALLEL_KEYS = ("expert_parallel_size",)
+# Sequence parallelism splits each sequence over the processes (ms-swift's --sequence_parallel_size,
+# Ulysses/ring attention): the estimator holds the whole sequence's activations on every GPU.
+SEQUENCE_PARALLEL_KEYS = ("sequence_parallel_size",)
 # GRPO / GDPO generate completions with the policy (TRL's GRPOTrainer, as num_generations elsewhere);
 # EBFT trains against a frozen feature network, a second copy of the model (core/trainers/ebft)
 AXOLOTL_UNMODELLED_RL = {
@@ -135,6 +138,10 @@ def unmodelled_reason(plan: Any, names: dict[str, Any]) -> str | None:
         if (degree is not None and degree > 1) or (ep_v is not None and not ep_v.known):
             shown = f"x{degree}" if degree is not None else (ep_v.unknown if ep_v is not None else "")
             return f"expert parallelism ({key} {shown}) is not modelled"
+    for key in SEQUENCE_PARALLEL_KEYS:
+        degree = integer(written(t, key))
+        if degree is not None and degree > 1:
+            return f"sequence parallelism ({key} x{degree}) is not modelled"
     rl = axolotl_rl(plan)
     if rl is not None and rl in AXOLOTL_UNMODELLED_RL:
         return AXOLOTL_UNMODELLED_RL[rl]

@@ -100,13 +100,16 @@ SWIFT_FLAGS = "--model Qwen/Qwen2.5-7B-Instruct --train_type lora --dataset d.js
 
 
 @pytest.mark.parametrize(
-    "launch",
+    ("launch", "effective"),
     [
-        f"torchrun --nproc_per_node 2 -m swift.cli.sft {SWIFT_FLAGS}",
-        f"torchrun --nproc_per_node 2 swift/cli/sft.py {SWIFT_FLAGS} --gradient_accumulation_steps 2",
+        # accumulation not written: ms-swift derives it from the world size (trainers/arguments.py:289-291)
+        (f"torchrun --nproc_per_node 2 -m swift.cli.sft {SWIFT_FLAGS}", None),
+        (f"torchrun --nproc_per_node 2 swift/cli/sft.py {SWIFT_FLAGS} --gradient_accumulation_steps 2", 4),
     ],
 )
-def test_swift_route_files_get_no_trainingarguments_defaults(facts_of, launch: str) -> None:
+def test_swift_route_files_get_no_trainingarguments_defaults(
+    facts_of, launch: str, effective: int | None
+) -> None:
     files = {
         "run.sh": f"#!/bin/bash\n{launch}\n",
         "swift/cli/sft.py": 'from swift.llm import sft_main\nif __name__ == "__main__":\n    sft_main()\n',
@@ -114,8 +117,9 @@ def test_swift_route_files_get_no_trainingarguments_defaults(facts_of, launch: s
     names = facts_of(files)
     t = names["training"]
     assert t.reads_training_arguments is False
-    assert t.value("per_device_train_batch_size") is None  # ms-swift's default is 1, not TrainingArguments' 8
-    assert names["batch"].effective_batch is None  # was 16 / 32 from TrainingArguments' 8
+    per_device = t.value("per_device_train_batch_size")  # ms-swift's default 1, not TrainingArguments' 8
+    assert per_device is not None and per_device.value == 1 and "ms-swift" in (per_device.note or "")
+    assert names["batch"].effective_batch == effective  # 1 x 2 x 2 processes; was 16/32 from HF's 8
     assert t.model_name_or_path == "Qwen/Qwen2.5-7B-Instruct"  # ms-swift's --model
     assert t.max_seq_length == 2048  # ms-swift's --max_length
     assert names["model"].name == "Qwen/Qwen2.5-7B-Instruct"  # "no model is named" before

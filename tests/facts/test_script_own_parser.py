@@ -216,7 +216,8 @@ def test_llamafactory_cli_flags_use_the_llamafactory_dialect(facts_of) -> None:
 def test_swift_gets_no_trainingarguments_defaults(facts_of) -> None:
     pytest.importorskip("advisor.sources.launchers.swift")  # the launcher spec comes with its own change
     # modelscope/ms-swift @3602360a examples: `swift sft` with HF-named flags; its own defaults
-    # (per_device_train_batch_size 1, swift/trainers/arguments.py:129) are not TrainingArguments'
+    # (per_device_train_batch_size 1, ms-swift 4.6.0 swift/trainers/arguments.py:130) replace
+    # TrainingArguments'
     run = (
         "#!/bin/bash\nswift sft --model Qwen/Qwen2.5-7B-Instruct --gradient_accumulation_steps 4 "
         "--max_length 2048\n"
@@ -226,7 +227,11 @@ def test_swift_gets_no_trainingarguments_defaults(facts_of) -> None:
     assert t.reads_training_arguments is False
     assert t.gradient_accumulation_steps == 4  # its written flags, ms-swift's names read as the plan's
     assert t.max_seq_length == 2048 and t.model_name_or_path == "Qwen/Qwen2.5-7B-Instruct"
-    assert "dataloader_pin_memory" not in t and t.value("per_device_train_batch_size") is None
+    assert "dataloader_pin_memory" not in t  # none of TrainingArguments' defaults
+    per_device = t.value("per_device_train_batch_size")
+    assert (
+        per_device is not None and per_device.value == 1 and "ms-swift's default" in (per_device.note or "")
+    )
 
 
 def test_unknown_flag_of_an_hfargumentparser_script_says_valueerror(
