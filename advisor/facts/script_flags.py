@@ -14,7 +14,7 @@ evaluation ever runs.
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,35 @@ def _analysed(path: Path, mtime_ns: int) -> ArgumentParsing | str | None:
     if len(parsers) > 1:
         return "several"
     return parsers[0] if parsers else None
+
+
+@lru_cache(maxsize=64)
+def _pre_parsed(path: Path, mtime_ns: int) -> frozenset[str]:
+    """Flags an argparse pre-parser of the script declares when it also calls `parse_known_args`
+    (`known, rest = pre.parse_known_args()`, then `HfArgumentParser(...).parse_args_into_dataclasses(
+    args=rest)`): those flags may never reach the HF parser, so they are not judged against its
+    dataclasses (whether the rest is what the HF parser reads is not followed)."""
+    import ast
+
+    from advisor.sources.python_source import parsed
+    from advisor.sources.read import ReadRefused, read_text_file
+
+    try:
+        tree = parsed(read_text_file(path, MAX_SCRIPT_BYTES))
+    except (ReadRefused, OSError, UnicodeDecodeError):
+        return frozenset()
+    if tree is None:
+        return frozenset()
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
+    if not any(c.func.attr == "parse_known_args" for c in calls):  # type: ignore[attr-defined]
+        return frozenset()
+    return frozenset(
+        arg.value[2:].replace("-", "_")
+        for c in calls
+        if c.func.attr == "add_argument"  # type: ignore[attr-defined]
+        for arg in c.args
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.startswith("--")
+    )
 
 
 def _followed(path: Path, text: str, own: tuple[ArgumentParsing, ...]) -> tuple[ArgumentParsing, ...]:
@@ -184,7 +213,8 @@ def script_flag_items(doc: Document) -> dict[str, list[dict[str, Any]]]:
         targets = versions.targets_for(doc.path, settings)
         if any(p not in targets for p, _ in sources):
             continue
-        _judge_command(doc, idx, cmd, parsing, sources, targets, path, out)
+        pre_parsed = _pre_parsed(path, path.stat().st_mtime_ns)
+        _judge_command(doc, idx, cmd, parsing, sources, targets, path, out, pre_parsed)
     return out
 
 
@@ -197,6 +227,7 @@ def _judge_command(
     targets: dict[str, Any],
     script: Path,
     out: dict[str, list[dict[str, Any]]],
+    pre_parsed: frozenset[str] = frozenset(),
 ) -> None:
     from advisor.paths import relative
 
@@ -206,6 +237,8 @@ def _judge_command(
     classes = ", ".join(c.name for c in parsing.classes)
     for key in cmd.script_args:
         name = key.replace("-", "_")
+        if name in pre_parsed:
+            continue
         state, detail, guess = _judge(name, parsing, sources, targets)
         if state == "present":
             continue
