@@ -404,7 +404,7 @@ def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
         nodes_value = (
             launch_count("num_nodes", num_nodes) if num_nodes is not None else Value(1, None, "default")
         )
-        num_gpus = value_entry(plan.launch, "num_gpus")
+        num_gpus = _deepspeed_num_gpus(plan)
         if num_gpus is not None:
             if not num_gpus.known:
                 if _queries_gpus(plan, "num_gpus"):
@@ -414,17 +414,13 @@ def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
                 if not num_gpus.known:
                     return num_gpus, nodes_value, True
             return count_value(num_gpus, "--num_gpus"), nodes_value, True
-        if visible.via == "include" and visible.ids is not None:
-            return (
-                Value(
-                    len(visible.ids),
-                    visible.origin,
-                    "launch",
-                    note="GPUs selected for the deepspeed launcher",
-                ),
-                nodes_value,
-                True,
-            )
+        selected = (
+            Value(len(visible.ids), visible.origin, "launch", note="GPUs selected for the deepspeed launcher")
+            if visible.ids is not None
+            else None
+        )
+        if visible.via == "include" and selected is not None:
+            return selected, nodes_value, True
         excluded = gpu_exclusion(plan)
         if excluded is not None and value_entry(plan.launch, "include") is None:
             flag, gone = excluded
@@ -452,17 +448,8 @@ def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
                 nodes_value,
                 False,
             )
-        if visible.ids is not None:
-            return (
-                Value(
-                    len(visible.ids),
-                    visible.origin,
-                    "launch",
-                    note="GPUs selected for the deepspeed launcher",
-                ),
-                nodes_value,
-                True,
-            )
+        if selected is not None:
+            return selected, nodes_value, True
         value, pinned = follows_machine(
             "the deepspeed launcher without --num_gpus or --include takes every GPU", root
         )
@@ -526,9 +513,8 @@ def _hostfile_processes(plan: RunPlan) -> tuple[Value, Value, bool] | None:
     if not hostfile.hosts:
         return unknown(f"the hostfile {hostfile.path.name}: {hostfile.problem}")
     given: dict[str, object] = {}
-    # --num_accelerators is the other name of --num_gpus (runner.py add_argument)
-    for key, alias in (("num_nodes", ""), ("num_gpus", "num_accelerators"), ("include", ""), ("exclude", "")):
-        v = value_entry(plan.launch, key) or (value_entry(plan.launch, alias) if alias else None)
+    for key in ("num_nodes", "num_gpus", "include", "exclude"):
+        v = _deepspeed_num_gpus(plan) if key == "num_gpus" else value_entry(plan.launch, key)
         if v is not None and not v.known:
             return unknown(f"--{key} is not known ({v.unknown or 'unknown value'})")
         if v is not None:
@@ -562,3 +548,9 @@ def _hostfile_processes(plan: RunPlan) -> tuple[Value, Value, bool] | None:
         Value(1, origin, "launch", note=note),
         True,
     )
+
+
+def _deepspeed_num_gpus(plan: RunPlan) -> Value | None:
+    """`--num_gpus`, or its other name `--num_accelerators` (deepspeed launcher/runner.py
+    add_argument("--num_gpus", "--num_accelerators"))."""
+    return value_entry(plan.launch, "num_gpus") or value_entry(plan.launch, "num_accelerators")

@@ -53,6 +53,12 @@ def test_a_missing_hostfile_means_the_local_gpus(tmp_path: Path, monkeypatch: py
     assert _world(tmp_path, monkeypatch, "--hostfile host.txt", hosts=None) == 8
 
 
+def test_num_accelerators_is_num_gpus_without_a_hostfile_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert _world(tmp_path, monkeypatch, "--num_accelerators 2", hosts=None) == 2
+
+
 def test_a_hostfile_deepspeed_refuses_leaves_the_count_unknown(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
