@@ -37,14 +37,22 @@ _ARGV_METHODS = frozenset(
 _PARSER_FLAGS = frozenset({"help", "h", "config"})
 
 
-@cache
-def _analysed(path: Path, mtime_ns: int) -> ArgumentParsing | str | None:
-    """The script's one argument parser; "several" when it builds more than one; None when none."""
+@lru_cache(maxsize=64)
+def _script_text(path: Path, mtime_ns: int) -> str | None:
+    """The script's text, read once for its parser and its pre-parser (None when it cannot be read)."""
     from advisor.sources.read import ReadRefused, read_text_file
 
     try:
-        text = read_text_file(path, MAX_SCRIPT_BYTES)
+        return read_text_file(path, MAX_SCRIPT_BYTES)
     except (ReadRefused, OSError, UnicodeDecodeError):
+        return None
+
+
+@cache
+def _analysed(path: Path, mtime_ns: int) -> ArgumentParsing | str | None:
+    """The script's one argument parser; "several" when it builds more than one; None when none."""
+    text = _script_text(path, mtime_ns)
+    if text is None:
         return None
     facts = analyse_script(text)
     parsers = facts.argument_parsers
@@ -64,12 +72,9 @@ def _pre_parsed(path: Path, mtime_ns: int) -> frozenset[str]:
     import ast
 
     from advisor.sources.python_source import parsed
-    from advisor.sources.read import ReadRefused, read_text_file
 
-    try:
-        tree = parsed(read_text_file(path, MAX_SCRIPT_BYTES))
-    except (ReadRefused, OSError, UnicodeDecodeError):
-        return frozenset()
+    text = _script_text(path, mtime_ns)
+    tree = parsed(text) if text is not None else None
     if tree is None:
         return frozenset()
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
