@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Callable
@@ -100,7 +101,7 @@ def _merge_inserts(edits: list[TextEdit]) -> list[TextEdit]:
             out.append(e)
         else:
             o = out[same]
-            out[same] = TextEdit(o.file, o.start, o.end, o.text + e.text)
+            out[same] = TextEdit(o.file, o.start, o.end, o.text + e.text, o.also_changes or e.also_changes)
     return out
 
 
@@ -110,6 +111,12 @@ def eligible(fix: Fix | None, *, unsafe: bool) -> bool:
     )
 
 
+def _patch_lines(text: str) -> list[str]:
+    """Lines as git and patch count them: ended by LF alone. str.splitlines also breaks at CR, NEL,
+    U+2028 and other separators, which made hunks that `git apply` refuses."""
+    return re.findall(r"[^\n]*\n|[^\n]+\Z", text)
+
+
 @record(slots=True)
 class FixOutcome:
     applied: list[Finding] = field(default_factory=list)
@@ -117,6 +124,7 @@ class FixOutcome:
     changes: dict[Path, tuple[str, str]] = field(default_factory=dict)  # path -> (before, after)
     written: list[Path] = field(default_factory=list)
     refused: list[tuple[Path, str]] = field(default_factory=list)  # files not written, and why
+    widened: list[tuple[Finding, str]] = field(default_factory=list)  # applied, changing more than a key
     sources: dict[Path, SourceFile] = field(default_factory=dict, repr=False)
 
     def diff(self) -> str:
@@ -127,9 +135,7 @@ class FixOutcome:
 
         for path, (before, after) in sorted(self.changes.items(), key=lambda kv: str(kv[0])):
             rel = escape_text(relative(path))  # a file name cannot add lines to the patch
-            lines = difflib.unified_diff(
-                before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{rel}", f"b/{rel}"
-            )
+            lines = difflib.unified_diff(_patch_lines(before), _patch_lines(after), f"a/{rel}", f"b/{rel}")
             for line in lines:
                 out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
         return "".join(out)
@@ -185,6 +191,12 @@ def plan_fixes(
         except FixError as exc:
             outcome.skipped.append((f, str(exc)))
             continue
+        wider = next((e.also_changes for e in edits if e.also_changes), "")
+        if wider and not unsafe:  # a fix that changes more than its key is unsafe, whatever its rule says
+            outcome.skipped.append((f, f"{wider}: an unsafe fix (--unsafe-fixes applies it)"))
+            continue
+        if wider:
+            outcome.widened.append((f, wider))
         by_file: dict[Path, list[TextEdit]] = {}
         for e in _merge_inserts(edits):
             by_file.setdefault(e.file.resolve(), []).append(e)
@@ -460,6 +472,7 @@ def fix_until_stable(
             originals.setdefault(key, src)
         total.applied.extend(outcome.applied)
         total.skipped = outcome.skipped
+        total.widened.extend(outcome.widened)
         if not outcome.changes:
             break
         for path, (_, after) in outcome.changes.items():

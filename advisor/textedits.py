@@ -37,6 +37,9 @@ class TextEdit:
     start: int  # character offsets into the decoded text
     end: int
     text: str
+    # non-empty when the edit changes more than its key (an anchored value that aliases share): the
+    # fix is then unsafe whatever its rule says, and the reason is shown
+    also_changes: str = ""
 
 
 @record(slots=True)
@@ -169,6 +172,49 @@ def _yaml_child(node: Any, part: str) -> tuple[Any, Any] | None:
     return None
 
 
+def _yaml_references(root: Any) -> dict[int, int]:
+    """How many places (mapping values and keys, sequence items, the document) hold each node. An
+    alias (*name) makes the composer hand out its anchor's node object again, so a node held in two
+    places is one value read under two keys. Each node is walked once: an alias bomb stays linear."""
+    import yaml
+
+    counts: dict[int, int] = {id(root): 1}
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            children = [c for pair in node.value for c in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        else:
+            continue
+        for child in children:
+            counts[id(child)] = counts.get(id(child), 0) + 1
+            stack.append(child)
+    return counts
+
+
+def _shared_along(root: Any, nodes: list[Any], key: str, text: str) -> str:
+    """Why editing under `nodes` (the mapping chain from the root, then the edited node) changes more
+    than `key`: one of them is anchored and aliased elsewhere (a merge key `<<: *base` included)."""
+    counts = _yaml_references(root)
+    for node in nodes:
+        n = counts.get(id(node), 1)
+        if n > 1:
+            what = "the value" if node is nodes[-1] else "its enclosing mapping"
+            found = re.compile(r"&([^\s,\[\]{}]+)").match(text, node.start_mark.index)
+            name = found.group(1) if found else "name"
+            return (
+                f"{key}: {what} is anchored (&{name}) and {n - 1} alias{'es' if n > 2 else ''} "
+                f"(*{name}) elsewhere read the same value, so the edit changes them too"
+            )
+    return ""
+
+
 def _yaml_content_end(node: Any) -> int:
     """Where the node's own characters end (block collections end at the next token otherwise)."""
     import yaml
@@ -191,11 +237,13 @@ def _plan_yaml(edit: Edit, src: SourceFile) -> TextEdit:
     root = _yaml_root(text)
     parts = _parts(edit.key or "")
     parent = root
+    chain = [root]
     for part in parts[:-1]:
         hit = _yaml_child(parent, part)
         if hit is None:
             raise FixError(f"{edit.key}: the enclosing key is not in the file")
         parent = hit[1]
+        chain.append(parent)
     if not isinstance(parent, yaml.MappingNode):
         raise FixError(f"{edit.key}: the enclosing value is not a mapping")
     hit = _yaml_child(parent, parts[-1])
@@ -212,7 +260,7 @@ def _plan_yaml(edit: Edit, src: SourceFile) -> TextEdit:
         if text[start : key_node.start_mark.index].strip():
             raise FixError(f"{edit.key}: the key shares its line with other content")
         end = _line_end(text, max(_yaml_content_end(value_node) - 1, key_node.end_mark.index))
-        return TextEdit(src.path, start, end, "")
+        return TextEdit(src.path, start, end, "", _shared_along(root, chain, edit.key or "", text))
 
     if hit is not None:
         key_node, value_node = hit
@@ -230,7 +278,9 @@ def _plan_yaml(edit: Edit, src: SourceFile) -> TextEdit:
         rendered = _yaml_scalar(edit.value, value_node.style if isinstance(edit.value, str) else None)
         if start == end and value_node.value == "":  # `key:` with no value
             rendered = " " + rendered
-        return TextEdit(src.path, start, end, rendered)
+        return TextEdit(
+            src.path, start, end, rendered, _shared_along(root, [*chain, value_node], edit.key or "", text)
+        )
 
     # insert a new key after the last entry of its mapping, indented like its siblings
     if parent.flow_style or not parent.value:
@@ -243,7 +293,7 @@ def _plan_yaml(edit: Edit, src: SourceFile) -> TextEdit:
     line = f"{indent}{key_text}: {_yaml_scalar(edit.value)}{src.newline}"
     if at == len(text) and text and not text.endswith("\n"):
         line = src.newline + line
-    return TextEdit(src.path, at, at, line)
+    return TextEdit(src.path, at, at, line, _shared_along(root, chain, edit.key or "", text))
 
 
 # ---------------------------------------------------------------- JSON

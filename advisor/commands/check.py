@@ -261,6 +261,10 @@ def _fix(
         typer.echo(escape_text(f"gpu-advise: not fixed: {where} {f.rule}: {why}"), err=True)
     for path, why in outcome.refused:
         typer.echo(escape_text(f"gpu-advise: not written: {relative(path)}: {why}"), err=True)
+    for f, why in outcome.widened:
+        loc = f.location
+        where = f"{relative(loc.file)}:{loc.line}:{loc.col}"
+        typer.echo(escape_text(f"gpu-advise: unsafe fix applied: {where} {f.rule}: {why}"), err=True)
     if diff:
         patch = outcome.diff()  # byte-exact; in an Actions log its lines must not run as commands
         if output is None and patch and os.environ.get("GITHUB_ACTIONS") == "true":

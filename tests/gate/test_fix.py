@@ -393,9 +393,18 @@ def test_atomic_write_leaves_no_temporary_files(tmp_path: Path) -> None:
 
 def test_yaml_anchors_and_aliases(tmp_path: Path) -> None:
     p = _write(tmp_path / "a.yaml", "base: &lr 0.1\nother: *lr\nlast: 1\n")
-    # the anchor stays when its value is set
-    assert apply_fixes([_finding(p, Edit(p, "/base", 0.2))]).applied
+    # setting an aliased anchor would change `other` too: not a safe fix, whatever the rule says
+    outcome = apply_fixes([_finding(p, Edit(p, "/base", 0.2))])
+    assert not outcome.applied and "&lr" in outcome.skipped[0][1] and "unsafe" in outcome.skipped[0][1]
+    assert p.read_text(encoding="utf-8") == "base: &lr 0.1\nother: *lr\nlast: 1\n"
+    # with unsafe fixes it applies, the anchor stays, and the wider change is reported
+    outcome = apply_fixes([_finding(p, Edit(p, "/base", 0.2))], unsafe=True)
+    assert outcome.applied and "*lr" in outcome.widened[0][1]
     assert p.read_text(encoding="utf-8") == "base: &lr 0.2\nother: *lr\nlast: 1\n"
+    # an anchor nothing aliases is just a value
+    q = _write(tmp_path / "b.yaml", "base: &lr 0.1\nlast: 1\n")
+    assert apply_fixes([_finding(q, Edit(q, "/base", 0.2))]).applied
+    assert q.read_text(encoding="utf-8") == "base: &lr 0.2\nlast: 1\n"
     # an alias is not edited in place (that would change the anchor's value)
     outcome = apply_fixes([_finding(p, Edit(p, "/other", 0.3))])
     assert not outcome.applied and "alias" in outcome.skipped[0][1]
@@ -403,3 +412,41 @@ def test_yaml_anchors_and_aliases(tmp_path: Path) -> None:
     outcome = apply_fixes([_finding(p, Edit(p, "/base", DELETE))])
     assert not outcome.applied and "would not parse" in outcome.skipped[0][1]
     assert p.read_text(encoding="utf-8") == "base: &lr 0.2\nother: *lr\nlast: 1\n"
+
+
+def test_safe_fix_of_an_aliased_value_is_refused_through_the_cli(tmp_path: Path, monkeypatch) -> None:
+    # issue 17 item 13: `dataloader_drop_last: *off` read the anchored false; the safe GA204 fix of
+    # dataloader_pin_memory flipped it to true unannounced
+    text = "dataloader_pin_memory: &off false\ndataloader_drop_last: *off\n"
+    write_files(tmp_path, {"pyproject.toml": "", "args.yaml": text})
+    result = cli(["check", "args.yaml", "--select", "GA204", "--fix"], tmp_path, monkeypatch)
+    assert (tmp_path / "args.yaml").read_text(encoding="utf-8") == text
+    assert "not fixed: args.yaml:1:24 GA204" in result.stderr and "(*off)" in result.stderr
+    assert "--unsafe-fixes" in result.stderr
+    # a merge key reads the anchored mapping: editing inside it is just as wide
+    merged = "base: &b\n  dataloader_pin_memory: false\nrun:\n  <<: *b\n"
+    p = _write(tmp_path / "m.yaml", merged)
+    outcome = apply_fixes([_finding(p, Edit(p, "/base/dataloader_pin_memory", True))])
+    assert not outcome.applied and "enclosing mapping is anchored (&b)" in outcome.skipped[0][1]
+
+
+def test_diff_of_a_file_with_unicode_line_separators_applies_with_git(tmp_path: Path) -> None:
+    # issue 17 item 14: U+2028, NEL and a lone CR split lines for str.splitlines but not for git
+    import subprocess
+
+    text = (
+        'per_device_train_batch_size: 4\nrun_name: "a\u2028b\u0085c"\nlearning_rate: 0.0001\r\n'
+        "dataloader_pin_memory: false\n# x\rwarmup_steps: 1\n"
+    )
+    write_files(tmp_path, {"pyproject.toml": ""})
+    (tmp_path / "args.yaml").write_bytes(text.encode("utf-8"))
+    diff = subprocess.run(
+        ["gpu-advise", "check", "args.yaml", "--select", "GA204", "--diff", "--output", "p.diff"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert b"+dataloader_pin_memory: true\n" in (tmp_path / "p.diff").read_bytes(), diff.stderr
+    applied = subprocess.run(["git", "apply", "p.diff"], cwd=tmp_path, capture_output=True, text=True)
+    assert applied.returncode == 0, applied.stderr
+    assert (tmp_path / "args.yaml").read_bytes() == text.replace("false", "true").encode("utf-8")
