@@ -1,57 +1,32 @@
 """The project as it was at a git revision: its config files written to a temporary folder.
 
-`check --base REV` builds the same runs from these files and compares each run with its twin.
-Only files a run can name are materialised (configs, launch scripts, training scripts), read with
-one `git cat-file --batch` process, so this stays fast on large repositories.
+`check --base REV` builds the same runs from these files and compares each run with its twin
+(advisor/revision/twins.py). Only files a run can name are materialised (configs, launch scripts,
+training scripts), read with one `git cat-file --batch` process, so this stays fast on large
+repositories.
 
-The repository may come from a fork (the CI gate) and git runs inside it, so only plumbing that reads
-objects is used (rev-parse, ls-tree, cat-file without --filters/--textconv): none of them reads the
-index, so the repository's own config cannot make git run a program (core.fsmonitor runs only when
-the index is refreshed; filters and textconv only on checkout, diff or `cat-file --filters`). Those
-settings are still turned off on the command line, and no pager or prompt can start.
+The repository may come from a fork (the CI gate) and git runs inside it: every call goes through the
+hardened runner of advisor/revision/git.py, and only plumbing that reads objects is used (rev-parse,
+rev-list, ls-tree, cat-file without --filters/--textconv). Objects are asked for by id, and only once
+`rev-list --missing=print` has said they are all local: a partial clone's missing objects are a clear
+error, never a fetch.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
 import tempfile
 from pathlib import Path
 
+from advisor.revision.git import RevisionError, missing_objects, run_git
 from advisor.sources.read import CONFIG_SUFFIXES, PY_SUFFIXES
+
+__all__ = ["MATERIALISED", "RevisionError", "has_commit", "materialise", "repo_root"]
 
 MATERIALISED = CONFIG_SUFFIXES | PY_SUFFIXES | {".toml"}
 
 
-class RevisionError(Exception):
-    pass
-
-
-# `-c` beats the repository's own config; the pager and prompts are off for every command
-_SAFE_CONFIG = ("-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-c", "core.pager=cat")
-_SAFE_ENV = {"GIT_PAGER": "cat", "PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
-
-
 def _git(args: list[str], cwd: Path, data: bytes | None = None) -> bytes:
-    env = {k: v for k, v in os.environ.items() if k not in ("GIT_EXTERNAL_DIFF", "GIT_ASKPASS")} | _SAFE_ENV
-    try:
-        proc = subprocess.run(
-            ["git", "--no-pager", *_SAFE_CONFIG, *args],
-            cwd=cwd,
-            input=data,
-            capture_output=True,
-            timeout=120,
-            check=False,
-            env=env,
-        )
-    except FileNotFoundError:
-        raise RevisionError("--base needs git, and git is not installed") from None
-    except subprocess.TimeoutExpired:
-        raise RevisionError(f"git {' '.join(args)} timed out") from None
-    if proc.returncode != 0:
-        message = proc.stderr.decode(errors="replace").strip().splitlines()
-        raise RevisionError(f"git {' '.join(args[:2])}: {message[-1] if message else 'failed'}")
-    return proc.stdout
+    return run_git(args, cwd, data)
 
 
 def repo_root(start: Path) -> Path:
@@ -88,24 +63,67 @@ def materialise(rev: str, start: Path) -> tuple[Path, Path, tempfile.TemporaryDi
         raise RevisionError(f"--base: '{rev}' is not a revision")
     root = repo_root(start)
     # every later command names the commit by its id, so a branch that moves meanwhile cannot mix trees
-    rev = _git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], root).decode().strip()
-    listing = _git(["ls-tree", "-r", "-z", "--name-only", rev], root).decode(errors="surrogateescape")
-    names = [n for n in listing.split("\0") if _safe_name(n) and Path(n).suffix.lower() in MATERIALISED]
+    commit = _git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], root).decode().strip()
+    missing = missing_objects(commit, root)
+    try:
+        entries = _blobs(_git(["ls-tree", "-r", "-z", "--full-tree", commit], root))
+    except RevisionError:
+        if missing:  # a tree of the revision is not here either (rev-list cannot tell trees from blobs)
+            raise RevisionError(_not_local(rev, ["some of its folders"])) from None
+        raise
+    wanted = [(n, oid) for n, oid in entries if _safe_name(n) and Path(n).suffix.lower() in MATERIALISED]
+    absent = [n for n, oid in wanted if oid in missing]
+    if absent:
+        raise RevisionError(_not_local(rev, absent))
     tmp = tempfile.TemporaryDirectory(prefix="gpu-advise-base-")
     base = Path(tmp.name)
-    if names:
-        request = "".join(f"{rev}:{n}\n" for n in names).encode(errors="surrogateescape")
-        blob = _git(["cat-file", "--batch"], root, request)
-        pos = 0
-        for name in names:
-            header_end = blob.index(b"\n", pos)
-            header = blob[pos:header_end].split()
-            pos = header_end + 1
-            if len(header) < 3 or header[1] != b"blob":
-                continue
-            size = int(header[2])
-            target = base / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(blob[pos : pos + size])
-            pos += size + 1
+    contents = _read_blobs(sorted({oid for _, oid in wanted}), root)
+    for name, oid in wanted:
+        data = contents.get(oid)
+        if data is None:
+            continue
+        target = base / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
     return root, base, tmp
+
+
+def _blobs(listing: bytes) -> list[tuple[str, str]]:
+    """(path, object id) of each blob in `ls-tree -r -z` output: `<mode> SP <type> SP <id> TAB <path>`."""
+    out = []
+    for entry in listing.split(b"\0"):
+        meta, tab, name = entry.partition(b"\t")
+        parts = meta.split()
+        if tab and len(parts) == 3 and parts[1] == b"blob":
+            out.append((name.decode(errors="surrogateescape"), parts[2].decode()))
+    return out
+
+
+def _read_blobs(oids: list[str], root: Path) -> dict[str, bytes]:
+    """Each object's content, by id, from one `cat-file --batch` (ids only: a path in the request could
+    hold a newline and shift every answer after it)."""
+    if not oids:
+        return {}
+    blob = _git(["cat-file", "--batch"], root, "".join(f"{oid}\n" for oid in oids).encode())
+    out: dict[str, bytes] = {}
+    pos = 0
+    for oid in oids:
+        header_end = blob.index(b"\n", pos)
+        header = blob[pos:header_end].split()
+        pos = header_end + 1
+        if len(header) < 3:  # `<id> missing`
+            continue
+        size = int(header[2])
+        if header[1] == b"blob":
+            out[oid] = blob[pos : pos + size]
+        pos += size + 1
+    return out
+
+
+def _not_local(rev: str, what: list[str]) -> str:
+    shown = ", ".join(what[:3]) + (f" and {len(what) - 3} more" if len(what) > 3 else "")
+    verb = "is" if len(what) == 1 and not what[0].startswith("some ") else "are"
+    return (
+        f"--base {rev}: {shown} {verb} not in this clone (a partial clone), and gpu-advise never fetches: "
+        f"make the objects local first (`git show {rev}:PATH` fetches one file), or clone without --filter"
+    )
