@@ -38,6 +38,9 @@ class CheckOptions:
     baseline: Path | None = None  # a baseline file: report only findings not in it (--baseline)
     verify: Any = None  # advisor.probe.spec.ProbeOptions: run the training probe (--verify)
     measured: Path | None = None  # recorded measurements (default: .gpu-advise-verify.json at the root)
+    # with base: the base revision's settings, rules, baseline and inline directives govern (advisor/policy)
+    policy_from_base: bool = False
+    policy: Any = None  # advisor.policy.BasePolicy under policy_from_base, set by run_check
 
 
 def _load_hardware(name: str, base: Path | None = None, named_by: SettingsRef | None = None) -> Any:
@@ -251,6 +254,18 @@ def attach_baselines(
 
 
 def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
+    if options.base is None:
+        return _run_check(paths, options)
+    # --base: read the policy at the base revision too; what the change relaxes is reported (GA8xx)
+    from advisor.policy import BasePolicy
+
+    with BasePolicy(paths, options, resolve_settings) as policy:
+        result = _run_check(paths, policy.governing(options))
+        policy.report(result, options)
+    return result
+
+
+def _run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     settings = resolve_settings(paths, options)
     boundary = project_boundary(settings, paths)
     plans, documents = build_plans(paths, options, settings, boundary)
@@ -369,6 +384,8 @@ def post_engine(
     findings, suppressed = apply_suppressions(
         findings, documents, settings, inline=options.inline_ignores, selected=rules, catalog=catalog
     )
+    if options.policy is not None:  # --policy-from-base: a directive the base lacks suppresses nothing
+        findings, suppressed = options.policy.restore(findings, suppressed, documents, catalog)
     baseline_path = options.baseline
     if baseline_path is None and settings.baseline:
         baseline_path = settings.root / os.path.expanduser(settings.baseline)

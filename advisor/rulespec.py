@@ -27,6 +27,7 @@ class Example:
     files: dict[str, str]
     hardware: str | None = None
     settings: str | None = None  # .gpu-advise.toml content
+    base: dict[str, str] | None = None  # files at the base revision: the example is a commit on it
     at: str | None = None  # "file:line:col" of the expected finding
     note: str | None = None
 
@@ -37,7 +38,8 @@ class RuleSpec:
     name: str
     severity: Severity
     summary: str
-    scope: Literal["run", "document", "suppression"] = "run"  # suppression: evaluated by advisor/suppress.py
+    # suppression: evaluated by advisor/suppress.py; policy: by advisor/policy (check --base)
+    scope: Literal["run", "document", "suppression", "policy"] = "run"
     requires: list[str] = field(default_factory=list)
     let: dict[str, str] = field(default_factory=dict)  # name -> sub-expression, read as a local
     when: str = "True"

@@ -85,6 +85,14 @@ def check(
             "effective-batch).",
         ),
     ] = None,
+    policy_from_base: Annotated[
+        bool,
+        typer.Option(
+            "--policy-from-base",
+            help="With --base: the base revision's settings, rule folders, baseline and inline "
+            "suppressions govern; the change's own are not used (the CI gate on forks).",
+        ),
+    ] = False,
     color: ColorOption = None,
     no_color: NoColorOption = False,
     verify: Annotated[
@@ -123,7 +131,10 @@ def check(
         base_default=base_default,
         inline_ignores=not no_inline_ignores,
         baseline=baseline,
+        policy_from_base=policy_from_base,
     )
+    if policy_from_base and base is None:
+        die("--policy-from-base needs --base REV (the revision whose policy governs)")
     probe = None
     if verify or verify_scaling or verify_report is not None or verify_required:
         from advisor.probe.spec import ProbeOptions

@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from advisor.records import field, record
 
-Scope = Literal["run", "document", "suppression"]
+Scope = Literal["run", "document", "suppression", "policy"]
 
 
 @record(frozen=True, slots=True)
@@ -402,6 +402,7 @@ _BASELINE = NamespaceDecl(
         _f("dp_size", "int", "the baseline's data-parallel size", "processes"),
         _f("learning_rate", "number", "the baseline's learning rate"),
         _f("formula", "str", "how the baseline's effective batch was reached"),
+        _f("missing", "str", "why --base found no twin for the run (no name, command or config in common)"),
         _f("batch_ratio", "float", "the run's effective batch / the baseline's (2 dp)"),
         _f(
             "step_ratio",
@@ -690,6 +691,31 @@ _SUPPRESSIONS = NamespaceDecl(
     ),
 )
 
+_POLICY_ITEMS = (
+    ("file", "key", "kind", LOCATION, "now", "rules", "value", "was"),
+    ("code", "file", "kind", LOCATION, "now", "part", "was"),
+    ("code", "directive", "file", LOCATION, "where"),
+    ("count", "file", "key", "kind", LOCATION, "rule"),
+)
+_POLICY = NamespaceDecl(
+    "policy",
+    "What the change does to the gate's own policy against the base of `check --base` (advisor/policy/).",
+    "advisor.policy.facts:policy_facts",
+    scope="policy",
+    facts=(
+        _f("base", "str", "the revision the policy is compared with, as `git REV`"),
+        _f("settings", "list[dict]", "settings that weaken the gate (GA801)", items=_POLICY_ITEMS[0]),
+        _f(
+            "rules",
+            "list[dict]",
+            "rules of the base's rule folders removed or weakened",
+            items=_POLICY_ITEMS[1],
+        ),
+        _f("suppressions", "list[dict]", "inline directive codes the base lacks", items=_POLICY_ITEMS[2]),
+        _f("baseline", "list[dict]", "baseline entries the base lacks", items=_POLICY_ITEMS[3]),
+    ),
+)
+
 NAMESPACES: tuple[NamespaceDecl, ...] = (
     _TRAINING,
     _ACCELERATE,
@@ -711,6 +737,7 @@ NAMESPACES: tuple[NamespaceDecl, ...] = (
     _MEASURED,
     _DOCUMENT,
     _SUPPRESSIONS,
+    _POLICY,
 )
 
 

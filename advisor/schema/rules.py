@@ -27,6 +27,7 @@ class Example(BaseModel):
     files: dict[str, str]
     hardware: str | None = None
     settings: str | None = None  # .gpu-advise.toml content
+    base: dict[str, str] | None = None  # files at the base revision: the example is a commit on it
     at: str | None = None  # "file:line:col" of the expected finding
     note: str | None = None
 
@@ -81,7 +82,7 @@ class RuleSpec(BaseModel):
     name: str
     severity: Severity | SeveritySpec
     summary: str
-    scope: Literal["run", "document", "suppression"] = "run"
+    scope: Literal["run", "document", "suppression", "policy"] = "run"
     requires: list[str] = Field(default_factory=list)
     let: dict[str, str] = Field(default_factory=dict)
     when: str = "True"

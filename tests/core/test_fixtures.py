@@ -16,11 +16,14 @@ CASES = sorted(p.parent for p in FIXTURES.glob("*/*/expect.yaml"))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.parent.name}/{c.name}" for c in CASES])
-def test_fixture_project(case: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fixture_project(case: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     expect = yaml.safe_load((case / "expect.yaml").read_text())
+    base = None
+    if expect.get("base"):  # the project is a change on a commit of `base/`: copied to a git repo
+        case, base = _change_on_base(case, expect["base"], tmp_path), "HEAD"
     monkeypatch.chdir(case)
     result = run_check(
-        [Path(".")], CheckOptions(hardware=expect.get("hardware"), select=expect.get("select"))
+        [Path(".")], CheckOptions(hardware=expect.get("hardware"), select=expect.get("select"), base=base)
     )
     assert not result.errors, result.errors
     got = {(f.rule, f.location.file.as_posix(), f.location.line, f.location.col) for f in result.findings}
@@ -30,6 +33,27 @@ def test_fixture_project(case: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     codes = {f.rule for f in result.findings}
     for code in expect.get("absent", []):
         assert code not in codes, [f"{f.location}: {f.message}" for f in result.findings if f.rule == code]
+
+
+def _change_on_base(case: Path, base: str, tmp_path: Path) -> Path:
+    """A git repository whose commit holds the case's `base` folder and whose work tree is the case (the
+    files beside expect.yaml): what `check --base HEAD` compares."""
+    import shutil
+
+    from tests.gate.conftest import git
+
+    work = tmp_path / "project"
+    shutil.copytree(case / base, work)
+    git(work, "init", "-q")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "base")
+    for path in case.rglob("*"):
+        rel = path.relative_to(case)
+        if rel.parts[0] in (base, "expect.yaml") or not path.is_file():
+            continue
+        (work / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, work / rel)
+    return work
 
 
 def test_every_rule_has_a_failing_and_a_passing_fixture_project() -> None:

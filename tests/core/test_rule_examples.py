@@ -26,11 +26,20 @@ def test_every_rule_has_a_failing_and_a_passing_example() -> None:
 
 @pytest.mark.parametrize(("rule", "index", "example"), CASES)
 def test_rule_example(rule, index, example, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    base = None
+    if example.base is not None:  # the example is a change on a commit of these files: --base HEAD
+        from tests.gate.conftest import git
+
+        write_files(tmp_path, example.base)
+        git(tmp_path, "init", "-q")
+        git(tmp_path, "add", "-A")
+        git(tmp_path, "commit", "-q", "-m", "base")
+        base = "HEAD"
     write_files(tmp_path, example.files)
     if example.settings:
         (tmp_path / ".gpu-advise.toml").write_text(example.settings, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    result = run_check([Path(".")], CheckOptions(hardware=example.hardware))
+    result = run_check([Path(".")], CheckOptions(hardware=example.hardware, base=base))
     assert not result.errors, result.errors
     hits = [f for f in result.findings if f.rule == rule.code]
     if example.expect == "pass":

@@ -1,0 +1,26 @@
+"""The `policy` namespace (scope `policy`): the relaxations GA801-GA804 report, one list per kind."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from advisor.provenance import Namespace, Value
+
+
+def policy_facts(
+    base: str,
+    settings: list[dict[str, Any]],
+    rules: list[dict[str, Any]],
+    suppressions: list[dict[str, Any]],
+    baseline: list[dict[str, Any]],
+) -> Namespace:
+    ns = Namespace("policy")
+    ns.set("base", Value(base, None, "derived"))
+    for name, items in (
+        ("settings", settings),
+        ("rules", rules),
+        ("suppressions", suppressions),
+        ("baseline", baseline),
+    ):
+        ns.set(name, Value(items, None, "derived"))
+    return ns
