@@ -21,25 +21,27 @@ aliases, separated by commas.
 
 from __future__ import annotations
 
-import fnmatch
 import re
-from collections.abc import Iterable
-from functools import cache
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
+from advisor import records
 from advisor.findings import Finding
 from advisor.provenance import Namespace, Value
 from advisor.records import field, record
 from advisor.selectors import matches as selector_matches
 from advisor.selectors import named_rules
+from advisor.sources.comments import comment_columns
 from advisor.sources.document import Document, Location
+from advisor.sources.globs import compile_glob
 
 YAML_SUFFIXES = {".yaml", ".yml"}
 SHELL_SUFFIXES = {".sh", ".bash", ".slurm", ".sbatch", ".zsh"}
 
+_YAML_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
 _DIRECTIVE = re.compile(
-    r"(?:^|(?<=\s))#\s*gpu-advise\s*:\s*(?P<kind>ignore-file|ignore)\b"
+    r"(?:^|(?<=\s)|(?<=[;&|()<>]))#\s*gpu-advise\s*:\s*(?P<kind>ignore-file|ignore)\b"
     r"(?:\s*\[(?P<codes>[^\]]*)\])?(?P<reason>.*)$"
 )
 
@@ -89,20 +91,32 @@ def _logical_lines(lines: list[str]) -> dict[int, tuple[int, int]]:
     return groups
 
 
-def _is_comment_only(line: str) -> bool:
-    return line.lstrip().startswith("#")
+def _lines(text: str, *, shell: bool) -> list[str]:
+    """The file's lines as its reader numbers them: bash counts LF only, YAML its six line breaks."""
+    if shell:
+        return text.split("\n")
+    return _YAML_BREAK.split(text)
 
 
 def parse_directives(path: Path, text: str, *, shell: bool) -> list[Directive]:
+    """The directives written in comments (a `#` in a quoted value, a block scalar, a shell string or a
+    here-document is data, not a comment: advisor/sources/comments.py)."""
     if "gpu-advise" not in text:
         return []
-    lines = text.splitlines()
+    lines = _lines(text, shell=shell)
+    comments = comment_columns(text, shell=shell)
+
+    def comment_only(index: int) -> bool:  # 0-based line index
+        col = comments.get(index + 1)
+        return col is not None and not lines[index][:col].strip()
+
     groups = _logical_lines(lines) if shell else {}
     out: list[Directive] = []
     for idx, line in enumerate(lines):
-        if "gpu-advise" not in line:
+        col = comments.get(idx + 1)
+        if col is None or "gpu-advise" not in line[col:]:
             continue
-        m = _DIRECTIVE.search(line)
+        m = _DIRECTIVE.search(line, col)
         if m is None:
             continue
         raw_codes = m.group("codes")
@@ -111,9 +125,9 @@ def parse_directives(path: Path, text: str, *, shell: bool) -> list[Directive]:
         number = idx + 1
         covered: set[int] = set()
         if m.group("kind") == "ignore":
-            if _is_comment_only(line):
+            if comment_only(idx):
                 target = idx + 1  # 0-based index of the next line that is not itself a comment
-                while target < len(lines) and _is_comment_only(lines[target]):
+                while target < len(lines) and comment_only(target):
                     target += 1
                 if target < len(lines):
                     covered.add(target + 1)
@@ -137,38 +151,6 @@ def parse_directives(path: Path, text: str, *, shell: bool) -> list[Directive]:
     return out
 
 
-@cache
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """A gitignore-like glob: `*` and `?` stay inside one folder, `**` crosses folders."""
-    out = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pattern[i] == "[":
-            end = pattern.find("]", i + 1)
-            if end < 0:
-                out.append(re.escape(pattern[i]))
-                i += 1
-            else:
-                out.append(fnmatch.translate(pattern[i : end + 1])[4:-3])
-                i = end + 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
-
-
 def path_matches(pattern: str, file: Path, root: Path) -> bool:
     """Match a settings glob against a file: relative to the settings folder; a pattern without a
     slash also matches the file name alone (as in ruff's per-file-ignores)."""
@@ -178,10 +160,10 @@ def path_matches(pattern: str, file: Path, root: Path) -> bool:
         rel = resolved.relative_to(root.resolve()).as_posix()
     except ValueError:
         rel = resolved.as_posix()
-    regex = _glob_regex(pattern)
-    if regex.match(rel) or regex.match(resolved.as_posix()):
+    glob = compile_glob(pattern)
+    if glob.match(rel) or glob.match(resolved.as_posix()):
         return True
-    return "/" not in pattern and bool(regex.match(resolved.name))
+    return "/" not in pattern and glob.match(resolved.name)
 
 
 def _key_matches(pointer: str, key: str | None) -> bool:
@@ -256,17 +238,47 @@ def apply_suppressions(
     inline: bool = True,
     selected: Iterable[Any] = (),
     catalog: Iterable[Any] = (),
+    selected_for: Callable[[Any], list[Any]] | None = None,
 ) -> tuple[list[Finding], list[Suppressed]]:
-    """Drop suppressed findings; then evaluate the `suppression`-scoped rules (GA900) over the directive
-    codes that suppressed nothing.
+    """Each finding judged by the settings of its own file, then suppressed or kept; then the
+    `suppression`-scoped rules (GA900) over the directive codes that suppressed nothing.
 
+    `settings`: a Settings (it governs every file) or an advisor.settings.SettingsScope (each file is
+    governed by the closest settings file above it: its rule selection, `severity`, `per-file-ignores`
+    and `key-ignores`). `selected_for(settings)`: the rules those settings select; a finding whose
+    rule its file's settings do not select is dropped (None: every finding's rule counts as selected).
     `selected` are the rules that ran (a directive for a rule that did not run is not unused);
     `catalog` is every known rule (a code that names no rule at all is reported).
     """
+    from advisor.settings import SettingsScope
+
+    scope = settings if isinstance(settings, SettingsScope) else SettingsScope.single(settings)
     documents = list(documents)
     selected = list(selected)
     catalog = list(catalog)
     aliases = {r.code: tuple(r.spec.aliases) for r in catalog}
+    chosen: dict[str, tuple[list[Any], set[str]]] = {}
+
+    def rules_for(file: Path) -> tuple[Any, list[Any], set[str] | None]:
+        governing = scope.governing(file)
+        if selected_for is None:
+            return governing, selected, None
+        key = str(governing.source)
+        if key not in chosen:
+            rules = selected_for(governing)
+            chosen[key] = (rules, {r.code for r in rules})
+        return governing, *chosen[key]
+
+    def judged(f: Finding) -> tuple[Finding | None, Any]:
+        """The finding as its file's settings see it (None: they do not select its rule)."""
+        governing, _, codes = rules_for(f.location.file)
+        if codes is not None and f.rule not in codes:
+            return None, governing
+        severity = governing.severity.get(f.rule)
+        if severity is not None and severity != f.severity:
+            f = records.replace(f, severity=severity)
+        return f, governing
+
     kept: list[Finding] = []
     suppressed: list[Suppressed] = []
     directives = collect_directives(documents, findings) if inline else []
@@ -274,9 +286,12 @@ def apply_suppressions(
     for d in directives:
         by_file.setdefault(d.file.resolve(), []).append(d)
 
-    for f in findings:
+    for raw in findings:
+        f, governing = judged(raw)
+        if f is None:
+            continue
         own = aliases.get(f.rule, ())
-        hit = _settings_ignore(f, settings, own)
+        hit = _settings_ignore(f, governing, own)
         if hit is not None:
             suppressed.append(hit)
             continue
@@ -293,11 +308,16 @@ def apply_suppressions(
     if checks and directives:
         from advisor.engine import Context, Engine
 
-        names = {"suppressions": suppression_facts(directives, selected, catalog)}
+        ran = (lambda d: rules_for(d.file)[1]) if selected_for is not None else None
+        names = {"suppressions": suppression_facts(directives, selected, catalog, ran)}
         context = Context(names, Location(directives[0].file, directives[0].line, directives[0].col))
-        engine = Engine(checks, settings.severity)
-        for finding in engine.evaluate("suppression", [context]):
-            if _settings_ignore(finding, settings, aliases.get(finding.rule, ())) is None:
+        engine = Engine(checks)
+        for raw in engine.evaluate("suppression", [context]):
+            finding, governing = judged(raw)
+            if (
+                finding is not None
+                and _settings_ignore(finding, governing, aliases.get(finding.rule, ())) is None
+            ):
                 kept.append(finding)
         if engine.errors:  # a broken suppression check: one line, exit 2, as for a broken rule file
             from advisor.errors import CheckError
@@ -307,12 +327,21 @@ def apply_suppressions(
     return kept, suppressed
 
 
-def suppression_facts(directives: list[Directive], selected: list[Any], catalog: list[Any]) -> Namespace:
-    """The `suppressions` namespace: each directive code that suppressed nothing, by kind."""
+def suppression_facts(
+    directives: list[Directive],
+    selected: list[Any],
+    catalog: list[Any],
+    selected_in: Callable[[Directive], list[Any]] | None = None,
+) -> Namespace:
+    """The `suppressions` namespace: each directive code that suppressed nothing, by kind.
+    `selected_in(directive)`: the rules that ran for the directive's file (default: `selected`)."""
     ns = Namespace("suppressions")
-    ns.set(
-        "unused", Value([item for d in directives for item in _unused(d, selected, catalog)], None, "derived")
-    )
+    unused = [
+        item
+        for d in directives
+        for item in _unused(d, selected_in(d) if selected_in is not None else selected, catalog)
+    ]
+    ns.set("unused", Value(unused, None, "derived"))
     return ns
 
 
