@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from advisor.boundary import ProjectBoundary, project_boundary
+from advisor.boundary import ProjectBoundary, project_boundary, project_root
 from advisor.discover import DocumentCache, discover
 from advisor.engine import Context, Engine, RuleError, load_catalog, select_rules
 from advisor.errors import CheckError
@@ -17,7 +17,7 @@ from advisor.paths import resolved
 from advisor.plan import RunPlan, build_plan
 from advisor.records import field, record
 from advisor.results import BaselineRun, CheckResult, RunSummary
-from advisor.settings import Settings, find_settings
+from advisor.settings import Settings, SettingsScope, find_settings
 from advisor.suggest import close_matches
 
 
@@ -113,12 +113,47 @@ def setting_position(settings: Settings, key: str, value: str) -> str:
 
 
 def resolve_settings(paths: list[Path], options: CheckOptions) -> Settings:
+    """The settings of the check as a whole: those of the checked paths' common folder."""
+    return resolve_scope(paths, options).top
+
+
+def resolve_scope(paths: list[Path], options: CheckOptions) -> SettingsScope:
+    """The settings file by file (advisor.settings.SettingsScope): each file is governed by the closest
+    settings file above it. Settings given in the options govern every file (as ruff's --config)."""
     if options.settings is not None:
-        return options.settings
+        return SettingsScope.single(options.settings)
     for p in paths:
         _check_seed(p)
-    start = paths[0] if paths else Path.cwd()
-    return find_settings(start)
+    folders = [resolved(p) if p.is_dir() else resolved(p).parent for p in paths] or [resolved(Path.cwd())]
+    try:
+        common = Path(os.path.commonpath(folders))
+    except ValueError:  # no common folder (different drives): the first path's, as before
+        common = folders[0]
+    top = find_settings(common)
+    roots = tuple(dict.fromkeys(project_root(top, [p]) for p in paths or [Path.cwd()]))
+    return SettingsScope(top, roots)
+
+
+def selected_rules(catalog: list[Any], options: CheckOptions, settings: Settings) -> list[Any]:
+    """The rules one settings selects, the command line's --select/--ignore/--extend-select applied."""
+    select = options.select if options.select is not None else settings.select
+    if select is not None:
+        select = select + options.extend_select + settings.extend_select
+    return select_rules(catalog, select, options.ignore + settings.ignore)
+
+
+def scoped_rules(
+    catalog: list[Any], options: CheckOptions, scope: SettingsScope, files: list[Path]
+) -> list[Any]:
+    """The rules that run: those any settings governing one of `files` selects (each finding is then
+    kept only where its own file's settings select its rule: advisor.suppress.apply_suppressions)."""
+    for file in files:
+        scope.governing(file)
+    codes: set[str] = set()
+    for settings in scope.met():
+        check_severity_overrides(settings, catalog)
+        codes.update(r.code for r in selected_rules(catalog, options, settings))
+    return [r for r in catalog if r.code in codes]
 
 
 def _check_seed(path: Path) -> None:
@@ -136,7 +171,11 @@ def _check_seed(path: Path) -> None:
 
 
 def build_plans(
-    paths: list[Path], options: CheckOptions, settings: Settings, boundary: ProjectBoundary | None = None
+    paths: list[Path],
+    options: CheckOptions,
+    settings: Settings,
+    boundary: ProjectBoundary | None = None,
+    scope: SettingsScope | None = None,
 ) -> tuple[list[RunPlan], list[Any]]:
     for p in paths:
         _check_seed(p)
@@ -166,13 +205,21 @@ def build_plans(
 
     plans = []
     for spec in specs:
-        run_settings = settings.run_for(spec.root.path)
+        # the run's own settings: those governing its root file (a sub-folder's settings file)
+        own = scope.governing(spec.root.path) if scope is not None else settings
+        run_settings = own.run_for(spec.root.path)
+        if run_settings is None and own is not settings:
+            run_settings = settings.run_for(spec.root.path)
         hw = default_hw
         if run_settings is not None and run_settings.hardware and not options.hardware:
-            named_by = SettingsRef(settings, "hardware", run_settings.hardware, boundary)
-            hw = _load_hardware(run_settings.hardware, settings.root, named_by)
+            declared_in = own if own.run_for(spec.root.path) is not None else settings
+            named_by = SettingsRef(declared_in, "hardware", run_settings.hardware, boundary)
+            hw = _load_hardware(run_settings.hardware, declared_in.root, named_by)
+        elif own is not settings and own.hardware and not options.hardware:
+            named_by = SettingsRef(own, "hardware", own.hardware, boundary)
+            hw = _load_hardware(own.hardware, own.root, named_by)
         plan = build_plan(spec, hardware=hw, settings=run_settings)
-        plan.project, plan.online = settings, options.online
+        plan.project, plan.online = own, options.online
         if run_settings is not None and run_settings.name:
             plan.name = run_settings.name
         plans.append(plan)
@@ -266,9 +313,10 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
 
 
 def _run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
-    settings = resolve_settings(paths, options)
+    scope = resolve_scope(paths, options)
+    settings = scope.top
     boundary = project_boundary(settings, paths)
-    plans, documents = build_plans(paths, options, settings, boundary)
+    plans, documents = build_plans(paths, options, settings, boundary, scope)
     if options.base:
         attach_baselines(plans, paths, options, settings)
     elif (hook_base := default_base(options)) is not None:
@@ -286,12 +334,8 @@ def _run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
         catalog = load_catalog(extra)
     except RuleError as exc:
         raise CheckError(str(exc)) from None
-    select = options.select if options.select is not None else settings.select
-    if select is not None:
-        select = select + options.extend_select + settings.extend_select
-    rules = select_rules(catalog, select, options.ignore + settings.ignore)
-    check_severity_overrides(settings, catalog)
-    engine = Engine(rules, settings.severity)
+    rules = scoped_rules(catalog, options, scope, [d.path for d in documents])
+    engine = Engine(rules)  # severity overrides are each file's settings': applied in post_engine
 
     run_contexts = []
     for plan in plans:
@@ -325,7 +369,9 @@ def _run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
         findings, verification = verify_stage(
             run_contexts, engine, catalog, findings, settings, options, recorded
         )
-    findings, suppressed, baseline = post_engine(findings, documents, settings, options, rules, catalog)
+    findings, suppressed, baseline = post_engine(
+        findings, documents, settings, options, rules, catalog, scope
+    )
 
     summaries = [summarize(plan, names) for plan, names, _ in run_contexts]
     if verification is not None:
@@ -374,6 +420,7 @@ def post_engine(
     options: CheckOptions,
     rules: list[Any],
     catalog: list[Any],
+    scope: SettingsScope | None = None,
 ) -> tuple[list[Finding], list[Any], Any]:
     """Key paths for position-only findings, then suppressions (settings, inline, GA900), then the
     baseline (advisor/suppress.py, advisor/baseline.py)."""
@@ -382,7 +429,13 @@ def post_engine(
 
     fill_keys(findings, documents)
     findings, suppressed = apply_suppressions(
-        findings, documents, settings, inline=options.inline_ignores, selected=rules, catalog=catalog
+        findings,
+        documents,
+        scope or SettingsScope.single(settings),
+        inline=options.inline_ignores,
+        selected=rules,
+        catalog=catalog,
+        selected_for=lambda governing: selected_rules(catalog, options, governing),
     )
     if options.policy is not None:  # --policy-from-base: a directive the base lacks suppresses nothing
         findings, suppressed = options.policy.restore(findings, suppressed, documents, catalog)
