@@ -21,10 +21,15 @@ from typing import Any
 from advisor import records
 from advisor.expr import LIMITS, BudgetError, EvalError, ExprError, Expression, Limits
 from advisor.provenance import Namespace, Value
+from advisor.rule_helpers import HELPER_COSTS
 from advisor.sources.document import Location
 
 _SCALARS: frozenset[type] = frozenset({type(None), bool, int, float, str})
 _BINDABLE: frozenset[type] = _SCALARS | {list, tuple, dict}
+_CONTAINERS: frozenset[type] = frozenset({list, tuple, dict})
+_DEEP: frozenset[type] = frozenset({str, list, tuple, dict})  # what a comparison or a hash walks
+_CACHED_WEIGHT = 16  # containers at least this long keep their weight for the rest of the budget
+_EXPENSIVE = 1024  # a charge this large reads the clock
 _COMPARE: dict[type, Callable[[Any, Any], Any]] = {
     ast.Eq: operator.eq,
     ast.NotEq: operator.ne,
@@ -73,8 +78,10 @@ class Evaluator:
         self._lazy: dict[str, Expression] = {}  # `let` names not evaluated yet
         self._converted: dict[int, tuple[Any, Any]] = {}  # id(fact value) -> (fact value, plain value)
         self._sources: dict[int, tuple[Any, Any]] = {}  # id(plain mapping) -> (plain mapping, fact value)
+        self._weights: dict[int, tuple[Any, int]] = {}  # id(container) -> (container, weight), per budget
         self._ops = 0
         self._alloc = 0
+        self._work = 0
         self._deadline = 0.0
         self.reset()
 
@@ -83,6 +90,8 @@ class Evaluator:
     def reset(self) -> None:
         self._ops = 0
         self._alloc = 0
+        self._work = 0
+        self._weights.clear()
         self._deadline = time.monotonic() + self._limits.seconds
 
     def bind(self, name: str, value: Any) -> None:
@@ -189,12 +198,88 @@ class Evaluator:
 
     # -- the budget
 
+    def _clock(self) -> None:
+        if time.monotonic() > self._deadline:
+            raise BudgetError(f"expression took more than {self._limits.seconds:g} s")
+
     def _spend(self, n: int) -> None:
+        """Charge what a step produces, before it is built where its size is known in advance."""
         self._alloc += n
         if self._alloc > self._limits.allocation:
             raise BudgetError(
                 f"expression produced more than {self._limits.allocation:,} characters and elements"
             )
+        if n >= _EXPENSIVE:
+            self._clock()
+
+    def _charge(self, n: int) -> None:
+        """Charge what a step walks (compares, hashes, searches, sorts; words of long arithmetic), before it
+        runs: a step this large also reads the clock."""
+        self._work += n
+        if self._work > self._limits.work:
+            raise BudgetError(
+                f"expression compared, hashed, sorted or computed on more than {self._limits.work:,} "
+                "elements, characters and integer words"
+            )
+        if n >= _EXPENSIVE:
+            self._clock()
+
+    def weight(self, value: Any) -> int:
+        """A value's deep size: one per scalar and element, plus a string's characters and an integer's
+        64-bit words. What comparing, hashing or showing it may touch: `[[0] * 99999] * 99999` is 10**5
+        elements to build and about 10**10 to compare."""
+        kind = type(value)
+        if kind is str:
+            return 1 + len(value)
+        if kind is int:
+            return 1 + (value.bit_length() >> 6)
+        if kind not in _CONTAINERS:
+            return 1
+        hit = self._weights.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]
+        total = 1
+        for v in (part for pair in value.items() for part in pair) if kind is dict else value:
+            t = type(v)
+            if t is str:
+                total += 1 + len(v)
+            elif t is int:
+                total += 1 + (v.bit_length() >> 6)
+            elif t in _CONTAINERS:
+                total += self.weight(v)
+            else:
+                total += 1
+        if len(value) >= _CACHED_WEIGHT:
+            self._weights[id(value)] = (value, total)
+        return total
+
+    def _hashing(self, key: Any) -> None:
+        """Charge looking a key up in a mapping: a tuple is hashed anew each time, a long string compared."""
+        kind = type(key)
+        if kind is tuple or (kind is str and len(key) > 64):
+            self._charge(self.weight(key))
+
+    def _produce(self, kind: type, size: int) -> None:
+        """Refuse a string or list of `size` before it is built, and charge it."""
+        if kind is str and size > self._limits.string_chars:
+            raise BudgetError(f"a string of more than {self._limits.string_chars:,} characters")
+        if kind is not str and size > self._limits.items:
+            raise BudgetError(f"a list of more than {self._limits.items:,} elements")
+        self._spend(size)
+
+    def _int_bits(self, bits: int) -> None:
+        """Refuse an integer of `bits` before it is computed, and charge its 64-bit words."""
+        if bits > self._limits.int_bits:
+            raise BudgetError(f"an integer of more than {self._limits.int_bits:,} bits")
+        if bits > 64:
+            self._spend(bits >> 6)
+
+    def _long(self, a_bits: int, b_bits: int) -> None:
+        """Charge a long multiplication or division: about one step per pair of 64-bit words (a 63,000-bit
+        product is a millisecond, a division four; in a loop they were seconds between clock reads)."""
+        work = (a_bits >> 6) * (b_bits >> 6)
+        if work:
+            self._charge(work)
 
     def _sized(self, value: Any) -> Any:
         """Count a produced value against the budget and refuse one over the size limits."""
@@ -204,8 +289,11 @@ class Evaluator:
                 raise BudgetError(f"a string longer than {self._limits.string_chars:,} characters")
             self._spend(len(value))
         elif kind is int:
-            if value.bit_length() > self._limits.int_bits:
+            bits = value.bit_length()
+            if bits > self._limits.int_bits:
                 raise BudgetError(f"an integer of more than {self._limits.int_bits:,} bits")
+            if bits > 64:
+                self._spend(bits >> 6)
         elif kind is list or kind is tuple or kind is dict:
             if len(value) > self._limits.items:
                 raise BudgetError(f"a list or mapping of more than {self._limits.items:,} elements")
@@ -222,8 +310,8 @@ class Evaluator:
         self._ops += 1
         if self._ops > self._limits.operations:
             raise BudgetError(f"expression took more than {self._limits.operations:,} steps")
-        if not self._ops & 1023 and time.monotonic() > self._deadline:
-            raise BudgetError(f"expression took more than {self._limits.seconds:g} s")
+        if not self._ops & 1023:  # a cheap step; an expensive one reads the clock when it is charged
+            self._clock()
         handler = _HANDLERS.get(type(node))
         if handler is None:  # parse() refused it already; a tree built some other way
             raise EvalError(f"{type(node).__name__} is not allowed in a rule expression")
@@ -252,6 +340,7 @@ class Evaluator:
                 raise EvalError(f"a fact namespace has no entry {key!r}")
             return self.plain(base.read(key))
         if type(base) is dict:
+            self._hashing(key)
             try:
                 return base[key]
             except KeyError:
@@ -275,7 +364,8 @@ class Evaluator:
             if any(p is not None and type(p) not in (int, bool) for p in parts):
                 raise EvalError("slice bounds must be integers")
             try:
-                return self._sized(base[slice(*parts)])
+                self._produce(type(base), len(range(len(base))[slice(*parts)]))
+                return base[slice(*parts)]
             except ValueError as exc:  # a zero step
                 raise EvalError(str(exc)) from None
         key = self._eval(node.slice)
@@ -300,6 +390,7 @@ class Evaluator:
         out = {}
         for k, v in zip(node.keys, node.values, strict=True):
             key = self._eval(k)  # type: ignore[arg-type]  # parse() refused `**`
+            self._hashing(key)
             try:
                 out[key] = self._eval(v)
             except TypeError:
@@ -339,6 +430,12 @@ class Evaluator:
             if kind is ast.In or kind is ast.NotIn:
                 result = self._contains(right, left) == (kind is ast.In)
             else:
+                if (
+                    kind is not ast.Is
+                    and kind is not ast.IsNot
+                    and (type(left) in _DEEP or type(right) in _DEEP)
+                ):
+                    self._charge(min(self.weight(left), self.weight(right)))
                 try:
                     result = _COMPARE[kind](left, right)
                 except TypeError:
@@ -352,9 +449,16 @@ class Evaluator:
         if type(container) is str:
             if type(item) is not str:
                 raise EvalError(f"'in <string>' needs a string on the left, not {_kind(item)}")
+            if len(container) > 64:
+                self._charge(len(container) + len(item))
             return item in container
         if isinstance(container, Namespace):
             return type(item) is str and not item.startswith("_") and item in container
+        if type(container) is dict:
+            self._hashing(item)
+        elif type(container) in (list, tuple) and container:
+            # each element is compared with the item: at most the smaller of the two each time
+            self._charge(min(len(container) * self.weight(item), self.weight(container)))
         if type(container) in (list, tuple, dict):
             try:
                 return item in container
@@ -375,17 +479,20 @@ class Evaluator:
                 return self._power(left, right)
             if kind in _ARITHMETIC:
                 self._numbers(left, right, node.op)
+                if kind in (ast.FloorDiv, ast.Mod) and type(left) is int and type(right) is int:
+                    self._long(left.bit_length(), right.bit_length())
                 return self._sized(_ARITHMETIC[kind](left, right))
             if kind in _BITWISE or kind is ast.LShift or kind is ast.RShift:
                 if type(left) not in (int, bool) or type(right) not in (int, bool):
                     raise EvalError(f"bitwise operator on {_kind(left)} and {_kind(right)}")
                 if kind is ast.LShift:
-                    if right > self._limits.int_bits or left.bit_length() + right > self._limits.int_bits:
+                    if right > self._limits.int_bits:
                         raise BudgetError(f"an integer of more than {self._limits.int_bits:,} bits")
+                    self._int_bits(left.bit_length() + max(right, 0))
                     return left << right
                 if kind is ast.RShift:
                     return left >> right
-                return _BITWISE[kind](left, right)
+                return self._sized(_BITWISE[kind](left, right))
         except ZeroDivisionError:
             raise EvalError("division by zero") from None
         except OverflowError:
@@ -403,26 +510,20 @@ class Evaluator:
             return self._sized(left + right)
         kind = type(left)
         if kind is type(right) and kind in (str, list, tuple):
-            self._size_check(kind, len(left) + len(right))
-            return self._sized(left + right)
+            self._produce(kind, len(left) + len(right))
+            return left + right
         raise EvalError(f"cannot add {_kind(left)} and {_kind(right)}")
-
-    def _size_check(self, kind: type, size: int) -> None:
-        if kind is str and size > self._limits.string_chars:
-            raise BudgetError(f"a string of more than {self._limits.string_chars:,} characters")
-        if kind is not str and size > self._limits.items:
-            raise BudgetError(f"a list of more than {self._limits.items:,} elements")
 
     def _multiply(self, left: Any, right: Any) -> Any:
         if _is_number(left) and _is_number(right):
-            ints = type(left) is not float and type(right) is not float
-            if ints and left.bit_length() + right.bit_length() > self._limits.int_bits:
-                raise BudgetError(f"an integer of more than {self._limits.int_bits:,} bits")
+            if type(left) is not float and type(right) is not float:
+                self._int_bits(left.bit_length() + right.bit_length())
+                self._long(left.bit_length(), right.bit_length())
             return self._sized(left * right)
         seq, times = (left, right) if type(right) in (int, bool) else (right, left)
         if type(seq) in (str, list, tuple) and type(times) in (int, bool):
-            self._size_check(type(seq), len(seq) * max(times, 0))
-            return self._sized(seq * times)
+            self._produce(type(seq), len(seq) * max(times, 0))  # charged before it is built
+            return seq * times
         raise EvalError(f"cannot multiply {_kind(left)} and {_kind(right)}")
 
     def _power(self, base: Any, exponent: Any) -> Any:
@@ -438,6 +539,10 @@ class Evaluator:
             and (exponent > bits or exponent * (abs(base).bit_length() - 1) > bits)
         ):
             raise BudgetError(f"{base} ** {exponent} has more than {self._limits.int_bits:,} bits")
+        if ints and exponent > 0 and abs(base) > 1:
+            bits = exponent * (abs(base).bit_length() - 1)
+            self._int_bits(bits)  # charged before it is computed
+            self._long(bits, bits)  # its last squaring
         result = base**exponent
         if type(result) is complex:
             raise EvalError(f"{base} ** {exponent} is not a real number")
@@ -451,6 +556,7 @@ class Evaluator:
         args = [self._eval(a) for a in node.args]
         if any(isinstance(a, Namespace) for a in args):  # a namespace is read by name, not handed over
             raise EvalError(f"{name}() takes values, not a fact namespace")
+        self._charge_call(name, args)
         try:
             result = helper(*args)
         except EvalError:
@@ -458,6 +564,21 @@ class Evaluator:
         except (TypeError, ValueError, ArithmeticError, LookupError) as exc:
             raise EvalError(f"{name}(): {exc}") from None
         return self._sized(result)
+
+    def _charge_call(self, name: str, args: list[Any]) -> None:
+        """What a helper walks, charged before it runs (advisor/rule_helpers.py HELPER_COSTS)."""
+        cost = HELPER_COSTS.get(name, "deep")
+        if cost == "flat" or not args:
+            return
+        first = args[0] if len(args) == 1 else args
+        if cost == "length":
+            self._charge(len(first) if type(first) in _DEEP else 1)
+            return
+        deep = sum(self.weight(a) for a in args)
+        if cost == "sort" and type(first) in _DEEP:
+            # timsort: each merge level compares every element at most once (CPython Objects/listsort.txt)
+            deep *= max(len(first), 2).bit_length()
+        self._charge(deep)
 
     # -- comprehensions
 
@@ -513,6 +634,7 @@ class Evaluator:
 
         def emit() -> None:
             key = self._eval(node.key)
+            self._hashing(key)
             try:
                 out[key] = self._eval(node.value)
             except TypeError:

@@ -13,7 +13,9 @@ those) or fact namespaces: `Evaluator.plain` converts facts on the way in (a Loc
 of file, line, col and key; a path its text; a dataclass the mapping of its fields) and refuses anything
 else. Work is bounded twice: at load (source length, node count, nesting depth) and while evaluating
 (string, list and integer sizes, comprehension lengths, an operation budget, a characters-and-elements
-allocation budget and a time backstop per budget), so no expression can exhaust memory or hang.
+allocation budget, a work budget charged by the deep size of what a comparison, hash, search or helper
+touches, each charged before the step runs, and a time backstop read on every expensive step), so no
+expression can exhaust memory or hang.
 
 `references` lists the dotted names and helper calls of an expression with their positions, for a
 static check against a fact catalogue. advisor/evaluator.py evaluates checked expressions.
@@ -38,7 +40,10 @@ class Limits:
     items: int = 100_000  # any list, tuple or dict an expression produces; iterations of one comprehension
     int_bits: int = 65_536  # any integer an expression produces
     operations: int = 1_000_000  # evaluation steps per budget (one rule on one run or document)
-    allocation: int = 10_000_000  # characters and elements produced per budget
+    allocation: int = 10_000_000  # characters, elements and 64-bit words of integers produced per budget
+    # elements and characters compared, hashed, searched, sorted or summed per budget (a value's deep size:
+    # a list that repeats one long list 99,999 times is small to build and 10**10 steps to compare)
+    work: int = 20_000_000
     seconds: float = 2.0  # wall-clock backstop per budget
 
 
