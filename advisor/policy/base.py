@@ -211,10 +211,8 @@ class BasePolicy:
         if pr is not None:
             at = self._locator(pr)
             base, pr_root = self.base, pr.root
-            settings_items += settings_diff.selection(base, pr, catalog, at)
-            settings_items += settings_diff.severity(base, pr, catalog, at)
+            settings_items += self._per_file(base, pr, catalog, at)
             settings_items += settings_diff.fail_on(base, pr, at)
-            settings_items += settings_diff.file_ignores(base, pr, catalog, at)
             settings_items += settings_diff.roots_and_files(base, self.base_folder, pr, pr_root, at)
 
             def rules_of(value: str) -> str:
@@ -223,6 +221,8 @@ class BasePolicy:
 
             settings_items += settings_diff.dropped_folders(base, self.base_folder, pr, pr_root, rules_of, at)
             settings_items += settings_diff.thresholds(base, pr, at)
+            for sub_base, sub_pr in self._folder_settings(result.documents, pr):
+                settings_items += self._per_file(sub_base, sub_pr, catalog, self._locator(sub_pr))
         for value in self.base.extend_rules:
             in_base = self._in_base(value)
             if in_base is not None:
@@ -245,6 +245,35 @@ class BasePolicy:
         """A location under the current folder as a relative path, as the check's own documents are."""
         rel = _inside(location.file, self.cwd) if location.file.is_absolute() else None
         return replace(location, file=rel) if rel is not None else location
+
+    @staticmethod
+    def _per_file(base: Settings, pr: Settings, catalog: list[Any], at: settings_diff.Locate) -> list[Any]:
+        """What settings decide file by file: the rules that run, their severity, the ignores."""
+        return [
+            *settings_diff.selection(base, pr, catalog, at),
+            *settings_diff.severity(base, pr, catalog, at),
+            *settings_diff.file_ignores(base, pr, catalog, at),
+        ]
+
+    def _folder_settings(self, documents: list[Any], top: Settings) -> list[tuple[Settings, Settings]]:
+        """Settings files of sub-folders that govern checked files (a folder's closest settings file), each
+        with the settings the same folder has at the base."""
+        from advisor.settings import find_settings
+
+        pairs: dict[tuple[str, str], tuple[Settings, Settings]] = {}
+        for folder in sorted({Path(d.path).resolve().parent for d in documents}):
+            in_base = self.to_base(folder)
+            if in_base is None:
+                continue
+            try:
+                pr = find_settings(folder)
+                base = base_settings(in_base, self.base_root, self.rev)
+            except (SettingsError, CheckError):
+                continue  # the check itself reports a broken settings file
+            if pr.source is None or pr.source == top.source:
+                continue
+            pairs.setdefault((str(pr.source), str(base.source)), (base, pr))
+        return list(pairs.values())
 
     def _baseline(self, options: Any) -> list[dict[str, Any]]:
         pr_file: Path | None = None

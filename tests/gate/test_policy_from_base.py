@@ -215,3 +215,9 @@ def test_the_base_can_ignore_the_policy_rules_and_the_option_needs_a_base(tmp_pa
     assert proc.returncode == 2
     assert "--policy-from-base needs --base" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_sub_folder_settings_file_that_ignores_rules_is_reported(tmp_path: Path) -> None:
+    work = _pull_request(tmp_path, {"configs/.gpu-advise.toml": 'ignore = ["GA1"]\n'})
+    _, findings, _ = _check(work)
+    assert ("configs/.gpu-advise.toml", 1, 11) in _at(findings, "GA801")
