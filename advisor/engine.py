@@ -23,7 +23,7 @@ from advisor.provenance import Namespace, Value
 from advisor.records import field, record
 from advisor.rule_helpers import HELPERS as HELPERS  # re-exported: engine.HELPERS is what tests name
 from advisor.rule_helpers import RESERVED_NAMES as RESERVED_NAMES
-from advisor.rule_helpers import show_value
+from advisor.rule_helpers import show_text, text_of
 from advisor.rulespec import Example as Example  # re-exported: the types a rule file holds
 from advisor.rulespec import FixSpec as FixSpec
 from advisor.rulespec import RuleSpec
@@ -190,8 +190,10 @@ def compile_rule(
                 fix_values[target] = ("expr", c.expression(raw[1:-1], "fix"))
             elif isinstance(raw, str) and "{" in raw:
                 fix_values[target] = ("template", c.template(raw, "fix"))
-            else:
+            elif (odd := _unwritable(raw)) is None:
                 fix_values[target] = ("literal", raw)
+            else:
+                raise c.fail(f"fix.set.{target}", f"{odd} is not a value a fix can write (quote it as text)")
         for target in spec.fix.delete:
             c.dotted(target, "fix")
         fix_when = c.expression(spec.fix.when, "fix.when")
@@ -314,12 +316,54 @@ def _too_many_nodes(node: Any) -> bool:
     return False
 
 
+_CONSTRUCTOR_ERRORS = (ValueError, TypeError, LookupError, AttributeError, ArithmeticError)
+
+
+@cache
+def _rule_loader() -> Any:
+    """PyYAML's safe loader, whose constructors raise what they meet on a bad tagged value (`!!bool maybe`
+    a KeyError, `!!int ''` an IndexError, `!!timestamp x` an AttributeError: yaml/constructor.py
+    construct_yaml_bool, construct_yaml_int, construct_yaml_timestamp), each turned into a ConstructorError
+    at the value's position, as the loader's own errors are."""
+    import yaml
+
+    class RuleLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+        def construct_object(self, node: Any, deep: bool = False) -> Any:
+            try:
+                return super().construct_object(node, deep)
+            except _CONSTRUCTOR_ERRORS as exc:
+                kind = str(node.tag).rpartition(":")[2] or "value"
+                shown = repr(node.value[:40]) if isinstance(node.value, str) else ""
+                detail = f" ({str(exc)[:120]})" if type(exc) is ValueError else ""
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"{shown} is not a valid {kind}{detail}".lstrip(), node.start_mark
+                ) from None
+
+    return RuleLoader
+
+
+def _unwritable(value: Any, depth: int = 0) -> str | None:
+    """What in a fix value read from the rule file a fix cannot write (a date, bytes, a set), or None."""
+    if value is None or type(value) in (bool, int, float, str):
+        return None
+    if depth > 50:
+        return "a value nested over 50 levels"
+    if type(value) is list:
+        return next((w for w in (_unwritable(v, depth + 1) for v in value) if w), None)
+    if type(value) is dict:
+        keys = (f"a {type(k).__name__} key" for k in value if type(k) is not str)
+        return next(keys, None) or next(
+            (w for w in (_unwritable(v, depth + 1) for v in value.values()) if w), None
+        )
+    return f"a {type(value).__name__}"
+
+
 def load_rule_file(path: Path) -> CompiledRule:
     import yaml
 
     text = _read_rule_text(path)
     try:
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+        loader = _rule_loader()(text)
         try:
             node = loader.get_single_node()
             if node is not None and _too_many_nodes(node):
@@ -335,6 +379,8 @@ def load_rule_file(path: Path) -> CompiledRule:
         ) from None
     except RecursionError:
         raise RuleError(f"{path}: rule file is nested too deeply") from None
+    except _CONSTRUCTOR_ERRORS as exc:  # raised outside a value's constructor: no position to give
+        raise RuleError(f"{path}: rule file cannot be read: {type(exc).__name__}: {str(exc)[:200]}") from None
     if not isinstance(raw, dict):
         raise RuleError(f"{path}:1: a rule file is a mapping with code, name, severity, when, message, docs")
     from advisor.schema.rules import validate_rule
@@ -552,6 +598,10 @@ class Engine:
         for target, (kind, payload) in rule.fix_values.items():
             if kind == "expr":
                 value = ev.evaluate(payload)
+                if ev.weight(value) > LIMITS.string_chars:  # it is written into the file and the report
+                    raise BudgetError(
+                        f"a fix value of more than {LIMITS.string_chars:,} elements and characters"
+                    )
             elif kind == "template":
                 value = _render(ev, payload)
             else:
@@ -576,7 +626,7 @@ def _message_of(rule: CompiledRule, ev: Evaluator) -> Template:
     if rule.message_by is None:
         return rule.message
     key = ev.evaluate(rule.message_by)
-    template = rule.message_cases.get(str(key)) if type(key) in (str, int, bool) else None
+    template = rule.message_cases.get(text_of(key)) if type(key) in (str, int, bool) else None
     if template is not None:
         return template
     if rule.message:
@@ -654,11 +704,18 @@ def _edit_for(ctx: Context, target: str, value: Any) -> Edit | None:
 def _render(ev: Evaluator, parts: Template) -> str:
     out = []
     total = 0
+    too_long = f"a message of more than {LIMITS.string_chars:,} characters"
     for text, expr in parts:
-        piece = text if expr is None else show_value(ev.evaluate(expr))
+        piece = text
+        if expr is not None:
+            value = ev.evaluate(expr)
+            try:  # shown within what the message has left: refused before it is built
+                piece = show_text(value, max(LIMITS.string_chars - total, 0))
+            except BudgetError:
+                raise BudgetError(too_long) from None
         total += len(piece)
         if total > LIMITS.string_chars:
-            raise BudgetError(f"a message of more than {LIMITS.string_chars:,} characters")
+            raise BudgetError(too_long)
         out.append(piece)
     return "".join(out)
 

@@ -52,7 +52,11 @@ CASES: dict[str, dict[str, Any]] = {
     "tuple-key-lookup": {"let": {"t": "(0,) * 99999"}, "when": "len([t in {} for c in 'a' * 99999]) > 0"},
     # 99,999 distinct integers of 63,000 bits: 800 MB
     "big-integers": {"when": "len([10 ** 19000 + len(c) for c in 'a' * 99999]) > 0"},
-    "string-search": {"when": "len([('a' * 99999 + 'b') in ('a' * 99999 + 'c') for c in 'a' * 999]) > 0"},
+    # each step searches 99,999 characters for 50,001 that are not there
+    "string-search": {
+        "let": {"n": "'a' * 50000 + 'b'", "h": "'a' * 99999"},
+        "when": "len([n in h for c in 'a' * 99999]) > 0",
+    },
     # a fix value is written into the JSON report: 29,000 references to one long string
     "fix-value": {
         "fix": {"set": {"training.output_dir": "{['a' * 99999] * 29000}"}},

@@ -432,3 +432,48 @@ SEMANTICS = [
 def test_the_language_keeps_pythons_meaning(source: str, expected: Any) -> None:
     ns = Namespace("training", {"output_dir": Value("out")})
     assert Evaluator({"training": ns}, HELPERS).evaluate(parse(source, HELPERS)) == expected
+
+
+# --------------------------------------------------------------------------------------------------
+# Issue 17, item 9: a value PyYAML's constructors cannot build is the rule file's error (exit 2, its file
+# and line), not an internal error (exit 3); so is a fix value that is not data a fix can write
+
+BAD_TAGS = [
+    ("timestamp-word", "!!timestamp x"),
+    ("timestamp-month", "!!timestamp 2020-13-45"),
+    ("bool-maybe", "!!bool maybe"),
+    ("int-empty", "!!int ''"),
+    ("float-empty", "!!float ''"),
+    ("float-word", "!!float abc"),
+    ("int-hex-empty", "!!int 0x"),
+    ("int-5000-digits", "9" * 5000),
+    ("nested", "{a: [1, !!bool maybe]}"),
+    ("date", "2020-01-01"),
+    ("binary", "!!binary aGVsbG8="),
+    ("set", "!!set {a, b}"),
+    ("date-in-a-list", "[out, 2020-01-01 10:00:00]"),
+]
+
+
+@pytest.mark.parametrize("value", [c[1] for c in BAD_TAGS], ids=[c[0] for c in BAD_TAGS])
+def test_a_value_the_loader_cannot_build_names_the_rule_file_and_line(
+    value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text, lines = _rule()
+    rule = _project(tmp_path, text + f"fix:\n  set:\n    training.output_dir: {value}\n")
+    code, output = _check(tmp_path, monkeypatch)
+    assert code == 2, output
+    assert f"{rule.name}:{len(lines) + 3}:" in output
+    assert "internal error" not in output and "Traceback" not in output
+    assert len(output.strip().splitlines()) == 1
+
+
+def test_a_bad_tag_in_a_top_level_field_names_its_line(tmp_path: Path) -> None:
+    text, lines = _rule()
+    rule = _project(tmp_path, text.replace('summary: "x"', "summary: !!bool maybe"))
+    proc = _cli(tmp_path, "check", "args.yaml", "--rules", "rules")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"{rule.name}:{lines['summary']}: rule file is not valid YAML: 'maybe' is not a valid bool" in (
+        proc.stderr
+    )
+    assert "Traceback" not in proc.stderr
