@@ -243,12 +243,13 @@ def attach_baselines(
     rev: str | None = None,
 ) -> None:
     """Build the same runs at `rev` (default options.base) and attach each one's numbers to its twin
-    (matched by name). With the hook's default base, a run whose settings declare its effective batch
-    keeps that declared baseline: the settings override the default."""
+    (matched by name, then by content: advisor/revision/twins.py); a run without one gets
+    `baseline.missing` (GA108). With the hook's default base, a run whose settings declare its
+    effective batch keeps that declared baseline: the settings override the default."""
     import contextlib
 
-    from advisor.facts.batch import batch_facts
     from advisor.revision import RevisionError, materialise
+    from advisor.revision.twins import pair_runs, run_text
 
     explicit = rev is None
     rev = rev or options.base
@@ -260,44 +261,63 @@ def attach_baselines(
         root, base_root, tmp = materialise(rev, cwd)
     except RevisionError as exc:
         raise CheckError(str(exc)) from None
+    by_name: dict[str, BaselineRun] = {}
+    base_texts = []
     with tmp:
         try:
             rel_cwd = cwd.relative_to(root)
         except ValueError:
             raise CheckError(f"--base: {cwd} is not inside the git repository {root}") from None
         base_cwd = base_root / rel_cwd
-        if not base_cwd.is_dir():
-            return
         base_seeds = []
-        for p in paths:
+        for p in paths if base_cwd.is_dir() else []:
             rel = (cwd / p).resolve().relative_to(root) if (cwd / p).resolve().is_relative_to(root) else None
             if rel is not None and (base_root / rel).exists():
                 base_seeds.append(base_root / rel)
-        if not base_seeds:
-            return
-        # the base revision's files are bounded by its own tree (plus the allowed roots), not the checkout's
-        allowed = project_boundary(settings, base_seeds).roots
-        base_boundary = ProjectBoundary((resolved(base_root), *(r for r in allowed if r != resolved(root))))
-        with contextlib.chdir(base_cwd):
-            base_plans, _ = build_plans(base_seeds, options, settings, base_boundary)
-            by_name = {}
-            for bp in base_plans:
-                batch = batch_facts(bp)
-                by_name[bp.name] = BaselineRun(
-                    source=f"git {rev}",
-                    values={
-                        "effective_batch": batch.effective_batch,
-                        "formula": getattr(batch.entry("effective_batch"), "note", None),
-                        "per_device": batch.per_device,
-                        "accumulation": batch.accumulation,
-                        "dp_size": batch.dp_size,
-                        "world_size": batch.world_size,
-                        "learning_rate": bp.training.learning_rate,
-                    },
-                )
+            elif base_cwd not in base_seeds:  # renamed or moved since: its twin is looked for everywhere
+                base_seeds.append(base_cwd)
+        if base_seeds:
+            # the base revision's files are bounded by its own tree (plus the allowed roots), not the
+            # checkout's
+            allowed = project_boundary(settings, base_seeds).roots
+            base_boundary = ProjectBoundary(
+                (resolved(base_root), *(r for r in allowed if r != resolved(root)))
+            )
+            with contextlib.chdir(base_cwd):
+                base_plans, _ = build_plans(base_seeds, options, settings, base_boundary)
+                for bp in base_plans:
+                    by_name[bp.name] = _baseline_run(bp, rev)
+                    base_texts.append(run_text(bp, base_root))
+        twins = pair_runs([run_text(p, root) for p in plans], base_texts)
     for plan in plans:
         if explicit or plan.settings is None or plan.settings.effective_batch is None:
-            plan.baseline = by_name.get(plan.name)
+            twin = twins.get(plan.name)
+            if twin is None:  # said by GA108, never silence: a rename must not drop GA101 unnoticed
+                why = "no run there has its name, its launch command or its config files"
+                plan.baseline = BaselineRun(source=f"git {rev}", values={"missing": why})
+            elif twin.how == "same name":
+                plan.baseline = by_name[twin.base]
+            else:
+                found = by_name[twin.base]
+                plan.baseline = BaselineRun(f"{found.source}: {twin.base}", found.values)
+
+
+def _baseline_run(plan: RunPlan, rev: str) -> BaselineRun:
+    from advisor.facts.batch import batch_facts
+
+    batch = batch_facts(plan)
+    return BaselineRun(
+        source=f"git {rev}",
+        values={
+            "effective_batch": batch.effective_batch,
+            "formula": getattr(batch.entry("effective_batch"), "note", None),
+            "per_device": batch.per_device,
+            "accumulation": batch.accumulation,
+            "dp_size": batch.dp_size,
+            "world_size": batch.world_size,
+            "learning_rate": plan.training.learning_rate,
+        },
+    )
 
 
 def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:

@@ -224,3 +224,103 @@ def test_base_that_looks_like_an_option_is_refused(tmp_path: Path) -> None:
     proc = _check(work, "--base=--output=x", "launch.sh")
     assert proc.returncode == 2
     assert "gpu-advise:" in proc.stderr and not (work / "x").exists()
+
+
+# ---- issue 17 item 8: a run is matched to the base by content as well as by name -----------------------
+def _results(work: Path, rule: str) -> list[dict]:
+    sarif = json.loads((work / "gpu-advise.sarif").read_text(encoding="utf-8"))
+    assert_valid_sarif(sarif)
+    return [r for r in sarif["runs"][0]["results"] if r["ruleId"] == rule]
+
+
+def test_renaming_the_launch_script_does_not_bypass_the_gate(tmp_path: Path) -> None:
+    """Before: `git mv launch.sh train_4gpu.sh` plus four processes passed the gate without a word
+    (runs were matched by name only). The twin is found by content, and the message names it."""
+    work = _repos(tmp_path)
+    git(work, "mv", "launch.sh", "train_4gpu.sh")
+    (work / "train_4gpu.sh").write_text(
+        MAIN["launch.sh"].replace("--num_processes 1", "--num_processes 4"), encoding="utf-8"
+    )
+    git(work, "commit", "-q", "-am", "renamed, and on four GPUs")
+    proc = _gate(work)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    hits = _results(work, "GA101")
+    assert len(hits) == 1
+    assert "effective batch is 64" in hits[0]["message"]["text"]
+    assert "git origin/main: launch.sh" in hits[0]["message"]["text"]  # what it was compared with
+    assert not _results(work, "GA108")
+
+
+def test_moving_the_launch_script_and_its_config_does_not_bypass_the_gate(tmp_path: Path) -> None:
+    work = _repos(tmp_path)
+    (work / "jobs").mkdir()
+    git(work, "mv", "launch.sh", "jobs/launch.sh")
+    git(work, "mv", "configs", "jobs/configs")
+    (work / "jobs" / "launch.sh").write_text(
+        "#!/bin/bash\naccelerate launch --num_processes 4 train.py jobs/configs/sft.yaml\n", encoding="utf-8"
+    )
+    git(work, "commit", "-q", "-am", "moved into jobs/, on four GPUs")
+    proc = _gate(work)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    hits = _results(work, "GA101")
+    assert len(hits) == 1
+    loc = hits[0]["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"]["uri"] == "jobs/configs/sft.yaml" and loc["region"]["startLine"] == 3
+
+
+def test_a_line_added_above_a_command_does_not_bypass_the_gate(tmp_path: Path) -> None:
+    """A script of two commands names its runs `launch.sh:LINE`: a line added above moved both names."""
+    two = MAIN["launch.sh"] + "python train.py configs/sft.yaml --do_eval\n"
+    work = _repos(tmp_path)
+    (work / "launch.sh").write_text(two, encoding="utf-8")
+    git(work, "commit", "-q", "-am", "an eval command")
+    (work / "launch.sh").write_text(
+        two.replace("#!/bin/bash\n", "#!/bin/bash\nset -e\n").replace(
+            "--num_processes 1", "--num_processes 4"
+        ),
+        encoding="utf-8",
+    )
+    git(work, "commit", "-q", "-am", "set -e, four GPUs")
+    proc = _check(work, "--base", "HEAD~1")
+    hits = [f for f in json.loads(proc.stdout)["findings"] if f["rule"] == "GA101"]
+    assert proc.returncode == 1 and len(hits) == 1, proc.stdout + proc.stderr
+    assert "effective batch is 64" in hits[0]["message"]
+    assert "git HEAD~1: launch.sh:2" in hits[0]["message"]  # the base's command, on its old line
+    assert "GA108" not in _codes(proc)
+
+
+def test_a_run_without_a_baseline_says_so(tmp_path: Path) -> None:
+    """A run that shares no name, command or config with the base cannot be compared: GA108 says so
+    (info: a new run is legitimate) at its launch command, instead of silence."""
+    work = _repos(tmp_path)
+    git(work, "rm", "-q", "launch.sh")
+    (work / "finetune.sh").write_text(
+        "#!/bin/bash\ntorchrun --nproc_per_node 4 finetune.py cfg/run.yaml\n", encoding="utf-8"
+    )
+    (work / "finetune.py").write_text("print('finetune')\n", encoding="utf-8")
+    (work / "cfg").mkdir()
+    (work / "cfg" / "run.yaml").write_text(
+        "output_dir: four\nper_device_train_batch_size: 8\ngradient_accumulation_steps: 8\n", encoding="utf-8"
+    )
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "a new job")
+    proc = _gate(work)
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    hits = _results(work, "GA108")
+    assert [h["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for h in hits] == ["finetune.sh"]
+    assert hits[0]["level"] == "note"
+    assert "no baseline for this run at git origin/main" in hits[0]["message"]["text"]
+    assert hits[0]["locations"][0]["physicalLocation"]["region"]["startLine"] == 2
+
+
+def test_hook_finds_the_twin_of_a_staged_rename(tmp_path: Path) -> None:
+    """The pre-commit hook passes the staged files only: the renamed script does not exist at HEAD,
+    so its twin is looked for in the whole base tree."""
+    work = _repos(tmp_path)
+    git(work, "mv", "launch.sh", "train_4gpu.sh")
+    (work / "train_4gpu.sh").write_text(
+        MAIN["launch.sh"].replace("--num_processes 1", "--num_processes 4"), encoding="utf-8"
+    )
+    proc = _check(work, "--base-default", "HEAD", "train_4gpu.sh")
+    assert _codes(proc).count("GA101") == 1
+    assert proc.returncode == 1
