@@ -12,7 +12,6 @@ the SARIF `partialFingerprints["gpuAdvise/v1"]`.
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from pathlib import Path
@@ -24,6 +23,7 @@ from advisor.sources.document import Document, pointer
 
 VERSION = 1
 DEFAULT_FILE = ".gpu-advise-baseline.json"
+MAX_COUNT = 2**31 - 1  # how many findings one entry may hide; beyond it the file was not written by us
 
 
 class BaselineError(Exception):
@@ -106,46 +106,39 @@ def render_baseline(findings: list[Finding], path: Path) -> str:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    """Write the baseline (advisor/safe_write.py: a random O_EXCL temporary, never a planted link)."""
+    from advisor.safe_write import write_file
+
+    write_file(path, text, parents=True)
 
 
 def load_baseline(path: Path) -> Counter[str]:
-    """Fingerprint -> how many findings it may hide."""
-    from advisor.sources.read import ReadRefused, read_text_file
+    """Fingerprint -> how many findings it may hide. BaselineError names the file, line and column."""
+    from advisor.sources.data_file import DataFileError, read_json_data
 
     if not os.path.lexists(path):
         raise BaselineError(f"{path}: baseline file not found (write one with `gpu-advise baseline`)")
     try:
-        raw = json.loads(read_text_file(path))  # regular files only: a FIFO cannot hang the gate
-    except ReadRefused as exc:
-        raise BaselineError(f"{path}: cannot read baseline: {exc.reason}") from None
-    except OSError as exc:
-        raise BaselineError(f"{path}: cannot read baseline: {exc.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BaselineError(f"{path}: not a gpu-advise baseline (invalid JSON: {exc})") from None
+        read = read_json_data(path, "a gpu-advise baseline")
+    except DataFileError as exc:
+        raise BaselineError(str(exc)) from None
+    raw = read.data
+
+    def fail(message: str, *keys: str | int) -> BaselineError:
+        return BaselineError(f"{read.at(*keys)}: {message}")
+
     if not isinstance(raw, dict) or not isinstance(raw.get("entries"), list):
-        raise BaselineError(f"{path}: not a gpu-advise baseline (expected an object with 'entries')")
-    if raw.get("version") != VERSION:
-        raise BaselineError(
-            f"{path}: baseline version {raw.get('version')!r} is not supported (expected {VERSION})"
-        )
+        raise fail("not a gpu-advise baseline (expected an object with 'entries')")
+    if raw.get("version") != VERSION or isinstance(raw.get("version"), bool):
+        shown = repr(raw.get("version"))[:40]
+        raise fail(f"baseline version {shown} is not supported (expected {VERSION})", "version")
     counts: Counter[str] = Counter()
     for i, entry in enumerate(raw["entries"]):
         if not isinstance(entry, dict) or not isinstance(entry.get("fingerprint"), str):
-            raise BaselineError(f"{path}: entry {i} has no fingerprint")
+            raise fail(f"entry {i} has no fingerprint", "entries", i)
         n = entry.get("count", 1)
-        if not isinstance(n, int) or n < 1:
-            raise BaselineError(f"{path}: entry {i} has an invalid count {n!r}")
+        if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_COUNT:
+            raise fail(f"entry {i} has an invalid count {repr(n)[:40]}", "entries", i, "count")
         counts[entry["fingerprint"]] += n
     return counts
 

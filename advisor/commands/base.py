@@ -31,10 +31,14 @@ def internal_error(exc: BaseException) -> typer.Exit:
     """One line on stderr, never a traceback (GPU_ADVISE_DEBUG=1 re-raises for developers)."""
     if os.environ.get("GPU_ADVISE_DEBUG") == "1":
         raise exc
+    from advisor.report.escape import escape_text
+
     detail = " ".join(str(exc).split())[:300] or "(no message)"
     typer.echo(
-        f"gpu-advise: internal error: {type(exc).__name__}: {detail}; "
-        f"please report it at {ISSUES_URL} with the command and files",
+        escape_text(
+            f"gpu-advise: internal error: {type(exc).__name__}: {detail}; "
+            f"please report it at {ISSUES_URL} with the command and files"
+        ),
         err=True,
     )
     return typer.Exit(EXIT_INTERNAL)
@@ -197,7 +201,11 @@ class FailOn(StrEnum):
 
 
 def die(message: str) -> None:
-    typer.echo(f"gpu-advise: {message}", err=True)
+    """One line on stderr and exit 2. The message quotes user strings (a settings key, a rule name, a
+    path), so it is escaped whole: no newline to start an `::error` line in an Actions log, no ANSI."""
+    from advisor.report.escape import escape_text
+
+    typer.echo(escape_text(f"gpu-advise: {message}"), err=True)
     raise typer.Exit(2)
 
 
@@ -211,10 +219,10 @@ def emit(text: str, output: Path | None) -> None:
     if output is None:
         sys.stdout.write(text)
         return
-    from advisor.baseline import write_atomic
+    from advisor.safe_write import write_file
 
-    try:
-        write_atomic(output, text)
+    try:  # a device, FIFO or link's target written through; a regular file replaced atomically
+        write_file(output, text, parents=True)
     except OSError as exc:
         die(f"cannot write {output}: {exc.strerror or exc}")
 

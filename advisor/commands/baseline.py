@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from advisor import records
 from advisor.commands.base import command, die, split_csv
@@ -35,7 +35,7 @@ def write_baseline(
     rules: Annotated[list[Path] | None, typer.Option("--rules", help="Extra folder of rule files.")] = None,
 ) -> None:
     """Record the current findings, so that `check --baseline FILE` reports only new ones."""
-    from advisor.baseline import DEFAULT_FILE, render_baseline, write_atomic
+    from advisor.baseline import render_baseline, write_atomic
     from advisor.check import CheckError, CheckOptions, resolve_settings, run_check
     from advisor.paths import relative
     from advisor.settings import SettingsError
@@ -49,7 +49,7 @@ def write_baseline(
     )
     try:
         settings = resolve_settings(seeds, options)
-        target = output or (settings.root / settings.baseline if settings.baseline else Path(DEFAULT_FILE))
+        target = output or _settings_target(settings, seeds)
         options.settings = records.replace(settings, baseline=None)
         from advisor.estimate.params import META_DEVICE_COUNTING
 
@@ -71,3 +71,28 @@ def write_baseline(
         for err in result.errors:
             typer.echo(f"gpu-advise: internal error: {err}", err=True)
         raise typer.Exit(errors_exit_code(result))
+
+
+def _settings_target(settings: Any, seeds: list[Path]) -> Path:
+    """The baseline file when --output does not name one: the settings' `baseline` (as `check` reads
+    it) or .gpu-advise-baseline.json. Neither was named by the user, and the settings may come from a
+    pull request, so the file must lie inside the project boundary (`baseline = "../.bashrc"`, or a
+    committed link at the default name, would replace a file outside). CheckError otherwise."""
+    import os
+
+    from advisor.baseline import DEFAULT_FILE
+    from advisor.boundary import ProjectBoundary, project_boundary
+    from advisor.check import CheckError, setting_position
+
+    if settings.baseline:
+        target = settings.root / os.path.expanduser(settings.baseline)
+        where = f"{setting_position(settings, 'baseline', settings.baseline)}: baseline"
+        boundary = project_boundary(settings, [settings.root])
+    else:  # in the current folder: a link there may leave the project only for the current folder
+        target, where = Path(DEFAULT_FILE), DEFAULT_FILE
+        boundary = project_boundary(settings, seeds)
+        boundary = ProjectBoundary((*boundary.roots, Path(os.path.realpath(Path.cwd()))))
+    reason = boundary.outside_reason(target)
+    if reason is not None:
+        raise CheckError(f"{where}: {reason.replace('; not read', '; not written')} (name it with --output)")
+    return target

@@ -30,9 +30,9 @@ EXIT_OK, EXIT_FAILED, EXIT_OOM = 0, 1, 3
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
-    os.replace(tmp, path)
+    from advisor.safe_write import replace_file  # a random O_EXCL temporary: no planted link followed
+
+    replace_file(path, json.dumps(data, indent=2, default=str), durable=False)
 
 
 class SyntheticTokens:
@@ -160,7 +160,9 @@ def _build_qlora_model(spec: dict[str, Any], config: Any, dtype: Any) -> Any:
             model = transformers.AutoModelForCausalLM.from_config(config, dtype=compute)
             model.save_pretrained(source)
             del model
-            marker.write_text("ok")
+            from advisor.safe_write import replace_file
+
+            replace_file(marker, "ok")
         deadline = time.monotonic() + 600
         while not marker.exists() and time.monotonic() < deadline:
             time.sleep(0.5)

@@ -92,3 +92,30 @@ def test_bad_baseline_files_exit_2(project: Path, monkeypatch) -> None:
         result = cli(["check", ".", "--baseline", name], project, monkeypatch)
         assert result.exit_code == 2, name
         assert "gpu-advise:" in result.stderr
+
+
+COUNT = '{"version": 1,\n "entries": [{"fingerprint": "f", "count": '  # a count's value is at 2:44
+BAD_BASELINES = {
+    # issue 17 item 9: a 5,000-digit integer made json.loads raise a bare ValueError (exit 3)
+    "5000-digits": (COUNT + "9" * 5000 + "}]}", ":2:44:", "5000 digits"),
+    "count-over-64-bits": (COUNT + "9" * 30 + "}]}", ":2:44:", "count"),
+    "bool-count": (COUNT + "true}]}", ":2:44:", "invalid count True"),
+    "no-fingerprint": (
+        '{"version": 1,\n "entries": [\n  {"fingerprint": 7}]}',
+        ":3:3:",
+        "entry 0 has no fingerprint",
+    ),
+    "duplicate": ('{"version": 1, "version": 1, "entries": []}', ":1:16:", "duplicate key 'version'"),
+    "nan": ('{"version": 1, "entries": [NaN]}', ":1:28:", "not valid"),
+    "deep": ('{"version": 1, "entries": ' + "[" * 5000 + "]" * 5000 + "}", ":1:", "nested"),
+    "list": ('["entries"]', ":1:1:", "expected an object with 'entries'"),
+}
+
+
+@pytest.mark.parametrize(("text", "where", "says"), list(BAD_BASELINES.values()), ids=list(BAD_BASELINES))
+def test_a_malformed_baseline_names_the_file_and_line(project: Path, monkeypatch, text, where, says) -> None:
+    (project / "base.json").write_text(text, encoding="utf-8")
+    result = cli(["check", ".", "--baseline", "base.json"], project, monkeypatch)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("gpu-advise: base.json" + where), result.stderr
+    assert says in result.stderr and result.stderr.count("\n") == 1
