@@ -393,7 +393,8 @@ def test_built_in_rules_read_only_fact_namespaces_and_their_items() -> None:
     from advisor.facts import _builders
 
     namespaces = {"training", "accelerate", "deepspeed", "launch", "env", "model", "settings", "thresholds"}
-    namespaces |= {"measured", "document", "suppressions", "item"} | {name for name, _ in _builders()}
+    namespaces |= {"measured", "document", "suppressions", "policy", "item"}  # policy: scope policy rules
+    namespaces |= {name for name, _ in _builders()}
     for path in sorted(builtin_rules_dir().glob("*.yaml")):
         rule = load_rule_file(path)
         for part, expr in rule.expressions():
