@@ -90,14 +90,13 @@ class Verification:
         }
 
     def write(self, path: Path) -> None:
-        import os
-
-        tmp = path.with_name(f".{path.name}.tmp")
-        payload = self.as_json(base=path.resolve().parent)
+        """--verify-report: through advisor/safe_write.py (a random O_EXCL temporary, links followed
+        to their target, devices and FIFOs written through)."""
         from advisor.report.escape import strict_json  # a strict JSON reader must read it back
+        from advisor.safe_write import write_file
 
-        tmp.write_text(strict_json(payload) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        payload = self.as_json(base=path.resolve().parent)
+        write_file(path, strict_json(payload) + "\n", parents=True)
 
     def annotate(self, summaries: list[Any]) -> None:
         by_name = {r.name: r for r in self.runs}
@@ -278,19 +277,16 @@ def probe_run(
 
 # ---- recorded measurements ----------------------------------------------------------------------
 def load_recorded(path: Path, plans: list[Any]) -> Verification:
-    """Measurements recorded earlier (possibly on another machine), for the runs whose files are unchanged."""
+    """Measurements recorded earlier (possibly on another machine), for the runs whose files are unchanged.
+    A file of the wrong shape is a CheckError naming its line (advisor/probe/recorded.py); an entry
+    whose digest is missing, malformed or not the run's is stale, with the reason in the run's notes."""
     from advisor.probe.predict import predict
+    from advisor.probe.recorded import digest_problem, read_recorded
 
     ver = Verification(source="recorded", recorded_from=str(path))
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        ver.unavailable = f"{path}: cannot read recorded measurements: {exc}"
-        return ver
-    ver.device = data.get("device") or {}
-    runs = [r for r in data.get("runs", []) if isinstance(r, dict)]
-    by_path = {r["path"]: r for r in runs if isinstance(r.get("path"), str)}
-    by_name = {r.get("name"): r for r in runs}
+    ver.device, runs = read_recorded(path)
+    by_path = {r["path"]: r for r in runs if r["path"] is not None}
+    by_name = {r["name"]: r for r in runs if r["name"] is not None}
     base = path.resolve().parent
     for plan in plans:
         root = Path(plan.spec.root.path).resolve()
@@ -309,15 +305,14 @@ def load_recorded(path: Path, plans: list[Any]) -> Verification:
             source="recorded",
             reason=entry.get("reason"),
         )
-        digest = entry.get("digest")
-        if digest and digest != run_digest(plan):
-            rv.status = "stale"
-            rv.reason = f"recorded in {path.name} before the run's files changed: measure again with --verify"
+        stale = digest_problem(entry, run_digest(plan), path.name)
+        if stale is not None:
+            rv.status, rv.reason = "stale", stale
             ver.runs.append(rv)
             continue
-        rv.measured = dict(entry.get("measured") or {})
-        rv.scaling = entry.get("scaling")
-        if entry.get("spec"):
+        rv.measured = dict(entry["measured"])
+        rv.scaling = entry["scaling"]
+        if entry["spec"] is not None:
             try:
                 rv.spec = ProbeSpec.model_validate(entry["spec"])
             except Exception:

@@ -40,7 +40,7 @@ class JsonData:
     """A data file's parsed value, and where its values are (found only when an error needs them)."""
 
     def __init__(self, path: Path, text: str, data: Any) -> None:
-        self.path = path
+        self.path = path  # as errors name it
         self.text = text
         self.data = data
         self._spans: dict[KeyPath, Any] | None = None
@@ -64,23 +64,26 @@ class JsonData:
         return DataFileError(f"{self.at(*keys)}: {message}")
 
 
-def read_json_data(path: Path, what: str) -> JsonData:
-    """Read `path` as strict JSON; DataFileError (naming file, line and column) for anything else."""
+def read_json_data(path: Path, what: str, shown: str | None = None) -> JsonData:
+    """Read `path` as strict JSON; DataFileError (naming the file as `shown`, line and column) for
+    anything else."""
     from advisor.sources.read import ReadRefused, read_text_file
+
+    name = Path(shown) if shown is not None else path
 
     try:
         text = read_text_file(path)  # regular files only, bounded: a FIFO cannot hang the gate
     except ReadRefused as exc:
-        raise DataFileError(f"{path}: cannot read {what}: {exc.reason}") from None
+        raise DataFileError(f"{name}: cannot read {what}: {exc.reason}") from None
     except OSError as exc:
-        raise DataFileError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+        raise DataFileError(f"{name}: cannot read {what}: {exc.strerror or exc}") from None
     try:
         data = json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constant)
     except (ValueError, RecursionError) as exc:
         line, col, reason = _explain(text, exc)
-        where = f"{path}:{line}:{col}" if line else str(path)
+        where = f"{name}:{line}:{col}" if line else str(name)
         raise DataFileError(f"{where}: not valid {what}: {reason}") from None
-    return JsonData(path, text, data)
+    return JsonData(name, text, data)
 
 
 def _explain(text: str, exc: BaseException) -> tuple[int, int, str]:

@@ -14,7 +14,7 @@ from advisor.engine import Context, Engine, load_catalog
 from advisor.facts import run_names
 from advisor.findings import Finding
 from advisor.probe.results import aggregate, status_of
-from advisor.probe.spec import ProbeOptions, ProbeSpec, Skip, build_spec
+from advisor.probe.spec import ProbeOptions, ProbeSpec, Skip, build_spec, run_digest
 from advisor.probe.stage import RECORDED_FILE
 from tests.probe.conftest import SEQ, TINY_CONFIG, tiny_project
 
@@ -25,8 +25,16 @@ TRAIN = (
 )
 
 
+def _run_digest(root: Path) -> str:
+    """The digest --verify-report records for the project's one run: an entry applies only with it."""
+    options = CheckOptions()
+    plans, _ = build_plans([root], options, resolve_settings([root], options))
+    return run_digest(plans[0])
+
+
 def _record(root: Path, measured: dict, status: str = "ok", **extra) -> None:
-    entry = {"name": "launch.sh", "status": status, "measured": measured, **extra}
+    entry = {"name": "launch.sh", "status": status, "measured": measured, "digest": _run_digest(root)}
+    entry.update(extra)
     (root / RECORDED_FILE).write_text(json.dumps({"version": 1, "runs": [entry]}), encoding="utf-8")
 
 

@@ -3,6 +3,7 @@ without the verify extra, --verify says how to install it and the static check s
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -135,12 +136,19 @@ def test_the_check_path_never_imports_torch(tmp_path: Path) -> None:
         tmp_path,
         "torchrun --nproc_per_node 2 train.py train.yaml",
         "model_name_or_path: ./tiny\noutput_dir: out\nper_device_train_batch_size: 2\n",
-        # recorded measurements are read on the check path too
-        extra={
-            ".gpu-advise-verify.json": '{"runs": [{"name": "launch.sh", "measured": {"world_size": 2, '
-            '"effective_batch": 16}}]}'
-        },
     )
+    # recorded measurements are read on the check path too (with the digest of the run's files)
+    from advisor.check import CheckOptions, build_plans, resolve_settings
+    from advisor.probe.spec import run_digest
+
+    options = CheckOptions()
+    plans, _ = build_plans([tmp_path], options, resolve_settings([tmp_path], options))
+    entry = {
+        "name": "launch.sh",
+        "digest": run_digest(plans[0]),
+        "measured": {"world_size": 2, "effective_batch": 16},
+    }
+    (tmp_path / ".gpu-advise-verify.json").write_text(json.dumps({"runs": [entry]}))
     code = textwrap.dedent(
         f"""
         import sys
