@@ -3,9 +3,11 @@
 Config keys and values, file names, run names and rule texts reach the reports. A raw ESC starts a
 terminal escape sequence (retitle, clear the screen, fake a hyperlink), a raw newline starts a line
 that GitHub Actions reads as a workflow command (`::error ...`), and bidi overrides make a line read
-differently from its bytes. `escape_text` shows each such character as a visible escape (`\\x1b`,
-`\\n`, `\\u202e`); `escape_result` applies it to every user string of a CheckResult before any
-reporter sees it, so no format escapes ad hoc. Format-specific escaping (GitHub's `%0A`, JSON's
+differently from its bytes; zero-width and other invisible characters (U+200B, a bidi mark, Unicode
+tag characters U+E0000-U+E007F, a no-break space) make a fake key print exactly like the real one.
+`escape_text` shows each such character as a visible escape (`\\x1b`, `\\n`, `\\u202e`,
+`\\U000e0041`); `escape_result` applies it to every user string of a CheckResult before any reporter
+sees it, so no format escapes ad hoc. Format-specific escaping (GitHub's `%0A`, JSON's
 `\\u001b`) still happens in the reporter, on top of this.
 
 `strict_json` is the other half: JSON we print is parsed by strict parsers, so NaN and Infinity
@@ -22,9 +24,22 @@ from typing import Any
 
 from advisor import records
 
-# C0 controls (newline and tab included), DEL, C1 controls, bidi embeddings/overrides/isolates
-# (U+202A-U+202E, U+2066-U+2069), and the line/paragraph separators that some viewers break on.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# C0 controls (newline and tab included), DEL, C1 controls, and every character that prints as
+# nothing or as a space other than U+0020: Unicode's format characters (Cf: zero-width space/joiners,
+# bidi marks, embeddings, overrides and isolates, the BOM, tag characters), the other space
+# separators (Zs: no-break and typographic spaces), the line/paragraph separators (Zl, Zp), lone
+# surrogates (an undecodable file name under surrogateescape) and the rest of Unicode's
+# Default_Ignorable_Code_Point set (DerivedCoreProperties.txt: Hangul fillers, variation selectors,
+# the combining grapheme joiner, U+E0000-U+E0FFF), plus U+2800 (braille blank). Written as ranges,
+# not looked up per character, for the start-up path; tests/security/test_output_escaping.py checks
+# them against unicodedata.
+_INVISIBLE = (
+    "\xa0\xad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u115f\u1160\u1680"
+    "\u17b4\u17b5\u180b-\u180f\u2000-\u200f\u2028-\u202f\u205f-\u206f\u2800\u3000\u3164"
+    "\ud800-\udfff\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff"
+)
+_UNSAFE = re.compile(f"[\x00-\x1f\x7f-\x9f{_INVISIBLE}]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -33,10 +48,12 @@ def _visible(match: re.Match[str]) -> str:
     if ch in _NAMED:
         return _NAMED[ch]
     code = ord(ch)
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
-_UNSAFE_BUT_NEWLINE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_BUT_NEWLINE = re.compile(f"[\x00-\x09\x0b-\x1f\x7f-\x9f{_INVISIBLE}]")
 
 
 # GitHub's runner (actions/runner src/Runner.Worker/ActionCommandManager.cs, TryProcessCommand) reads
@@ -49,7 +66,7 @@ _LINE_COMMAND = re.compile(r"^([^\S\n]*):(?=:)", re.MULTILINE)
 
 
 def escape_text(text: str, *, keep_newlines: bool = False) -> str:
-    """The text with every control, DEL, C1 and bidi character shown as a visible escape, and
+    """The text with every control, DEL, C1, bidi and invisible character shown as a visible escape, and
     nothing in it that a GitHub runner reads as a workflow command (`::` leading a line, `##[`).
 
     keep_newlines: for multi-line documentation (a rule's docs in SARIF help text), `\\n` stays."""

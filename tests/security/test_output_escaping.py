@@ -176,3 +176,121 @@ def test_diff_in_github_actions_cannot_run_workflow_commands(tmp_path: Path, mon
     assert lines[0] != token and lines[-1] == f"::{token}::"  # the runner pauses commands in between
     assert " # ##[error]from the pull request" in lines  # the patch itself is byte-exact
     assert sum(token in line for line in lines) == 2
+
+
+# Issue 17 item 15: characters that print as nothing (or as a plain space) make a fake key print
+# exactly like the real one: zero-width space and joiners, word joiner, bidi marks, Unicode tag
+# characters, the BOM, a no-break space, the combining grapheme joiner.
+INVISIBLE_KEYS = [
+    "num_processes\u200b",
+    "mixed\u2060_precision",
+    "num_machines\U000e0041",
+    "gpu_ids\u200f",
+    "main\u00a0process_port",
+    "rdzv\ufeff_backend",
+    "same_network\u034f",
+]
+INVISIBLE_CONFIG = (
+    "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nnum_processes: 2\n"
+    + "".join(f"{json.dumps(k, ensure_ascii=False)}: 1\n" for k in INVISIBLE_KEYS)
+)
+# ZERO WIDTH SPACE's file name as well, so the location is escaped too
+INVISIBLE_NAME = "acc\u200belerate.yaml"
+
+
+def _unprintable(text: str) -> list[str]:
+    """Characters a reader cannot see, by Unicode's own tables: controls, format characters,
+    separators other than the space, surrogates, and the default-ignorable ones outside them."""
+    import unicodedata
+
+    ignorable = {0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x3164, 0xFFA0, 0x2800}
+    ignorable |= {*range(0x180B, 0x1810), *range(0xFE00, 0xFE10), *range(0xE0000, 0xE1000)}
+    return [
+        ch
+        for ch in text
+        if ch not in "\n "
+        and (unicodedata.category(ch) in {"Cc", "Cf", "Zs", "Zl", "Zp", "Cs"} or ord(ch) in ignorable)
+    ]
+
+
+@pytest.mark.parametrize("fmt", ["text", "concise", "github", "json", "sarif"])
+def test_invisible_characters_are_shown_in_every_format(
+    fmt: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / INVISIBLE_NAME).write_text(INVISIBLE_CONFIG, encoding="utf-8")
+    result = _run(["check", ".", "--format", fmt], tmp_path, monkeypatch)
+    assert result.exit_code == 1, result.output
+    assert not _unprintable(result.stdout), [hex(ord(c)) for c in _unprintable(result.stdout)]
+    shown = result.stdout
+    if fmt in ("json", "sarif"):
+        data = _strict(result.stdout)  # still valid, strict JSON
+        shown = "\n".join(_strings(data))
+        assert not [s for s in _strings(data) if _unprintable(s.replace("\n", ""))]
+    for visible in (
+        "num_processes\\u200b",
+        "mixed\\u2060_precision",
+        "num_machines\\U000e0041",
+        "gpu_ids\\u200f",
+        "main\\xa0process_port",
+        "rdzv\\ufeff_backend",
+        "same_network\\u034f",
+        "acc\\u200belerate.yaml",
+    ):
+        assert visible in shown, (visible, shown)
+
+
+def test_escape_text_covers_every_invisible_character() -> None:
+    """The ranges of advisor/report/escape.py against unicodedata, over the whole code space."""
+    missed = [cp for cp in range(0x110000) if _unprintable(chr(cp)) and escape_text(chr(cp)) == chr(cp)]
+    assert not missed, [hex(cp) for cp in missed[:20]]
+    assert escape_text("a\U000e0041b") == "a\\U000e0041b" and escape_text("\udc80") == "\\udc80"
+    for text in ("per_device_train_batch_size", "Qwen/Qwen2.5-7B", "é 中文 ✓ ≈ × — →", "a b"):
+        assert escape_text(text) == text  # visible text, ASCII or not, stays as it is
+
+
+# Issue 17 item 10: one-line errors (exit 2) printed settings keys and rule names as they were: a
+# newline then `::error` or `::add-mask::` became a workflow command of its own in an Actions log, an
+# ANSI sequence reached the terminal.
+INJECT = "\n::add-mask::secret\x1b[2J\u200b"
+
+
+@pytest.mark.parametrize(
+    ("files", "args", "names"),
+    [
+        pytest.param(
+            {".gpu-advise.toml": f"{json.dumps('bad' + INJECT)} = 1\n", "a.yaml": "output_dir: o\n"},
+            ["check", "a.yaml"],
+            ".gpu-advise.toml:1: unknown setting",
+            id="settings-key",
+        ),
+        pytest.param(
+            {
+                "policy/bad.yaml": f"code: {json.dumps('X1' + INJECT)}\nname: {json.dumps('n' + INJECT)}\n",
+                "a.yaml": "output_dir: o\n",
+            },
+            ["check", "a.yaml", "--rules", "policy"],
+            "bad.yaml:1: invalid rule file",
+            id="rule-file",
+        ),
+        pytest.param({}, ["rule", "X1" + INJECT], "no rule 'X1", id="rule-name"),
+        pytest.param(
+            {"a.yaml": "output_dir: o\n"}, ["check", "-H", "n" + INJECT], "unknown hardware", id="hw"
+        ),
+        pytest.param({}, ["check", "missing" + INJECT], "no such file or folder", id="path"),
+        pytest.param({}, ["estimate", "org/model" + INJECT], "unknown model 'org/model", id="model"),
+    ],
+)
+def test_one_line_errors_escape_what_the_user_wrote(
+    files: dict[str, str], args: list[str], names: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / ".git").mkdir()
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    result = _run(args, tmp_path, monkeypatch)
+    assert result.exit_code == 2, result.output
+    err = result.stderr
+    assert names in err, err
+    assert len(err.splitlines()) == 1, err  # one line: the newline is shown as \n
+    assert "\\n::add-mask::secret\\x1b[2J\\u200b" in err
+    assert not _workflow_commands(err) and "\x1b" not in err and not _unprintable(err.strip())
