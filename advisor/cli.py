@@ -94,6 +94,7 @@ _FAST_OPTIONS: dict[str, tuple[str, str]] = {
     "--online": ("online", "flag"),
     "--no-color": ("no_color", "flag"),
     "--no-inline-ignores": ("no_inline_ignores", "flag"),
+    "--require-separator": ("require_separator", "flag"),
 }
 _FAST_TYPES: dict[str, Any] = {
     "output_format": CheckFormat,
@@ -173,8 +174,26 @@ def _fast_check(argv: list[str]) -> bool:
     return True
 
 
+_SEPARATOR_MISSING = (
+    "--require-separator: the paths must follow `--`; end the hook's `args:` with it, "
+    "e.g. args: [--hardware, 4xH100-NVL, --]"
+)
+
+
+def _separator_missing(argv: list[str]) -> bool:
+    """`check --require-separator` without a `--` after it: the pre-commit hooks' entry. pre-commit
+    appends the staged file names after the hook's `args:`, and a user's `args:` replace the hook's
+    `[--]`; without the separator a root-level file named `--ignore=ALL,x.yaml` would be parsed as
+    an option (issue 17 item 3). Both parsers (the fast path and typer) stop at the first `--`."""
+    return bool(argv) and argv[0] == "check" and "--require-separator" in argv and "--" not in argv
+
+
 def main() -> None:
-    if _fast_check(sys.argv[1:]):
+    argv = sys.argv[1:]
+    if _separator_missing(argv):
+        base.typer.echo(f"gpu-advise: {_SEPARATOR_MISSING}", err=True)
+        sys.exit(2)
+    if _fast_check(argv):
         return
     try:
         command_line = globals().get("app") or __getattr__("app")

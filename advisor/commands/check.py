@@ -99,21 +99,34 @@ def check(
         bool, typer.Option("--verify", help="Back the advice with a short real training probe per run.")
     ] = False,
     verify_scaling: Annotated[
-        bool, typer.Option("--verify-scaling", help="Also probe on one process; report scaling efficiency.")
+        bool,
+        typer.Option("--verify-scaling", help="With --verify: also probe on one process (scaling)."),
     ] = False,
     verify_report: Annotated[
-        Path | None, typer.Option("--verify-report", help="Write the probe results as JSON to this file.")
+        Path | None,
+        typer.Option("--verify-report", help="With --verify: write the probe results as JSON to this file."),
     ] = None,
     verify_steps: Annotated[
-        int, typer.Option("--verify-steps", min=1, help="Optimizer steps measured after warm-up.")
-    ] = 20,
+        int | None,
+        typer.Option("--verify-steps", min=1, help="With --verify: optimizer steps after warm-up [20]."),
+    ] = None,
     verify_timeout: Annotated[
-        float, typer.Option("--verify-timeout", min=1, help="Wall-time limit per probe launch, seconds.")
-    ] = 600.0,
+        float | None,
+        typer.Option("--verify-timeout", min=1, help="With --verify: seconds per probe launch [600]."),
+    ] = None,
     verify_real_weights: Annotated[
-        bool, typer.Option("--verify-real-weights", help="Load local checkpoint weights (default: random).")
+        bool,
+        typer.Option("--verify-real-weights", help="With --verify: load local checkpoint weights."),
     ] = False,
     verify_required: Annotated[bool, typer.Option("--verify-required", hidden=True)] = False,
+    require_separator: Annotated[
+        bool,
+        typer.Option(
+            "--require-separator",
+            help="Refuse to run unless the paths follow `--` (the pre-commit hooks pass it, so a file "
+            "named like an option is never read as one).",
+        ),
+    ] = False,
 ) -> None:
     """Check training runs and report findings at exact file:line:col positions."""
     from advisor.check import CheckError, CheckOptions, run_check
@@ -135,13 +148,26 @@ def check(
     )
     if policy_from_base and base is None:
         die("--policy-from-base needs --base REV (the revision whose policy governs)")
+    # require_separator is enforced by advisor.cli.main, the one place that sees the `--` itself
     probe = None
-    if verify or verify_scaling or verify_report is not None or verify_required:
+    # the training probe runs only when --verify (or the verify command) asks for it: an option of
+    # its own alone, maybe a file name parsed as one (`--verify-report=p.json`), is refused
+    probe_options = {
+        "--verify-scaling": verify_scaling,
+        "--verify-report": verify_report is not None,
+        "--verify-steps": verify_steps is not None,
+        "--verify-timeout": verify_timeout is not None,
+        "--verify-real-weights": verify_real_weights,
+    }
+    alone = [flag for flag, given in probe_options.items() if given]
+    if alone and not (verify or verify_required):
+        die(f"{', '.join(alone)} without --verify: the training probe runs only when --verify asks for it")
+    if verify or verify_required:
         from advisor.probe.spec import ProbeOptions
 
         probe = ProbeOptions(
-            steps=verify_steps,
-            timeout=verify_timeout,
+            steps=20 if verify_steps is None else verify_steps,
+            timeout=600.0 if verify_timeout is None else verify_timeout,
             scaling=verify_scaling,
             report=verify_report,
             real_weights=verify_real_weights,
@@ -174,7 +200,9 @@ def check(
         META_DEVICE_COUNTING.reset(counting)
     verification = getattr(result, "verification", None)
     if probe is not None and verification is not None and verification.unavailable:
-        typer.echo(f"gpu-advise: {verification.unavailable}", err=True)
+        from advisor.report.escape import escape_text
+
+        typer.echo(escape_text(f"gpu-advise: {verification.unavailable}"), err=True)
     elif probe is not None and verify_report is not None and verification is not None:
         try:
             verification.write(verify_report)

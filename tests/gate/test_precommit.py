@@ -23,6 +23,7 @@ launch.sh (`--num_processes 1`) committed, then the launch moved to four GPUs: t
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -299,3 +300,60 @@ def test_documented_pre_commit_config_and_the_manifest_are_valid(tmp_path: Path)
     for hook in hooks.values():
         assert {"python", "toml", "yaml", "json", "shell"} <= set(hook["types_or"])
         assert "--base-default HEAD" in hook["entry"]
+        # pre-commit appends the file names after the args: they must follow `--` (issue 17 item 3)
+        assert "--require-separator" in hook["entry"] and hook["args"] == ["--"]
+
+
+def test_a_file_named_like_an_option_is_checked_as_a_file(tmp_path: Path, hook) -> None:
+    """Issue 17 item 3: pre-commit appends the file names after the hook's args. Root-level files
+    named `--ignore=ALL,x.yaml` and `--verify-report=p.json` must be read as files (after the hook's
+    `--`), so `pre-commit run --all-files` still fails on the bad config and no probe runs."""
+    hook_repo, rev, env = hook
+    project = tmp_path / "project"
+    write_files(
+        project,
+        {
+            "--ignore=ALL,x.yaml": "output_dir: out\n",
+            "--verify-report=p.json": "{}\n",
+            "args.yaml": "dataloader_num_workers: 0\ndataloader_prefetch_factor: 2\n",
+            ".pre-commit-config.yaml": _config(hook_repo, rev, "gpu-advise"),
+        },
+    )
+    git(project, "init", "-q", "-b", "main")
+    git(project, "add", "-A")
+    proc = _pre_commit(project, env, "run", "--all-files")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Failed" in proc.stdout
+    assert re.search(r"^args\.yaml\n\s+2:29\s+GA203 error", proc.stdout, re.M), proc.stdout
+    assert "verify" not in proc.stdout.lower()  # no training probe was started
+    assert not (project / "p.json").exists()
+
+
+def test_args_of_ones_own_must_end_with_the_separator(tmp_path: Path, hook) -> None:
+    """A user's `args:` replace the hook's `[--]`: without their own `--` the hook stops (exit 2,
+    saying what to write) instead of reading a file name as an option; with it, it checks."""
+    hook_repo, rev, env = hook
+    project = tmp_path / "project"
+    write_files(
+        project,
+        {
+            "--ignore=ALL,x.yaml": "output_dir: out\n",
+            "args.yaml": "dataloader_num_workers: 0\ndataloader_prefetch_factor: 2\n",
+        },
+    )
+    config = project / ".pre-commit-config.yaml"
+    config.write_text(_config(hook_repo, rev, "gpu-advise") + "        args: [--fail-on, error]\n", "utf-8")
+    git(project, "init", "-q", "-b", "main")
+    git(project, "add", "-A")
+    refused = _pre_commit(project, env, "run", "--all-files")
+    assert refused.returncode == 1, refused.stdout + refused.stderr  # pre-commit's "hook failed"
+    assert "exit code: 2" in refused.stdout, refused.stdout
+    assert "the paths must follow `--`" in refused.stdout and "GA203" not in refused.stdout
+
+    config.write_text(
+        _config(hook_repo, rev, "gpu-advise") + "        args: [--fail-on, error, --]\n", "utf-8"
+    )
+    git(project, "add", "-A")
+    checked = _pre_commit(project, env, "run", "--all-files")
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert re.search(r"^args\.yaml\n\s+2:29\s+GA203 error", checked.stdout, re.M), checked.stdout
