@@ -9,6 +9,13 @@ unreadable, oversized, corrupt or wrong-shaped entry is a miss that is rebuilt, 
 never a crash. Each entry sits in a slot (the folder or file it was built from): writing one
 removes the older entries of its slot, so the cache holds one entry per thing, not one per edit of
 it. GPU_ADVISE_NO_CACHE=1 turns it off.
+
+An entry says what the checked files mean (the settings that ignore a rule, the compiled rules), so a
+pull request must not be able to supply one: a cache folder inside a git work tree, inside the current
+folder or inside the project of the file an entry is for (XDG_CACHE_HOME under the CI workspace) is
+never read nor written; an entry must be owned by the user reading it; keys are content (the text,
+or a digest of each file's bytes, never only names and mtimes) and the header holds the key's full
+BLAKE2b-256 digest.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Iterable
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,7 +38,7 @@ except ImportError:  # an interpreter without the module
 T = TypeVar("T")
 
 # Bump when what a to-data function writes changes shape, so older entries are misses.
-FORMAT = 4
+FORMAT = 5
 MAX_ENTRY_BYTES = 32 * 1024 * 1024  # the largest entry (the rule catalog) is well under 1 MB
 
 
@@ -41,16 +49,87 @@ def cache_dir() -> Path | None:
     return Path(base).expanduser() / "gpu-advise"
 
 
-def file_stamps(files: Iterable[Path]) -> list[tuple[str, int, int]]:
-    out = []
+def _real(path: Path | str) -> Path:
+    try:
+        return Path(os.path.realpath(os.path.expanduser(path)))
+    except (OSError, ValueError, RuntimeError):
+        return Path(os.path.abspath(path))
+
+
+def _work_tree(start: Path) -> Path | None:
+    """The closest folder at or above `start` with a `.git` entry (as advisor/boundary.py finds it)."""
+    for folder in (start, *start.parents):
+        if os.path.lexists(folder / ".git"):
+            return folder
+    return None
+
+
+def _shared(folder: Path, home: Path) -> bool:
+    """/, the home folder and its parents: never taken for a project (a dotfiles repository in ~ does
+    not make ~/.cache a checkout's file), as advisor/boundary.py never takes them for a project root."""
+    return folder == Path(folder.anchor) or home.is_relative_to(folder)
+
+
+@lru_cache(maxsize=8)
+def _folder_untrusted(folder: Path, cwd: Path, home: Path) -> bool:
+    """A cache folder in a git work tree or under the current folder may be a checkout's own files."""
+    tree = _work_tree(folder)
+    if tree is not None and not _shared(tree, home):
+        return True
+    return folder.is_relative_to(cwd) and not _shared(cwd, home)
+
+
+def untrusted(folder: Path, slot: str) -> bool:
+    """Whether entries in `folder` could have been written by the project being checked (see above)."""
+    real = _real(folder)
+    try:
+        cwd, home = _real(Path.cwd()), _real(Path.home())
+    except (OSError, RuntimeError):  # the current folder was removed, no home folder
+        return True
+    if _folder_untrusted(real, cwd, home):
+        return True
+    if os.path.isabs(slot):
+        source = _real(slot)
+        project = _work_tree(source.parent) or source.parent
+        return real.is_relative_to(project) and not _shared(project, home)
+    return False
+
+
+def _content_digest(path: Path) -> str | None:
+    """BLAKE2b of a regular file's bytes (bounded, never blocking on a FIFO); None for anything else."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY_BYTES:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(MAX_ENTRY_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return blake2b(data, digest_size=32).hexdigest()
+
+
+def file_stamps(files: Iterable[Path]) -> list[tuple[str, int, int | str]]:
+    """A key for files: each one's path, size and content digest (mtime only when it cannot be read,
+    so the file's own reader reports it and a changed file is still a miss)."""
+    out: list[tuple[str, int, int | str]] = []
     for p in files:
         st = p.stat()
-        out.append((str(p), st.st_mtime_ns, st.st_size))
+        out.append((str(p), st.st_size, _content_digest(p) or st.st_mtime_ns))
     return out
 
 
 def _digest(value: object) -> str:
     return blake2b(repr(value).encode(), digest_size=8).hexdigest()
+
+
+def _full_digest(value: object) -> str:
+    return blake2b(repr(value).encode(), digest_size=32).hexdigest()
 
 
 def entry_path(folder: Path, name: str, slot: str, key: object) -> Path:
@@ -76,10 +155,10 @@ def cached(
     `slot` says which thing this is (e.g. the absolute path it was read from), `key` which version of it.
     The defaults suit values that are JSON data already. from_data() raising anything is a miss."""
     folder = cache_dir()
-    if folder is None:
+    if folder is None or untrusted(folder, slot):
         return build()
     entry = entry_path(folder, name, slot, key)
-    header = {"format": FORMAT, "name": name, "slot": slot, "key": entry.stem.rsplit("-", 1)[-1]}
+    header = {"format": FORMAT, "name": name, "slot": slot, "key": _full_digest((key, FORMAT))}
     stored = _read(entry, header)
     if stored is not None:
         try:
@@ -103,7 +182,7 @@ def _read(entry: Path, header: dict[str, Any]) -> dict[str, Any] | None:
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY_BYTES:
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY_BYTES or st.st_uid != os.geteuid():
             return None
         with os.fdopen(fd, "rb", closefd=False) as fh:
             raw = fh.read(MAX_ENTRY_BYTES + 1)
@@ -125,11 +204,12 @@ def _read(entry: Path, header: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _write(folder: Path, entry: Path, text: str) -> None:
+    from advisor.safe_write import replace_file
+
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        tmp = entry.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, entry)
+        # a random O_EXCL temporary renamed over the name: nothing planted there is followed
+        replace_file(entry, text, durable=False)
     except OSError:
         return
     slot_prefix = entry.name.rsplit("-", 1)[0]

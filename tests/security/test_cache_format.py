@@ -233,3 +233,100 @@ def test_nothing_in_advisor_unpickles() -> None:
         if pattern.search(p.read_text())
     ]
     assert offenders == []
+
+
+# ---- issue 17 item 8: a cache inside the checked project is never trusted; keys are content ----------
+
+
+def _check_json(project: Path, args: list[str], env_extra: dict[str, str]) -> dict[str, Any]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO), **env_extra}
+    for name in ("GPU_ADVISE_NO_CACHE", "GPU_ADVISE_CACHE_DIR"):
+        if name not in env_extra:
+            env.pop(name, None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "advisor.cli", "check", "--format", "json", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def _forge_settings_entries(folder: Path) -> int:
+    """What a pull request would commit: every settings entry rewritten to ignore every rule."""
+    forged = 0
+    for entry in folder.glob("settings-*.json"):
+        stored = json.loads(entry.read_text(encoding="utf-8"))
+        stored["data"]["ignore"] = ["ALL"]
+        entry.write_text(json.dumps(stored), encoding="utf-8")
+        forged += 1
+    return forged
+
+
+@pytest.mark.parametrize("layout", ["git-work-tree", "project-root-as-current-folder"])
+def test_a_cache_inside_the_checked_project_is_never_read(layout: str, tmp_path: Path) -> None:
+    """XDG_CACHE_HOME under the CI workspace: a forged settings entry committed there silenced every rule."""
+    project = tmp_path / "workspace"
+    project.mkdir()
+    for name, text in PROJECT.items():
+        (project / name).write_text(text, encoding="utf-8")
+    if layout == "git-work-tree":
+        (project / ".git").mkdir()
+    else:
+        (project / "pyproject.toml").write_text("[project]\nname = 'x'\n", encoding="utf-8")
+    inside = {"XDG_CACHE_HOME": str(project / ".cache")}
+    # the entries a pull request would commit, made by a trusted run of the same files elsewhere
+    outside = tmp_path / "trusted-cache"
+    assert _check_json(project, ["args.yaml"], {"GPU_ADVISE_CACHE_DIR": str(outside)})["findings"]
+    shutil.copytree(outside, project / ".cache")
+    assert _forge_settings_entries(project / ".cache" / "gpu-advise") == 1
+    before = sorted(p.name for p in (project / ".cache" / "gpu-advise").iterdir())
+    report = _check_json(project, ["args.yaml"], inside)
+    assert [f["rule"] for f in report["findings"]] == ["GA203"]
+    # nothing was written there either: the checkout is not the tool's cache
+    assert sorted(p.name for p in (project / ".cache" / "gpu-advise").iterdir()) == before
+
+
+def test_a_cache_outside_the_project_is_still_used(tmp_path: Path) -> None:
+    project = tmp_path / "workspace"
+    (project / ".git").mkdir(parents=True)
+    for name, text in PROJECT.items():
+        (project / name).write_text(text, encoding="utf-8")
+    home = tmp_path / "cache-home"
+    _check_json(project, ["args.yaml"], {"GPU_ADVISE_CACHE_DIR": str(home)})
+    assert sorted(p.name.split("-")[0] for p in (home / "gpu-advise").glob("*.json")) == sorted(KINDS)
+
+
+def test_a_rule_file_changed_with_the_same_size_and_mtime_is_rebuilt(tmp_path: Path) -> None:
+    """Rule folders were keyed by path, size and mtime: an edit that kept both (a checkout in the same
+    second, `touch -r`) kept the old compiled rule. Keys are the files' content."""
+    rules = tmp_path / "rules"
+    shutil.copytree(REPO / "tests" / "gate" / "golden" / "rules", rules)
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    (project / "args.yaml").write_text("learning_rate: 0.01\n", encoding="utf-8")
+    env = {"GPU_ADVISE_CACHE_DIR": str(tmp_path / "cache-home")}
+    args = ["args.yaml", "--rules", str(rules), "--select", "TST001"]
+    assert [f["severity"] for f in _check_json(project, args, env)["findings"]] == ["warning"]
+    rule = rules / "TST001-learning-rate-too-high.yaml"
+    st = rule.stat()
+    text = rule.read_text(encoding="utf-8")
+    rule.write_text(text.replace("severity: warning", "severity: error  "), encoding="utf-8")
+    os.utime(rule, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert rule.stat().st_size == st.st_size and rule.stat().st_mtime_ns == st.st_mtime_ns
+    assert [f["severity"] for f in _check_json(project, args, env)["findings"]] == ["error"]
+
+
+def test_an_entry_owned_by_another_user_is_a_miss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPU_ADVISE_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("GPU_ADVISE_NO_CACHE", raising=False)
+    cache.cached("thing", "/x", 1, lambda: "mine")
+    entry = cache.entry_path(tmp_path / "gpu-advise", "thing", "/x", 1)
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give the entry to another user")
+    os.chown(entry, 12345, 12345)
+    assert cache.cached("thing", "/x", 1, lambda: "rebuilt") == "rebuilt"
