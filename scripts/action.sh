@@ -6,6 +6,7 @@
 #   GITHUB_WORKSPACE    the repository under check (the current folder when unset)
 #   GITHUB_BASE_REF     the pull request's base branch (unset on other events)
 #   GITHUB_OUTPUT       the file step outputs are appended to
+#   RUNNER_TEMP         the runner's temporary folder, outside the workspace (the SARIF goes there)
 #   INPUT_PATHS INPUT_HARDWARE INPUT_BASE INPUT_FORMAT INPUT_FAIL_ON, PYTHON (default python3)
 #   EXIT_CODE           (finish) the check step's exit code
 set -euo pipefail
@@ -46,18 +47,23 @@ check() {
   read -r -a paths <<<"${INPUT_PATHS:-.}"
   [[ ${#paths[@]} -gt 0 ]] || paths=(.)
   base="$(base_revision)"
-  [[ -z "$base" ]] || args+=(--base "$base")
-  [[ -z "${INPUT_HARDWARE:-}" ]] || args+=(--hardware "$INPUT_HARDWARE")
-  [[ -z "${INPUT_FAIL_ON:-}" ]] || args+=(--fail-on "$INPUT_FAIL_ON")
-  args+=(--format "$format")
+  # --option=value: a value is never read as an option of its own; the paths follow `--`
+  [[ -z "$base" ]] || args+=("--base=$base")
+  [[ -z "${INPUT_HARDWARE:-}" ]] || args+=("--hardware=$INPUT_HARDWARE")
+  [[ -z "${INPUT_FAIL_ON:-}" ]] || args+=("--fail-on=$INPUT_FAIL_ON")
+  args+=("--format=$format")
   local sarif=""
   if [[ "$format" == sarif ]]; then
-    sarif="gpu-advise.sarif"
-    args+=(--output "$sarif")
+    # a fresh folder outside the workspace: a gpu-advise.sarif committed in the pull request is
+    # never what gets uploaded, even when the check exits 2 without writing one
+    local folder
+    folder="$(mktemp -d "${RUNNER_TEMP:-${TMPDIR:-/tmp}}/gpu-advise.XXXXXXXX")"
+    sarif="$folder/gpu-advise.sarif"
+    args+=("--output=$sarif")
   fi
   local code=0
   "$python" -m advisor check "${args[@]}" -- "${paths[@]}" || code=$?
-  if [[ -n "$sarif" && ! -f "$sarif" ]]; then
+  if [[ -n "$sarif" && ! -s "$sarif" ]]; then
     sarif=""  # the tool could not do its job (exit 2): nothing to upload
   fi
   output exit-code "$code"

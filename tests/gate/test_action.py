@@ -52,6 +52,8 @@ def _pull_request(tmp_path: Path) -> Path:
 def _run(step: str, tmp_path: Path, work: Path, **inputs: str) -> tuple[subprocess.CompletedProcess, dict]:
     outputs = tmp_path / "github_output"
     outputs.write_text("", encoding="utf-8")
+    runner_temp = tmp_path / "runner-temp"  # as the runner's _temp, beside the workspace
+    runner_temp.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "INPUT_"))}
     env |= {
         "GITHUB_ACTIONS": "true",
@@ -61,6 +63,7 @@ def _run(step: str, tmp_path: Path, work: Path, **inputs: str) -> tuple[subproce
         "GITHUB_WORKSPACE": str(work),
         "GITHUB_OUTPUT": str(outputs),
         "GITHUB_ACTION_PATH": str(REPO),
+        "RUNNER_TEMP": str(runner_temp),
         "PYTHON": sys.executable,
         "HF_HUB_OFFLINE": "1",
         **{f"INPUT_{k.upper()}": v for k, v in inputs.items()},
@@ -95,8 +98,10 @@ def test_action_fails_the_pull_request_that_launches_on_four_gpus(tmp_path: Path
     proc, out = _run("check", tmp_path, work, paths=".", format="sarif", hardware="4xH100-NVL")
     assert proc.returncode == 0, proc.stderr  # the step itself passes, so the upload step runs
     assert out["exit-code"] == "1", proc.stdout + proc.stderr
-    assert out["sarif"] == "gpu-advise.sarif"
-    sarif = json.loads((work / out["sarif"]).read_text(encoding="utf-8"))
+    written = Path(out["sarif"])
+    assert written.name == "gpu-advise.sarif" and written.parent.parent == tmp_path / "runner-temp"
+    assert not (work / "gpu-advise.sarif").exists()  # nothing written into the checked repository
+    sarif = json.loads(written.read_text(encoding="utf-8"))
     assert_valid_sarif(sarif)
     hits = [r for r in sarif["runs"][0]["results"] if r["ruleId"] == "GA101"]
     assert len(hits) == 1
@@ -134,6 +139,44 @@ def test_action_with_an_unknown_base_reports_a_tool_error(tmp_path: Path) -> Non
     proc, out = _run("check", tmp_path, work, base="origin/no-such-branch")
     assert out["exit-code"] == "2", proc.stdout + proc.stderr
     assert out["sarif"] == ""  # nothing to upload
+
+
+@needs_git
+@needs_bash
+def test_action_never_uploads_a_sarif_committed_in_the_pull_request(tmp_path: Path) -> None:
+    """Issue 17 item 16: the pull request commits a forged `gpu-advise.sarif` (no alerts, or fake
+    ones) and makes the check exit 2 (an unknown hardware name): the step must not offer the
+    committed file for upload, and a check that does run writes a fresh file outside the workspace."""
+    work = _pull_request(tmp_path)
+    forged = '{"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "gpu-advise"}}, "results": []}]}\n'
+    (work / "gpu-advise.sarif").write_text(forged, encoding="utf-8")
+    git(work, "add", "gpu-advise.sarif")
+    git(work, "commit", "-q", "-m", "a clean report")
+    failed, out = _run("check", tmp_path, work, format="sarif", hardware="9xNoSuchGPU")
+    assert failed.returncode == 0, failed.stderr
+    assert out["exit-code"] == "2", failed.stdout + failed.stderr
+    assert out["sarif"] == ""  # nothing to upload: the upload step is skipped
+
+    ran, out = _run("check", tmp_path, work, format="sarif", hardware="4xH100-NVL")
+    assert out["exit-code"] == "1", ran.stdout + ran.stderr
+    written = Path(out["sarif"])
+    assert written.is_absolute() and work not in written.parents
+    assert [r["ruleId"] for r in json.loads(written.read_text(encoding="utf-8"))["runs"][0]["results"]] == [
+        "GA101"
+    ]
+    assert (work / "gpu-advise.sarif").read_text(encoding="utf-8") == forged  # untouched, unused
+
+
+@needs_git
+@needs_bash
+def test_action_passes_a_path_named_like_an_option_as_a_path(tmp_path: Path) -> None:
+    """Issue 17 item 3 in the action: a path input `--ignore=ALL,x.yaml` (a file of that name in the
+    repository) is checked as a file after `--`, so the finding still fails the job."""
+    work = _pull_request(tmp_path)
+    (work / "--ignore=ALL,x.yaml").write_text("output_dir: out\n", encoding="utf-8")
+    proc, out = _run("check", tmp_path, work, paths="--ignore=ALL,x.yaml .", format="github")
+    assert out["exit-code"] == "1", proc.stdout + proc.stderr
+    assert "GA101" in proc.stdout
 
 
 @needs_bash
