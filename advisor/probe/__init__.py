@@ -14,6 +14,7 @@ inside the child processes (worker.py, envinfo.py). They come with the optional 
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,8 @@ def recorded_measurements(settings: Any, paths: list[Path]) -> Path | None:
         roots = [first if first.is_dir() else first.parent]
     for root in roots:
         candidate = root / RECORDED_FILE
-        if candidate.is_file():
+        # whatever is at the name is read (and refused by the reader when it is not a regular file:
+        # a folder or a dangling link there is said, not silently taken for "nothing recorded")
+        if os.path.lexists(candidate):
             return candidate
     return None

@@ -177,7 +177,9 @@ def read_recorded(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     from advisor.paths import relative
 
     try:
-        read = read_json_data(path, "recorded measurements (JSON)", shown=relative(path))
+        # the folder made relative, the name kept: a link at the name is named, not its target
+        shown = str(Path(relative(path.parent)) / path.name)
+        read = read_json_data(path, "recorded measurements (JSON)", shown=shown)
     except DataFileError as exc:
         raise CheckError(str(exc)) from None
     check = _Checker(read)

@@ -145,3 +145,15 @@ def test_a_wrongly_shaped_file_is_one_line_naming_file_and_line(
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"gpu-advise: {RECORDED}:{where}: "), proc.stderr
     assert says in proc.stderr and proc.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("kind", ["folder", "dangling-link"])
+def test_something_other_than_a_file_at_the_name_is_said(project: Path, kind: str) -> None:
+    """It was silently taken for "nothing recorded"; the reader now names it."""
+    if kind == "folder":
+        (project / RECORDED).mkdir()
+    else:
+        (project / RECORDED).symlink_to(project / "missing.json")
+    proc = _run(["check", "."], project)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"gpu-advise: {RECORDED}: cannot read recorded measurements"), proc.stderr
