@@ -65,11 +65,14 @@ def write_baseline(
         write_atomic(target, render_baseline(result.findings, target))
     except OSError as exc:
         die(f"cannot write {target}: {exc.strerror or exc}")
+    from advisor.report.escape import escape_text
+
     n = len(result.findings)
-    typer.echo(f"gpu-advise: wrote {n} finding{'s' if n != 1 else ''} to {relative(target)}", err=True)
+    wrote = f"gpu-advise: wrote {n} finding{'s' if n != 1 else ''} to {relative(target)}"
+    typer.echo(escape_text(wrote), err=True)  # the path may come from the settings: a user string
     if result.errors:
         for err in result.errors:
-            typer.echo(f"gpu-advise: internal error: {err}", err=True)
+            typer.echo(escape_text(f"gpu-advise: internal error: {err}"), err=True)
         raise typer.Exit(errors_exit_code(result))
 
 

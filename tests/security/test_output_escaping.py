@@ -294,3 +294,18 @@ def test_one_line_errors_escape_what_the_user_wrote(
     assert len(err.splitlines()) == 1, err  # one line: the newline is shown as \n
     assert "\\n::add-mask::secret\\x1b[2J\\u200b" in err
     assert not _workflow_commands(err) and "\x1b" not in err and not _unprintable(err.strip())
+
+
+def test_baseline_names_a_settings_path_escaped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`baseline = "..."` in the settings is the pull request's text: the line saying where the
+    baseline was written shows its newline and ESC as escapes."""
+    name = "base\n::add-mask::x\x1b[2J.json"
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".gpu-advise.toml").write_text(f"baseline = {json.dumps(name)}\n", encoding="utf-8")
+    (tmp_path / "args.yaml").write_text(
+        "dataloader_num_workers: 0\ndataloader_prefetch_factor: 2\n", encoding="utf-8"
+    )
+    result = _run(["baseline"], tmp_path, monkeypatch)
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / name).is_file()
+    assert result.stderr == "gpu-advise: wrote 1 finding to base\\n::add-mask::x\\x1b[2J.json\n"
