@@ -1041,10 +1041,65 @@ def verify_payload(rng: random.Random) -> Any:
     return payload if rng.random() > 0.08 else odd_value(rng)
 
 
+INT_MEASURES = {
+    "world_size",
+    "effective_batch",
+    "per_device",
+    "accumulation",
+    "seq_len",
+    "tokens_per_step",
+    "param_bytes",
+    "grad_bytes",
+    "optimizer_bytes",
+    "oom_rank",
+    "oom_at_step",
+    "scaling_processes",
+}
+TEXT_MEASURES = {"error", "stopped", "device", "device_name", "digest"}
+
+
+def valid_verify_payload(rng: random.Random) -> dict[str, Any]:
+    """Recorded measurements of the right shape (strict JSON, no NaN): odd sizes and strings inside."""
+    finite = [0.0, 0.5, 1e-300, 5e-324, 12.5, 1e6, 3.0]
+    ints = [0, 1, 2, 4, 7, 2**31, 2**53 + 1, 2**63 - 1]
+    ratios = [0.0, 0.5, 0.999, 1.0]
+
+    def value(key: str) -> Any:
+        if key in INT_MEASURES:
+            return rng.choice(ints)
+        if key in TEXT_MEASURES:
+            return rng.choice(["cuda", "H100", *NASTY[:14]])
+        if key in ("cpu_timings", "faithful"):
+            return rng.choice([True, False])
+        if key == "scaling_efficiency":
+            return rng.choice(ratios)
+        if key == "samples_per_rank":
+            return [rng.choice(ints) for _ in range(rng.randint(0, 4))]
+        return rng.choice(finite)
+
+    runs = []
+    for _ in range(rng.randint(1, 3)):
+        run: dict[str, Any] = {
+            "path": rng.choice(["launch.sh", "launch.sh", "args.yaml", "sub/x.sh"]),
+            "name": rng.choice(["launch.sh", *NASTY[:10]]),
+            "status": rng.choice(["ok", "ok", "oom", "failed", "timeout", "skipped"]),
+            "measured": {k: value(k) for k in rng.sample(MEASURED_KEYS, rng.randint(1, 12))},
+        }
+        if rng.random() < 0.3:
+            run["scaling"] = {"efficiency": rng.choice(ratios), "processes": rng.choice(ints)}
+        if rng.random() < 0.3:
+            run["reason"] = rng.choice(NASTY[:14])
+        runs.append(run)
+    device = {"name": rng.choice(["NVIDIA H100 80GB HBM3", *NASTY[:14]]), "total_gib": rng.choice(finite)}
+    return {"version": 1, "device": device, "runs": runs}
+
+
 def gen_verify(rng: random.Random) -> Example:
     files = base_run(rng)
-    text = json_doc(verify_payload(rng), rng)
-    files[".gpu-advise-verify.json"] = encode(rng, text, 0.15)
+    valid = rng.random() < 0.6
+    payload = valid_verify_payload(rng) if valid else verify_payload(rng)
+    text = json.dumps(payload, ensure_ascii=rng.random() < 0.5) if valid else json_doc(payload, rng)
+    files[".gpu-advise-verify.json"] = encode(rng, text, 0.0 if valid else 0.15)
     command = rng.choice(
         [
             ["check", "."],
