@@ -128,7 +128,10 @@ def test_workflow_in_the_docs_runs_this_command() -> None:
     from tests.conftest import REPO
 
     doc = (REPO / "docs" / "ci.md").read_text(encoding="utf-8")
-    assert "gpu-advise check --base origin/$BASE_REF --format sarif --output gpu-advise.sarif" in doc
+    assert 'gpu-advise check "--base=origin/$BASE_REF" --format=sarif "--output=$sarif" -- .' in doc
+    # the report goes to a fresh folder outside the workspace, never a file the pull request commits
+    assert 'sarif="$(mktemp -d "$RUNNER_TEMP/gpu-advise.XXXXXXXX")/gpu-advise.sarif"' in doc
+    assert "hashFiles('gpu-advise.sarif')" not in doc
     assert "github/codeql-action/upload-sarif" in doc
     assert "docs/ci.md" in (REPO / "README.md").read_text(encoding="utf-8")
 
