@@ -102,7 +102,9 @@ class DocumentCache:
         key = resolved(path)
         doc = self._docs.get(key)
         if doc is None:
-            doc = read_document(path, hint)
+            from advisor.sources.pins import pinned_pyyaml
+
+            doc = read_document(path, hint, pinned_pyyaml)
             self._docs[key] = doc
         elif hint in NAMED_KINDS and doc.kind != hint:
             # found by the walk as one kind, named as a DeepSpeed or accelerate config by a run: judged
@@ -496,12 +498,14 @@ def _attach_from_command(run: RunSpec, doc: Document, command: Any, cache: Docum
         run.references.append(ref)
         if ref.path and ref.path.suffix == ".py":
             run.script = cache.get(ref.path, "script")
+            _note_unanalysed(doc, run.script, command.script.span)
     elif command.script is not None and command.script.text and command.module and not subcommand:
         module_ref = _module_ref(doc, command.script.text, command.script.span, cache)
         if module_ref is not None:  # an installed package (trl, swift.cli.sft) is named, not read
             run.references.append(module_ref)
             if module_ref.path is not None:
                 run.script = cache.get(module_ref.path, "script")
+                _note_unanalysed(doc, run.script, command.script.span)
     _link_config_to_script(run, training_word)
     _attach_nested(run, cache)
 
@@ -584,6 +588,23 @@ def _preset(command: Any, text: str | None) -> bool:
         return False
     script = command.script.text if command.script is not None and not command.subcommand else None
     return swift_launcher.reads_swift_arguments(command.launcher, script, command.module)
+
+
+def _note_unanalysed(doc: Document, script: Document, span: Span) -> None:
+    """A training script too large to analyse is a warning where the launch names it (GA001): its
+    parser, model loads and rank guards are then unknown, and the check says so instead of going quiet."""
+    from advisor.sources.python_source import too_large
+
+    reason = too_large(script.text or "")
+    if reason is None:
+        return
+    message = (
+        f"the training script {script.path.name} is {reason}; its parser, model loads and rank guards "
+        "are not checked"
+    )
+    problem = SourceProblem("refused-path", message, span, severity="warning")
+    if problem not in doc.problems:
+        doc.problems.append(problem)
 
 
 def _link_config_to_script(run: RunSpec, training_word: Any) -> None:

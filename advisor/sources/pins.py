@@ -12,13 +12,18 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from advisor.records import record
+from advisor.sources.yaml_merge import PyYamlPin
 
 PACKAGES = ("transformers", "trl", "accelerate", "peft", "deepspeed")
+# read too, for the readers: PyYAML's release decides merge-key precedence (advisor/sources/yaml_merge.py)
+_WANTED = (*PACKAGES, "pyyaml")
 
 # lock files first: an exact version beats a range written elsewhere in the same folder
 PIN_FILES = (
@@ -73,13 +78,18 @@ def _from_requirement(text: str, path: Path, line: int, out: dict[str, Pin]) -> 
     if not m:
         return
     name = _norm(m.group(1))
-    if name not in PACKAGES or name in out:
+    if name not in _WANTED or name in out:
         return
     spec = (m.group(3) or "").strip().strip("()").replace(" ", "")
     if spec.startswith("=") and not spec.startswith("=="):
         spec = "=" + spec  # conda's single "=" (transformers=4.57.1)
     if spec:
         out[name] = Pin(name, _poetry_spec(spec), path, line)
+
+
+def _names_wanted(requirement: str) -> bool:
+    m = _REQ_RE.match(requirement)
+    return m is not None and _norm(m.group(1)) in _WANTED
 
 
 def _line_of(text: str, needle: str, start: int = 0) -> int:
@@ -103,7 +113,7 @@ def _lock(text: str, path: Path, out: dict[str, Pin]) -> None:
         if not isinstance(pkg, dict):
             continue
         name, version = _norm(str(pkg.get("name", ""))), pkg.get("version")
-        if name in PACKAGES and isinstance(version, str) and name not in out:
+        if name in _WANTED and isinstance(version, str) and name not in out:
             out[name] = Pin(name, f"=={version}", path, _line_of(text, f'name = "{pkg.get("name")}"'))
 
 
@@ -112,7 +122,7 @@ def _pipfile_lock(text: str, path: Path, out: dict[str, Pin]) -> None:
     for group in ("default", "develop"):
         for name, entry in (data.get(group) or {}).items():
             n = _norm(name)
-            if n in PACKAGES and isinstance(entry, dict) and isinstance(entry.get("version"), str):
+            if n in _WANTED and isinstance(entry, dict) and isinstance(entry.get("version"), str):
                 out.setdefault(n, Pin(n, entry["version"], path, _line_of(text, f'"{name}"')))
 
 
@@ -125,8 +135,8 @@ def _pyproject(text: str, path: Path, out: dict[str, Pin]) -> None:
     for group in (project.get("optional-dependencies") or {}).values():
         reqs.extend(group if isinstance(group, list) else [])
     for req in reqs:
-        if isinstance(req, str):
-            _from_requirement(req, path, _line_of(text, req), out)
+        if isinstance(req, str) and _names_wanted(req):  # its line looked up only then: 100,000
+            _from_requirement(req, path, _line_of(text, req), out)  # requirements x a 2 MB text hang
     poetry = (data.get("tool") or {}).get("poetry") or {}
     groups = [poetry.get("dependencies") or {}]
     groups += [(g or {}).get("dependencies") or {} for g in (poetry.get("group") or {}).values()]
@@ -134,22 +144,40 @@ def _pyproject(text: str, path: Path, out: dict[str, Pin]) -> None:
         for name, value in deps.items():
             n = _norm(name)
             spec = value.get("version") if isinstance(value, dict) else value
-            if n in PACKAGES and isinstance(spec, str) and n not in out:
+            if n in _WANTED and isinstance(spec, str) and n not in out:
                 spec = spec.replace(" ", "")
                 spec = f"=={spec}" if re.fullmatch(r"\d+(\.\d+)*", spec) else spec
                 out[n] = Pin(n, _poetry_spec(spec), path, _line_of(text, name))
 
 
 def _environment(text: str, path: Path, out: dict[str, Pin]) -> None:
+    """conda's dependencies and their pip list. Read by the bounded YAML reader (node, alias and size
+    limits; yaml.safe_load took 12 s on 1,000 aliases of a long pip list), lines from its spans."""
     import yaml
 
-    data = yaml.safe_load(text)
+    from advisor.sources.yaml_file import parse_yaml
+
+    try:
+        result = parse_yaml(text)
+    except (yaml.YAMLError, RecursionError):  # its limits too: the file pins nothing
+        return
+    data = result.data
     deps = data.get("dependencies") if isinstance(data, dict) else None
-    for dep in deps or ():
-        items = dep.get("pip") if isinstance(dep, dict) else [dep]
-        for item in items or ():
+    if not isinstance(deps, list):
+        return
+    for i, dep in enumerate(deps):
+        if isinstance(dep, dict):
+            items = dep.get("pip")
+            where: tuple[str | int, ...] = ("dependencies", i, "pip")
+        else:
+            items, where = [dep], ("dependencies",)
+        if not isinstance(items, list):
+            continue
+        for j, item in enumerate(items):
             if isinstance(item, str):
-                _from_requirement(item.split("::")[-1], path, _line_of(text, item), out)
+                span = result.value_spans.get((*where, j if isinstance(dep, dict) else i))
+                line = span.line if span is not None else _line_of(text, item)
+                _from_requirement(item.split("::")[-1], path, line, out)
 
 
 def _setup_cfg(text: str, path: Path, out: dict[str, Pin]) -> None:
@@ -223,11 +251,31 @@ def _cached_pins(reader: Any, text: str, path: Path) -> list[Pin]:
     return cached(
         "pins",
         str(path),
-        text,
+        (text, _WANTED),
         build,
         to_data=lambda pins: [[p.package, p.spec, p.line] for p in pins],
         from_data=lambda data: [Pin(str(a), str(b), path, int(c)) for a, b, c in data],
     )
+
+
+MAX_FOLDERS_UP = 12  # as advisor.facts.versions walks
+
+
+@lru_cache(maxsize=64)
+def pinned_pyyaml(folder: Path) -> PyYamlPin | None:
+    """The PyYAML release pinned exactly (``==X``) nearest to ``folder``, up to the git work tree."""
+    here = Path(os.path.abspath(folder))
+    for f in (here, *here.parents)[:MAX_FOLDERS_UP]:
+        pin = read_folder_pins(f).get("pyyaml")
+        if pin is not None:
+            exact = re.fullmatch(r"===?\s*(\d+(?:\.\d+)*)", pin.spec)
+            return PyYamlPin(exact.group(1), pin.where) if exact else None
+        try:
+            if (f / ".git").exists():
+                break
+        except OSError:
+            break
+    return None
 
 
 def read_folder_pins(folder: Path) -> dict[str, Pin]:
@@ -246,7 +294,7 @@ def read_folder_pins(folder: Path) -> dict[str, Pin]:
             text = read_text_file(path, MAX_PIN_FILE_BYTES)
         except (ReadRefused, OSError, UnicodeDecodeError):
             continue
-        if not any(name in text for name in PACKAGES):
+        if not any(name in text for name in PACKAGES) and "yaml" not in text.lower():
             continue  # pins nothing we judge: not parsed (tomllib alone costs ~10 ms of start-up)
         reader = _READERS.get(path.name, _requirements)
         try:

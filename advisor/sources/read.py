@@ -16,8 +16,13 @@ from advisor.sources.classify import classify_mapping, looks_like_launch_script,
 from advisor.sources.document import Document, DocumentKind, SourceProblem, Span
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from advisor.sources.json_file import JsonResult
     from advisor.sources.yaml_file import YamlResult
+    from advisor.sources.yaml_merge import PyYamlPin
+
+    PinLookup = Callable[[Path], PyYamlPin | None]
 
 MAX_BYTES = 10 * 1024 * 1024
 MAX_SCRIPT_CHARS = 1024 * 1024  # launch scripts are read by a shell lexer; keep it well under a second
@@ -137,6 +142,43 @@ def read_bytes(path: Path, limit: int = MAX_BYTES) -> bytes:
     return b"".join(chunks)
 
 
+def read_head(path: Path, size: int) -> bytes:
+    """The first ``size`` bytes of a regular file, however large it is (a safetensors header); raises
+    ReadRefused like read_bytes for anything else."""
+    try:
+        reason = _not_regular(os.stat(path).st_mode)
+    except OSError as exc:
+        raise ReadRefused(path, _os_reason(exc)) from None
+    except ValueError:
+        raise ReadRefused(path, "invalid file name; not read") from None
+    if reason:
+        raise ReadRefused(path, reason)
+    flags = (
+        os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    )
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise ReadRefused(path, _os_reason(exc)) from None
+    try:
+        reason = _not_regular(os.fstat(fd).st_mode)
+        if reason:
+            raise ReadRefused(path, reason)
+        chunks: list[bytes] = []
+        got = 0
+        while got < size:
+            chunk = os.read(fd, min(1 << 20, size - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+    except OSError as exc:
+        raise ReadRefused(path, _os_reason(exc)) from None
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
 def _too_large(size: int, limit: int, at_least: bool = False) -> str:
     shown = f"more than {limit / 1e6:.0f} MB" if at_least else f"{size / 1e6:.1f} MB"
     return f"file is {shown}, over the {limit / 1e6:.0f} MB limit for a config; not read"
@@ -169,18 +211,20 @@ def read_text(path: Path) -> tuple[str | None, Document | None]:
     return text, None
 
 
-def read_document(path: Path, hint: DocumentKind | None = None) -> Document:
+def read_document(path: Path, hint: DocumentKind | None = None, pyyaml: PinLookup | None = None) -> Document:
     """Read, parse and classify one file. Never raises for bad content.
 
     `hint` is the kind another file names it as (`deepspeed: ds.json`). Such a file may be anything
     (a pull request can name any file of the checkout), so when it does not parse, or parses but is
-    not that kind of file, the finding says so without quoting a line, key or value of it."""
+    not that kind of file, the finding says so without quoting a line, key or value of it. `pyyaml`
+    gives the PyYAML release a folder's project pins (advisor.sources.pins.pinned_pyyaml), asked only
+    for a YAML file with a merge key."""
     text, failed = read_text(path)
     if failed is not None:  # not read at all: the reason names the file, never its content
         if hint:
             failed.kind = hint
         return failed
-    doc = _parse(path, text or "", hint)
+    doc = _parse(path, text or "", hint, pyyaml)
     return as_named(doc, hint) if hint in NAMED_KINDS else doc
 
 
@@ -218,7 +262,7 @@ def _near_known(dialect: str, key: object) -> bool:
     return isinstance(key, str) and (key in known_keys(dialect) or suggest(dialect, key) is not None)
 
 
-def _parse(path: Path, text: str, hint: DocumentKind | None) -> Document:
+def _parse(path: Path, text: str, hint: DocumentKind | None, pyyaml: PinLookup | None = None) -> Document:
     suffix = path.suffix.lower()
     if suffix in PY_SUFFIXES or hint == "script":
         return Document(path, "script", data=None, text=text)
@@ -233,7 +277,7 @@ def _parse(path: Path, text: str, hint: DocumentKind | None) -> Document:
         return read_launch(path, text)
     if suffix in JSON_SUFFIXES or (suffix not in YAML_SUFFIXES and text.lstrip().startswith("{")):
         return _read_json(path, text, hint)
-    return _read_yaml(path, text, hint)
+    return _read_yaml(path, text, hint, pyyaml)
 
 
 def _empty(path: Path, hint: DocumentKind | None) -> Document:
@@ -247,13 +291,15 @@ def _empty(path: Path, hint: DocumentKind | None) -> Document:
     )
 
 
-def _read_yaml(path: Path, text: str, hint: DocumentKind | None) -> Document:
+def _read_yaml(path: Path, text: str, hint: DocumentKind | None, pyyaml: PinLookup | None = None) -> Document:
     import yaml
 
     from advisor.sources.yaml_file import YamlTooLarge, parse_yaml, yaml_error_message, yaml_error_span
 
     try:
-        result = parse_yaml(text)
+        # merge-key precedence differs between PyYAML releases: the project's pin, looked up only then
+        pin = pyyaml(Path(os.path.abspath(path)).parent) if pyyaml is not None and "<<" in text else None
+        result = parse_yaml(text, pin)
     except YamlTooLarge as exc:
         return _fail(path, hint or "unknown", f"YAML rejected: {exc}")
     except yaml.YAMLError as exc:

@@ -21,6 +21,7 @@ import yaml
 
 from advisor.records import record
 from advisor.sources.document import KeyPath, SourceProblem, Span, refused_number
+from advisor.sources.yaml_merge import MergeKeys, MergePair, PyYamlPin
 
 try:  # the C composer is several times faster
     _Loader: type = yaml.CSafeLoader
@@ -118,8 +119,9 @@ def _value_span(node: yaml.Node) -> Span:
 
 
 class _Builder:
-    def __init__(self, loader: Any) -> None:
+    def __init__(self, loader: Any, pyyaml: PyYamlPin | None = None) -> None:
         self.loader = loader
+        self.merge = MergeKeys(pyyaml, YamlValueError, YamlLimitError, MAX_NODES)
         self.alias_marks: dict[tuple[int, int], yaml.Mark] = getattr(loader, "alias_marks", {})
         self.key_spans: dict[KeyPath, Span] = {}
         self.value_spans: dict[KeyPath, Span] = {}
@@ -180,24 +182,27 @@ class _Builder:
             raise YamlLimitError(f"nested deeper than {MAX_DEPTH} levels", alias or node.start_mark)
         self.value_spans.setdefault(path, _value_span(node))
         if isinstance(node, yaml.MappingNode):
-            self.loader.flatten_mapping(node)
             out: dict[Any, Any] = {}
-            for key_node, value_node in node.value:
+            origins: dict[Any, MergePair] = {}
+            for pair in self.merge.pairs(node, depth):
+                key_node, value_node = pair.key, pair.value
                 key = self.build_scalar_key(key_node)
                 child = (*path, key)
-                if key in out:
-                    self.problem(
-                        SourceProblem(
-                            "duplicate-key",
-                            f"duplicate key '{key}': YAML loaders keep only the last value",
-                            _span(key_node),
-                            child,
-                            severity="warning",
+                earlier = origins.get(key)
+                if earlier is not None:
+                    message = self.merge.conflict(str(key), earlier, pair)
+                    if message is not None:
+                        self.problem(
+                            SourceProblem(
+                                "duplicate-key", message, _span(key_node), child, severity="warning"
+                            )
                         )
-                    )
+                    # the value that wins is this one: its position is the one reported
+                    self.value_spans.pop(child, None)
+                origins[key] = pair
                 self.key_spans[child] = _span(key_node)
                 out[key] = self.build(
-                    value_node, child, depth + 1, self.alias_marks.get((id(node), id(key_node)))
+                    value_node, child, depth + 1, self.alias_marks.get((id(pair.parent), id(key_node)))
                 )
             return out
         if isinstance(node, yaml.SequenceNode):
@@ -236,7 +241,8 @@ class _Builder:
                     node.start_mark,
                 ) from None
             raise YamlValueError(self._bad_scalar(node), node.start_mark) from None
-        except (KeyError, AttributeError, TypeError, OverflowError):
+        except (KeyError, AttributeError, TypeError, OverflowError, IndexError):
+            # IndexError: `!!int ''` / `!!float ''` (construct_yaml_int/float read value[0]: line 251, 282)
             raise YamlValueError(self._bad_scalar(node), node.start_mark) from None
 
     @staticmethod
@@ -248,7 +254,12 @@ class _Builder:
 
     def build_scalar_key(self, node: yaml.Node) -> Any:
         if not isinstance(node, yaml.ScalarNode):
-            return str(self.construct(node, deep=True))
+            # yaml.safe_load refuses a collection as a key ("found unhashable key": pyyaml 6.0.3
+            # constructor.py:131-135); constructing it first expanded its aliases without a bound
+            kind = "mapping" if isinstance(node, yaml.MappingNode) else "sequence"
+            raise YamlValueError(
+                f"a {kind} used as a key: yaml.safe_load fails on it (found unhashable key)", node.start_mark
+            )
         key = self.construct(node)
         return key if isinstance(key, (str, int, float, bool)) or key is None else str(key)
 
@@ -304,14 +315,18 @@ def _with_decimal_point(text: str) -> str:
     return f"{mantissa}e{exponent}"
 
 
-def parse_yaml(text: str) -> YamlResult:
-    """Parse one YAML document. Raises yaml.YAMLError (with a mark; YamlLimitError for the limits)."""
+def parse_yaml(text: str, pyyaml: PyYamlPin | None = None) -> YamlResult:
+    """Parse one YAML document. Raises yaml.YAMLError (with a mark; YamlLimitError for the limits).
+
+    ``pyyaml`` is the PyYAML release the consumer runs (the project's pin), which decides merge-key
+    precedence (advisor/sources/yaml_merge.py); None: not pinned, the current release's order, and a
+    message saying what each release does."""
     if len(text) > PRECOUNT_CHARS or text.count("[") + text.count("{") > MAX_DEPTH:
         _precount(text)
     loader = _AliasLoader(text) if "*" in text else _Loader(text)
     try:
         root = loader.get_single_node()
-        builder = _Builder(loader)
+        builder = _Builder(loader, pyyaml)
         data = None if root is None else builder.build(root, (), 0)
     except (yaml.scanner.ScannerError, yaml.parser.ParserError) as exc:
         if "\t" in text and len(text) <= PURE_RETRY_CHARS:
