@@ -66,7 +66,7 @@ def hardware_detect(
             # the safe reader: a FIFO or /dev/zero is refused at once, and at most 10 MB is read
             query_text = read_text_file(query) if query else None
             topo_text = read_text_file(topo) if topo else None
-            machine = machine_from_smi(query_text, topo_text)
+            machine = machine_from_smi(query_text, topo_text, query_source=str(query))
         else:
             machine = detect()
     except (HardwareError, OSError, ReadRefused) as exc:

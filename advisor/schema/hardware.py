@@ -47,6 +47,8 @@ class GpuGroup(BaseModel):
 
 
 NvlinkValue = list[list[int]] | Literal["all"]
+# GPUs in all (nodes x GPUs per node): twice the largest cluster published (xAI Colossus, 2025: ~200,000)
+MAX_TOTAL_GPUS = 2**19
 
 
 class Machine(BaseModel):
@@ -65,7 +67,7 @@ class Machine(BaseModel):
         default=None, ge=1, description="logical CPUs (vCPUs) per node the job may use; None = unknown"
     )
     ram_gib: float | None = Field(default=None, gt=0, description="host RAM per node, GiB; None = unknown")
-    nodes: int = Field(default=1, ge=1, description="number of identical nodes")
+    nodes: int = Field(default=1, ge=1, le=MAX_TOTAL_GPUS, description="number of identical nodes")
     network: str | None = Field(
         default=None,
         description="inter-node fabric: <ib|eth|efa|roce>-<Gb/s per NIC>g[x<NICs per node>] or none; "
@@ -141,6 +143,13 @@ class Machine(BaseModel):
         has_links = self.nvlink == "all" or bool(self.nvlink)
         if has_links and gpu is not None and gpu.peer_link is None and count > 1:
             raise _err(f"{gpu.display_name} has no NVLink, so nvlink must be [] (or none)", ("nvlink",))
+        if count * self.nodes > MAX_TOTAL_GPUS:
+            # per-GPU facts (NVLink groups, placements) are built per node: 10**12 nodes ran out of memory
+            raise _err(
+                f"nodes: {self.nodes} x {count} GPUs is more than {MAX_TOTAL_GPUS:,} GPUs in all; not a "
+                "machine gpu-advise models",
+                ("nodes",),
+            )
         if self.nodes > 1 and self.network is None:
             raise _err(
                 f"nodes: {self.nodes} needs `network` (e.g. ib-400g, eth-100g) to say how the nodes "

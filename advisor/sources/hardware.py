@@ -204,7 +204,15 @@ def _describe(error: Any) -> tuple[tuple[str | int, ...], bool, str]:
         return loc, True, msg
     if error["type"] == "missing":
         return loc[:-1], False, f"missing required key {dotted!r}"
-    return clean, False, f"{dotted}: {error['msg']} (got {error.get('input')!r})"
+    return clean, False, f"{dotted}: {error['msg']} (got {_shown(error.get('input'))})"
+
+
+def _shown(value: Any, limit: int = 80) -> str:
+    """A value for a message, cut short: a descriptor may hold a 10 MB string or a long list."""
+    if isinstance(value, (list, dict)):
+        return f"a {type(value).__name__} of {len(value)}"
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _parse_cached(text: str, source: str, default_name: str) -> Machine:
@@ -231,19 +239,25 @@ def _parse_descriptor(text: str, source: str, *, default_name: str | None = None
         col = mark.column + 1 if mark is not None else 1
         return HardwareError(f"{source}:{line}:{col}: {message}", file=source, line=line, col=col)
 
+    from advisor.sources.yaml_file import parse_yaml
+
     try:
+        # the bounded reader first (node, alias, size and depth limits; values yaml.safe_load cannot
+        # construct, such as `!!int ''`, are errors at their node), then the composer for the marks
+        data = parse_yaml(text).data
         root = yaml.compose(text, Loader=_Loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
         raise fail(f"invalid YAML: {problem}", mark) from None
+    except RecursionError:
+        raise fail("invalid YAML: nested too deeply", None) from None
     if root is None:
         raise fail("the hardware descriptor is empty", None)
     if not isinstance(root, yaml.MappingNode):
         raise fail("a hardware descriptor must be a mapping (name:, gpus:, nvlink:, ...)", root.start_mark)
     for dup in _duplicate_keys(root):
         raise fail(f"duplicate key {dup.value!r}", dup.start_mark)
-    data = yaml.load(text, Loader=_Loader)
     if default_name and isinstance(data, dict) and not data.get("name"):
         data["name"] = default_name
     from pydantic import ValidationError
@@ -292,11 +306,18 @@ def builtin_machines() -> dict[str, Machine]:
     return _CaseInsensitive(machines)
 
 
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):  # a name longer than the file system allows, a NUL byte
+        return False
+
+
 def load_hardware(name_or_path: str | Path) -> Machine:
     """A built-in machine by name (case-insensitive) or a descriptor YAML file."""
     text = str(name_or_path)
     path = Path(text).expanduser()
-    if path.is_file():
+    if _is_file(path):
         from advisor.sources.read import ReadRefused, read_text_file
 
         try:
@@ -317,7 +338,7 @@ def load_hardware(name_or_path: str | Path) -> Machine:
         raise HardwareError(f"{text}: hardware descriptor file not found", file=text)
     close = close_matches(text.casefold(), [m.casefold() for m in machines], n=3, cutoff=0.5)
     canon = {m.casefold(): m for m in machines}
-    msg = f"unknown hardware {text!r}: not a built-in machine and not a file"
+    msg = f"unknown hardware {_shown(text)}: not a built-in machine and not a file"
     if close:
         msg += f"; did you mean {' or '.join(repr(canon[c]) for c in close)}?"
     msg += f" (built-in: {', '.join(machines)})"

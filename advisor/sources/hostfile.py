@@ -24,6 +24,7 @@ from advisor.records import record
 from advisor.sources.read import ReadRefused, read_text_file
 
 _LINE = re.compile(r"^(\S+)\s+slots=(\d+)")
+MAX_SLOTS = 1024  # GPUs on one host, as a hardware descriptor's gpus.count allows
 
 
 @record(frozen=True, slots=True, kw_only=True)
@@ -48,6 +49,13 @@ def parse_hostfile(path: Path, text: str) -> Hostfile:
             return Hostfile(path=path, problem=f"line {number} is not 'NAME slots=N'", line=number)
         if m.group(1) in hosts:
             return Hostfile(path=path, problem=f"line {number} names a host a second time", line=number)
+        if len(m.group(2)) > 5 or int(m.group(2)) > MAX_SLOTS:
+            # DeepSpeed builds list(range(slots)) per host: slots=4000000000 asked for 32 GB
+            return Hostfile(
+                path=path,
+                problem=f"line {number} gives a host more than {MAX_SLOTS} slots; not read",
+                line=number,
+            )
         hosts[m.group(1)] = int(m.group(2))
     if not hosts:
         return Hostfile(path=path, problem="no 'NAME slots=N' line")
@@ -78,6 +86,8 @@ def active_slots(
     hosts: tuple[tuple[str, int], ...], include: str, exclude: str, num_nodes: int, num_gpus: int
 ) -> dict[str, list[int]] | str:
     """The slots each host runs a process on, or DeepSpeed's reason for refusing the launch."""
+    if num_gpus > MAX_SLOTS:
+        return f"--num_gpus {num_gpus} is more than {MAX_SLOTS} GPUs on one host"
     if (num_nodes >= 0 or num_gpus >= 0) and (include or exclude):
         return "Cannot specify num_nodes/gpus with include/exclude"
     if include and exclude:

@@ -263,11 +263,12 @@ def _mem_mib(text: str) -> int | None:
 
 def parse_query_gpu(text: str, source: str = "nvidia-smi --query-gpu") -> list[SmiGpu]:
     """Parse `--query-gpu=name,memory.total --format=csv[,noheader][,nounits]` (extra columns ok)."""
-    rows = [
-        [c.strip() for c in row]
-        for row in csv.reader(io.StringIO(_ANSI.sub("", text)), skipinitialspace=True)
-        if any(c.strip() for c in row)
-    ]
+    reader = csv.reader(io.StringIO(_ANSI.sub("", text)), skipinitialspace=True)
+    try:
+        rows = [[c.strip() for c in row] for row in reader if any(c.strip() for c in row)]
+    except csv.Error as exc:  # a field over csv's 128 KB limit, a NUL byte: not nvidia-smi's output
+        why = "a field longer than 128 KB" if "field limit" in str(exc) else "not CSV"
+        raise HardwareError(f"{source}:{reader.line_num}: {why}; not nvidia-smi output") from None
     if not rows:
         raise HardwareError(f"{source}: no GPU listed")
     name_col = mem_col = None
@@ -306,8 +307,10 @@ def machine_from_smi(
     ram_gib: float | None = None,
     *,
     name: str | None = None,
+    query_source: str = "nvidia-smi --query-gpu",
 ) -> Machine:
     """A Machine from saved `nvidia-smi --query-gpu=name,memory.total` (and `topo -m`) output.
+    ``query_source`` names the query output in errors (its file).
 
     NVLink groups come from the topo matrix (connected components of NV# cells; `all` when every
     pair is NV#). Without a matrix, SXM parts whose catalog topology is NVSwitch are taken as
@@ -322,7 +325,7 @@ def machine_from_smi(
         )
     if looks_like_rocm_smi(query_text):
         return machine_from_rocm_smi(query_text, cpu_cores, ram_gib, name=name)
-    gpus = parse_query_gpu(query_text)
+    gpus = parse_query_gpu(query_text, query_source)
     names = sorted({g.name for g in gpus})
     if len(names) > 1:
         raise HardwareError(
