@@ -22,12 +22,15 @@ import os
 import struct
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from advisor.estimate.params import ParamCount, UnknownModelTypeError, count_params
 from advisor.records import field, record, replace
 
-__all__ = ["ModelInfo", "catalog_ids", "read_safetensors_params", "resolve_model"]
+if TYPE_CHECKING:
+    from advisor.boundary import ProjectBoundary
+
+__all__ = ["ModelInfo", "catalog_ids", "model_files_outside", "read_safetensors_params", "resolve_model"]
 
 CATALOG_PATH = Path(__file__).resolve().parent.parent / "data" / "models" / "catalog.json"
 
@@ -185,11 +188,18 @@ def _prequantized_hit(key: str, target: str) -> _Hit:
 
 # ---- safetensors headers ------------------------------------------------------------------------
 def _header(path: Path) -> dict[str, Any]:
-    with path.open("rb") as fh:
-        (n,) = struct.unpack("<Q", fh.read(8))
+    from advisor.sources.read import ReadRefused, read_head
+
+    try:
+        (n,) = struct.unpack("<Q", read_head(path, 8))
         if n <= 0 or n > 200_000_000:
             raise ValueError(f"{path}: implausible safetensors header length {n}")
-        return json.loads(fh.read(n))
+        data = json.loads(read_head(path, 8 + n)[8:])
+    except ReadRefused as exc:
+        raise OSError(exc.reason) from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a safetensors header is a JSON object")
+    return data
 
 
 def read_safetensors_params(folder: str | os.PathLike[str]) -> tuple[int, int, dict[str, int]] | None:
@@ -197,11 +207,13 @@ def read_safetensors_params(folder: str | os.PathLike[str]) -> tuple[int, int, d
     folder = Path(folder)
     index = folder / "model.safetensors.index.json"
     if index.is_file():
+        from advisor.sources.read import ReadRefused, read_text_file
+
         try:
-            weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
-        except (OSError, ValueError, KeyError):
+            weight_map = json.loads(read_text_file(index))["weight_map"]
+            files = [folder / f for f in sorted(set(weight_map.values()))]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, ReadRefused):
             return None
-        files = [folder / f for f in sorted(set(weight_map.values()))]
     elif (folder / "model.safetensors").is_file():
         files = [folder / "model.safetensors"]
     else:
@@ -215,11 +227,11 @@ def read_safetensors_params(folder: str | os.PathLike[str]) -> tuple[int, int, d
             for name, meta in _header(f).items():
                 if name == "__metadata__":
                     continue
-                n = math.prod(meta["shape"])
+                n = math.prod(meta["shape"]) if isinstance(meta, dict) else 0
                 params += n
                 nbytes += n * _DTYPE_BYTES.get(meta["dtype"], 2)
                 by_dtype[meta["dtype"]] = by_dtype.get(meta["dtype"], 0) + n
-    except (OSError, ValueError, KeyError, struct.error):
+    except (OSError, ValueError, KeyError, TypeError, struct.error):
         return None
     return params, nbytes, by_dtype
 
@@ -266,9 +278,11 @@ def _from_hub(repo_id: str) -> Path | None:
 
 
 def _load_config(path: Path) -> dict[str, Any] | None:
+    from advisor.sources.read import ReadRefused, read_text_file
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(read_text_file(path))  # regular files only, at most 10 MB
+    except (OSError, ValueError, RecursionError, ReadRefused):
         return None
     return data if isinstance(data, dict) else None
 
@@ -293,15 +307,55 @@ def _info_from_file(
     )
 
 
-def resolve_model(name_or_path: str, online: bool = False) -> ModelInfo | None:
-    """Find the config.json for a local path or hub id; None when no source has it."""
+def _local_files(p: Path) -> list[Path]:
+    """The files read for a local model folder (or config file): config, safetensors index and shards."""
+    if not p.is_dir():
+        return [p]
+    files = [p / "config.json", p / "model.safetensors.index.json", p / "model.safetensors"]
+    from advisor.sources.read import ReadRefused, read_text_file
+
+    try:
+        weight_map = json.loads(read_text_file(files[1]))["weight_map"]
+        files += [p / f for f in sorted(set(weight_map.values()))]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, ReadRefused):
+        pass
+    return [f for f in files if os.path.lexists(f)]
+
+
+def model_files_outside(name_or_path: str, boundary: ProjectBoundary) -> str | None:
+    """Why a local model folder is not read: one of the files it would be read from (its config.json,
+    its safetensors index or shards) is a link out of the project boundary. None for a hub id."""
+    try:
+        p = Path(str(name_or_path).strip()).expanduser()
+        if not str(name_or_path).strip() or not (p.is_dir() or p.is_file()):
+            return None
+        for f in _local_files(p):
+            reason = boundary.outside_reason(f)
+            if reason is not None:
+                return reason
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def resolve_model(
+    name_or_path: str, online: bool = False, boundary: ProjectBoundary | None = None
+) -> ModelInfo | None:
+    """Find the config.json for a local path or hub id; None when no source has it. With ``boundary``
+    (a model named by a project's file), a local folder whose files lead out of it is not read."""
     name = str(name_or_path).strip()
     if not name:
         return None
     p = Path(name).expanduser()
-    if p.is_dir() and (p / "config.json").is_file():
+    try:
+        is_dir, is_file = p.is_dir(), p.is_file()
+    except (OSError, ValueError):  # a name too long for a path
+        is_dir = is_file = False
+    if (is_dir or is_file) and boundary is not None and model_files_outside(name, boundary) is not None:
+        return None
+    if is_dir and (p / "config.json").is_file():
         return _info_from_file(name, p / "config.json", "path", None)
-    if p.is_file():
+    if is_file:
         return _info_from_file(name, p, "path", None)
 
     hit = _catalog_lookup(name)

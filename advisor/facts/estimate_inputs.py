@@ -458,12 +458,15 @@ def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
 
     from advisor.boundary import local_path_outside, plan_boundary
     from advisor.estimate import TrainingSetup, UnknownModelTypeError, resolve_model
+    from advisor.estimate.models import model_files_outside
 
-    outside = local_path_outside(str(name.value), plan_boundary(plan))  # a model folder is a reference too
+    boundary = plan_boundary(plan)
+    # a model folder is a reference too, and so is each file read from it (a config.json linked out)
+    outside = local_path_outside(str(name.value), boundary) or model_files_outside(str(name.value), boundary)
     if outside is not None:
         out.reason = f"model {outside}"
         return out
-    info = resolve_model(name.value, online=bool(getattr(plan, "online", False)))
+    info = resolve_model(name.value, online=bool(getattr(plan, "online", False)), boundary=boundary)
     if info is None:
         hint = "" if getattr(plan, "online", False) else "; --online fetches its config.json from the Hub"
         out.reason = (
