@@ -107,6 +107,67 @@ def makedirs_script(root: Path) -> list[str]:
     return ["check", "run.sh"]
 
 
+def key_alias_bomb(root: Path) -> list[str]:
+    """A 531-byte YAML whose key is a sequence of aliases nine levels deep (issue 17 item 5)."""
+    rows = ["output_dir: out", "? - &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    rows += [f"  - &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    (root / "args.yaml").write_text("\n".join([*rows, ": 1"]) + "\n")
+    return ["check", "args.yaml"]
+
+
+def hardware_nodes(root: Path) -> list[str]:
+    """An auto-detected hardware file with nodes: 10**12."""
+    (root / "hardware.yaml").write_text(
+        "name: big\ngpus: {model: H100-NVL, count: 8}\nnvlink: all\nnodes: 1000000000000\nnetwork: ib-400g\n"
+    )
+    (root / "run.sh").write_text("#!/bin/bash\ntorchrun --nproc_per_node 8 --nnodes 2 train.py\n")
+    (root / "train.py").write_text("print(1)\n")
+    (root / ".git").mkdir()
+    return ["check", "."]
+
+
+def environment_aliases(root: Path) -> list[str]:
+    """environment.yml whose 1,000 pip lists are aliases of one 1,000-entry list, beside the config."""
+    big = "  - &p [" + ", ".join(f"pkg{i}==1.0" for i in range(1000)) + "]"
+    rows = ["name: x", "deps:", big, "dependencies:", "  - transformers=4.57.1"] + ["  - pip: *p"] * 1000
+    (root / "environment.yml").write_text("\n".join(rows) + "\n")
+    (root / "args.yaml").write_text("output_dir: out\nper_device_train_batch_size: 2\n")
+    (root / ".git").mkdir()
+    return ["check", "args.yaml"]
+
+
+def hostfile_slots(root: Path) -> list[str]:
+    """A DeepSpeed hostfile with slots=4000000000."""
+    (root / "hostfile").write_text("worker-0 slots=4000000000\n")
+    (root / "run.sh").write_text("#!/bin/bash\ndeepspeed --hostfile hostfile train.py\n")
+    (root / "train.py").write_text("print(1)\n")
+    return ["check", "run.sh"]
+
+
+SCRIPT_HEAD = (
+    "import os\nfrom transformers import HfArgumentParser, TrainingArguments\n\n"
+    "def main():\n    parser = HfArgumentParser((TrainingArguments,))\n"
+    "    (args,) = parser.parse_args_into_dataclasses()\n    os.makedirs(args.output_dir, exist_ok=True)\n"
+)
+SCRIPT_BODY = (
+    "\ndef helper_{i}(x, y=3, *args, **kw):\n    total = 0\n    for j in range(x):\n"
+    "        if j % 2 == 0:\n            total += j * y\n"
+    "        else:\n            total -= kw.get('k{i}', 1)\n"
+    "    data = {{'a': [1, 2, 3], 'b': (4, 5), 'c': {{'d': x}}}}\n    return total + len(data) + sum(args)\n"
+)
+
+
+def training_script(helpers: int) -> Callable[[Path], list[str]]:
+    def build(root: Path) -> list[str]:
+        body = "".join(SCRIPT_BODY.format(i=i) for i in range(helpers))
+        (root / "train.py").write_text(SCRIPT_HEAD + body + "\nif __name__ == '__main__':\n    main()\n")
+        (root / "run.sh").write_text("#!/bin/bash\ntorchrun --nproc_per_node 2 train.py --output_dir out\n")
+        return ["check", "run.sh"]
+
+    build.__doc__ = f"A training script of {helpers:,} helper functions, launched on two processes."
+    return build
+
+
 CASES: dict[str, Callable[[Path], list[str]]] = {
     "json-array-9.8MB": json_array,
     "json-objects-9.5MB": json_objects,
@@ -119,6 +180,13 @@ CASES: dict[str, Callable[[Path], list[str]]] = {
     "yaml-190k-nodes": yaml_nodes,
     "yaml-45k-nodes": yaml_nodes_under_limit,
     "makedirs-10001": makedirs_script,
+    "yaml-key-alias-bomb-531B": key_alias_bomb,
+    "hardware-nodes-1e12": hardware_nodes,
+    "environment-1000-aliases": environment_aliases,
+    "hostfile-slots-4e9": hostfile_slots,
+    "script-0.25MB": training_script(900),
+    "script-4.7MB": training_script(17_000),
+    "script-7.8MB": training_script(28_000),
 }
 
 
