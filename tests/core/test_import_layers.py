@@ -61,7 +61,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         ),
     ),
     ("report", ("advisor.report",)),  # reporters: render results, build nothing
-    ("pipeline", ("advisor.check", "advisor.estimate_run", "advisor.probe", "advisor.policy")),  # builds the results
+    # builds the results
+    ("pipeline", ("advisor.check", "advisor.estimate_run", "advisor.probe", "advisor.policy")),
     ("cli", ("advisor.cli", "advisor.commands", "advisor.__main__")),  # the app and its command modules
 ]
 
