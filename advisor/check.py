@@ -38,6 +38,7 @@ class CheckOptions:
     baseline: Path | None = None  # a baseline file: report only findings not in it (--baseline)
     verify: Any = None  # advisor.probe.spec.ProbeOptions: run the training probe (--verify)
     measured: Path | None = None  # recorded measurements (default: .gpu-advise-verify.json at the root)
+    find_measured: bool = True  # look for the default file when `measured` is None (off: none is read)
     # with base: the base revision's settings, rules, baseline and inline directives govern (advisor/policy)
     policy_from_base: bool = False
     policy: Any = None  # advisor.policy.BasePolicy under policy_from_base, set by run_check
@@ -382,7 +383,7 @@ def _run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
         findings.append(finding)
     findings.sort(key=lambda f: f.sort_key)
     verification = None
-    recorded = options.measured or _recorded(settings, paths, boundary)
+    recorded = options.measured or (_recorded(settings, paths, boundary) if options.find_measured else None)
     if options.verify is not None or recorded is not None:
         from advisor.probe.stage import verify_stage
 

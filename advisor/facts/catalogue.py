@@ -696,6 +696,7 @@ _POLICY_ITEMS = (
     ("code", "file", "kind", LOCATION, "now", "part", "was"),
     ("code", "directive", "file", LOCATION, "where"),
     ("count", "file", "key", "kind", LOCATION, "rule"),
+    ("digest", "file", LOCATION, "run"),
 )
 _POLICY = NamespaceDecl(
     "policy",
@@ -705,14 +706,10 @@ _POLICY = NamespaceDecl(
     facts=(
         _f("base", "str", "the revision the policy is compared with, as `git REV`"),
         _f("settings", "list[dict]", "settings that weaken the gate (GA801)", items=_POLICY_ITEMS[0]),
-        _f(
-            "rules",
-            "list[dict]",
-            "rules of the base's rule folders removed or weakened",
-            items=_POLICY_ITEMS[1],
-        ),
+        _f("rules", "list[dict]", "base rule files removed or weakened", items=_POLICY_ITEMS[1]),
         _f("suppressions", "list[dict]", "inline directive codes the base lacks", items=_POLICY_ITEMS[2]),
         _f("baseline", "list[dict]", "baseline entries the base lacks", items=_POLICY_ITEMS[3]),
+        _f("measurements", "list[dict]", "recorded measurements the base lacks", items=_POLICY_ITEMS[4]),
     ),
 )
 

@@ -3,9 +3,10 @@
 A pull request from a fork writes every file the gate reads, its settings, rule folders, inline
 directives and baseline included. With `--base REV` the gate reads those from REV as well (the tree
 advisor/revision.py materialises): every relaxation the change makes is a finding of its own (GA801
-settings, GA802 rule files, GA803 inline suppressions, GA804 baseline entries), which only the base's
-`ignore` and `severity` (or `--ignore`) can silence; and with `--policy-from-base` the base's settings,
-rule folders, baseline and inline directives govern the check, the pull request's are not used.
+settings, GA802 rule files, GA803 inline suppressions, GA804 baseline entries, GA805 recorded
+measurements), which only the base's `ignore` and `severity` (or `--ignore`) can silence; and with
+`--policy-from-base` the base's settings, rule folders, baseline, recorded measurements and inline
+directives govern the check, the pull request's are not used.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from . import settings_diff
 from .baseline_diff import added_entries
 from .directives import DirectiveDiff
 from .facts import policy_facts
+from .measurements_diff import added_measurements
 from .rule_files import compare_folder, folder_codes
 from .toml_lines import locate
 
@@ -98,6 +100,7 @@ class BasePolicy:
             self.close()
             raise
         self.directives: DirectiveDiff | None = None
+        self._paths = list(paths)
 
     # the temporary tree lives as long as the check
     def __enter__(self) -> BasePolicy:
@@ -171,7 +174,16 @@ class BasePolicy:
             else:
                 baseline = in_base
         settings = replace(base, source=source, extend_rules=outside_rules, baseline=kept_baseline)
-        return replace(options, settings=settings, rules_dirs=rules_dirs, baseline=baseline, policy=self)
+        measured = self.base_measurements(options)
+        return replace(
+            options,
+            settings=settings,
+            rules_dirs=rules_dirs,
+            baseline=baseline,
+            measured=measured,
+            find_measured=False,
+            policy=self,
+        )
 
     def restore(
         self, findings: list[Finding], suppressed: list[Any], documents: list[Any], catalog: list[Any]
@@ -187,7 +199,7 @@ class BasePolicy:
         return self.directives
 
     def report(self, result: Any, options: Any) -> None:
-        """Add the relaxation findings (GA801-GA804) to the result."""
+        """Add the relaxation findings (GA801-GA805) to the result."""
         names = {"policy": self._facts(result, options)}
         off = [*options.ignore, *self.base.ignore]  # the pull request's own settings do not apply
         rules = [
@@ -236,7 +248,7 @@ class BasePolicy:
         if options.inline_ignores:
             findings = [*result.findings, *(s.finding for s in result.suppressed)]
             suppressions = self._directives(list(result.documents), findings).items()
-        lists = (settings_items, rule_items, suppressions, self._baseline(options))
+        lists = (settings_items, rule_items, suppressions, self._baseline(options), self._measured(options))
         for item in (item for items in lists for item in items):
             item["location"] = self._shown(item["location"])
         return policy_facts(f"git {self.rev}", *lists)
@@ -287,6 +299,28 @@ class BasePolicy:
             if self.base.baseline is not None:
                 base_file = self._in_base(self.base.baseline)
         return added_entries(pr_file, base_file)
+
+    def _recorded_file(self, options: Any) -> Path | None:
+        """The recorded measurements the pull request's check reads (advisor.check._recorded)."""
+        from advisor.probe import RECORDED_FILE, recorded_measurements
+
+        if options.measured is not None:
+            return Path(os.path.normpath(self.cwd / options.measured))
+        found = recorded_measurements(self.pr, self._paths)
+        if found is None and self.pr is not None and self.pr.source is not None:
+            found = self.pr.source.parent / RECORDED_FILE
+        return Path(os.path.normpath(self.cwd / found)) if found is not None else None
+
+    def _measured(self, options: Any) -> list[dict[str, Any]]:
+        pr_file = self._recorded_file(options)
+        return added_measurements(pr_file, self.to_base(pr_file) if pr_file is not None else None)
+
+    def base_measurements(self, options: Any) -> Path | None:
+        """--policy-from-base: the base's copy of the recorded measurements, or None: the pull request's
+        file is not read (the check then reads no recorded measurements)."""
+        pr_file = self._recorded_file(options)
+        in_base = self.to_base(pr_file) if pr_file is not None else None
+        return in_base if in_base is not None and in_base.is_file() else None
 
     def _locator(self, pr: Settings) -> settings_diff.Locate:
         """Where a setting is written in the pull request's settings file (its top when not written)."""

@@ -1,4 +1,4 @@
-"""The `policy` namespace (scope `policy`): the relaxations GA801-GA804 report, one list per kind."""
+"""The `policy` namespace (scope `policy`): the relaxations GA801-GA805 report, one list per kind."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ def policy_facts(
     rules: list[dict[str, Any]],
     suppressions: list[dict[str, Any]],
     baseline: list[dict[str, Any]],
+    measurements: list[dict[str, Any]],
 ) -> Namespace:
     ns = Namespace("policy")
     ns.set("base", Value(base, None, "derived"))
@@ -21,6 +22,7 @@ def policy_facts(
         ("rules", rules),
         ("suppressions", suppressions),
         ("baseline", baseline),
+        ("measurements", measurements),
     ):
         ns.set(name, Value(items, None, "derived"))
     return ns

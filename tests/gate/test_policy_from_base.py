@@ -221,3 +221,40 @@ def test_a_sub_folder_settings_file_that_ignores_rules_is_reported(tmp_path: Pat
     work = _pull_request(tmp_path, {"configs/.gpu-advise.toml": 'ignore = ["GA1"]\n'})
     _, findings, _ = _check(work)
     assert ("configs/.gpu-advise.toml", 1, 11) in _at(findings, "GA801")
+
+
+def test_recorded_measurements_the_base_lacks_are_reported_and_not_read_under_policy_from_base(
+    tmp_path: Path, monkeypatch
+) -> None:
+    # A measured effective batch equal to the base's (16) refutes GA101; the digest is computed from the
+    # run's own files, so the pull request can write an entry that applies.
+    from advisor.check import CheckOptions, build_plans, resolve_settings
+    from advisor.probe.spec import run_digest
+
+    work = _pull_request(tmp_path, {})
+    monkeypatch.chdir(work)
+    options = CheckOptions()
+    plans, _ = build_plans([Path(".")], options, resolve_settings([Path(".")], options))
+    run = next(p for p in plans if p.name == "launch.sh")
+    entry = {
+        "name": "launch.sh",
+        "status": "ok",
+        "measured": {"world_size": 4, "effective_batch": 16},
+        "digest": run_digest(run),
+    }
+    (work / ".gpu-advise-verify.json").write_text(
+        json.dumps({"version": 1, "runs": [entry]}, indent=1) + "\n", encoding="utf-8"
+    )
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "measured")
+
+    code, findings, _ = _check(work)
+    assert code == 1
+    assert _at(findings, "GA101") == []  # the pull request's measurement refutes it
+    (hit,) = [f for f in findings if f["rule"] == "GA805"]
+    assert (hit["file"], hit["line"], hit["severity"]) == (".gpu-advise-verify.json", 11, "error")
+    assert "launch.sh" in hit["message"] and "origin/main" in hit["message"]
+
+    code, findings, _ = _check(work, "--policy-from-base")
+    assert _at(findings, "GA101") == [("configs/sft.yaml", 3, 30)]
+    assert [f["rule"] for f in findings if f["rule"] == "GA805"] == ["GA805"]
