@@ -184,11 +184,13 @@ def _explicit(ns: Namespace, key: str) -> Any:
 
 def run_digest(plan: Any) -> str:
     """sha256 over the run's files (path and bytes): a saved measurement applies while this holds."""
+    from advisor.sources.read import ReadRefused, read_bytes
+
     h = hashlib.sha256()
     for doc in plan.spec.documents:
         try:
-            data = Path(doc.path).read_bytes()
-        except OSError:
+            data = read_bytes(Path(doc.path))  # the one safe reader: regular files, bounded
+        except (OSError, ReadRefused):
             data = b""
         h.update(Path(doc.path).name.encode() + b"\0" + data + b"\0")
     return h.hexdigest()[:16]
