@@ -7,7 +7,8 @@
 #   GITHUB_BASE_REF     the pull request's base branch (unset on other events)
 #   GITHUB_OUTPUT       the file step outputs are appended to
 #   RUNNER_TEMP         the runner's temporary folder, outside the workspace (the SARIF goes there)
-#   INPUT_PATHS INPUT_HARDWARE INPUT_BASE INPUT_FORMAT INPUT_FAIL_ON, PYTHON (default python3)
+#   INPUT_PATHS INPUT_HARDWARE INPUT_BASE INPUT_FORMAT INPUT_FAIL_ON INPUT_POLICY_FROM_BASE,
+#   PYTHON (default python3)
 #   EXIT_CODE           (finish) the check step's exit code
 set -euo pipefail
 
@@ -49,6 +50,8 @@ check() {
   base="$(base_revision)"
   # --option=value: a value is never read as an option of its own; the paths follow `--`
   [[ -z "$base" ]] || args+=("--base=$base")
+  # a pull request's own settings, rules, directives, baseline and measurements must not relax its gate
+  [[ -z "$base" || "${INPUT_POLICY_FROM_BASE:-true}" != true ]] || args+=("--policy-from-base")
   [[ -z "${INPUT_HARDWARE:-}" ]] || args+=("--hardware=$INPUT_HARDWARE")
   [[ -z "${INPUT_FAIL_ON:-}" ]] || args+=("--fail-on=$INPUT_FAIL_ON")
   args+=("--format=$format")

@@ -77,7 +77,7 @@ def _run(step: str, tmp_path: Path, work: Path, **inputs: str) -> tuple[subproce
 
 def test_action_declares_the_inputs_and_runs_the_script() -> None:
     action = _action()
-    assert {"paths", "hardware", "base", "format", "fail-on"} <= set(action["inputs"])
+    assert {"paths", "hardware", "base", "format", "fail-on", "policy-from-base"} <= set(action["inputs"])
     assert action["runs"]["using"] == "composite"
     steps = action["runs"]["steps"]
     runs = [s["run"] for s in steps if "run" in s]
@@ -225,3 +225,22 @@ def test_example_workflows_install_from_the_repository_and_run_the_gate() -> Non
     assert "gpu-advise/gpu-advise@main" in uses
     with_ = next(s["with"] for s in action_wf["jobs"]["gpu-advise"]["steps"] if s.get("uses") == uses[-1])
     assert set(with_) <= set(_action()["inputs"])
+
+
+@needs_git
+@needs_bash
+def test_action_enforces_the_base_policy_by_default(tmp_path: Path) -> None:
+    # The pull request ignores GA101 in its own settings: the action still fails it (the base's policy
+    # governs, GA101 is back) and says what the change tried (GA801); policy-from-base=false gives the
+    # pull request's own policy, and the relaxation is still reported.
+    work = _pull_request(tmp_path)
+    write_files(work, {".gpu-advise.toml": 'ignore = ["GA101"]\n'})
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "quiet")
+    proc, out = _run("check", tmp_path, work, format="json")
+    assert out["exit-code"] == "1", proc.stdout + proc.stderr
+    rules = {f["rule"] for f in json.JSONDecoder().raw_decode(proc.stdout)[0]["findings"]}
+    assert {"GA101", "GA801"} <= rules, rules
+    proc, out = _run("check", tmp_path, work, format="json", policy_from_base="false")
+    rules = {f["rule"] for f in json.JSONDecoder().raw_decode(proc.stdout)[0]["findings"]}
+    assert "GA101" not in rules and "GA801" in rules, rules
