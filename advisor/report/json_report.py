@@ -49,9 +49,16 @@ def finding_json(f: Finding, original: Finding | None = None) -> dict[str, Any]:
 
 def render_json(result: CheckResult) -> str:
     safe = escape_result(result)
+    from advisor.engine import error_label
+
     payload = {
         "version": 1,
         "findings": [finding_json(f, raw) for f, raw in zip(safe.findings, result.findings, strict=True)],
         "runs": [r.as_json() for r in safe.runs],
+        # why the check exits 2 or 3: a rule that failed to evaluate is not a finding, but it must be seen
+        "errors": [
+            {"kind": error_label(raw, result.rules), "message": shown}
+            for shown, raw in zip(safe.errors, result.errors, strict=True)
+        ],
     }
     return strict_json(payload) + "\n"

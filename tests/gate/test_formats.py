@@ -204,3 +204,21 @@ def test_statistics_in_github_actions_stay_text(project: Path, monkeypatch) -> N
     result = cli(["check", ".", "--statistics"], project, monkeypatch, env={"GITHUB_ACTIONS": "true"})
     assert result.exit_code == 1
     _golden("statistics.txt", result.stdout)
+
+
+def test_json_carries_the_rule_errors_that_make_the_check_exit_2(tmp_path: Path, monkeypatch) -> None:
+    # a project's own rule that fails to evaluate: exit 2, and --format json must say why (before, the
+    # JSON held no trace of it and stderr was empty)
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    (tmp_path / "args.yaml").write_text("dataloader_num_workers: 0\n", encoding="utf-8")
+    (tmp_path / "rules" / "GA990-div.yaml").write_text(
+        'code: GA990\nname: div\nseverity: warning\nsummary: s\nwhen: "1 / 0 > 1"\n'
+        "at: training.dataloader_num_workers\nmessage: m\ndocs: d\n",
+        encoding="utf-8",
+    )
+    result = cli(["check", "args.yaml", "--rules", "rules", "--format", "json"], tmp_path, monkeypatch)
+    assert result.exit_code == 2
+    payload = json.loads(result.stdout)
+    assert [e["kind"] for e in payload["errors"]] == ["rule error"]
+    assert "GA990" in payload["errors"][0]["message"] and "division by zero" in payload["errors"][0]["message"]
