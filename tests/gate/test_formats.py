@@ -221,4 +221,5 @@ def test_json_carries_the_rule_errors_that_make_the_check_exit_2(tmp_path: Path,
     assert result.exit_code == 2
     payload = json.loads(result.stdout)
     assert [e["kind"] for e in payload["errors"]] == ["rule error"]
-    assert "GA990" in payload["errors"][0]["message"] and "division by zero" in payload["errors"][0]["message"]
+    message = payload["errors"][0]["message"]
+    assert "GA990" in message and "division by zero" in message
