@@ -127,7 +127,7 @@ def test_json_report_has_the_estimate_per_run(tmp_path: Path) -> None:
 def test_online_is_passed_to_the_model_lookup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen = []
 
-    def fake(name: str, online: bool = False):
+    def fake(name: str, online: bool = False, **_: object):  # the project boundary rides along
         seen.append((name, online))
         return resolve_model("Qwen/Qwen2.5-0.5B")
 
