@@ -258,7 +258,8 @@ def build_plan(spec: RunSpec, hardware: Any = None, settings: Any = None) -> Run
             Value(command.launcher, Location(root.path, command.span.line, command.span.col), "launch"),
         )
         for key, word in command.launcher_args.items():
-            plan.launch.set(key, _word_value(word, root))
+            # deepspeed's and axolotl's own `--launcher pdsh|torchrun` must not replace the launcher's name
+            plan.launch.set("launcher_flag" if key == "launcher" else key, _word_value(word, root))
         for key, word in command.env.items():
             plan.env.set(
                 key,

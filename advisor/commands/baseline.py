@@ -71,8 +71,10 @@ def write_baseline(
     wrote = f"gpu-advise: wrote {n} finding{'s' if n != 1 else ''} to {relative(target)}"
     typer.echo(escape_text(wrote), err=True)  # the path may come from the settings: a user string
     if result.errors:
-        for err in result.errors:
-            typer.echo(escape_text(f"gpu-advise: internal error: {err}"), err=True)
+        from advisor.engine import error_label
+
+        for err in result.errors:  # a project's own rule that failed is its error, not ours (exit 2)
+            typer.echo(escape_text(f"gpu-advise: {error_label(err, result.rules)}: {err}"), err=True)
         raise typer.Exit(errors_exit_code(result))
 
 

@@ -31,7 +31,7 @@ def parse_gpu_list(text: Any) -> list[int] | None:
     if s == "" or s.lower() == "all":
         return None if s else []
     parts = [p.strip() for p in s.split(",") if p.strip()]
-    if not all(re.fullmatch(r"\d+", p) for p in parts):
+    if not all(re.fullmatch(r"\d{1,9}", p) for p in parts):  # longer is no device index (and int() may raise)
         return None
     return [int(p) for p in parts]
 

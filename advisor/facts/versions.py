@@ -99,7 +99,9 @@ def resolve_spec(package: str, spec: str, why: str) -> Target | None:
     return Target(package, shipped[i], i, why, True)
 
 
-_CLAUSE_RE = re.compile(r"\s*(===|==|!=|~=|>=|<=|>|<)\s*v?(\d+(?:\.\d+)*)(\.\*)?\s*")
+# a release component of more than 18 digits is no release of these libraries (and int() of 4,301 digits
+# raises): the clause does not match and the pin is not used
+_CLAUSE_RE = re.compile(r"\s*(===|==|!=|~=|>=|<=|>|<)\s*v?(\d{1,18}(?:\.\d{1,18})*)(\.\*)?\s*")
 
 
 def _parse_spec(spec: str) -> list[tuple[str, tuple[int, ...] | str]] | None:

@@ -117,21 +117,24 @@ def _queries_gpus(plan: RunPlan, key: str) -> bool:
     return word is not None and counts_gpus_at_run_time(word.raw or "", _script_variables(plan))
 
 
-def _gpu_query_text(raw: str, variables: dict[str, Any], depth: int = 0) -> str | None:
-    """The command substitution that counts the GPUs, as written, found through the variables."""
-    if _GPU_QUERY.search(raw):
-        return raw
-    if depth > 6:
-        return None
-    for name in _VAR_REF.findall(raw):
-        word = variables.get(name)
-        found = (
-            _gpu_query_text(getattr(word, "raw", "") or "", variables, depth + 1)
-            if word is not None
-            else None
-        )
-        if found is not None:
-            return found
+def _gpu_query_text(raw: str, variables: dict[str, Any]) -> str | None:
+    """The command substitution that counts the GPUs, as written, found through the variables (six
+    levels deep). Each variable is looked at once: a script whose variables name each other many times
+    over (fuzz seed 11: 88 s through the recursion) stays linear."""
+    frontier, seen = [raw], set()
+    for _ in range(8):
+        following = []
+        for text in frontier:
+            if _GPU_QUERY.search(text):
+                return text
+            for name in _VAR_REF.findall(text):
+                word = variables.get(name)
+                if name not in seen and word is not None:
+                    seen.add(name)
+                    following.append(getattr(word, "raw", "") or "")
+        if not following:
+            return None
+        frontier = following
     return None
 
 
@@ -182,7 +185,7 @@ def _sbatch_count(plan: RunPlan, keys: tuple[str, ...]) -> Value | None:
         text = str(v.value)
         if key == "nodes" and not re.fullmatch(r"\d+", text.strip()):
             continue  # "--nodes 2-4": sbatch may give any count in the range
-        m = re.fullmatch(r"\s*(?:[a-z0-9_]+:)?(\d+)\s*", text)  # --gpus-per-node h100:8
+        m = re.fullmatch(r"\s*(?:[a-z0-9_]+:)?(\d{1,9})\s*", text)  # --gpus-per-node h100:8
         if m and int(m.group(1)) >= 1:
             return Value(
                 int(m.group(1)), v.origin, "launch", note=f"#SBATCH --{key.replace('_', '-')} {text}"

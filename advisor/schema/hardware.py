@@ -29,7 +29,7 @@ class GpuGroup(BaseModel):
     model: str = Field(description="GPU catalog key or alias, e.g. H100-NVL, A100-80GB, RTX-4090")
     count: int = Field(ge=1, le=1024, description="GPUs per node")
     memory_gib: float | None = Field(
-        default=None, gt=0, description="override of the catalog's usable memory per GPU, GiB"
+        default=None, gt=0, le=1 << 20, description="override of the catalog's usable memory per GPU, GiB"
     )
 
     @field_validator("model", mode="before")

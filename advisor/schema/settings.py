@@ -30,8 +30,9 @@ class RunSettings(_Model):
         description="the effective batch this run was tuned for (GA101 baseline)",
     )
     learning_rate: float | None = Field(None, alias="learning-rate")
-    dataset_samples: int | None = Field(None, alias="dataset-samples")
-    dataset_tokens: int | None = Field(None, alias="dataset-tokens")
+    # bounded as the readers bound integers (2**63 - 1): the time model divides them as floats
+    dataset_samples: int | None = Field(None, alias="dataset-samples", ge=1, le=(1 << 63) - 1)
+    dataset_tokens: int | None = Field(None, alias="dataset-tokens", ge=1, le=(1 << 63) - 1)
 
 
 class Thresholds(_Model):
@@ -73,8 +74,9 @@ class Settings(_Model):
     )
     thresholds: Thresholds = Field(default_factory=Thresholds.model_construct)
     baseline: str | None = None
-    dataset_samples: int | None = Field(None, alias="dataset-samples")
-    dataset_tokens: int | None = Field(None, alias="dataset-tokens")
+    # bounded as the readers bound integers (2**63 - 1): the time model divides them as floats
+    dataset_samples: int | None = Field(None, alias="dataset-samples", ge=1, le=(1 << 63) - 1)
+    dataset_tokens: int | None = Field(None, alias="dataset-tokens", ge=1, le=(1 << 63) - 1)
     target_versions: dict[Literal["transformers", "trl", "accelerate", "peft", "deepspeed"], str] = Field(
         default_factory=dict,
         alias="target-versions",
