@@ -137,6 +137,52 @@ def entry_path(folder: Path, name: str, slot: str, key: object) -> Path:
     return folder / f"{name}-{_digest((slot, sys.version_info[:2]))}-{_digest((key, FORMAT))}.json"
 
 
+# What the build writes into the package (setup.py, build_py): the entries whose source files ship with it
+# (the rule catalog, the GPU catalog, the built-in machines), so a fresh CI runner's first check is as fast
+# as a warm one. Package data: as trusted as the code beside it, never the checked project's.
+PREBUILT_FILE = Path(__file__).resolve().parent / "_prebuilt.json"
+
+
+def prebuilt_key(key: object) -> str:
+    """The digest an entry of PREBUILT_FILE is stored under (the key's full digest, with FORMAT)."""
+    return _full_digest((key, FORMAT))
+
+
+@lru_cache(maxsize=1)
+def _prebuilt_entries() -> dict[str, Any]:
+    if os.environ.get("GPU_ADVISE_NO_PREBUILT"):
+        return {}
+    stored = _read(PREBUILT_FILE, {"format": FORMAT, "name": "prebuilt"}, owner=False)
+    data = stored.get("data") if stored is not None else None
+    return data if isinstance(data, dict) else {}
+
+
+def has_prebuilt(name: str) -> bool:
+    """Whether the package holds a prebuilt entry `name` (computing its key is then worth it)."""
+    return name in _prebuilt_entries()
+
+
+def prebuilt(name: str, key: object) -> Any | None:
+    """The data the build stored as `name` for exactly this key, or None (no such file, a source
+    checkout, another key: the files changed since the build). GPU_ADVISE_NO_PREBUILT=1 ignores it."""
+    entry = _prebuilt_entries().get(name)
+    if not isinstance(entry, dict) or entry.get("key") != prebuilt_key(key):
+        return None
+    return entry.get("data")
+
+
+def prebuilt_document(entries: dict[str, tuple[object, Any]]) -> str:
+    """PREBUILT_FILE's text for {name: (key, data)} (what the build writes; `prebuilt` reads it)."""
+    data = {name: {"key": prebuilt_key(key), "data": value} for name, (key, value) in entries.items()}
+    return json.dumps({"format": FORMAT, "name": "prebuilt", "data": data}, separators=(",", ":"))
+
+
+def content_stamps(files: Iterable[Path]) -> list[tuple[str, int, str | None]]:
+    """A key for files that ship with the package: each one's name, size and content digest (no folder,
+    so the build's copy and the installed copy have the same key)."""
+    return [(p.name, p.stat().st_size, _content_digest(p)) for p in files]
+
+
 def _identity(value: Any) -> Any:
     return value
 
@@ -174,15 +220,20 @@ def cached(
     return value
 
 
-def _read(entry: Path, header: dict[str, Any]) -> dict[str, Any] | None:
-    """The entry's mapping when it is a regular file of sane size, valid JSON and has the header asked for."""
+def _read(entry: Path, header: dict[str, Any], *, owner: bool = True) -> dict[str, Any] | None:
+    """The entry's mapping when it is a regular file of sane size, valid JSON and has the header asked for
+    (and, with `owner`, is owned by the user reading it: package data belongs to whoever installed it)."""
     try:
         fd = os.open(entry, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY_BYTES or st.st_uid != os.geteuid():
+        if (
+            not stat.S_ISREG(st.st_mode)
+            or st.st_size > MAX_ENTRY_BYTES
+            or (owner and st.st_uid != os.geteuid())
+        ):
             return None
         with os.fdopen(fd, "rb", closefd=False) as fh:
             raw = fh.read(MAX_ENTRY_BYTES + 1)

@@ -397,28 +397,64 @@ def load_rule_file(path: Path) -> CompiledRule:
     return compile_rule(spec, path, lines, text)
 
 
-def _rules_to_data(rules: tuple[CompiledRule, ...]) -> list[dict[str, Any]]:
+def _rules_to_data(rules: tuple[CompiledRule, ...], base: Path | None = None) -> list[dict[str, Any]]:
+    """The compiled rules as plain data; with `base`, each path as its name in that folder (the
+    prebuilt catalog: built from rules/, read from the wheel's advisor/_rules)."""
     from advisor.datacodec import encode
 
-    return [{"path": str(r.path), "lines": r.lines, "spec": encode(r.spec)} for r in rules]
+    return [
+        {"path": r.path.name if base else str(r.path), "lines": r.lines, "spec": encode(r.spec)}
+        for r in rules
+    ]
 
 
-def _rules_from_data(data: Any) -> tuple[CompiledRule, ...]:
+def _rules_from_data(data: Any, base: Path | None = None) -> tuple[CompiledRule, ...]:
     """The cached catalog: validated specs as data; their expressions are parsed and checked again, each on
     first use (a check evaluates every `when` but renders few messages)."""
     from advisor.datacodec import DataError, decode
 
     if not isinstance(data, list):
         raise DataError("the cached rule catalog is not a list")
-    return tuple(
-        compile_rule(
-            decode(RuleSpec, d["spec"]),
-            Path(decode(str, d["path"])),
-            decode(dict[str, int], d["lines"]),
-            eager=False,
+    out = []
+    for d in data:
+        path = Path(decode(str, d["path"]))
+        if base is not None:
+            if path.name != str(path):
+                raise DataError("a prebuilt rule's path is not a file name")
+            path = base / path
+        out.append(
+            compile_rule(decode(RuleSpec, d["spec"]), path, decode(dict[str, int], d["lines"]), eager=False)
         )
-        for d in data
-    )
+    return tuple(out)
+
+
+def _builtin_key(files: list[Path]) -> object:
+    """What the prebuilt catalog is keyed by: the rule files' names, sizes and contents, and the fact
+    catalogue the rules were checked against."""
+    from advisor.cache import content_stamps
+    from advisor.facts import catalogue
+
+    return content_stamps([*files, Path(catalogue.__file__)])
+
+
+def prebuilt_rules(directory: Path) -> tuple[object, list[dict[str, Any]]]:
+    """(key, data) of the built-in catalog compiled from `directory`, for the build to store in the
+    package (setup.py); _load_dir reads it back for the same files."""
+    files = sorted(directory.glob("*.yaml"))
+    rules = tuple(load_rule_file(p) for p in files)
+    return _builtin_key(files), _rules_to_data(rules, base=directory)
+
+
+def _from_prebuilt(directory: Path, files: list[Path]) -> tuple[CompiledRule, ...] | None:
+    from advisor.cache import has_prebuilt, prebuilt
+
+    if not has_prebuilt("rules"):  # a source checkout: the runtime cache
+        return None
+    try:
+        data = prebuilt("rules", _builtin_key(files))
+        return None if data is None else _rules_from_data(data, base=directory)
+    except Exception:  # an entry of the wrong shape: compile from the files
+        return None
 
 
 @cache
@@ -429,6 +465,10 @@ def _load_dir(directory: Path) -> tuple[CompiledRule, ...]:
     from advisor.facts import catalogue
 
     files = sorted(directory.glob("*.yaml"))
+    if directory == builtin_rules_dir():  # an installed wheel: decoded at build time
+        built = _from_prebuilt(directory, files)
+        if built is not None:
+            return built
     try:
         # the rules were checked against the catalogue when they were stored: a new one checks them again
         stamps = file_stamps([*files, Path(catalogue.__file__)])

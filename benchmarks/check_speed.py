@@ -35,12 +35,15 @@ adds ~80 ms of bash before Python starts.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -116,11 +119,106 @@ def cold_start_against_yamllint(runs: int) -> None:
     )
 
 
+def _installed_wheel(dest: Path) -> Path:
+    """The package as pip installs it: a wheel built from a clean copy of the checkout (setup.py writes the
+    prebuilt catalog into it), unpacked and byte-compiled. The source checkout has no prebuilt catalog."""
+    source = dest / "src"
+    shutil.copytree(
+        REPO,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".git", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", "tests"
+        ),
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(dest),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    site = dest / "site"
+    with zipfile.ZipFile(next(dest.glob("gpu_advise-*.whl"))) as zf:
+        zf.extractall(site)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(site)], check=True)
+    return site
+
+
+def startup_cold_and_warm(runs: int) -> None:
+    """Issue 18 item 11: start-up of the installed package with an empty cache (a fresh CI runner: a new
+    GPU_ADVISE_CACHE_DIR per run) and with a warm one, each paired with yamllint on the same YAML files.
+    Both tools run as `python -S` with the same PYTHONPATH (the wheel, then site-packages), so neither
+    pays this environment's .pth files and the checkout's editable install is not what is measured."""
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        site = _installed_wheel(base / "wheel")
+        project = base / "example"
+        shutil.copytree(REPO / "fixtures" / "example", project)
+        env = {
+            **os.environ,
+            "PYTHONPATH": f"{site}{os.pathsep}{sysconfig.get_paths()['purelib']}",
+            "HF_HUB_OFFLINE": "1",
+        }
+        env.pop("GPU_ADVISE_NO_CACHE", None)
+        yamllint = [sys.executable, "-S", "-m", "yamllint"]
+        if subprocess.run([*yamllint, "--version"], env=env, capture_output=True, check=False).returncode:
+            print("yamllint not installed (pip install yamllint): no start-up ratios")
+            return
+        files = sorted(
+            str(p.relative_to(project)) for p in project.rglob("*") if p.suffix in {".yaml", ".yml"}
+        )
+        check = [sys.executable, "-S", "-m", "advisor", "check", "--exit-zero", "."]
+        ref_cmd = [*yamllint, "-d", "relaxed", *files]
+        warm_dir = base / "warm-cache"
+        fresh = iter(range(10**6))
+
+        def run(cmd: list[str], cache: Path) -> float:
+            start = time.perf_counter()
+            subprocess.run(
+                cmd, cwd=project, env={**env, "GPU_ADVISE_CACHE_DIR": str(cache)}, capture_output=True
+            )
+            return time.perf_counter() - start
+
+        run(check, warm_dir)  # fills the warm cache; warms the page cache for both
+        run(ref_cmd, warm_dir)
+        cold: list[float] = []
+        warm: list[float] = []
+        ref: list[float] = []
+        for _ in range(runs):  # a cold, a warm and a yamllint run in turn: load falls on all alike
+            cold.append(run(check, base / f"cold-{next(fresh)}"))
+            warm.append(run(check, warm_dir))
+            ref.append(run(ref_cmd, warm_dir))
+        y = statistics.median(ref)
+        print(
+            f"start-up of the installed wheel on fixtures/example (n={runs}, medians): "
+            f"yamllint {y * 1000:.0f} ms on its {len(files)} YAML files; "
+            f"check with an empty cache {statistics.median(cold) * 1000:.0f} ms "
+            f"(ratio {statistics.median(cold) / y:.2f}, target <= 1.5), "
+            f"with a warm cache {statistics.median(warm) * 1000:.0f} ms "
+            f"(ratio {statistics.median(warm) / y:.2f}, target <= 1.3)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--cold-only", action="store_true", help="only the paired cold-start ratio")
+    parser.add_argument(
+        "--startup", action="store_true", help="only the installed wheel's cold- and warm-cache start-up"
+    )
     args = parser.parse_args()
+    if args.startup:
+        startup_cold_and_warm(max(args.runs, 11))
+        return
     if args.cold_only:
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "advisor")], check=True)
         cold_start_against_yamllint(max(args.runs, 11))
@@ -138,6 +236,7 @@ def main() -> None:
     bare = _time([sys.executable, "-c", "pass"], REPO, args.runs)
     print(f"  of which the interpreter alone: median {statistics.median(bare) * 1000:.0f} ms")
     cold_start_against_yamllint(max(args.runs, 11))
+    startup_cold_and_warm(max(args.runs, 11))
 
     with tempfile.TemporaryDirectory() as tmp:
         n = _two_hundred_configs(Path(tmp))

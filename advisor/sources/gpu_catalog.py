@@ -38,8 +38,15 @@ def normalize_gpu_name(name: str) -> str:
 
 @cache
 def _catalog_and_index() -> tuple[Mapping[str, GpuSpec], dict[str, str]]:
-    from advisor.cache import cached, file_stamps
+    from advisor.cache import cached, content_stamps, file_stamps, has_prebuilt, prebuilt
 
+    if has_prebuilt("gpus"):  # an installed wheel: decoded at build time (setup.py)
+        data = prebuilt("gpus", content_stamps([GPUS_FILE]))
+        if data is not None:
+            try:
+                return _catalog_from_data(data)
+            except Exception:  # the wrong shape: read the YAML
+                pass
     return cached(
         "gpus",
         str(GPUS_FILE),
@@ -48,6 +55,13 @@ def _catalog_and_index() -> tuple[Mapping[str, GpuSpec], dict[str, str]]:
         to_data=_catalog_to_data,
         from_data=_catalog_from_data,
     )
+
+
+def prebuilt_gpus() -> tuple[object, Any]:
+    """(key, data) of the GPU catalog, for the build to store in the package (setup.py)."""
+    from advisor.cache import content_stamps
+
+    return content_stamps([GPUS_FILE]), _catalog_to_data(_build_catalog_and_index())
 
 
 def _catalog_to_data(value: tuple[Mapping[str, GpuSpec], dict[str, str]]) -> Any:

@@ -233,6 +233,44 @@ def _parse_cached(text: str, source: str, default_name: str) -> Machine:
     )
 
 
+def _builtin_key(text: str, stem: str) -> object:
+    from advisor.cache import content_stamps
+
+    return (text, stem, content_stamps([GPUS_FILE]))
+
+
+def _parse_builtin(path: Path, *, use_cache: bool = True) -> Machine:
+    """A shipped machine: decoded at build time in an installed wheel (setup.py), else through the cache."""
+    from advisor.cache import has_prebuilt, prebuilt
+
+    text = path.read_text(encoding="utf-8")
+    name = f"machine:{path.stem}"
+    if has_prebuilt(name):
+        data = prebuilt(name, _builtin_key(text, path.stem))
+        if data is not None:
+            from advisor.datacodec import DataError, decode
+
+            try:
+                return decode(Machine, data)
+            except DataError:
+                pass
+    if not use_cache:
+        return _parse_descriptor(text, str(path), default_name=path.stem)
+    return _parse_cached(text, str(path), path.stem)
+
+
+def prebuilt_machines() -> dict[str, tuple[object, Any]]:
+    """{entry name: (key, data)} of every shipped machine, for the build to store (setup.py)."""
+    from advisor.datacodec import encode
+
+    out: dict[str, tuple[object, Any]] = {}
+    for path in sorted(MACHINES_DIR.glob("*.yaml")):
+        text = path.read_text(encoding="utf-8")
+        machine = _parse_descriptor(text, str(path), default_name=path.stem)
+        out[f"machine:{path.stem}"] = (_builtin_key(text, path.stem), encode(machine))
+    return out
+
+
 def _parse_descriptor(text: str, source: str, *, default_name: str | None = None) -> Machine:
     def fail(message: str, mark: yaml.Mark | None) -> HardwareError:
         line = mark.line + 1 if mark is not None else 1
@@ -301,7 +339,7 @@ def builtin_machines() -> dict[str, Machine]:
     """The shipped machines (advisor/data/machines/*.yaml) by name; lookups ignore case."""
     machines: dict[str, Machine] = {}
     for path in sorted(MACHINES_DIR.glob("*.yaml")):
-        machine = _parse_descriptor(path.read_text(encoding="utf-8"), str(path), default_name=path.stem)
+        machine = _parse_builtin(path, use_cache=False)
         machines[machine.name] = machine
     return _CaseInsensitive(machines)
 
@@ -327,8 +365,7 @@ def load_hardware(name_or_path: str | Path) -> Machine:
         return _parse_cached(content, text, path.stem)
     for candidate in MACHINES_DIR.glob("*.yaml"):  # parse only the one asked for: start-up matters
         if candidate.stem.casefold() == text.casefold():
-            content = candidate.read_text(encoding="utf-8")
-            machine = _parse_cached(content, str(candidate), candidate.stem)
+            machine = _parse_builtin(candidate)
             if machine.name.casefold() == text.casefold():
                 return machine
     machines = builtin_machines()

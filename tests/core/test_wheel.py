@@ -91,3 +91,47 @@ def test_installed_wheel_checks_the_example_outside_the_checkout(installed: Path
     assert listed.returncode == 0 and "GA203" in listed.stdout
     module = _run(installed, ["hardware", "show", "4xH100-NVL"], project)
     assert module.returncode == 0, module.stderr
+
+
+def test_installed_wheel_starts_from_the_prebuilt_catalog(installed: Path, tmp_path: Path) -> None:
+    """Issue 18 item 11: the build decodes the rule catalog, the GPU catalog and the built-in machines
+    into advisor/_prebuilt.json, so a fresh runner (no cache: GPU_ADVISE_NO_CACHE=1 here) loads them
+    without validating a rule file or a descriptor: pydantic and the rule schema are never imported."""
+    assert (installed / "advisor" / "_prebuilt.json").is_file()
+    probe = (
+        "import sys\n"
+        "from advisor.engine import load_catalog\n"
+        "from advisor.sources.gpu_catalog import resolve_gpu\n"
+        "from advisor.sources.hardware import load_hardware\n"
+        "rules = load_catalog()\n"
+        "machine = load_hardware('4xH100-NVL')\n"
+        "print(len(rules), rules[0].path.parent.name, machine.gpu.id, resolve_gpu('H100 SXM').id)\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('pydantic', 'advisor.schema'))))\n"
+    )
+    result = _python(installed, probe, tmp_path)
+    assert result.returncode == 0, result.stderr
+    counts, modules = result.stdout.splitlines()
+    assert counts == f"{len(list((REPO / 'rules').glob('*.yaml')))} _rules H100-NVL H100-SXM"
+    assert modules == "[]"
+    # the files changed since the build: the prebuilt entry is not used, the rule file is read
+    rule = next((installed / "advisor" / "_rules").glob("GA203-*.yaml"))
+    original = rule.read_text(encoding="utf-8")
+    try:
+        rule.write_text(original.replace("severity: error", "severity: info", 1), encoding="utf-8")
+        stale = _python(installed, probe, tmp_path)
+        assert stale.returncode == 0, stale.stderr
+        assert "advisor.schema.rules" in stale.stdout.splitlines()[1]
+    finally:
+        rule.write_text(original, encoding="utf-8")
+
+
+def _python(site: Path, code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {
+        "PYTHONPATH": f"{site}:{sysconfig.get_paths()['purelib']}",
+        "HF_HUB_OFFLINE": "1",
+        "GPU_ADVISE_NO_CACHE": "1",
+        "PATH": "/usr/bin:/bin",
+    }
+    return subprocess.run(
+        [sys.executable, "-S", "-c", code], cwd=cwd, env=env, capture_output=True, text=True, check=False
+    )
