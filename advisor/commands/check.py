@@ -50,7 +50,11 @@ def check(
     ] = False,
     fix: Annotated[bool, typer.Option("--fix", help="Apply safe fixes, then report what remains.")] = False,
     unsafe_fixes: Annotated[
-        bool, typer.Option("--unsafe-fixes", help="Also apply unsafe fixes (implies --fix unless --diff).")
+        bool,
+        typer.Option(
+            "--unsafe-fixes",
+            help="Enable unsafe fixes: --fix applies them, --diff shows them; alone it writes nothing.",
+        ),
     ] = False,
     diff: Annotated[
         bool, typer.Option("--diff", help="Print the fixes as a unified diff; write nothing.")
@@ -80,11 +84,24 @@ def check(
         typer.Option(
             "--base-default",
             metavar="REV",
-            help="Without --base, compare with REV when it exists (the pre-commit hook passes HEAD; "
-            "skipped outside git, before the first commit, and for runs whose settings declare "
-            "effective-batch).",
+            help="Without --base, compare with REV when it exists [default: HEAD] (skipped outside git, "
+            "before the first commit, and for runs whose settings declare effective-batch).",
         ),
     ] = None,
+    no_base: Annotated[
+        bool,
+        typer.Option(
+            "--no-base", help="Compare with no revision (not even HEAD): judge the files as they are."
+        ),
+    ] = False,
+    fail_only_on_changed: Annotated[
+        bool,
+        typer.Option(
+            "--fail-only-on-changed",
+            help="The PATHS are the changed files (the pre-commit hook passes the staged ones): only "
+            "findings located in or caused by them fail; the others are shown as not blocking.",
+        ),
+    ] = False,
     policy_from_base: Annotated[
         bool,
         typer.Option(
@@ -141,13 +158,15 @@ def check(
         rules_dirs=list(rules or []),
         online=online,
         base=base,
-        base_default=base_default,
+        base_default=None if no_base else (base_default or "HEAD"),
         inline_ignores=not no_inline_ignores,
         baseline=baseline,
         policy_from_base=policy_from_base,
     )
     if policy_from_base and base is None:
         die("--policy-from-base needs --base REV (the revision whose policy governs)")
+    if no_base and base is not None:
+        die("--no-base and --base REV contradict each other: give one")
     # require_separator is enforced by advisor.cli.main, the one place that sees the `--` itself
     probe = None
     # the training probe runs only when --verify (or the verify command) asks for it: an option of
@@ -173,7 +192,8 @@ def check(
             real_weights=verify_real_weights,
             online=online,
         )
-    fixing = fix or unsafe_fixes or diff
+    # as ruff's: --unsafe-fixes only enables the unsafe fixes for --fix and --diff; alone it writes nothing
+    fixing = fix or diff
     options.verify = None if fixing else probe  # with --fix, probe the fixed files
     fmt = output_format or (
         CheckFormat.github
@@ -190,9 +210,11 @@ def check(
     counting = META_DEVICE_COUNTING.set(False)
     try:
         result = run_check(seeds, options)
-        if fix or unsafe_fixes or diff:
+        if fixing:
             options.verify = None if diff else probe
             result = _fix(result, seeds, options, unsafe=unsafe_fixes, diff=diff, output=output)
+        elif unsafe_fixes:
+            _say_available(result)
     except (CheckError, SettingsError) as exc:
         die(str(exc))
         return
@@ -209,16 +231,25 @@ def check(
         except OSError as exc:
             die(f"cannot write {verify_report}: {exc.strerror or exc}")
     threshold = (fail_on.value if fail_on else None) or result.settings.fail_on or "warning"
+    failing = result.findings
+    note = None
+    if fail_only_on_changed:
+        from advisor.blocking import not_blocking_note, split_blocking
+
+        failing = split_blocking(result, seeds)
+        note = not_blocking_note(len(result.findings), len(failing))
     code = 0
     if result.errors:
         code = errors_exit_code(result)
-    elif not exit_zero and any(at_or_above(f.severity, threshold) for f in result.findings):
+    elif not exit_zero and any(at_or_above(f.severity, threshold) for f in failing):
         code = 1
     if verify_required and verification is not None and verification.unavailable:
         code = 2
     if not diff:
         when = color_when(color, no_color)
         text = _render(result, fmt, code, statistics=statistics, color=when, to_file=output is not None)
+        if note is not None and fmt in (CheckFormat.text, CheckFormat.concise) and not statistics:
+            text += f"{note}\n"
         if verification is not None and fmt is CheckFormat.text and not statistics:
             from advisor.probe.render import render_verification
 
@@ -311,10 +342,50 @@ def _fix(
 
             patch = guard_workflow_commands(patch)
         emit(patch, output)
-        typer.echo(f"gpu-advise: would apply {outcome.summary()}", err=True)
+        typer.echo(
+            f"gpu-advise: would apply {outcome.summary()}{_hidden(result, unsafe, '--diff')}", err=True
+        )
         return result
-    typer.echo(f"gpu-advise: applied {outcome.summary()}", err=True)
+    typer.echo(f"gpu-advise: applied {outcome.summary()}{_hidden(result, unsafe, '--fix')}", err=True)
     return result
+
+
+def _fix_counts(result: Any) -> tuple[int, int]:
+    """(safe, unsafe): the findings whose fix --fix applies, and those only --unsafe-fixes adds."""
+    from advisor.fix import eligible
+
+    safe = unsafe = 0
+    for f in result.findings:
+        if eligible(f.fix, unsafe=False):
+            safe += 1
+        elif eligible(f.fix, unsafe=True):
+            unsafe += 1
+    return safe, unsafe
+
+
+def _hidden(result: Any, unsafe: bool, mode: str) -> str:
+    """Without --unsafe-fixes, the unsafe fixes left (ruff: "N hidden fixes can be enabled with the
+    `--unsafe-fixes` option"), so "0 fixes" never hides that there are some."""
+    if unsafe:
+        return ""
+    n = _fix_counts(result)[1]
+    if not n:
+        return ""
+    verb = "applies" if mode == "--fix" else "shows"
+    them = "them" if n != 1 else "it"
+    return f"; {n} unsafe fix{'es' if n != 1 else ''} available: --unsafe-fixes {mode} {verb} {them}"
+
+
+def _say_available(result: Any) -> None:
+    """--unsafe-fixes alone: nothing is written; say what --fix and --diff would do with it."""
+    safe, unsafe = _fix_counts(result)
+    total = safe + unsafe
+    them = "them" if total != 1 else "it"
+    typer.echo(
+        f"gpu-advise: {total} fix{'es' if total != 1 else ''} available ({unsafe} unsafe), nothing written: "
+        f"--unsafe-fixes --fix applies {them}, --unsafe-fixes --diff shows the patch",
+        err=True,
+    )
 
 
 @command("verify")

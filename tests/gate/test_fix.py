@@ -61,7 +61,7 @@ def test_unsafe_fix_of_the_seed_scenario_on_corpus_yaml(
     assert cli(["check", ".", "--select", "GA101", "--fix"], tmp_path, monkeypatch).exit_code == 1
     assert config.read_text(encoding="utf-8") == original
 
-    fixed = cli(["check", ".", "--select", "GA101", "--unsafe-fixes"], tmp_path, monkeypatch)
+    fixed = cli(["check", ".", "--select", "GA101", "--fix", "--unsafe-fixes"], tmp_path, monkeypatch)
     assert fixed.exit_code == 0, fixed.output  # the re-check reports what remains: nothing
     after = config.read_text(encoding="utf-8")
     changed = _changed_lines(original, after)
@@ -72,7 +72,7 @@ def test_unsafe_fix_of_the_seed_scenario_on_corpus_yaml(
     assert yaml.safe_load(after)["gradient_accumulation_steps"] == accum // 4
 
     # idempotent: a second run changes nothing
-    again = cli(["check", ".", "--select", "GA101", "--unsafe-fixes"], tmp_path, monkeypatch)
+    again = cli(["check", ".", "--select", "GA101", "--fix", "--unsafe-fixes"], tmp_path, monkeypatch)
     assert again.exit_code == 0
     assert config.read_text(encoding="utf-8") == after
 
@@ -96,7 +96,7 @@ def test_fix_of_launch_script_words(corpus: Path, tmp_path: Path, monkeypatch) -
             ".gpu-advise.toml": '[[runs]]\npath = "train.sh"\neffective-batch = 32\n',
         },
     )
-    result = cli(["check", "train.sh", "--select", "GA101", "--unsafe-fixes"], tmp_path, monkeypatch)
+    result = cli(["check", "train.sh", "--select", "GA101", "--fix", "--unsafe-fixes"], tmp_path, monkeypatch)
     assert result.exit_code == 0, result.output
     after = script.read_text(encoding="utf-8")
     changed = _changed_lines(original, after)
@@ -450,3 +450,55 @@ def test_diff_of_a_file_with_unicode_line_separators_applies_with_git(tmp_path: 
     applied = subprocess.run(["git", "apply", "p.diff"], cwd=tmp_path, capture_output=True, text=True)
     assert applied.returncode == 0, applied.stderr
     assert (tmp_path / "args.yaml").read_bytes() == text.replace("false", "true").encode("utf-8")
+
+
+def _only_unsafe(tmp_path: Path) -> Path:
+    """One run whose one finding (GA101: accumulation tuned on 1 GPU, launched on 4) has an unsafe fix."""
+    write_files(
+        tmp_path,
+        {
+            "launch.sh": "#!/bin/bash\naccelerate launch --num_processes 4 train.py a.yaml\n",
+            "train.py": "print('train')\n",
+            "a.yaml": "output_dir: out\nper_device_train_batch_size: 2\ngradient_accumulation_steps: 8\n",
+            ".gpu-advise.toml": '[[runs]]\npath = "launch.sh"\neffective-batch = 16\n',
+        },
+    )
+    return tmp_path / "a.yaml"
+
+
+def test_fix_and_diff_name_the_unsafe_fixes_they_leave(tmp_path: Path, monkeypatch) -> None:
+    """Issue 18 item 9: with only unsafe fixes, --fix and --diff said "0 fixes in 0 files" and nothing
+    about the one --unsafe-fixes would apply (ruff: "1 hidden fix can be enabled with --unsafe-fixes")."""
+    config = _only_unsafe(tmp_path)
+    original = config.read_bytes()
+    fixed = cli(["check", ".", "--select", "GA101", "--fix"], tmp_path, monkeypatch)
+    assert fixed.exit_code == 1 and config.read_bytes() == original
+    assert (
+        "gpu-advise: applied 0 fixes in 0 files; 1 unsafe fix available: --unsafe-fixes --fix applies it"
+        in fixed.stderr
+    )
+    diff = cli(["check", ".", "--select", "GA101", "--diff"], tmp_path, monkeypatch)
+    assert diff.exit_code == 1 and diff.stdout == "" and config.read_bytes() == original
+    assert (
+        "would apply 0 fixes in 0 files; 1 unsafe fix available: --unsafe-fixes --diff shows it"
+        in diff.stderr
+    )
+    # with them enabled nothing is hidden, so nothing is said about hidden fixes
+    shown = cli(["check", ".", "--select", "GA101", "--diff", "--unsafe-fixes"], tmp_path, monkeypatch)
+    assert "+gradient_accumulation_steps: 2" in shown.stdout
+    assert "would apply 1 fix in 1 file\n" in shown.stderr and "available" not in shown.stderr
+
+
+def test_unsafe_fixes_alone_enables_them_and_writes_nothing(tmp_path: Path, monkeypatch) -> None:
+    """Issue 18 item 9: `--unsafe-fixes` alone wrote the file; as ruff's, it only enables the unsafe
+    fixes for --fix and --diff. Alone the report shows the fix as available and the file is untouched."""
+    config = _only_unsafe(tmp_path)
+    original = config.read_bytes()
+    alone = cli(["check", ".", "--select", "GA101", "--unsafe-fixes"], tmp_path, monkeypatch)
+    assert alone.exit_code == 1, alone.output
+    assert config.read_bytes() == original
+    assert "GA101" in alone.stdout and "fix (unsafe): set gradient_accumulation_steps to 2" in alone.stdout
+    assert "1 fix available (1 unsafe), nothing written: --unsafe-fixes --fix applies it" in alone.stderr
+    applied = cli(["check", ".", "--select", "GA101", "--unsafe-fixes", "--fix"], tmp_path, monkeypatch)
+    assert applied.exit_code == 0, applied.output
+    assert yaml.safe_load(config.read_text(encoding="utf-8"))["gradient_accumulation_steps"] == 2

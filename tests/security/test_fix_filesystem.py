@@ -167,7 +167,7 @@ def test_fix_through_a_yaml_merge_key_converges(tmp_path: Path, monkeypatch: pyt
         "output_dir: out\nmodel_name_or_path: gpt2\n"
     )
     _project(tmp_path, {"args.yaml": text})
-    args = ["check", "args.yaml", "-H", "1xH100", "--select", "GA502", "--unsafe-fixes"]
+    args = ["check", "args.yaml", "-H", "1xH100", "--select", "GA502", "--fix", "--unsafe-fixes"]
     first = _cli(args, tmp_path, monkeypatch)
     assert first.exit_code == 0, first.output
     assert "not fixed" not in first.stderr
