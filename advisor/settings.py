@@ -73,6 +73,12 @@ def parse_settings(text: str, path: Path) -> Settings:
         data = data.get("tool", {}).get("gpu-advise")
         if data is None:
             raise LookupError
+    from advisor.sources.settings_quick import quick_settings
+
+    quick = quick_settings(data, path)  # the common keys with plain values, without pydantic
+    if quick is not None:
+        _check_bounds(quick, text, path)
+        return quick
     from pydantic import ValidationError
 
     from advisor.schema.settings import known_keys, validate_settings
