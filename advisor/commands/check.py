@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
 
@@ -18,6 +19,12 @@ from advisor.commands.base import (
     seed_paths,
     split_csv,
 )
+
+
+class VerifyDevice(StrEnum):
+    cuda = "cuda"
+    cpu = "cpu"
+
 
 if TYPE_CHECKING:
     import typer
@@ -135,6 +142,14 @@ def check(
         bool,
         typer.Option("--verify-real-weights", help="With --verify: load local checkpoint weights."),
     ] = False,
+    verify_device: Annotated[
+        VerifyDevice | None,
+        typer.Option(
+            "--verify-device",
+            help="With --verify: cuda (default: refused on a machine without a GPU) or cpu (a CPU probe: "
+            "batch and parameter bytes, CPU timings).",
+        ),
+    ] = None,
     verify_required: Annotated[bool, typer.Option("--verify-required", hidden=True)] = False,
     require_separator: Annotated[
         bool,
@@ -177,6 +192,7 @@ def check(
         "--verify-steps": verify_steps is not None,
         "--verify-timeout": verify_timeout is not None,
         "--verify-real-weights": verify_real_weights,
+        "--verify-device": verify_device is not None,
     }
     alone = [flag for flag, given in probe_options.items() if given]
     if alone and not (verify or verify_required):
@@ -191,6 +207,7 @@ def check(
             report=verify_report,
             real_weights=verify_real_weights,
             online=online,
+            device=(verify_device or VerifyDevice.cuda).value,
         )
     # as ruff's: --unsafe-fixes only enables the unsafe fixes for --fix and --diff; alone it writes nothing
     fixing = fix or diff
@@ -243,8 +260,8 @@ def check(
         code = errors_exit_code(result)
     elif not exit_zero and any(at_or_above(f.severity, threshold) for f in failing):
         code = 1
-    if verify_required and verification is not None and verification.unavailable:
-        code = 2
+    if verification is not None and verification.unavailable and (verify_required or verification.refused):
+        code = max(code, 2)  # asked to measure and could not: the tool did not do its job
     if not diff:
         when = color_when(color, no_color)
         text = _render(result, fmt, code, statistics=statistics, color=when, to_file=output is not None)
@@ -417,6 +434,12 @@ def verify_command(
     real_weights: Annotated[
         bool, typer.Option("--real-weights", "--verify-real-weights", help="Load local checkpoint weights.")
     ] = False,
+    device: Annotated[
+        VerifyDevice,
+        typer.Option(
+            "--device", "--verify-device", help="cuda (refused without a GPU) or cpu (a CPU probe)."
+        ),
+    ] = VerifyDevice.cuda,
     color: ColorOption = None,
     no_color: NoColorOption = False,
 ) -> None:
@@ -441,5 +464,6 @@ def verify_command(
         verify_steps=steps,
         verify_timeout=timeout,
         verify_real_weights=real_weights,
+        verify_device=device,
         verify_required=True,
     )

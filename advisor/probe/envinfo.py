@@ -43,11 +43,24 @@ def _driver() -> str | None:
     return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
 
 
+def _mem_available() -> int | None:
+    """Bytes of memory available for new processes (Linux MemAvailable; else None)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def collect() -> dict[str, Any]:
     info: dict[str, Any] = {
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
+        "mem_available": _mem_available(),
         "libraries": {name: _version(name) for name in LIBRARIES},
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
     }

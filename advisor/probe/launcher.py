@@ -94,6 +94,7 @@ def child_env(spec: ProbeSpec, options: ProbeOptions, marker: str) -> dict[str, 
         env["CUDA_VISIBLE_DEVICES"] = spec.cuda_visible_devices
     if spec.device == "cpu":
         env["ACCELERATE_USE_CPU"] = "true"
+        env["CUDA_VISIBLE_DEVICES"] = ""  # --verify-device cpu on a GPU machine: no rank may pick a GPU
     if spec.out_dir:  # torchrun's torchelastic_* logs and the workers' temp files go with the staging
         env["TMPDIR"] = str(Path(spec.out_dir) / "tmp")
     # the children must import this very package, also from a source checkout
@@ -202,18 +203,14 @@ def launch(
         )
         try:
             deadline = start + options.timeout
-            last = -1
             while True:
                 try:
                     proc.wait(timeout=0.2)
                     break
                 except subprocess.TimeoutExpired:
                     pass
-                if on_progress is not None:
-                    step, total = _progress(out)
-                    if step != last:
-                        on_progress(step, total)
-                        last = step
+                if on_progress is not None:  # every poll: the callback says when nothing moved for long
+                    on_progress(*_progress(out))
                 if time.monotonic() > deadline:
                     result.timed_out = True
                     result.leftovers_killed = terminate(proc, marker)

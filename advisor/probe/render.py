@@ -109,7 +109,8 @@ def _run(rv: RunVerification) -> list[str]:
         else:
             lines.append(f"  scaling: the 1-process probe ended with status {s.get('single_status')}")
     lines.extend(f"  note: {n}" for n in rv.notes)
-    if rv.log_tail and rv.status not in {"ok", "stopped"}:
+    # a timeout's or an interruption's log ends in the traceback our own SIGTERM caused: not shown
+    if rv.log_tail and rv.status not in {"ok", "stopped", "timeout", "interrupted"}:
         lines.append("  log (last lines):")
         lines.extend(f"    {x}" for x in rv.log_tail.splitlines()[-12:])
     return lines

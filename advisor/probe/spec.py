@@ -37,6 +37,9 @@ class ProbeOptions:
     progress: bool = True  # a progress bar on stderr when it is a terminal
     work_dir: Path | None = None  # where specs, logs and rank files go (a temp dir when None)
     python: str | None = None  # interpreter for the children (default: this one)
+    # cuda: refuse without a GPU (the CLI's default); cpu: a CPU probe (gloo), also on a GPU machine;
+    # auto: the GPU when there is one, else the CPU (the API's default)
+    device: Literal["cuda", "cpu", "auto"] = "auto"
     env: dict[str, str] = field(default_factory=dict)  # extra environment for the children
 
 

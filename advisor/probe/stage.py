@@ -29,6 +29,7 @@ from typing import Any
 
 from advisor.findings import Finding
 from advisor.probe import RECORDED_FILE, unavailable_message
+from advisor.probe.progress import ProbeProgress, describe
 from advisor.probe.results import (
     OK,
     RunVerification,
@@ -63,7 +64,8 @@ class Verification:
     source: str  # "probe" or "recorded"
     device: dict[str, Any] = field(default_factory=dict)
     runs: list[RunVerification] = field(default_factory=list)
-    unavailable: str | None = None  # why no probe ran (missing packages)
+    unavailable: str | None = None  # why no probe ran (missing packages, no GPU)
+    refused: bool = False  # no probe ran because this machine cannot measure what was asked: exit 2
     recorded_from: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
 
@@ -144,47 +146,34 @@ def _env_with_checkout() -> dict[str, str]:
 
 
 # ---- probing ------------------------------------------------------------------------------------
-class _Progress:
-    """A rich progress bar on stderr while probes run (nothing when stderr is not a terminal)."""
+CPU_PROCESS_OVERHEAD_GIB = 0.75  # python, torch and transformers in one probe process, measured ~0.6
 
-    def __init__(self, enabled: bool) -> None:
-        self.bar = None
-        if enabled and sys.stderr.isatty():
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self.bar = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=Console(stderr=True),
-                transient=True,
-            )
+def choose_device(device: dict[str, Any], wanted: str) -> str | None:
+    """Fit `device` (device_info's) to --verify-device; the reason when no probe should run.
 
-    def __enter__(self) -> _Progress:
-        if self.bar is not None:
-            self.bar.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-
-    def task(self, description: str, total: int) -> Any:
-        if self.bar is None:
-            return lambda step, tot: None
-        bar = self.bar
-        task_id = bar.add_task(description, total=total)
-
-        def update(step: int, tot: int) -> None:
-            bar.update(task_id, completed=step, total=tot or total)
-
-        return update
+    A probe of a multi-GPU run on a machine without CUDA measures the batch arithmetic and the bytes
+    of weights, gradients and optimizer states, nothing about GPU memory or GPU speed, which is what
+    --verify is asked for: without an explicit `--verify-device cpu` it is refused, not run on CPU
+    for up to --verify-timeout (issue 18 item 8)."""
+    has_gpu = bool(device.get("cuda_available")) and int(device.get("device_count") or 0) > 0
+    if wanted == "cpu":
+        if has_gpu:
+            device["gpus_ignored"] = int(device.get("device_count") or 0)
+        device.update(cuda_available=False, device_count=0, devices=[])
+        return None
+    if wanted == "cuda" and not has_gpu:
+        torch = (device.get("libraries") or {}).get("torch")
+        return (
+            f"--verify needs a CUDA GPU and this machine has none (torch {torch}): a CPU probe measures "
+            "the batch and the weight, gradient and optimizer bytes, nothing about GPU memory or speed. "
+            "No probe ran; --verify-device cpu runs the CPU probe"
+        )
+    return None
 
 
 def _probe_once(
-    spec: ProbeSpec, work: Path, options: ProbeOptions, progress: _Progress, label: str
+    spec: ProbeSpec, work: Path, options: ProbeOptions, progress: ProbeProgress, label: str
 ) -> tuple[str, dict[str, Any], Any]:
     from advisor.probe.launcher import launch
 
@@ -193,15 +182,45 @@ def _probe_once(
     derived_accelerate_config(spec, work)
     spec_path = work / "spec.json"
     write_spec(spec, spec_path)
-    procs = spec.nproc_arg or spec.nproc
-    update = progress.task(
-        f"probe {label}: {procs} process{'es' if procs != 1 else ''} on {spec.device}",
-        spec.warmup_steps + spec.steps,
-    )
-    res = launch(spec, spec_path, options, on_progress=update)
+    total = spec.warmup_steps + spec.steps
+    progress.say(f"{label}: starting {describe(spec.nproc_arg or spec.nproc, spec.device, spec.launcher)}...")
+    res = launch(spec, spec_path, options, on_progress=progress.task(label, total))
     world = max((int(r.get("world_size") or 1) for r in res.ranks), default=spec.nproc)
     status = status_of(res.ranks, res.returncode, res.timed_out, res.interrupted, world)
+    progress.say(f"{label}: {_ending(status, res, options, total)}")
     return status, aggregate(res.ranks, spec), res
+
+
+def _ending(status: str, res: Any, options: ProbeOptions, total: int) -> str:
+    """The one line a probe ends with: never the launcher's traceback (a timeout's is our own SIGTERM)."""
+    done = max((int(r.get("steps_done") or 0) for r in res.ranks), default=0)
+    if status == "timeout":
+        stopped = f"; {res.leftovers_killed} processes stopped" if res.leftovers_killed else ""
+        return (
+            f"timed out after {res.wall_s:.0f} s (--verify-timeout {options.timeout:g}) "
+            f"at step {done}/{total}{stopped}"
+        )
+    return f"{status} in {res.wall_s:.0f} s ({done}/{total} steps)"
+
+
+def _cpu_memory_refusal(spec: ProbeSpec, device: dict[str, Any], hardware: Any) -> str | None:
+    """A CPU probe holds the whole model, its gradients and optimizer states in RAM once per process:
+    a 7B model in fp32 is ~112 GB per process. Refuse what this machine cannot hold."""
+    from advisor.probe.predict import predict
+
+    available = device.get("mem_available")
+    if not isinstance(available, int) or available <= 0:
+        return None
+    procs = spec.nproc or 1
+    per = (predict(spec, procs, device, hardware).peak_allocated_gib or 0.0) + CPU_PROCESS_OVERHEAD_GIB
+    need = per * procs
+    have = available / 2**30
+    if need <= have * 0.8:
+        return None
+    return (
+        f"a CPU probe of this run needs about {need:,.1f} GiB of RAM ({procs} process"
+        f"{'es' if procs != 1 else ''} x {per:,.1f} GiB), more than the {have:,.1f} GiB available here"
+    )
 
 
 def probe_run(
@@ -210,7 +229,7 @@ def probe_run(
     device: dict[str, Any],
     options: ProbeOptions,
     work: Path,
-    progress: _Progress,
+    progress: ProbeProgress,
 ) -> RunVerification:
     from advisor.probe.predict import predict
 
@@ -222,6 +241,10 @@ def probe_run(
         rv.notes.extend(skip.notes)
         return rv
     rv.spec = spec
+    if spec.device == "cpu" and (why := _cpu_memory_refusal(spec, device, plan.hardware)) is not None:
+        rv.status, rv.reason = "skipped", why
+        progress.say(f"{plan.name}: skipped: {why}")
+        return rv
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", plan.name)[:60] or "run"
     status, measured, res = _probe_once(spec, work / safe, options, progress, plan.name)
     rv.status, rv.measured, rv.command, rv.wall_s = status, measured, res.command, res.wall_s
@@ -229,14 +252,20 @@ def probe_run(
     rv.probe_ids.append(res.marker)
     rv.notes.extend(spec.notes)
     if spec.device == "cpu":
+        why = (
+            f"--verify-device cpu (the {device['gpus_ignored']} GPUs here were not used)"
+            if device.get("gpus_ignored")
+            else "this machine has no GPU"
+        )
         rv.notes.insert(
             0,
-            "CPU timings: this machine has no GPU; seconds per step and tokens/s are CPU "
-            "figures (gloo), not a forecast of GPU speed",
+            f"CPU probe: {why}; it measures the batch and the weight, gradient and optimizer bytes; "
+            "seconds per step and tokens/s are CPU timings (gloo), not a forecast of GPU speed or memory",
         )
     if status == "timeout":
         rv.reason = (
-            f"the probe ran past --verify-timeout {options.timeout:g}s and was stopped (all processes killed)"
+            f"the probe ran past --verify-timeout {options.timeout:g}s and was stopped (all processes "
+            "ended; --verify-report FILE keeps the launcher's log)"
         )
     elif status == "failed":
         rv.reason = measured.get("error") or "the probe failed: see log_tail in the report"
@@ -478,12 +507,18 @@ def _probe_all(
     try:
         with stop_on_signals() as guard:
             try:
+                quiet = ProbeProgress(options.progress)
+                quiet.say("inspecting this machine (torch, CUDA)...")
                 verification.device = device_info(options.python)
                 if verification.device.get("error"):
                     verification.unavailable = verification.device["error"]
                     return verification
+                refusal = choose_device(verification.device, options.device)
+                if refusal is not None:
+                    verification.unavailable, verification.refused = refusal, True
+                    return verification
                 work = options.work_dir or Path(tempfile.mkdtemp(prefix="gpu-advise-verify-"))
-                with _Progress(options.progress) as progress:
+                with ProbeProgress(options.progress) as progress:
                     for plan, names, _ in run_contexts:
                         verification.runs.append(
                             probe_run(plan, names, verification.device, options, work, progress)

@@ -46,9 +46,25 @@ def test_full_finetune_two_processes_doubles_the_effective_batch(tmp_path: Path,
     monkeypatch.chdir(tmp_path)
     report = tmp_path / "verify.json"
     result = CliRunner().invoke(
-        app, ["verify", ".", "--verify-scaling", "--steps", "2", "--report", str(report), "--format", "json"]
+        app,
+        [
+            "verify",
+            ".",
+            "--device",
+            "cpu",
+            "--verify-scaling",
+            "--steps",
+            "2",
+            "--report",
+            str(report),
+            "--format",
+            "json",
+        ],
     )
     assert result.exit_code == 0, result.output
+    # issue 18 item 8: what it does, on stderr, also when not a terminal
+    assert "verify: launch.sh: starting 2 processes (CPU, gloo)..." in result.stderr
+    assert "verify: launch.sh: step " in result.stderr and "verify: launch.sh: ok in " in result.stderr
     out = json.loads(result.stdout)
     assert not [f for f in out["findings"] if f["rule"] == "GA701"], out["findings"]
 

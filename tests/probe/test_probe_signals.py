@@ -99,7 +99,17 @@ def test_signal_ends_the_probe_group_and_removes_staging(sig: signal.Signals, tm
     staging_parent.mkdir()
     env = {**os.environ, "TMPDIR": str(staging_parent), "HF_HUB_OFFLINE": "1"}
     env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    args = ["check", ".", "--verify", "--verify-steps", "100000", "--verify-timeout", "300"]
+    args = [
+        "check",
+        ".",
+        "--verify",
+        "--verify-device",
+        "cpu",
+        "--verify-steps",
+        "100000",
+        "--verify-timeout",
+        "300",
+    ]
     cli = subprocess.Popen(
         [sys.executable, "-m", "advisor", *args],
         cwd=project,
@@ -119,7 +129,10 @@ def test_signal_ends_the_probe_group_and_removes_staging(sig: signal.Signals, tm
             cli.wait()
     assert cli.returncode == 128 + sig, stderr
     assert "Traceback" not in stderr
-    assert len(stderr.strip().splitlines()) == 1, stderr  # one line says what happened
+    # one line says what happened; the lines before it are the probe's progress (issue 18 item 8)
+    *progress, last = stderr.strip().splitlines()
+    assert all(line.startswith("verify: ") for line in progress), stderr
+    assert not last.startswith("verify: "), stderr
     for pgid in sorted(set(probe.values())):
         assert _group_gone(pgid), f"process group {pgid} outlived the probe"
     assert all(_stat(pid) is None or _stat(pid)[2] in {"Z", "X"} for pid in probe)
