@@ -369,10 +369,15 @@ def build_model_report(req: Request) -> dict[str, Any]:
     )
 
 
-def build_run_reports(paths: list[Path], hardware: str | None, online: bool) -> list[dict[str, Any]]:
+def build_run_reports(
+    paths: list[Path], hardware: str | None, online: bool, model: str | None = None
+) -> list[dict[str, Any]]:
+    """One report per run under `paths`; `model` (--model) names the model every run trains, over its
+    settings entry and its files (advisor.facts.model_naming)."""
     from advisor.check import CheckError, CheckOptions, build_plans, resolve_settings
     from advisor.facts import run_names
     from advisor.facts.estimates import plan_inputs
+    from advisor.provenance import Value
     from advisor.settings import SettingsError
 
     options = CheckOptions(hardware=hardware, online=online)
@@ -383,6 +388,8 @@ def build_run_reports(paths: list[Path], hardware: str | None, online: bool) -> 
         raise EstimateError(str(exc)) from None
     reports = []
     for plan in plans:
+        if model is not None:
+            plan.model.set("name", Value(model, None, "cli", note="--model"))
         names = run_names(plan)
         inputs = plan_inputs(plan, names)
         if inputs.setup is None:

@@ -112,7 +112,7 @@ def _check_bounds(settings: Settings, text: str, path: Path) -> None:
     paths += [("extend-rules", v) for v in settings.extend_rules]
     paths += [("allowed-roots", v) for v in settings.allowed_roots]
     for run in settings.runs:
-        paths += [("runs.path", run.path), ("runs.hardware", run.hardware)]
+        paths += [("runs.path", run.path), ("runs.hardware", run.hardware), ("runs.model", run.model)]
     for key, value in paths:
         if value is None:
             continue
@@ -135,6 +135,36 @@ def _check_bounds(settings: Settings, text: str, path: Path) -> None:
                 f"{path}:{line}: setting '{key}': a glob of {len(glob)} characters, over the "
                 f"{MAX_GLOB_CHARS} a path glob may have"
             )
+
+
+def run_setting_position(settings: Settings, run: RunSettings, key: str) -> tuple[int, int]:
+    """The line and column of the value of `key` of `run` in its settings file ((1, 1) when it cannot be
+    told): inside the [[runs]] table whose `path` is the run's, else the line that writes the value."""
+    value = getattr(run, key.replace("-", "_"), None)
+    if settings.source is None or not isinstance(value, str):
+        return 1, 1
+    try:
+        text = read_settings_text(settings.source)
+    except SettingsError:
+        return 1, 1
+    header = re.compile(r"^\s*\[\[\s*(?:tool\.gpu-advise\.)?runs\s*\]\]")
+    path_line = re.compile(r"^\s*path\s*=\s*['\"](?P<path>[^'\"]*)['\"]")
+    key_line = re.compile(rf"^\s*{re.escape(key)}\s*=\s*")
+    lines = text.splitlines()
+    start = None
+    for i, line in enumerate(lines):
+        if header.match(line):
+            start = i
+            continue
+        m = path_line.match(line)
+        if start is not None and m is not None and m["path"] == run.path:
+            for j in range(start + 1, len(lines)):
+                if lines[j].lstrip().startswith("["):  # the next table
+                    break
+                k = key_line.match(lines[j])
+                if k is not None:
+                    return j + 1, k.end() + 1
+    return _value_line(text, key, value), 1
 
 
 def read_settings_text(path: Path, root: Path | None = None) -> str:

@@ -24,6 +24,7 @@ class RunSettings:
     learning_rate: float | None = None
     dataset_samples: int | None = None
     dataset_tokens: int | None = None
+    model: str | None = None  # the model the run trains, over what its files name
 
 
 @record(frozen=True, slots=True, kw_only=True)

@@ -72,6 +72,14 @@ def estimate(
     online: Annotated[
         bool, typer.Option("--online", help="Fetch unknown model configs from the Hub.")
     ] = False,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="The model the runs train (a Hub id or a local folder), over what their files name "
+            "(runs only; the per-run setting is `model` in [[runs]]).",
+        ),
+    ] = None,
     output_format: Annotated[
         OutputFormat, typer.Option("--format", help="Output format.")
     ] = OutputFormat.text,
@@ -110,12 +118,16 @@ def estimate(
                 f"{', '.join(given)}: only for a model id; a run's values come from its files "
                 "(edit them, or see `gpu-advise plan`; -H sets the machine)"
             )
+    elif model is not None:
+        die(f"--model: only for runs (files or folders); {items[0]} is estimated as the model id given")
+    if model is not None and not model.strip():
+        die("--model: give a model id or folder")
     try:
         if as_runs:
             missing = [t for t in items if not Path(t).exists()]
             if missing:
                 raise EstimateError(f"{missing[0]}: no such file or folder")
-            reports = build_run_reports([Path(t) for t in items], hardware, online)
+            reports = build_run_reports([Path(t) for t in items], hardware, online, model=model)
         else:
             reports = [
                 build_model_report(

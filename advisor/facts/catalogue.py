@@ -374,8 +374,9 @@ _SCRIPT = NamespaceDecl(
         _f(
             "load_calls",
             "list[dict]",
-            "from_pretrained calls and their keyword arguments",
-            items=("callee", "kwargs", LOCATION, "star_kwargs"),
+            "from_pretrained calls, their keyword arguments and, for a model class, what it loads (model: "
+            "{text, location, literal, key, flags, default, ...}, followed by the estimate's model name)",
+            items=("callee", "kwargs", LOCATION, "model", "star_kwargs"),
         ),
         _f(
             "parser",

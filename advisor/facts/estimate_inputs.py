@@ -379,13 +379,18 @@ def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
         out.near_fraction = float(thresholds.near_memory_fraction)
     t = plan.training
 
-    name = value_at(plan.model, "name")
+    from advisor.facts.model_naming import run_model
+
+    naming = run_model(plan, names)
+    name = naming.value
     out.model_value = name
     if name is None:
-        out.reason = "no model is named (model_name_or_path / base_model / model)"
+        out.reason = naming.reason
         # a lone accelerate or DeepSpeed file is not expected to name one: no note for it
         out.quiet = plan.spec.training is None and plan.spec.command is None
         return out
+    if naming.assumption:
+        a.append(naming.assumption)
     if not name.known:
         out.reason = f"the model name cannot be resolved statically ({name.unknown})"
         return out

@@ -1,7 +1,7 @@
 """The training script's model loads (from_pretrained calls, read from its syntax tree, never run) as
-the dtype and precision facts read them: which quantization config a call passes and whether it is in
-force (`BitsAndBytesConfig(...) if args.q_lora else None` follows the written flag), and whether the base
-runs in fp16 only (GPTQ / AWQ)."""
+the dtype, precision and estimate facts read them: which quantization config a call passes and whether it
+is in force (`BitsAndBytesConfig(...) if args.q_lora else None` follows the written flag), and which model
+a model class loads (a literal, or the run's flag or the script's default that `args.base_model` reads)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import ast
 import re
 from typing import Any
 
-from advisor.facts.namespace_entries import truth
 from advisor.provenance import Namespace, Value
 
 
@@ -35,46 +34,76 @@ def call_where(call: dict[str, Any], key: str) -> str:
     return f"{loc.file.name}:{loc.line} from_pretrained({key}=...)"
 
 
+def script_model(plan: Any, names: dict[str, Any]) -> tuple[Value | None, str | None]:
+    """The model the training script's from_pretrained loads (the first model-class load whose argument
+    is known), with where it is written: the string literal in the script, the run's flag or config key
+    that an attribute such as `args.base_model` reads, or the script's own literal default for it. (None,
+    why) when a load is found whose argument cannot be told; (None, None) when the script loads none."""
+    found: list[Value] = []
+    unresolved = None
+    for call in load_calls(names):
+        arg = call.get("model")
+        if not isinstance(arg, dict):
+            continue
+        value, why = _followed(plan, call, arg)
+        if value is not None:
+            found.append(value)
+        elif unresolved is None:
+            unresolved = why
+    if not found:
+        return None, unresolved
+    first = found[0]
+    others = list(dict.fromkeys(str(v.value) for v in found[1:] if v.value != first.value))
+    if others:
+        first.note = f"{first.note}; the first of the script's model loads (also {', '.join(others[:3])})"
+    return first, None
+
+
+def _followed(plan: Any, call: dict[str, Any], arg: dict[str, Any]) -> tuple[Value | None, str]:
+    loc = call["location"]
+    where = f"{loc.file.as_posix()}:{loc.line} {call['callee']}({arg['text']})"
+    if isinstance(arg.get("literal"), str):
+        at = f"{loc.file.as_posix()}:{loc.line} {call['callee']}()"
+        return Value(arg["literal"], arg.get("literal_location") or arg["location"], "script", note=at), ""
+    key = arg.get("key")
+    if not isinstance(key, str):
+        return None, f"{where} loads a value that is not read statically (a literal, a flag or a field is)"
+    flags = list(dict.fromkeys([*arg.get("flags", ()), key]))
+    spelled = list(dict.fromkeys([*flags, *(f.replace("_", "-") for f in flags)]))
+    written = _written(plan.training, spelled)
+    if written is not None:
+        v = written[1]
+        shown = f"--{written[0]}" if v.source == "launch" else written[0]
+        if not v.known:
+            return None, f"{where}: {shown} cannot be resolved statically ({v.unknown})"
+        if not isinstance(v.value, str) or not v.value.strip():
+            return None, f"{where}: {shown} is {v.value!r}, not a model name"
+        return Value(v.value, v.origin, v.source, note=f"{shown} into {where}"), ""
+    default = arg.get("default")
+    if isinstance(default, str) and default.strip():
+        note = f"the default of {loc.file.as_posix()}'s {arg.get('default_declared')}, into {where}"
+        return Value(default, arg.get("default_location") or arg["location"], "script", note=note), ""
+    return (
+        None,
+        f"{where}: the run sets no --{flags[0]} and the script gives it no literal default; "
+        f"pass --{flags[0]} ORG/NAME",
+    )
+
+
+def _written(ns: Namespace, keys: list[str]) -> tuple[str, Value] | None:
+    """The first of `keys` the run writes (a flag or a config key, not a default), known or not."""
+    for key in keys:
+        v = ns.entry(key)
+        if isinstance(v, Value) and v.source != "default":
+            return key, v
+    return None
+
+
 def condition_flag(t: Namespace, cond: str) -> Value | None:
     """The run's written value of a condition that is one flag (`lora_args.q_lora` -> q_lora), else None."""
     if re.fullmatch(r"[A-Za-z_][\w.]*", cond) is None:
         return None
     return written_value(t, cond.rsplit(".", 1)[-1])
-
-
-FP16_ONLY_NAME = re.compile(r"(?i)(?:^|[-_./])(gptq|awq|int4|int8)(?:$|[-_./])")
-FP16_ONLY_CONFIG = re.compile(r"\b(GPTQConfig|AwqConfig)\s*\(")
-
-
-def fp16_only_base(plan: Any, names: dict[str, Any]) -> Value | None:
-    """Why the base model runs in fp16 only (GPTQ / AWQ kernels: the checkpoint's scales and the kernels'
-    activations are fp16), or None: a model name with GPTQ/AWQ/Int4/Int8 (Qwen/Qwen-7B-Chat-Int4), or a
-    GPTQConfig/AwqConfig in the script's from_pretrained that is in force (a condition on one flag is
-    followed; any other condition leaves it unknown, None)."""
-    name = plan.model.known_value("name") if plan.model is not None else None
-    if name is not None and isinstance(name.value, str):
-        m = FP16_ONLY_NAME.search(name.value.strip())
-        if m is not None:
-            return Value(
-                f"{name.value} ({m.group(1)}-quantized checkpoint: fp16 kernels)", name.origin, "derived"
-            )
-    for call in load_calls(names):
-        text = call["kwargs"].get("quantization_config")
-        m = FP16_ONLY_CONFIG.search(text) if isinstance(text, str) else None
-        if m is None:
-            continue
-        branch = conditional(text, FP16_ONLY_CONFIG)
-        if branch is not None:
-            cond, quantized_when = branch
-            v = condition_flag(plan.training, cond)
-            if v is None or truth(v) != quantized_when:
-                continue
-        return Value(
-            f"{call_where(call, 'quantization_config')} ({m.group(1)}: fp16 kernels)",
-            call["location"],
-            "derived",
-        )
-    return None
 
 
 def bnb_kind(text: object) -> str | None:

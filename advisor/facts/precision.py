@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.facts.load_calls import fp16_only_base
+from advisor.facts.model_naming import fp16_only_base
 from advisor.provenance import Namespace, Value
 
 MODES = {"bf16", "fp16", "fp32", "fp8"}

@@ -87,6 +87,7 @@ def script_facts(plan: Any, names: dict[str, Any]) -> Namespace:
                     "callee": c.callee,
                     "kwargs": dict(c.kwargs),
                     "star_kwargs": c.has_star_kwargs,
+                    "model": _model_argument(c.model, path),
                 }
                 for c in facts.load_calls
             ],
@@ -101,6 +102,24 @@ def script_facts(plan: Any, names: dict[str, Any]) -> Namespace:
             "syntax_error", Value({"location": Location(path, line, col), "message": message}, None, "script")
         )
     return ns
+
+
+def _model_argument(arg: Any, path: Path) -> dict[str, Any] | None:
+    """What a model class's from_pretrained loads (advisor.facts.load_calls.script_model follows it)."""
+    if arg is None:
+        return None
+    default = arg.default
+    return {
+        "text": arg.text,
+        "location": Location(path, arg.line, arg.col),
+        "literal": arg.literal,
+        "literal_location": Location(path, *arg.literal_at) if arg.literal_at else None,
+        "key": arg.key,
+        "flags": list(arg.flags),
+        "default": default[0] if default else None,
+        "default_location": Location(path, default[1], default[2]) if default else None,
+        "default_declared": default[3] if default else None,
+    }
 
 
 def _set_parser(ns: Namespace, plan: Any, path: Path) -> None:

@@ -33,6 +33,12 @@ class RunSettings(_Model):
     # bounded as the readers bound integers (2**63 - 1): the time model divides them as floats
     dataset_samples: int | None = Field(None, alias="dataset-samples", ge=1, le=(1 << 63) - 1)
     dataset_tokens: int | None = Field(None, alias="dataset-tokens", ge=1, le=(1 << 63) - 1)
+    model: str | None = Field(
+        None,
+        min_length=1,
+        description="the model the run trains (a Hub id such as Qwen/Qwen2.5-0.5B, or a local folder), for "
+        "the memory estimate; it wins over what the run's files name",
+    )
 
 
 class Thresholds(_Model):

@@ -1,12 +1,14 @@
-"""``*.from_pretrained(...)`` calls of a training script and the keyword arguments that decide the
-memory of the loaded model (for the estimator)."""
+"""``*.from_pretrained(...)`` calls of a training script: the keyword arguments that decide the memory of
+the loaded model, and what a model class is given to load (for the estimator; read, never run)."""
 
 from __future__ import annotations
 
 import ast
+import re
 from typing import Any
 
-from advisor.facts.script_ast.results import LoadCall
+from advisor.facts.script_ast.nodes import kwarg, last_id
+from advisor.facts.script_ast.results import LoadCall, ModelArgument
 
 # from_pretrained keyword arguments that decide the memory of the loaded model (LoadCall)
 LOAD_KWARGS = frozenset(
@@ -20,6 +22,17 @@ LOAD_KWARGS = frozenset(
         "load_in_8bit",
     }
 )
+# The classes whose from_pretrained loads the model that trains: transformers' Auto classes
+# (AutoModelForCausalLM, TRL's AutoModelForCausalLMWithValueHead) and the concrete model classes
+# (LlamaForCausalLM, GPT2LMHeadModel, T5ForConditionalGeneration, BertModel); not a tokenizer, config or
+# processor, and not PEFT's PeftModel / AutoPeftModel*, whose argument is an adapter.
+MODEL_CLASS = re.compile(r"AutoModel\w*|\w*Model|\w+For[A-Z]\w*")
+_NOT_MODEL_CLASS = re.compile(r"Peft|Fast|Tokenizer|Processor|Config|FeatureExtractor")
+_MAX_FOLLOW = 4  # names bound to names bound to a literal: followed this far
+
+
+def is_model_class(name: str | None) -> bool:
+    return bool(name and MODEL_CLASS.fullmatch(name) and not _NOT_MODEL_CLASS.search(name))
 
 
 def find_load_calls(tree: ast.Module, pos: Any) -> tuple[LoadCall, ...]:
@@ -28,6 +41,7 @@ def find_load_calls(tree: ast.Module, pos: Any) -> tuple[LoadCall, ...]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             bound.setdefault(node.targets[0].id, []).append(node.value)
+    defaults: _Defaults | None = None
     out = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
@@ -43,5 +57,114 @@ def find_load_calls(tree: ast.Module, pos: Any) -> tuple[LoadCall, ...]:
                 kwargs.append((kw.arg, ast.unparse(value)[:2000]))
         line, col = pos(node)
         star = any(kw.arg is None for kw in node.keywords)
-        out.append(LoadCall(ast.unparse(node.func)[:200], line, col, tuple(kwargs), star))
+        model = None
+        arg = node.args[0] if node.args else kwarg(node, "pretrained_model_name_or_path")
+        if arg is not None and is_model_class(last_id(node.func.value)):
+            if defaults is None:
+                defaults = _Defaults(tree, pos)
+            model = _model_argument(arg, bound, defaults, pos)
+        out.append(LoadCall(ast.unparse(node.func)[:200], line, col, tuple(kwargs), star, model))
     return tuple(sorted(out, key=lambda c: (c.line, c.col)))
+
+
+def _model_argument(arg: ast.expr, bound: dict[str, list[ast.expr]], defaults: _Defaults, pos: Any) -> Any:
+    line, col = pos(arg)
+    text = ast.unparse(arg)[:200]
+    value = arg
+    for _ in range(_MAX_FOLLOW):
+        if not (isinstance(value, ast.Name) and len(bound.get(value.id, ())) == 1):
+            break
+        value = bound[value.id][0]
+    if isinstance(value, ast.Constant) and isinstance(value.value, str):
+        return ModelArgument(text, line, col, literal=value.value[:1000], literal_at=pos(value))
+    key = None
+    if isinstance(value, ast.Attribute) and _is_arguments(value.value):
+        key = value.attr  # args.base_model, model_args.model_name_or_path, self.args.model_path
+    elif isinstance(value, ast.Name) and value.id not in bound and defaults.fire:
+        key = value.id  # fire.Fire(train): train(base_model: str = "...") takes --base_model
+    if key is None:
+        return ModelArgument(text, line, col)
+    default, flags = defaults.of(key, arg)
+    return ModelArgument(text, line, col, key=key, flags=flags, default=default)
+
+
+def _is_arguments(node: ast.expr) -> bool:
+    """`args`, `model_args`, `self.args`: a plain name or one attribute of self (not `cfg.model`)."""
+    if isinstance(node, ast.Name):
+        return True
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+class _Defaults:
+    """The script's own literal string defaults by flag / field name: dataclass fields (`model_path: str =
+    "..."`, `field(default="...")`), `add_argument("--base_model", default="...")` (dest as argparse
+    derives it) and, when the script hands a function to fire.Fire, that function's parameters. A name
+    two places give different defaults has none (which one the run reads is not followed)."""
+
+    def __init__(self, tree: ast.Module, pos: Any) -> None:
+        self.pos = pos
+        self.found: dict[str, list[tuple[str, int, int, str]]] = {}
+        self.flags: dict[str, tuple[str, ...]] = {}
+        self.fire = False
+        self.functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                self._class(node)
+            elif isinstance(node, ast.Call):
+                name = last_id(node.func)
+                if name == "add_argument":
+                    self._argument(node)
+                elif name == "Fire":
+                    self.fire = True
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                self.functions.append(node)
+
+    def _put(self, name: str, value: ast.expr, declared: str) -> None:
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            line, col = self.pos(value)
+            self.found.setdefault(name, []).append((value.value[:1000], line, col, declared))
+
+    def _class(self, node: ast.ClassDef) -> None:
+        for stmt in node.body:
+            if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
+                continue
+            value = stmt.value
+            if isinstance(value, ast.Call) and last_id(value.func) == "field":
+                value = kwarg(value, "default")
+            if value is not None:
+                self._put(stmt.target.id, value, f"{node.name}.{stmt.target.id}")
+
+    def _argument(self, node: ast.Call) -> None:
+        options = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        dest_node = kwarg(node, "dest")
+        dest = dest_node.value if isinstance(dest_node, ast.Constant) else None
+        long = next((o for o in options if o.startswith("--")), None)
+        if not isinstance(dest, str):
+            dest = long[2:].replace("-", "_") if long else None
+        if not dest:
+            return
+        flags = tuple(o.lstrip("-") for o in options if o.startswith("--"))
+        self.flags[dest] = tuple(dict.fromkeys((*self.flags.get(dest, ()), *flags)))
+        default = kwarg(node, "default")
+        if default is not None:
+            self._put(dest, default, long or dest)
+
+    def of(self, key: str, arg: ast.expr) -> tuple[tuple[str, int, int, str] | None, tuple[str, ...]]:
+        """(the one literal default of `key`, the flags that set it)."""
+        found = list(self.found.get(key, ()))
+        if self.fire:  # fire.Fire(train): the parameter of the innermost function around the call
+            around = [f for f in self.functions if any(n is arg for n in ast.walk(f))]
+            func = around[-1] if around else None  # ast.walk is breadth-first: the innermost comes last
+            if func is not None:
+                params = [*func.args.posonlyargs, *func.args.args]
+                values = [None] * (len(params) - len(func.args.defaults)) + list(func.args.defaults)
+                params += func.args.kwonlyargs
+                values += list(func.args.kw_defaults)
+                for p, v in zip(params, values, strict=True):
+                    if p.arg == key and isinstance(v, ast.Constant) and isinstance(v.value, str):
+                        line, col = self.pos(v)
+                        found = [(v.value[:1000], line, col, f"{func.name}({key}=...)")]
+        flags = self.flags.get(key, (key,))
+        if len({f[0] for f in found}) != 1:
+            return None, flags
+        return found[0], flags

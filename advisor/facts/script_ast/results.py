@@ -18,6 +18,23 @@ class SideEffect:
 
 
 @record(frozen=True, slots=True)
+class ModelArgument:
+    """What a model class's ``from_pretrained`` is given to load (its first argument or
+    ``pretrained_model_name_or_path=``), read, never run: a string literal (directly, or through a name
+    bound once), or the flag / dataclass field an attribute reads (``args.base_model`` -> base_model)
+    with the script's own literal default for it (a dataclass field or an ``add_argument`` default)."""
+
+    text: str  # the argument as written, e.g. "model_args.model_path"
+    line: int  # 1-based position of the argument
+    col: int
+    literal: str | None = None  # "Qwen/Qwen2.5-0.5B"
+    literal_at: tuple[int, int] | None = None  # where the literal is written (a bound name's value)
+    key: str | None = None  # the flag / field name an attribute reads
+    flags: tuple[str, ...] = ()  # the command-line names that set it (an add_argument's option strings)
+    default: tuple[str, int, int, str] | None = None  # (value, line, col, "ModelArguments.model_path")
+
+
+@record(frozen=True, slots=True)
 class LoadCall:
     """A ``*.from_pretrained(...)`` call and its model-loading keyword arguments as source text (a name
     bound once by a plain assignment is replaced by the text of its value), for the memory estimator."""
@@ -27,6 +44,7 @@ class LoadCall:
     col: int
     kwargs: tuple[tuple[str, str], ...]  # (dtype | torch_dtype | quantization_config | ..., source text)
     has_star_kwargs: bool  # a **kwargs argument may carry any of them
+    model: ModelArgument | None = None  # what it loads, for a model class (not a tokenizer, config, adapter)
 
 
 @record(frozen=True, slots=True)
