@@ -487,6 +487,7 @@ def summarize(plan: RunPlan, names: dict[str, Any]) -> RunSummary:
         effective_batch_formula=getattr(eff, "note", None),
         hardware=plan.hardware.name if plan.hardware is not None else None,
         strategy=run.strategy,
+        hardware_card=plan.hardware.card if plan.hardware is not None else None,
     )
     if run.serving:
         summary.notes.append("inference server (vLLM): not a training run; only placement rules apply")

@@ -90,6 +90,8 @@ _FAST_OPTIONS: dict[str, tuple[str, str]] = {
     "--base-default": ("base_default", "value"),
     "--color": ("color", "value"),
     "--statistics": ("statistics", "flag"),
+    "-q": ("quiet", "flag"),
+    "--quiet": ("quiet", "flag"),
     "--exit-zero": ("exit_zero", "flag"),
     "--online": ("online", "flag"),
     "--no-color": ("no_color", "flag"),

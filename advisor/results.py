@@ -39,6 +39,7 @@ class RunSummary:
     est_hours: float | None = None
     notes: list[str] = field(default_factory=list)
     measured: dict[str, Any] | None = None  # --verify: what the probe measured for this run
+    hardware_card: str | None = None  # the machine's GPUs, e.g. "4x H100-NVL 94 GB" (Machine.card)
 
     def as_json(self) -> dict[str, Any]:
         out = asdict(self)

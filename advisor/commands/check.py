@@ -49,6 +49,9 @@ def check(
     ] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the report to a file.")] = None,
     statistics: Annotated[bool, typer.Option("--statistics", help="Count findings per rule.")] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Print the findings only: no run lines, no summary.")
+    ] = False,
     baseline: Annotated[
         Path | None, typer.Option("--baseline", help="Report only findings not in this baseline file.")
     ] = None,
@@ -264,7 +267,9 @@ def check(
         code = max(code, 2)  # asked to measure and could not: the tool did not do its job
     if not diff:
         when = color_when(color, no_color)
-        text = _render(result, fmt, code, statistics=statistics, color=when, to_file=output is not None)
+        text = _render(
+            result, fmt, code, statistics=statistics, color=when, to_file=output is not None, quiet=quiet
+        )
         if note is not None and fmt in (CheckFormat.text, CheckFormat.concise) and not statistics:
             text += f"{note}\n"
         if verification is not None and fmt is CheckFormat.text and not statistics:
@@ -272,8 +277,23 @@ def check(
 
             text += render_verification(verification)
         emit(text, output)
+        if not (result.runs or result.findings or result.errors or quiet) and fmt is not CheckFormat.json:
+            typer.echo(_no_runs_hint(seeds), err=True)
     if code:
         raise typer.Exit(code)
+
+
+def _no_runs_hint(seeds: list[Path]) -> str:
+    """What an empty result means: nothing found to check, not a clean project (issue 18 item 10)."""
+    from advisor.paths import relative
+    from advisor.report.escape import escape_text
+
+    where = ", ".join(relative(p) for p in seeds) or "."
+    return escape_text(
+        f"gpu-advise: no training runs found under {where} (looked for launch scripts such as *.sh, "
+        "*.slurm and *.sbatch, training, accelerate and DeepSpeed configs in YAML, JSON or TOML, and "
+        "training scripts they launch)"
+    )
 
 
 def errors_exit_code(result: Any) -> int:
@@ -285,7 +305,16 @@ def errors_exit_code(result: Any) -> int:
     return EXIT_INTERNAL if any(is_internal_error(err, rules) for err in result.errors) else 2
 
 
-def _render(result: Any, fmt: CheckFormat, code: int, *, statistics: bool, color: str, to_file: bool) -> str:
+def _render(
+    result: Any,
+    fmt: CheckFormat,
+    code: int,
+    *,
+    statistics: bool,
+    color: str,
+    to_file: bool,
+    quiet: bool = False,
+) -> str:
     if statistics:
         from advisor.report.statistics import render_statistics
 
@@ -302,13 +331,16 @@ def _render(result: Any, fmt: CheckFormat, code: int, *, statistics: bool, color
         from advisor.report.github import render_github
 
         return render_github(result)
+    from advisor.report.text import color_enabled, output_width, render_concise, render_text
+
+    tty = not to_file and sys.stdout.isatty()
     if fmt is CheckFormat.concise:
-        from advisor.report.text import render_concise
-
-        return render_concise(result)
-    from advisor.report.text import color_enabled, render_text
-
-    text = render_text(result, color=color_enabled(color, isatty=not to_file and sys.stdout.isatty()))
+        return render_concise(result, color=color_enabled(color, isatty=tty), quiet=quiet)
+    text = render_text(
+        result, color=color_enabled(color, isatty=tty), quiet=quiet, width=output_width(isatty=tty)
+    )
+    if quiet:
+        return text
     notes = []
     if getattr(result, "baseline", None) is not None:
         from advisor.baseline import describe

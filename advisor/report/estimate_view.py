@@ -156,7 +156,7 @@ def render_text(reports: list[dict[str, Any]], *, color: bool = False) -> str:
             f"{METHOD_LABEL[s['method']]}, micro-batch {s['micro_batch'] or 1} x "
             f"{s['seq_len'] or 2048} tokens, "
             f"{s['gpus']} GPU{'s' if s['gpus'] != 1 else ''}, {strategy}{off}"
-            + (f", on {hw['name']}" if hw else "")
+            + (f", on {hw['name']} ({hw['gpu']}, {hw['usable_gib']:g} GiB usable per GPU)" if hw else "")
         )
         for d in rep.get("dtypes", []):
             out.line(f"{d['what'] + ':':<11}{d['dtype']}" + st(f"  ({d['source']})", "dim"))

@@ -53,18 +53,21 @@ def first_sentence(message: str) -> str:
     return _SENTENCE_END.split(text, maxsplit=1)[0]
 
 
-def render_concise(result: CheckResult) -> str:
+def render_concise(result: CheckResult, *, color: bool | None = None, quiet: bool = False) -> str:
     """`--format concise`: one line per finding, `file:line:col: CODE message` with the message's first
-    sentence (ruff's concise format; what pre-commit logs and editors' problem matchers read)."""
+    sentence (ruff's concise format; what pre-commit logs and editors' problem matchers read). With
+    colour, as ruff's: the file in bold, the code in its severity's colour."""
+    s = _Style(bool(color))
     result = escape_result(result)
     out = [
-        f"{escape_text(relative(f.location.file))}:{f.location.line}:{f.location.col}: "
-        f"{f.rule} {first_sentence(f.message)}"
+        f"{s('bold', escape_text(relative(f.location.file)))}:{f.location.line}:{f.location.col}: "
+        f"{s(f.severity, f.rule)} {first_sentence(f.message)}"
         for f in result.findings
     ]
-    out.append(f"Found {plural(len(result.findings), 'finding')}." if result.findings else "No findings.")
-    out.extend(f"{error_label(err, result.rules)}: {err}" for err in result.errors)
-    return "\n".join(out) + "\n"
+    if not quiet:
+        out.append(f"Found {plural(len(result.findings), 'finding')}." if result.findings else "No findings.")
+    out.extend(f"{s('red', error_label(err, result.rules))}: {err}" for err in result.errors)
+    return "\n".join(out) + "\n" if out else ""
 
 
 def _run_line(run: RunSummary) -> str:
@@ -83,33 +86,138 @@ def _run_line(run: RunSummary) -> str:
     if run.est_hours_single_gpu is not None:
         parts.append(f"~{run.est_hours_single_gpu:.1f} h on one GPU")
     if run.hardware:
-        parts.append(f"on {run.hardware}")
+        card = getattr(run, "hardware_card", None)
+        parts.append(f"on {run.hardware}" + (f" ({card})" if card else ""))
     return ", ".join(parts)
 
 
-def render_text(result: CheckResult, *, color: bool | None = None) -> str:
+# Runs listed one by one up to this many; beyond it only runs with findings are (a large repository had 226
+# summary lines under its findings)
+MAX_LISTED_RUNS = 10
+NOT_A_TTY_WIDTH = 100  # the width messages wrap at when the output is no terminal (a log, a file)
+_INDENT = " " * 10  # where related locations, fixes and wrapped message lines start
+
+
+def output_width(*, isatty: bool) -> int:
+    """The terminal's width (COLUMNS when set), else NOT_A_TTY_WIDTH; at least 60."""
+    if not isatty:
+        return NOT_A_TTY_WIDTH
+    import shutil
+
+    return max(60, shutil.get_terminal_size((NOT_A_TTY_WIDTH, 24)).columns)
+
+
+def _wrapped(head: str, body: str, width: int, indent: str = _INDENT) -> list[str]:
+    """`head` then `body`, wrapped at `width` with continuation lines at _INDENT (words never split, so
+    a path or a key stays whole even when it alone is wider)."""
+    import textwrap
+
+    lines = textwrap.wrap(
+        body,
+        width,
+        initial_indent=" " * len(head),
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    if not lines:
+        return [head.rstrip()]
+    return [head + lines[0][len(head) :], *lines[1:]]
+
+
+def _frame(line: str, col: int, width: int) -> list[str]:
+    """ruff's code frame: the source line under its number and a caret under the column; a line wider
+    than the output is cut around the column."""
+    text = line.rstrip("\n").rstrip("\r")
+    shown = escape_text(text)
+    at = len(escape_text(text[: max(col - 1, 0)]))
+    room = max(width - 20, 20)
+    if len(shown) > room:
+        start = max(0, min(at - room // 2, len(shown) - room))
+        cut = shown[start : start + room]
+        prefix = "..." if start > 0 else ""
+        suffix = "..." if start + room < len(shown) else ""
+        shown, at = prefix + cut + suffix, at - start + len(prefix)
+    return [shown, " " * at + "^"]
+
+
+def _sources(result: CheckResult) -> dict[str, list[str]]:
+    """The text of every file the check read, by path, as lines (what a code frame shows)."""
+    out: dict[str, list[str]] = {}
+    for doc in getattr(result, "documents", None) or []:
+        text = getattr(doc, "text", None)
+        if isinstance(text, str):
+            out[os.path.abspath(doc.path)] = text.splitlines()
+    return out
+
+
+def _runs_shown(result: CheckResult) -> tuple[list[RunSummary], int]:
+    """The runs to list, and how many are left out: every run when there are few, else only the runs
+    with findings."""
+    if len(result.runs) <= MAX_LISTED_RUNS:
+        return list(result.runs), 0
+    with_findings = {f.run for f in result.findings if f.run}
+    shown = [r for r in result.runs if r.name in with_findings]
+    return shown, len(result.runs) - len(shown)
+
+
+def render_text(
+    result: CheckResult, *, color: bool | None = None, quiet: bool = False, width: int = NOT_A_TTY_WIDTH
+) -> str:
+    """The full format: findings grouped by file, each with its source line and a caret under the column
+    (ruff's full format), messages wrapped at `width`; then the runs and a summary line. `quiet`:
+    the findings and errors only."""
     s = _Style(bool(color))
+    sources = _sources(result)
     result = escape_result(result)
     out: list[str] = []
     for file, group in groupby(result.findings, key=lambda f: str(f.location.file)):
         out.append(s("bold", escape_text(relative(file))))
+        lines = sources.get(os.path.abspath(file), [])
         for f in group:
             where = f"{f.location.line}:{f.location.col}"
-            out.append(
-                f"  {where:<7} {s(f.severity, f.rule)} {s('dim', f.severity)}  {f.message}  "
-                + (s("green", "(measured) ") if f.evidence == "measured" else "")
-                + s("dim", f"({f.name})")
-            )
+            head = f"  {where:<7} {f.rule} {f.severity}  "
+            measured = "(measured) " if f.evidence == "measured" else ""
+            body = f"{f.message}  {measured}({f.name})"
+            wrapped = _wrapped(head, body, width)
+            styled = f"  {where:<7} {s(f.severity, f.rule)} {s('dim', f.severity)}  "
+            wrapped[0] = styled + wrapped[0][len(head) :]
+            last = wrapped[-1]
+            cut = last.rfind(f"({f.name})")
+            if cut >= 0:
+                tail = s("dim", f"({f.name})")
+                if measured and last[:cut].endswith(measured):
+                    tail = s("green", measured) + tail
+                    cut -= len(measured)
+                wrapped[-1] = last[:cut] + tail
+            out.extend(wrapped)
+            if 1 <= f.location.line <= len(lines):
+                number = str(f.location.line)
+                source, caret = _frame(lines[f.location.line - 1], f.location.col, width)
+                out.append(f"{_INDENT}{s('dim', number + ' |')} {source}")
+                out.append(f"{_INDENT}{' ' * len(number)} {s('dim', '|')} {s(f.severity, caret)}")
             for r in f.related:
                 where = f"{escape_text(relative(r.file))}:{r.line}:{r.col}"
-                out.append(f"          {s('dim', f'related: {where}')}")
+                out.append(f"{_INDENT}{s('dim', f'related: {where}')}")
             if f.fix is not None and f.fix.description:
-                out.append(f"          {s('green', 'fix')} ({f.fix.safety}): {f.fix.description}")
+                out.append(f"{_INDENT}{s('green', 'fix')} ({f.fix.safety}): {f.fix.description}")
+    if quiet:
+        out.extend(f"{s('red', error_label(err, result.rules))}: {err}" for err in result.errors)
+        return "\n".join(out) + "\n" if out else ""
     if result.findings:
         out.append("")
-    for run in result.runs:
-        out.append(s("dim", _run_line(run)))
-        out.extend(s("dim", f"  note: {note}") for note in run.notes)
+    shown, hidden = _runs_shown(result)
+    for run in shown:
+        out.extend(s("dim", line) for line in _wrapped("", _run_line(run), width, "    "))
+        for note in run.notes:
+            out.extend(s("dim", line) for line in _wrapped("  note: ", note, width, "        "))
+    if hidden:
+        out.append(
+            s(
+                "dim",
+                f"{plural(hidden, 'other run')} without findings not listed (--format json lists every run)",
+            )
+        )
     counts = Counter(f.severity for f in result.findings)
     if result.findings:
         detail = ", ".join(plural(counts[k], k) for k in ("error", "warning", "info") if counts[k])

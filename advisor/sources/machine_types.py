@@ -65,6 +65,18 @@ class Machine:
         return self.gpu.usable_gib
 
     @property
+    def card(self) -> str:
+        """The GPUs in words, as every output that names the machine shows them: "4x H100-NVL 94 GB",
+        "2 nodes x 8x H100-SXM 80 GB" (a name such as 1xH100 alone does not say which H100)."""
+        gpu = self.gpu
+        if self.gpus.memory_gib is None and gpu.memory_gb_marketed:
+            memory = f"{gpu.memory_gb_marketed:g} GB"
+        else:
+            memory = f"{gpu.usable_gib:g} GiB"
+        nodes = f"{self.nodes} nodes x " if self.nodes > 1 else ""
+        return f"{nodes}{self.gpus.count}x {gpu.id} {memory}"
+
+    @property
     def gpus_per_node(self) -> int:
         return self.gpus.count
 
