@@ -227,13 +227,32 @@ def build_plans(
     return plans, documents
 
 
-def default_base(options: CheckOptions) -> str | None:
-    """options.base_default when there is a commit to compare with, else None (today's behaviour)."""
+def default_base(options: CheckOptions, paths: list[Path], plans: list[RunPlan]) -> tuple[str, Path] | None:
+    """(options.base_default, the folder the comparison starts from) when there is a commit to compare
+    with, else None: the check then judges the files as they are, silently (outside git, before the
+    first commit, checked paths in no work tree or in several, or nothing to compare: no run, or every
+    run's settings declare its effective batch). The folder is the current one when its work tree holds
+    every checked path (the pre-commit hook's case), else the checked paths' common folder, so `check
+    ~/proj` from elsewhere compares as `check` inside ~/proj does. No git runs before these are known."""
     if options.base is not None or options.base_default is None:
         return None
+    if not plans or all(p.settings is not None and p.settings.effective_batch is not None for p in plans):
+        return None
+    from advisor.boundary import find_work_tree
+
+    targets = [resolved(p) for p in paths] or [resolved(Path.cwd())]
+    trees = {find_work_tree(t) for t in targets}
+    if len(trees) != 1 or None in trees:
+        return None
+    here = resolved(Path.cwd())
+    if find_work_tree(here) in trees:
+        start = here
+    else:
+        folders = [t if t.is_dir() else t.parent for t in targets]
+        start = Path(os.path.commonpath(folders))
     from advisor.revision import has_commit  # subprocess and tempfile: only when there is a base
 
-    return options.base_default if has_commit(options.base_default, Path.cwd()) else None
+    return (options.base_default, start) if has_commit(options.base_default, start) else None
 
 
 def attach_baselines(
@@ -242,11 +261,13 @@ def attach_baselines(
     options: CheckOptions,
     settings: Settings,
     rev: str | None = None,
+    start: Path | None = None,
 ) -> None:
     """Build the same runs at `rev` (default options.base) and attach each one's numbers to its twin
     (matched by name, then by content: advisor/revision/twins.py); a run without one gets
-    `baseline.missing` (GA108). With the hook's default base, a run whose settings declare its
-    effective batch keeps that declared baseline: the settings override the default."""
+    `baseline.missing` (GA108). With the default base, a run whose settings declare its effective
+    batch keeps that declared baseline: the settings override the default. `start` is the folder the
+    comparison starts from (default: the current one; `paths` stay relative to the current one)."""
     import contextlib
 
     from advisor.revision import RevisionError, materialise
@@ -257,7 +278,8 @@ def attach_baselines(
     assert rev is not None
     if not explicit and all(p.settings is not None and p.settings.effective_batch is not None for p in plans):
         return
-    cwd = Path.cwd().resolve()
+    here = Path.cwd().resolve()
+    cwd = start or here
     try:
         root, base_root, tmp = materialise(rev, cwd)
     except RevisionError as exc:
@@ -272,7 +294,8 @@ def attach_baselines(
         base_cwd = base_root / rel_cwd
         base_seeds = []
         for p in paths if base_cwd.is_dir() else []:
-            rel = (cwd / p).resolve().relative_to(root) if (cwd / p).resolve().is_relative_to(root) else None
+            target = (here / p).resolve()
+            rel = target.relative_to(root) if target.is_relative_to(root) else None
             if rel is not None and (base_root / rel).exists():
                 base_seeds.append(base_root / rel)
             elif base_cwd not in base_seeds:  # renamed or moved since: its twin is looked for everywhere
@@ -340,8 +363,8 @@ def _run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     plans, documents = build_plans(paths, options, settings, boundary, scope)
     if options.base:
         attach_baselines(plans, paths, options, settings)
-    elif (hook_base := default_base(options)) is not None:
-        attach_baselines(plans, paths, options, settings, hook_base)
+    elif (default := default_base(options, paths, plans)) is not None:
+        attach_baselines(plans, paths, options, settings, *default)
 
     for folder in settings.extend_rules:
         named_by = SettingsRef(settings, "extend-rules", folder, boundary)

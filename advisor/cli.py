@@ -88,6 +88,8 @@ _FAST_OPTIONS: dict[str, tuple[str, str]] = {
     "--rules": ("rules", "many"),
     "--base": ("base", "value"),
     "--base-default": ("base_default", "value"),
+    "--no-base": ("no_base", "flag"),
+    "--fail-only-on-changed": ("fail_only_on_changed", "flag"),
     "--color": ("color", "value"),
     "--statistics": ("statistics", "flag"),
     "-q": ("quiet", "flag"),

@@ -256,7 +256,7 @@ def check(
     if fail_only_on_changed:
         from advisor.blocking import not_blocking_note, split_blocking
 
-        failing = split_blocking(result, seeds)
+        failing = split_blocking(result, list(paths or []))  # the files given, not the seeds they stand for
         note = not_blocking_note(len(result.findings), len(failing))
     code = 0
     if result.errors:

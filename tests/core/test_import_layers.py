@@ -62,7 +62,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ),
     ("report", ("advisor.report",)),  # reporters: render results, build nothing
     # builds the results
-    ("pipeline", ("advisor.check", "advisor.estimate_run", "advisor.probe", "advisor.policy")),
+    (
+        "pipeline",
+        ("advisor.check", "advisor.blocking", "advisor.estimate_run", "advisor.probe", "advisor.policy"),
+    ),
     ("cli", ("advisor.cli", "advisor.commands", "advisor.__main__")),  # the app and its command modules
 ]
 

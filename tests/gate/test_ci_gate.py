@@ -166,7 +166,9 @@ def test_hook_default_base_compares_with_head(tmp_path: Path) -> None:
     proc = _check(work, "--base-default", "HEAD", "launch.sh")
     assert "GA101" in _codes(proc)
     assert proc.returncode == 1
-    assert "GA101" not in _codes(_check(work, "launch.sh"))  # a plain check has no baseline
+    # a plain check in a git work tree compares with HEAD too (issue 18 item 5); --no-base does not
+    assert "GA101" in _codes(_check(work, "launch.sh"))
+    assert "GA101" not in _codes(_check(work, "--no-base", "launch.sh"))
 
 
 def test_explicit_base_and_declared_batch_override_the_default(tmp_path: Path) -> None:

@@ -299,7 +299,8 @@ def test_documented_pre_commit_config_and_the_manifest_are_valid(tmp_path: Path)
     assert "gpu-advise" in hooks
     for hook in hooks.values():
         assert {"python", "toml", "yaml", "json", "shell"} <= set(hook["types_or"])
-        assert "--base-default HEAD" in hook["entry"]
+        # HEAD is the default base: the entry is a plain check (issue 18 item 5)
+        assert hook["entry"].startswith("gpu-advise check ") and "--base" not in hook["entry"]
         # pre-commit appends the file names after the args: they must follow `--` (issue 17 item 3)
         assert "--require-separator" in hook["entry"] and hook["args"] == ["--"]
 
