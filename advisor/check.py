@@ -42,6 +42,7 @@ class CheckOptions:
     # with base: the base revision's settings, rules, baseline and inline directives govern (advisor/policy)
     policy_from_base: bool = False
     policy: Any = None  # advisor.policy.BasePolicy under policy_from_base, set by run_check
+    files: Any = None  # advisor.sources.exclude.FileSelection: --exclude, --extend-exclude, --force-exclude
 
 
 def _load_hardware(name: str, base: Path | None = None, named_by: SettingsRef | None = None) -> Any:
@@ -190,7 +191,9 @@ def build_plans(
         # a declared run inside a checked folder is a run even when its name says nothing (no suffix)
         if any(resolved(candidate).is_relative_to(f) for f in folders) and candidate not in seeds:
             seeds.append(candidate)
-    cache = DocumentCache(boundary)
+    from advisor.sources.exclude import FileFilter
+
+    cache = DocumentCache(boundary, FileFilter(settings, options.files))
     specs, documents = discover(seeds, cache)
 
     default_hw = None

@@ -99,6 +99,9 @@ _FAST_OPTIONS: dict[str, tuple[str, str]] = {
     "--no-color": ("no_color", "flag"),
     "--no-inline-ignores": ("no_inline_ignores", "flag"),
     "--require-separator": ("require_separator", "flag"),
+    "--exclude": ("exclude", "many"),
+    "--extend-exclude": ("extend_exclude", "many"),
+    "--force-exclude": ("force_exclude", "flag"),
 }
 _FAST_TYPES: dict[str, Any] = {
     "output_format": CheckFormat,

@@ -17,7 +17,9 @@ from advisor.boundary import ProjectBoundary
 from advisor.paths import relative, resolved
 from advisor.records import field, record
 from advisor.sources.document import Document, Location, SourceProblem, Span
+from advisor.sources.exclude import FileFilter
 from advisor.sources.launchers import swift as swift_launcher
+from advisor.sources.named import reads_as
 from advisor.sources.project_imports import LIBRARIES, import_roots, module_files
 from advisor.sources.read import (
     CONFIG_SUFFIXES,
@@ -30,25 +32,6 @@ from advisor.sources.read import (
     read_document,
 )
 
-SKIP_DIRS = {
-    ".git",
-    ".hg",
-    ".svn",
-    "node_modules",
-    "__pycache__",
-    ".venv",
-    "venv",
-    "env",
-    ".tox",
-    ".nox",
-    ".mypy_cache",
-    ".ruff_cache",
-    ".pytest_cache",
-    "site-packages",
-    "dist",
-    "build",
-    ".eggs",
-}
 RUN_KINDS = {"training_args", "axolotl", "accelerate", "deepspeed"}
 
 
@@ -90,9 +73,11 @@ class RunSpec:
 
 class DocumentCache:
     """Each file is read once per invocation, however many runs name it. `boundary` bounds which files
-    a reference may open (None: only the seeds' own project, see advisor.boundary)."""
+    a reference may open (None: only the seeds' own project, see advisor.boundary); `files` what a
+    folder walk skips (None: the built-in exclusions and what git ignores)."""
 
-    def __init__(self, boundary: ProjectBoundary | None = None) -> None:
+    def __init__(self, boundary: ProjectBoundary | None = None, files: FileFilter | None = None) -> None:
+        self.files = files or FileFilter()
         self._docs: dict[Path, Document] = {}
         self._named: dict[tuple[Path, str], Document] = {}  # read first as one kind, named as another
         self._refused: set[Path] = set()  # paths of the documents made by refused()
@@ -141,12 +126,17 @@ class WalkProblem:
 
 
 def iter_files(
-    seeds: list[Path], boundary: ProjectBoundary | None = None, problems: list[WalkProblem] | None = None
+    seeds: list[Path],
+    boundary: ProjectBoundary | None = None,
+    problems: list[WalkProblem] | None = None,
+    files: FileFilter | None = None,
 ) -> list[Path]:
     """The files to check: each seed file, and the config files found by walking each seed folder.
 
     Folders are walked without following symlinked folders (no loops); a file found in a folder that
-    is a symlink leaving the boundary is not read (the seeds themselves are: the user named them)."""
+    is a symlink leaving the boundary is not read (the seeds themselves are: the user named them).
+    `files` says what the walk skips (advisor/sources/exclude.py: the exclusions, what git ignores)."""
+    files = files or FileFilter()
     out: list[Path] = []
     seen: set[Path] = set()
     problems = problems if problems is not None else []
@@ -169,11 +159,11 @@ def iter_files(
             dirnames[:] = sorted(
                 d
                 for d in dirnames
-                if d not in SKIP_DIRS and not d.endswith(".egg-info") and not _is_venv(Path(dirpath, d))
+                if not files.skip(os.path.join(dirpath, d), True) and not _is_venv(Path(dirpath, d))
             )
             for name in sorted(filenames):
                 p = Path(dirpath, name)
-                if p.suffix.lower() not in CONFIG_SUFFIXES:
+                if p.suffix.lower() not in CONFIG_SUFFIXES or files.skip(p, False):
                     continue
                 if not os.path.islink(p):
                     add(p)
@@ -289,11 +279,16 @@ def discover(seeds: list[Path], cache: DocumentCache | None = None) -> tuple[lis
     and only the runs that contain a given file are kept.
     """
     cache = cache or DocumentCache()
+    seeds = [s for s in seeds if not cache.files.skip_named(s)]
+    # a hostfile is no config: it is read through the launch that names it (`deepspeed --hostfile`)
+    hostfiles = [Document(s, "unknown") for s in seeds if _is_file(s) and reads_as(s) == "hostfile"]
+    named_hosts = {resolved(d.path) for d in hostfiles}
+    seeds = [s for s in seeds if resolved(s) not in named_hosts] if hostfiles else seeds
     walk_problems: list[WalkProblem] = []
-    docs = [cache.get(p) for p in iter_files(seeds, cache.boundary, walk_problems)]
+    docs = [cache.get(p) for p in iter_files(seeds, cache.boundary, walk_problems, cache.files)]
     docs.extend(cache.refused(w.path, w.reason) for w in walk_problems)
     runs = _build_runs(docs, cache)
-    orphans = _unreached_config_seeds(seeds, docs, runs)
+    orphans = _unreached_config_seeds(seeds, docs, runs) + hostfiles
     if not orphans:
         return runs, cache.all()
     referrers = find_referrers(orphans, {resolved(d.path) for d in docs}, cache)
@@ -305,6 +300,7 @@ def discover(seeds: list[Path], cache: DocumentCache | None = None) -> tuple[lis
         for r in _build_runs(docs + referrers, cache)
         if resolved(r.root.path) in own
         or any(resolved(d.path) in own for d in (*r.documents, r.script) if d is not None)
+        or (r.hostfile is not None and r.hostfile.found and resolved(r.hostfile.path) in named_hosts)
     ]
     used = {resolved(d.path) for r in runs for d in (*r.documents, r.script) if d is not None}
     unused = {resolved(d.path) for d in referrers} - used
@@ -343,10 +339,13 @@ MAX_SCAN_FILES = 20_000
 MAX_SCAN_BYTES = 1024 * 1024
 
 
-def _scan_files(root: Path, boundary: ProjectBoundary | None) -> list[tuple[Path, bytes]]:
+def _scan_files(
+    root: Path, boundary: ProjectBoundary | None, files: FileFilter | None = None
+) -> list[tuple[Path, bytes]]:
     """Config and launch files under root, with their bytes; bounded so that a project root that
     turns out to be a home folder stays cheap (hidden folders, environments and build output are
     skipped). Only regular files inside the boundary are read: a FIFO or a link out is passed by."""
+    files = files or FileFilter()
     out: list[tuple[Path, bytes]] = []
     dirs = 0
     root_inside = boundary is None or boundary.contains(root)
@@ -357,20 +356,22 @@ def _scan_files(root: Path, boundary: ProjectBoundary | None) -> list[tuple[Path
         dirnames[:] = sorted(
             d
             for d in dirnames
-            if d not in SKIP_DIRS
-            and not d.startswith(".")
-            and not d.endswith(".egg-info")
+            if not d.startswith(".")
+            and not files.skip(os.path.join(dirpath, d), True)
             and not _is_venv(Path(dirpath, d))
         )
         for name in sorted(filenames):
             path = Path(dirpath, name)
-            if path.suffix.lower() not in CONFIG_SUFFIXES:
+            bare = "." not in name.lstrip(".")  # `launch`, `run_job`: a launch script by its first lines
+            if (path.suffix.lower() not in CONFIG_SUFFIXES and not bare) or files.skip(path, False):
                 continue
             if len(out) >= MAX_SCAN_FILES:
                 return out
             # the walk follows no folder link, so below a root inside the boundary only a file link can leave
             may_leave = not root_inside or os.path.islink(path)
             if boundary is not None and may_leave and not boundary.contains(path):
+                continue
+            if bare and reads_as(path) != "launch":
                 continue
             try:
                 out.append((path, read_bytes(path, MAX_SCAN_BYTES)))
@@ -396,7 +397,7 @@ def find_referrers(targets: list[Document], known: set[Path], cache: DocumentCac
     found: list[Document] = []
     seen = set(known)
     for root, docs in roots.items():
-        files = _scan_files(root, cache.boundary)
+        files = _scan_files(root, cache.boundary, cache.files)
         names = {d.path.name.encode() for d in docs}
         for _ in range(3):  # ds.json <- train.yaml <- launch.sh, and one more level
             new: list[Document] = []

@@ -128,6 +128,8 @@ def _check_bounds(settings: Settings, text: str, path: Path) -> None:
             raise SettingsError(f"{path}:{line}: setting '{key}': {problem}")
     globs = [("per-file-ignores", g) for g in settings.per_file_ignores]
     globs += [("key-ignores", g) for g in settings.key_ignores]
+    globs += [("exclude", g) for g in settings.exclude or ()]
+    globs += [("extend-exclude", g) for g in settings.extend_exclude]
     for key, glob in globs:
         if len(glob) > MAX_GLOB_CHARS:
             line = _line_of(text, key) if len(glob) > 200 else _value_line(text, key, glob)

@@ -53,6 +53,11 @@ class Settings:
     dataset_samples: int | None = None
     dataset_tokens: int | None = None
     target_versions: dict[str, str] = field(default_factory=dict)  # {package: release or specifier}
+    # which files a folder walk reads (ruff's names): None = the built-in list (advisor/sources/exclude.py)
+    exclude: list[str] | None = None
+    extend_exclude: list[str] = field(default_factory=list)
+    force_exclude: bool = False
+    respect_gitignore: bool = True
 
     # where the settings were read from; relative paths in them are relative to its folder
     source: Path | None = None

@@ -162,8 +162,32 @@ def check(
             "named like an option is never read as one).",
         ),
     ] = False,
+    exclude: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--exclude",
+            help="Globs of files and folders to skip (comma-separated); replaces the settings' exclude "
+            "and the built-in list.",
+        ),
+    ] = None,
+    extend_exclude: Annotated[
+        list[str] | None,
+        typer.Option("--extend-exclude", help="Globs to skip besides exclude (comma-separated)."),
+    ] = None,
+    force_exclude: Annotated[
+        bool,
+        typer.Option(
+            "--force-exclude",
+            help="Apply the exclusions (and .gitignore) to the paths named here too, and skip quietly "
+            "the files gpu-advise does not read (the pre-commit hooks pass it).",
+        ),
+    ] = False,
 ) -> None:
     """Check training runs and report findings at exact file:line:col positions."""
+    if paths:
+        paths = _readable(paths, quiet=force_exclude)
+        if not paths and output is None and not statistics and _plain_text(output_format):
+            return  # every file named is one gpu-advise does not read (the hook passes every staged file)
     from advisor.check import CheckError, CheckOptions, run_check
     from advisor.engine import at_or_above
     from advisor.settings import SettingsError
@@ -222,7 +246,10 @@ def check(
     )
     if statistics and fmt in (CheckFormat.sarif, CheckFormat.github):
         die("--statistics works with --format text or json")
-    seeds = seed_paths(paths)
+    seeds = seed_paths(paths) if paths != [] else []
+    from advisor.sources.exclude import FileSelection
+
+    options.files = FileSelection(split_csv(exclude), split_csv(extend_exclude) or [], force_exclude)
     from advisor.estimate.params import META_DEVICE_COUNTING
 
     # the check path never imports torch/transformers: a model type without a built-in formula is
@@ -294,6 +321,27 @@ def _no_runs_hint(seeds: list[Path]) -> str:
         "*.slurm and *.sbatch, training, accelerate and DeepSpeed configs in YAML, JSON or TOML, and "
         "training scripts they launch)"
     )
+
+
+def _plain_text(output_format: CheckFormat | None) -> bool:
+    """Whether the report is text, where an empty check prints nothing (json and sarif print a report)."""
+    if output_format is None:
+        return os.environ.get("GITHUB_ACTIONS") != "true"
+    return output_format in (CheckFormat.text, CheckFormat.concise)
+
+
+def _readable(paths: list[Path], *, quiet: bool) -> list[Path]:
+    """The named paths gpu-advise reads; each file it does not read is one line on stderr ("README.md:
+    not a file gpu-advise reads; skipped"), or nothing under --force-exclude (the hook names them all)."""
+    from advisor.sources.named import named_paths
+
+    named = named_paths(paths)
+    if not quiet:
+        from advisor.report.escape import escape_text
+
+        for path in named.unread:
+            typer.echo(escape_text(f"gpu-advise: {path}: not a file gpu-advise reads; skipped"), err=True)
+    return named.kept
 
 
 def errors_exit_code(result: Any) -> int:

@@ -89,6 +89,24 @@ class Settings(_Model):
         description='the library releases to judge keys against, e.g. {transformers = "4.57.1"} or '
         '{trl = ">=0.19,<0.20"}; overrides the pins found in requirements files and lock files',
     )
+    exclude: list[str] | None = Field(
+        None,
+        description="globs of files and folders a folder walk skips; replaces the built-in list "
+        "(virtual environments, caches, build output, training outputs: wandb/, checkpoint-N/, ...)",
+    )
+    extend_exclude: list[str] = Field(
+        default_factory=list, alias="extend-exclude", description="globs skipped besides `exclude`"
+    )
+    force_exclude: bool = Field(
+        False,
+        alias="force-exclude",
+        description="apply the exclusions to paths named on the command line too (as the hook does)",
+    )
+    respect_gitignore: bool = Field(
+        True,
+        alias="respect-gitignore",
+        description="in a git work tree, skip untracked files that .gitignore or .git/info/exclude ignore",
+    )
 
     # where the settings were read from; relative paths in them are relative to its folder
     source: Path | None = Field(None, exclude=True)

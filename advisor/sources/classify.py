@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from advisor.sources.document import DocumentKind
@@ -56,6 +57,8 @@ _TRAINING_KEYS = {
 
 def classify_mapping(data: dict[str, Any], syntax: str) -> DocumentKind:
     keys = set(data)
+    if is_trainer_state(data):
+        return "unknown"
     if "distributed_type" in keys or "compute_environment" in keys:
         return "accelerate"
     if isinstance(data.get("gpus"), dict) and ("nvlink" in keys or "name" in keys or "cpu_cores" in keys):
@@ -94,6 +97,65 @@ _LAUNCH_WORDS = re.compile(
 )
 
 
+_SBATCH_LINE = re.compile(r"^#SBATCH\s", re.M)
+
+
 def looks_like_launch_script(text: str) -> bool:
+    """A shell shebang, a launcher's name, or a SLURM `#SBATCH` line in the first 4 KB."""
     head = text[:4096]
-    return (head.startswith("#!") and ("sh" in head.split("\n", 1)[0])) or bool(_LAUNCH_WORDS.search(head))
+    return (
+        (head.startswith("#!") and ("sh" in head.split("\n", 1)[0]))
+        or bool(_LAUNCH_WORDS.search(head))
+        or bool(_SBATCH_LINE.search(head))
+    )
+
+
+# HF Trainer's own output (trainer_callback.py TrainerState.save_to_json): `checkpoint-N/trainer_state.json`
+# and the output folder's copy carry `train_batch_size` beside the run's log; never a config
+_TRAINER_STATE_KEYS = {"log_history", "global_step"}
+
+
+def is_trainer_state(data: dict[str, Any]) -> bool:
+    return set(data) >= _TRAINER_STATE_KEYS
+
+
+SETTINGS_NAMES = {"pyproject.toml", ".gpu-advise.toml"}
+_YAML_JSON = {".yaml", ".yml", ".json", ".conf", ".jsonc", ".hjson"}
+_SHELL = {".sh", ".bash", ".slurm", ".sbatch", ".zsh"}
+_HOST_LINE = re.compile(r"[^\s#]+(\s+slots\s*=\s*\d+)?\s*(#.*)?")
+
+
+def _looks_like_hostfile(head: str) -> bool:
+    """DeepSpeed's hostfile: `host slots=N` lines (launcher/runner.py _parse_hostfile), comments, blanks."""
+    lines = [ln.strip() for ln in head.splitlines()[:200] if ln.strip() and not ln.lstrip().startswith("#")]
+    return bool(lines) and "slots" in head and all(_HOST_LINE.fullmatch(ln) for ln in lines)
+
+
+def read_as(name: str, head: Callable[[], bytes | None]) -> str | None:
+    """What gpu-advise reads a file as, by its name and first bytes: "settings", "config", "launch"
+    (also a `#SBATCH` batch script without a suffix), "script", "hostfile"; None for a file it does
+    not read (README.md, a model's weights, a Makefile). `head()` gives the first 4 KB of the file,
+    asked only for a name without a suffix (None: not readable, then the reader says why)."""
+    dot = name.rfind(".")
+    suffix = name[dot:].lower() if dot > 0 else ""
+    if name in SETTINGS_NAMES:
+        return "settings"
+    if suffix in _YAML_JSON:
+        return "config"
+    if suffix in _SHELL:
+        return "launch"
+    if suffix == ".py":
+        return "script"
+    if suffix and "hostfile" not in name.lower():
+        return None
+    raw = head()
+    if raw is None:
+        return "config"
+    if b"\0" in raw:
+        return None
+    text = raw.decode("utf-8", "replace").removeprefix("\ufeff")
+    if looks_like_launch_script(text):
+        return "launch"
+    if _looks_like_hostfile(text):
+        return "hostfile"
+    return None

@@ -298,7 +298,8 @@ def test_documented_pre_commit_config_and_the_manifest_are_valid(tmp_path: Path)
     }
     assert "gpu-advise" in hooks
     for hook in hooks.values():
-        assert {"python", "toml", "yaml", "json", "shell"} <= set(hook["types_or"])
+        # every text file: gpu-advise tells itself what it reads (issue 18 item 3)
+        assert hook["types"] == ["text"] and "types_or" not in hook and "--force-exclude" in hook["entry"]
         # HEAD is the default base: the entry is a plain check (issue 18 item 5)
         assert hook["entry"].startswith("gpu-advise check ") and "--base" not in hook["entry"]
         # pre-commit appends the file names after the args: they must follow `--` (issue 17 item 3)
