@@ -6,8 +6,9 @@ any `language: python` hook: a fresh virtualenv and `pip install .`, so the pack
 its rule catalog, is built from the copy. Offline, and from any interpreter (a fresh venv made by
 the README's commands or a bare one):
 
-- the build backend (setuptools, in pip's isolated build environment) comes from the wheels that
-  virtualenv itself embeds (pre-commit depends on virtualenv), through PIP_FIND_LINKS + PIP_NO_INDEX;
+- the build backend (setuptools) comes from the wheels that virtualenv itself embeds (pre-commit depends
+  on virtualenv), through PIP_FIND_LINKS + PIP_NO_INDEX; the build is not isolated
+  (PIP_NO_BUILD_ISOLATION), since its other requirements (PyYAML, pydantic) have no index to come from;
 - the runtime dependencies are the ones this interpreter has installed: a folder of links to its
   site-packages entries, minus gpu-advise itself, is put on PYTHONPATH, so pip finds them satisfied
   and the hook imports them. PYTHONPATH (not VIRTUALENV_SYSTEM_SITE_PACKAGES, which exposes the
@@ -115,6 +116,10 @@ def hook(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict[str,
         "PYTHONPATH": _dependency_path(tmp),
         "PIP_NO_INDEX": "1",
         "PIP_FIND_LINKS": _embedded_wheels(),
+        # offline there is no index to bring the build's own requirements (PyYAML and pydantic decode the
+        # prebuilt catalog, pyproject.toml [build-system]) into an isolated build environment: the build
+        # runs in the hook's environment instead, where PYTHONPATH already provides them
+        "PIP_NO_BUILD_ISOLATION": "0",
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
         "VIRTUALENV_NO_PERIODIC_UPDATE": "1",
         "HF_HUB_OFFLINE": "1",
@@ -180,6 +185,7 @@ def test_shipped_hook_blocks_the_launch_moved_to_four_gpus(tmp_path: Path, hook)
     ).stdout
     assert str(home) in where
     assert (Path(where.strip()).parent / "_rules").is_dir()  # the wheel carries the rule catalog
+    assert (Path(where.strip()).parent / "_prebuilt.json").is_file()  # decoded at build time
 
     # the command, with no settings: the launch moves to four GPUs, accumulation unchanged
     (project / "launch.sh").write_text(
