@@ -27,9 +27,11 @@ class RunSettings(_Model):
     effective_batch: int | None = Field(
         None,
         alias="effective-batch",
+        ge=1,
+        le=(1 << 63) - 1,
         description="the effective batch this run was tuned for (GA101 baseline)",
     )
-    learning_rate: float | None = Field(None, alias="learning-rate")
+    learning_rate: float | None = Field(None, alias="learning-rate", ge=0.0, le=1e6)
     # bounded as the readers bound integers (2**63 - 1): the time model divides them as floats
     dataset_samples: int | None = Field(None, alias="dataset-samples", ge=1, le=(1 << 63) - 1)
     dataset_tokens: int | None = Field(None, alias="dataset-tokens", ge=1, le=(1 << 63) - 1)
@@ -42,22 +44,33 @@ class RunSettings(_Model):
 
 
 class Thresholds(_Model):
+    # bounded: rules compute with them (round(), percentages), and 1e308 or inf broke GA404 (fuzz seed 12)
     single_gpu_hours: float = Field(
-        12.0, alias="single-gpu-hours", description="GA402: below this many hours on one GPU, stay on one GPU"
+        12.0,
+        alias="single-gpu-hours",
+        ge=0.0,
+        le=1e6,
+        description="GA402: below this many hours on one GPU, stay on one GPU",
     )
     workers_per_process: int = Field(
         2,
         alias="workers-per-process",
+        ge=0,
+        le=1024,
         description="GA202: DataLoader workers per process before we suggest fewer",
     )
     near_memory_fraction: float = Field(
         0.10,
         alias="near-memory-fraction",
+        ge=0.0,
+        le=1.0,
         description="GA404: warn when the peak is within this fraction of usable memory",
     )
     prediction_tolerance: float = Field(
         0.15,
         alias="prediction-tolerance",
+        ge=0.0,
+        le=100.0,
         description="--verify: report predictions further than this from measurements",
     )
 

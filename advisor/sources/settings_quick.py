@@ -12,6 +12,7 @@ test_settings_quick.py keeps FIELDS equal to the schema's fields and the two res
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,8 @@ _SEVERITIES = ("error", "warning", "info")
 _PACKAGES = ("transformers", "trl", "accelerate", "peft", "deepspeed")
 _MAX_INT = (1 << 63) - 1
 
-# key as written -> (field name, kind): "str", "float", "int", ("int", lo, hi), ("literal", choices),
+# key as written -> (field name, kind): "str", "float", "int", ("int", lo, hi), ("float", lo, hi),
+# ("literal", choices),
 # ("list", kind), ("dict", key choices or None, kind), "runs", "thresholds"
 Kind = Any
 _STR_LIST: Kind = ("list", "str")
@@ -29,16 +31,16 @@ RUN_FIELDS: dict[str, tuple[str, Kind]] = {
     "path": ("path", "str"),
     "name": ("name", "str"),
     "hardware": ("hardware", "str"),
-    "effective-batch": ("effective_batch", "int"),
-    "learning-rate": ("learning_rate", "float"),
+    "effective-batch": ("effective_batch", ("int", 1, _MAX_INT)),
+    "learning-rate": ("learning_rate", ("float", 0.0, 1e6)),
     "dataset-samples": ("dataset_samples", ("int", 1, _MAX_INT)),
     "dataset-tokens": ("dataset_tokens", ("int", 1, _MAX_INT)),
 }
 THRESHOLD_FIELDS: dict[str, tuple[str, Kind]] = {
-    "single-gpu-hours": ("single_gpu_hours", "float"),
-    "workers-per-process": ("workers_per_process", "int"),
-    "near-memory-fraction": ("near_memory_fraction", "float"),
-    "prediction-tolerance": ("prediction_tolerance", "float"),
+    "single-gpu-hours": ("single_gpu_hours", ("float", 0.0, 1e6)),
+    "workers-per-process": ("workers_per_process", ("int", 0, 1024)),
+    "near-memory-fraction": ("near_memory_fraction", ("float", 0.0, 1.0)),
+    "prediction-tolerance": ("prediction_tolerance", ("float", 0.0, 100.0)),
 }
 FIELDS: dict[str, tuple[str, Kind]] = {
     "select": ("select", _STR_LIST),
@@ -69,8 +71,9 @@ def _value(kind: Kind, value: Any) -> Any:
         if type(value) is not str:
             raise _Refused
         return value
-    if kind == "float":
-        if type(value) not in (int, float):
+    if kind == "float" or (isinstance(kind, tuple) and kind[0] == "float"):
+        lo, hi = (kind[1], kind[2]) if isinstance(kind, tuple) else (-math.inf, math.inf)
+        if type(value) not in (int, float) or not lo <= value <= hi:  # NaN fails both comparisons
             raise _Refused
         return float(value)
     if kind == "int" or (isinstance(kind, tuple) and kind[0] == "int"):

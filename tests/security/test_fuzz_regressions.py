@@ -117,3 +117,18 @@ def test_a_project_rule_that_fails_in_baseline_is_a_rule_error_not_an_internal_e
     proc = _cli(tmp_path, "baseline", "--rules", "rules", ".")
     assert proc.returncode == 2
     assert "gpu-advise: rule error: rule ORG001" in proc.stderr
+
+
+def test_thresholds_outside_their_meaning_are_a_settings_error(tmp_path: Path) -> None:
+    # fuzz seed 12, held out from the fixes above: near-memory-fraction = 1e+308 reached GA404's
+    # round(100 * fraction) as infinity ("internal error" under `gpu-advise baseline`)
+    write_files(
+        tmp_path,
+        {
+            ".gpu-advise.toml": 'hardware = "1xH100"\n[thresholds]\nnear-memory-fraction = 1e+308\n',
+            "args.yaml": "model_name_or_path: meta-llama/Llama-3.1-8B\n",
+        },
+    )
+    proc = _cli(tmp_path, "baseline", ".")
+    assert proc.returncode == 2 and ".gpu-advise.toml:" in proc.stderr
+    assert "near-memory-fraction" in proc.stderr

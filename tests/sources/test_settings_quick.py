@@ -30,7 +30,7 @@ def test_every_quick_key_is_the_schemas_alias_with_its_constraints(model: Any, t
         constraints = {repr(m) for m in fields[key][1].metadata}  # annotated_types: Ge(ge=1), MinLen(...)
         bounds = (
             {f"Ge(ge={kind[1]})", f"Le(le={kind[2]})"}
-            if isinstance(kind, tuple) and kind[0] == "int"
+            if isinstance(kind, tuple) and kind[0] in ("int", "float")
             else set()
         )
         assert constraints == bounds, f"{model.__name__}.{key}: the schema constrains it {constraints}"
