@@ -225,6 +225,7 @@ class BasePolicy:
             base, pr_root = self.base, pr.root
             settings_items += self._per_file(base, pr, catalog, at)
             settings_items += settings_diff.fail_on(base, pr, at)
+            settings_items += settings_diff.excludes(base, pr, at)
             settings_items += settings_diff.roots_and_files(base, self.base_folder, pr, pr_root, at)
 
             def rules_of(value: str) -> str:

@@ -12,7 +12,9 @@ when the change removed the setting. A relaxation is what makes the gate report 
 - `allowed-roots`: a folder outside the project the base does not allow;
 - `baseline`: a baseline file the base does not use;
 - `extend-rules`: a rule folder of the base's that the change drops;
-- `thresholds`: a threshold moved in the direction that gives fewer findings.
+- `thresholds`: a threshold moved in the direction that gives fewer findings;
+- `exclude`, `extend-exclude`: a pattern the base does not skip; `force-exclude` and
+  `respect-gitignore` turned on where the base has them off (fewer files are read).
 """
 
 from __future__ import annotations
@@ -179,4 +181,27 @@ def thresholds(base: Settings, pr: Settings, at: Locate) -> list[dict[str, Any]]
             where = at(("thresholds", key), None)
             setting = f"thresholds.{key}"
             out.append(_item("threshold", setting, where, rules=rules, was=str(was), now=str(now)))
+    return out
+
+
+def _skipped(settings: Settings) -> list[str]:
+    """The patterns a folder walk skips under these settings (advisor/sources/exclude.py)."""
+    from advisor.sources.exclude import DEFAULT_EXCLUDE
+
+    listed = list(DEFAULT_EXCLUDE) if settings.exclude is None else list(settings.exclude)
+    return [*listed, *settings.extend_exclude]
+
+
+def excludes(base: Settings, pr: Settings, at: Locate) -> list[dict[str, Any]]:
+    """Files the change stops reading: a skip pattern the base lacks, or a skip switched on."""
+    out = []
+    had = set(_skipped(base))
+    for key, values in (("exclude", pr.exclude or []), ("extend-exclude", pr.extend_exclude)):
+        for value in values:
+            if value not in had:
+                had.add(value)
+                out.append(_item("exclude", key, at((key,), value), value=value))
+    for key, name in (("force-exclude", "force_exclude"), ("respect-gitignore", "respect_gitignore")):
+        if getattr(pr, name) and not getattr(base, name):
+            out.append(_item("exclude-switch", key, at((key,), None), was="false", now="true"))
     return out

@@ -258,3 +258,15 @@ def test_recorded_measurements_the_base_lacks_are_reported_and_not_read_under_po
     code, findings, _ = _check(work, "--policy-from-base")
     assert _at(findings, "GA101") == [("configs/sft.yaml", 3, 30)]
     assert [f["rule"] for f in findings if f["rule"] == "GA805"] == ["GA805"]
+
+
+def test_an_exclude_the_base_lacks_is_a_relaxation(tmp_path: Path) -> None:
+    # extend-exclude hides the config the GA101 is located in; the base reads it
+    work = _pull_request(tmp_path, _pyproject('extend-exclude = ["configs/"]\nforce-exclude = true\n'))
+    code, findings, _ = _check(work)
+    assert code == 1
+    assert sorted(_at(findings, "GA801")) == [("pyproject.toml", 7, 19), ("pyproject.toml", 8, 1)]
+    messages = [f["message"] for f in findings if f["rule"] == "GA801"]
+    assert any("'configs/'" in m and "extend-exclude" in m for m in messages), messages
+    _, findings, _ = _check(work, "--policy-from-base")
+    assert _at(findings, "GA101") == [("configs/sft.yaml", 3, 30)]
