@@ -11,8 +11,6 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import write_files
 from tests.gate.conftest import git, needs_git
 from tests.gate.test_precommit import _config, _pre_commit, hook  # noqa: F401  (hook: the fixture)
@@ -27,23 +25,14 @@ SLURM = (
 TRAIN_PY = "print('train')\n"
 
 
-@pytest.fixture
-def hooked(hook: tuple[Path, str, dict[str, str]]) -> tuple[Path, str, dict[str, str]]:  # noqa: F811
-    """test_precommit's hook, built without pip's isolated build environment: the wheel's build needs
-    PyYAML and pydantic (setup.py decodes the catalogs), which offline only this interpreter has
-    (on PYTHONPATH, see _dependency_path); the embedded wheels are setuptools alone."""
-    hook_repo, rev, env = hook
-    return hook_repo, rev, {**env, "PIP_NO_BUILD_ISOLATION": "0"}
-
-
 def _commit(project: Path, env: dict[str, str], message: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["git", "commit", "-m", message], cwd=project, env=env, capture_output=True, text=True, check=False
     )
 
 
-def test_a_slurm_launch_moved_to_four_gpus_is_blocked(tmp_path: Path, hooked) -> None:
-    hook_repo, rev, env = hooked
+def test_a_slurm_launch_moved_to_four_gpus_is_blocked(tmp_path: Path, hook) -> None:  # noqa: F811
+    hook_repo, rev, env = hook
     project = tmp_path / "project"
     write_files(
         project,
@@ -72,11 +61,12 @@ def test_a_slurm_launch_moved_to_four_gpus_is_blocked(tmp_path: Path, hooked) ->
 
 
 def test_launchers_identify_has_no_tag_for_are_passed_and_other_files_skipped_quietly(
-    tmp_path: Path, hooked
+    tmp_path: Path,
+    hook,  # noqa: F811
 ) -> None:
     """`job.sbatch` without a shebang, an extensionless non-executable launch script, a `.conf`
     DeepSpeed config and a hostfile each reach the hook; a README.md staged alone passes silently."""
-    hook_repo, rev, env = hooked
+    hook_repo, rev, env = hook
     project = tmp_path / "project"
     write_files(
         project,
@@ -114,10 +104,10 @@ def test_launchers_identify_has_no_tag_for_are_passed_and_other_files_skipped_qu
     assert "Passed" in readme.stdout and "README.md" not in readme.stdout  # skipped without a word
 
 
-def test_an_ignored_checkpoint_does_not_block_the_commit(tmp_path: Path, hooked) -> None:
+def test_an_ignored_checkpoint_does_not_block_the_commit(tmp_path: Path, hook) -> None:  # noqa: F811
     """The issue's case: a training output's `checkpoint-500/trainer_state.json` (and an ignored
     output folder's bad config) were read by the project hook, which blocked the commit."""
-    hook_repo, rev, env = hooked
+    hook_repo, rev, env = hook
     project = tmp_path / "project"
     write_files(
         project,
