@@ -184,6 +184,7 @@ def _check_section(
         if not isinstance(key, str):
             continue
         path = (*(section if at is None else at), key)
+        verdict = None
         if versioned is not None and key not in own:
             verdict = _versioned_verdict(versioned, key)
             if verdict is not None:
@@ -200,6 +201,8 @@ def _check_section(
                 if key not in known:
                     continue  # accepted by the pinned release; no type data for it
         removal = kk.removed_key(dialect, key, section)
+        if removal is not None and verdict is not None and _predates(versioned or [], removal):
+            removal = None  # the project pins a release before the removal or deprecation: not for it yet
         if removal is not None:
             replacement = f"; use {removal.replacement}" if removal.replacement else ""
             verb = "is deprecated since" if removal.status == "deprecated" else "was removed in"
@@ -317,6 +320,19 @@ def _versioned_sources(
     if not any(t.pinned for t, _ in out):
         return None
     return out
+
+
+def _release_tuple(text: str) -> tuple[int, ...] | None:
+    parts = text.split(".")
+    return tuple(int(p) for p in parts) if all(p.isdigit() and len(p) < 10 for p in parts) else None
+
+
+def _predates(sources: list[tuple[Any, tuple[str, ...]]], removal: Any) -> bool:
+    """Whether every pinned release of the removal's package is older than the release that removed or
+    deprecated the key (transformers 4.57 pinned: a 5.23 deprecation is not its concern)."""
+    since = _release_tuple(str(removal.version))
+    pinned = [_release_tuple(t.release) for t, _ in sources if t.package == removal.package]
+    return since is not None and bool(pinned) and all(r is not None and r < since for r in pinned)
 
 
 def _versioned_verdict(sources: list[tuple[Any, tuple[str, ...]]], key: str) -> dict[str, Any] | None:
