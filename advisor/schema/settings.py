@@ -70,7 +70,7 @@ class Thresholds(_Model):
         0.15,
         alias="prediction-tolerance",
         ge=0.0,
-        le=100.0,
+        le=1e6,
         description="--verify: report predictions further than this from measurements",
     )
 

@@ -40,7 +40,7 @@ THRESHOLD_FIELDS: dict[str, tuple[str, Kind]] = {
     "single-gpu-hours": ("single_gpu_hours", ("float", 0.0, 1e6)),
     "workers-per-process": ("workers_per_process", ("int", 0, 1024)),
     "near-memory-fraction": ("near_memory_fraction", ("float", 0.0, 1.0)),
-    "prediction-tolerance": ("prediction_tolerance", ("float", 0.0, 100.0)),
+    "prediction-tolerance": ("prediction_tolerance", ("float", 0.0, 1e6)),
 }
 FIELDS: dict[str, tuple[str, Kind]] = {
     "select": ("select", _STR_LIST),
