@@ -61,7 +61,7 @@ def added_entries(pr_file: Path | None, base_file: Path | None) -> list[dict[str
         if len(out) >= MAX_ITEMS:
             rest += new
             continue
-        line, col = _position(lines, fingerprint)
+        line, col = position(lines, fingerprint)
         out.append(
             {
                 "kind": "entry",
@@ -78,10 +78,10 @@ def added_entries(pr_file: Path | None, base_file: Path | None) -> list[dict[str
     return out
 
 
-def _position(lines: list[str], fingerprint: str) -> tuple[int, int]:
-    """The line and column of the entry's fingerprint value."""
+def position(lines: list[str], value: str) -> tuple[int, int]:
+    """The line and column of the first JSON string `value` (an entry's fingerprint or digest)."""
     for number, line in enumerate(lines, 1):
-        col = line.find(f'"{fingerprint}"')
+        col = line.find(f'"{value}"')
         if col >= 0:
             return number, col + 1
     return 1, 1

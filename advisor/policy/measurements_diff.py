@@ -13,6 +13,8 @@ from typing import Any
 
 from advisor.sources.document import Location
 
+from .baseline_diff import position
+
 MAX_ITEMS = 25
 
 
@@ -47,16 +49,8 @@ def added_measurements(pr_file: Path | None, base_file: Path | None) -> list[dic
         run, digest = _run(entry), entry["digest"]
         if (run, digest) in had or len(out) >= MAX_ITEMS:
             continue
-        line, col = _position(lines, digest)
+        line, col = position(lines, digest)
         out.append(
             {"run": run, "digest": digest, "file": pr_file.name, "location": Location(pr_file, line, col)}
         )
     return out
-
-
-def _position(lines: list[str], digest: str) -> tuple[int, int]:
-    for number, line in enumerate(lines, 1):
-        col = line.find(f'"{digest}"')
-        if col >= 0:
-            return number, col + 1
-    return 1, 1

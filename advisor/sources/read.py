@@ -91,18 +91,10 @@ def _planned(planned: dict[str, bytes], path: Path) -> bytes | None:
         return None
 
 
-def read_bytes(path: Path, limit: int = MAX_BYTES) -> bytes:
-    """The bytes of a regular file, at most `limit` of them; raises ReadRefused otherwise.
-
-    The one way gpu-advise reads a file it did not write. stat first, so a FIFO, a device or a
-    socket is never opened; then open with O_NONBLOCK (a FIFO swapped in after the stat cannot
-    block the open) and fstat the descriptor, which is what is really read. At most limit + 1 bytes
-    are read, so a file that grows, or lies about its size, cannot exhaust memory."""
-    planned = _OVERLAY.get()
-    if planned is not None and (hit := _planned(planned, path)) is not None:
-        if len(hit) > limit:
-            raise ReadRefused(path, _too_large(len(hit), limit))
-        return hit
+def _open_regular(path: Path) -> tuple[int, os.stat_result]:
+    """An open descriptor of a regular file and its fstat; ReadRefused for anything else. stat first, so
+    a FIFO, a device or a socket is never opened; then open with O_NONBLOCK (a FIFO swapped in after the
+    stat cannot block the open) and fstat the descriptor, which is what is really read."""
     try:
         reason = _not_regular(os.stat(path).st_mode)
     except OSError as exc:
@@ -121,62 +113,61 @@ def read_bytes(path: Path, limit: int = MAX_BYTES) -> bytes:
     try:
         info = os.fstat(fd)
         reason = _not_regular(info.st_mode)
-        if reason:
-            raise ReadRefused(path, reason)
-        if info.st_size > limit:
-            raise ReadRefused(path, _too_large(info.st_size, limit))
-        chunks: list[bytes] = []
-        got = 0
-        while got <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - got))
+    except OSError as exc:
+        os.close(fd)
+        raise ReadRefused(path, _os_reason(exc)) from None
+    if reason:
+        os.close(fd)
+        raise ReadRefused(path, reason)
+    return fd, info
+
+
+def _read_upto(path: Path, fd: int, most: int) -> bytes:
+    chunks: list[bytes] = []
+    got = 0
+    try:
+        while got < most:
+            chunk = os.read(fd, min(1 << 20, most - got))
             if not chunk:
                 break
             chunks.append(chunk)
             got += len(chunk)
     except OSError as exc:
         raise ReadRefused(path, _os_reason(exc)) from None
+    return b"".join(chunks)
+
+
+def read_bytes(path: Path, limit: int = MAX_BYTES) -> bytes:
+    """The bytes of a regular file, at most `limit` of them; raises ReadRefused otherwise.
+
+    The one way gpu-advise reads a file it did not write (_open_regular: never a FIFO, device or
+    socket). At most limit + 1 bytes are read, so a file that grows, or lies about its size, cannot
+    exhaust memory."""
+    planned = _OVERLAY.get()
+    if planned is not None and (hit := _planned(planned, path)) is not None:
+        if len(hit) > limit:
+            raise ReadRefused(path, _too_large(len(hit), limit))
+        return hit
+    fd, info = _open_regular(path)
+    try:
+        if info.st_size > limit:
+            raise ReadRefused(path, _too_large(info.st_size, limit))
+        data = _read_upto(path, fd, limit + 1)
     finally:
         os.close(fd)
-    if got > limit:
-        raise ReadRefused(path, _too_large(got, limit, at_least=True))
-    return b"".join(chunks)
+    if len(data) > limit:
+        raise ReadRefused(path, _too_large(len(data), limit, at_least=True))
+    return data
 
 
 def read_head(path: Path, size: int) -> bytes:
     """The first ``size`` bytes of a regular file, however large it is (a safetensors header); raises
     ReadRefused like read_bytes for anything else."""
+    fd, _ = _open_regular(path)
     try:
-        reason = _not_regular(os.stat(path).st_mode)
-    except OSError as exc:
-        raise ReadRefused(path, _os_reason(exc)) from None
-    except ValueError:
-        raise ReadRefused(path, "invalid file name; not read") from None
-    if reason:
-        raise ReadRefused(path, reason)
-    flags = (
-        os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
-    )
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        raise ReadRefused(path, _os_reason(exc)) from None
-    try:
-        reason = _not_regular(os.fstat(fd).st_mode)
-        if reason:
-            raise ReadRefused(path, reason)
-        chunks: list[bytes] = []
-        got = 0
-        while got < size:
-            chunk = os.read(fd, min(1 << 20, size - got))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            got += len(chunk)
-    except OSError as exc:
-        raise ReadRefused(path, _os_reason(exc)) from None
+        return _read_upto(path, fd, size)
     finally:
         os.close(fd)
-    return b"".join(chunks)
 
 
 def _too_large(size: int, limit: int, at_least: bool = False) -> str:
