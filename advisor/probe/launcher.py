@@ -153,7 +153,11 @@ def terminate(proc: subprocess.Popen[bytes], marker: str, grace: float = GRACE_S
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=grace)
     end = time.monotonic() + grace
-    while marked_pids(marker) and time.monotonic() < end:
+    # a worker the launcher detached just before it died can appear after the scans above: kill what is
+    # still marked until nothing is (under load this race left workers running past the timeout)
+    while (left := marked_pids(marker)) and time.monotonic() < end:
+        victims.update(left)
+        _signal(left, signal.SIGKILL)
         time.sleep(0.1)
     return len(victims)
 
