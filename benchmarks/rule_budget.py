@@ -97,6 +97,19 @@ def _limit(memory_gb: float) -> Any:
     return apply
 
 
+def _high_water_kb(pid: int) -> int:
+    """The child's own peak resident set (VmHWM of the program it exec'd), 0 where /proc cannot tell.
+    Not ru_maxrss: a forked child's maxrss starts at its parent's resident size and survives the exec,
+    so under a large parent (a pytest worker that imported torch: 367 MB) every case read as that."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def run_case(name: str, tree: Path, timeout: float, memory_gb: float) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="gpu-advise-budget-") as tmp:
         root = Path(tmp)
@@ -114,7 +127,9 @@ def run_case(name: str, tree: Path, timeout: float, memory_gb: float) -> dict[st
                 preexec_fn=_limit(memory_gb),
             )
             killed = False
+            peak_kb = 0
             while True:
+                peak_kb = max(peak_kb, _high_water_kb(proc.pid))
                 pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
                 if pid:
                     break
@@ -130,7 +145,7 @@ def run_case(name: str, tree: Path, timeout: float, memory_gb: float) -> dict[st
             "case": name,
             "seconds": round(seconds, 2),
             "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 2),
-            "peak_rss_mb": round(usage.ru_maxrss / 1024),
+            "peak_rss_mb": round((peak_kb or usage.ru_maxrss) / 1024),
             "exit": "timeout" if killed else os.waitstatus_to_exitcode(status),
             "says": line[:160],
         }
