@@ -9,7 +9,8 @@ matches nothing.
 
 A .gitignore is written by whoever wrote the repository, so a pattern must not cost more than linear
 time: a pattern with at most one wildcard run is a regular expression (no backtracking beyond one
-scan), any other runs as a position automaton over bit sets, as advisor/sources/globs.py does.
+scan), any other runs as the position automaton of advisor/sources/glob_automaton.py, which
+advisor/sources/globs.py shares.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-_LIT, _ONE, _CLASS, _STAR, _ANY, _SLASH_OPT, _FILLER = range(7)
+from advisor.sources.glob_automaton import ANY, CLASS, LIT, ONE, SLASH_OPT, STAR, Automaton
+
 MAX_PATTERN_CHARS = 4096  # git's own limit on a path; a longer pattern matches nothing
 
 # wildmatch.c's character classes (ISASCII + the <ctype.h> test of the C locale)
@@ -120,7 +122,7 @@ def _elements(p: str) -> list[tuple[int, object]] | None:
         if c == "\\":
             if i + 1 >= n:
                 return None
-            out.append((_LIT, p[i + 1]))
+            out.append((LIT, p[i + 1]))
             i += 2
         elif c == "*":
             j = i
@@ -128,103 +130,43 @@ def _elements(p: str) -> list[tuple[int, object]] | None:
                 j += 1
             at_start = i == 0 or p[i - 1] == "/"
             if j - i >= 2 and at_start and j == n:
-                out.append((_ANY, None))
+                out.append((ANY, None))
             elif j - i >= 2 and at_start and p.startswith("/", j):
-                out.append((_SLASH_OPT, None))
+                out.append((SLASH_OPT, None))
                 j += 1
             elif j - i >= 2 and at_start and p.startswith("\\/", j):
-                out.append((_SLASH_OPT, None))
+                out.append((SLASH_OPT, None))
                 j += 2
-            elif not (out and out[-1][0] == _STAR):
-                out.append((_STAR, None))
+            elif not (out and out[-1][0] == STAR):
+                out.append((STAR, None))
             i = j
         elif c == "?":
-            out.append((_ONE, None))
+            out.append((ONE, None))
             i += 1
         elif c == "[":
             parsed = _bracket(p, i)
             if parsed is None:
                 return None
-            out.append((_CLASS, parsed[0]))
+            out.append((CLASS, parsed[0]))
             i = parsed[1]
         else:
-            out.append((_LIT, c))
+            out.append((LIT, c))
             i += 1
     return out
-
-
-class _Automaton:
-    """Position automaton over bit sets: each character costs a few integer operations."""
-
-    __slots__ = ("_any", "_classes", "_eps1", "_eps3", "_final", "_lits", "_one", "_star")
-
-    def __init__(self, elements: list[tuple[int, object]]) -> None:
-        placed: list[tuple[int, object]] = []
-        for kind, arg in elements:
-            placed.append((kind, arg))
-            if kind == _SLASH_OPT:
-                placed.extend(((_FILLER, None), (_FILLER, None)))
-        self._lits: dict[str, int] = {}
-        self._one = self._star = self._any = self._eps1 = self._eps3 = 0
-        self._classes: list[tuple[int, _Class]] = []
-        for k, (kind, arg) in enumerate(placed):
-            bit = 1 << k
-            if kind == _LIT:
-                self._lits[str(arg)] = self._lits.get(str(arg), 0) | bit
-            elif kind == _ONE:
-                self._one |= bit
-            elif kind == _CLASS:
-                assert isinstance(arg, _Class)
-                self._classes.append((bit, arg))
-            elif kind == _STAR:
-                self._star |= bit
-                self._eps1 |= bit
-            elif kind == _ANY:
-                self._any |= bit
-                self._eps1 |= bit
-            elif kind == _SLASH_OPT:  # `**/`: skip to the `**` then a `/`, or past both
-                self._eps1 |= bit | (bit << 1)
-                self._eps3 |= bit
-                self._any |= bit << 1
-                self._lits["/"] = self._lits.get("/", 0) | (bit << 2)
-        self._final = 1 << len(placed)
-
-    def _closure(self, states: int) -> int:
-        while True:
-            grown = states | ((states & self._eps1) << 1) | ((states & self._eps3) << 3)
-            if grown == states:
-                return states
-            states = grown
-
-    def match(self, text: str) -> bool:
-        states = self._closure(1)
-        for c in text:
-            consume = self._lits.get(c, 0)
-            if c != "/":
-                consume |= self._one
-            for bit, klass in self._classes:
-                if states & bit and klass.matches(c):
-                    consume |= bit
-            stay = states & (self._any | (self._star if c != "/" else 0))
-            states = stay | ((states & consume) << 1)
-            if not states:
-                return False
-            states = self._closure(states)
-        return bool(states & self._final)
 
 
 def _regex(elements: list[tuple[int, object]]) -> re.Pattern[str]:
     parts: list[str] = []
     for kind, arg in elements:
-        if kind == _LIT:
+        if kind == LIT:
             parts.append(re.escape(str(arg)))
-        elif kind == _ONE:
+        elif kind == ONE:
             parts.append("[^/]")
-        elif kind == _STAR:
+        elif kind == STAR:
             parts.append("[^/]*")
-        elif kind == _ANY:
+        elif kind == ANY:
             parts.append(".*")
-        elif kind == _SLASH_OPT:
+        elif kind == SLASH_OPT:
             parts.append("(?:.*/)?")
         else:  # a class: such patterns run as an automaton
             raise ValueError("a bracket expression has no regular-expression form here")
@@ -241,20 +183,20 @@ class Wildmatch:
         self._literal: str | None = None
         self._suffix: str | None = None
         self._regex: re.Pattern[str] | None = None
-        self._automaton: _Automaton | None = None
+        self._automaton: Automaton | None = None
         elements = _elements(pattern) if len(pattern) <= MAX_PATTERN_CHARS else None
         if elements is None:
             self._never = True
             return
         kinds = [k for k, _ in elements]
-        if all(k == _LIT for k in kinds):
+        if all(k == LIT for k in kinds):
             self._literal = "".join(str(a) for _, a in elements)
-        elif kinds[0] == _STAR and all(k == _LIT for k in kinds[1:]):
+        elif kinds[0] == STAR and all(k == LIT for k in kinds[1:]):
             self._suffix = "".join(str(a) for _, a in elements[1:])  # `*.pyc`, git's ENDSWITH
-        elif sum(k in (_STAR, _ANY, _SLASH_OPT) for k in kinds) <= 1 and _CLASS not in kinds:
+        elif sum(k in (STAR, ANY, SLASH_OPT) for k in kinds) <= 1 and CLASS not in kinds:
             self._regex = _regex(elements)  # one wildcard run: at most one scan back per start
         else:
-            self._automaton = _Automaton(elements)
+            self._automaton = Automaton(elements)
 
     def match(self, text: str) -> bool:
         if self._literal is not None:
