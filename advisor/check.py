@@ -15,7 +15,7 @@ from advisor.facts import document_fallback, document_names, run_names
 from advisor.findings import Finding
 from advisor.paths import resolved
 from advisor.plan import RunPlan, build_plan
-from advisor.records import field, record
+from advisor.records import field, record, replace
 from advisor.results import BaselineRun, CheckResult, RunSummary
 from advisor.settings import Settings, SettingsScope, find_settings
 from advisor.suggest import close_matches
@@ -42,6 +42,9 @@ class CheckOptions:
     # with base: the base revision's settings, rules, baseline and inline directives govern (advisor/policy)
     policy_from_base: bool = False
     policy: Any = None  # advisor.policy.BasePolicy under policy_from_base, set by run_check
+    # with base: (repo root, the base tree's root) as advisor.policy wrote it out, shared by the run
+    # comparison rather than written out a second time
+    base_tree: tuple[Path, Path] | None = None
     files: Any = None  # advisor.sources.exclude.FileSelection: --exclude, --extend-exclude, --force-exclude
 
 
@@ -283,10 +286,14 @@ def attach_baselines(
         return
     here = Path.cwd().resolve()
     cwd = start or here
-    try:
-        root, base_root, tmp = materialise(rev, cwd)
-    except RevisionError as exc:
-        raise CheckError(str(exc)) from None
+    tmp: contextlib.AbstractContextManager[Any]
+    if explicit and options.base_tree is not None:  # written out by the policy, which cleans it up
+        (root, base_root), tmp = options.base_tree, contextlib.nullcontext()
+    else:
+        try:
+            root, base_root, tmp = materialise(rev, cwd)
+        except RevisionError as exc:
+            raise CheckError(str(exc)) from None
     by_name: dict[str, BaselineRun] = {}
     base_texts = []
     with tmp:
@@ -354,7 +361,8 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     from advisor.policy import BasePolicy
 
     with BasePolicy(paths, options, resolve_settings) as policy:
-        result = _run_check(paths, policy.governing(options))
+        governed = replace(policy.governing(options), base_tree=(policy.root, policy.base_root))
+        result = _run_check(paths, governed)
         policy.report(result, options)
     return result
 
