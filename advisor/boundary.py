@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from advisor.records import record
 
@@ -110,13 +110,6 @@ def project_boundary(settings: Settings, seeds: Sequence[Path]) -> ProjectBounda
         if extra not in roots:
             roots.append(extra)
     return ProjectBoundary(tuple(roots))
-
-
-def plan_boundary(plan: Any) -> ProjectBoundary:
-    """The boundary of one run (advisor.plan.RunPlan): its root file's project plus the allowed roots."""
-    from advisor.settings import Settings
-
-    return project_boundary(plan.project or Settings(), [plan.spec.root.path])
 
 
 def local_path_outside(raw: str, boundary: ProjectBoundary) -> str | None:

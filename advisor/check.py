@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.boundary import ProjectBoundary, project_boundary, project_root
+from advisor.context import CheckContext, active
 from advisor.discover import DocumentCache, discover
 from advisor.engine import Context, Engine, RuleError, load_catalog, select_rules
 from advisor.errors import CheckError
@@ -181,10 +182,19 @@ def build_plans(
     settings: Settings,
     boundary: ProjectBoundary | None = None,
     scope: SettingsScope | None = None,
+    context: CheckContext | None = None,
 ) -> tuple[list[RunPlan], list[Any]]:
+    """The runs of `paths` and every document read. `context` is the check's (built here when the
+    caller has none: `gpu-advise plan`, `estimate`); each plan carries it (`plan.context`)."""
     for p in paths:
         _check_seed(p)
-    boundary = boundary or project_boundary(settings, paths)
+    if context is None:
+        governing = scope or SettingsScope.single(settings)
+        if boundary is not None:
+            context = CheckContext.with_boundary(governing, boundary)
+        else:
+            context = CheckContext.build(governing, paths)
+    boundary = context.boundary
     seeds = list(paths)
     folders = [resolved(p) for p in paths if p.is_dir()]
     for declared in settings.runs:
@@ -225,7 +235,7 @@ def build_plans(
         elif own is not settings and own.hardware and not options.hardware:
             named_by = SettingsRef(own, "hardware", own.hardware, boundary)
             hw = _load_hardware(own.hardware, own.root, named_by)
-        plan = build_plan(spec, hardware=hw, settings=run_settings)
+        plan = build_plan(spec, hardware=hw, settings=run_settings, context=context)
         plan.project, plan.online = own, options.online
         if run_settings is not None and run_settings.name:
             plan.name = run_settings.name
@@ -311,14 +321,15 @@ def attach_baselines(
             elif base_cwd not in base_seeds:  # renamed or moved since: its twin is looked for everywhere
                 base_seeds.append(base_cwd)
         if base_seeds:
-            # the base revision's files are bounded by its own tree (plus the allowed roots), not the
-            # checkout's
+            # truly another boundary, so computed apart from the check's context: the base revision's
+            # files are bounded by its own tree (plus the allowed roots), not the checkout's
             allowed = project_boundary(settings, base_seeds).roots
             base_boundary = ProjectBoundary(
                 (resolved(base_root), *(r for r in allowed if r != resolved(root)))
             )
             with contextlib.chdir(base_cwd):
-                base_plans, _ = build_plans(base_seeds, options, settings, base_boundary)
+                base_context = CheckContext.with_boundary(SettingsScope.single(settings), base_boundary)
+                base_plans, _ = build_plans(base_seeds, options, settings, context=base_context)
                 for bp in base_plans:
                     by_name[bp.name] = _baseline_run(bp, rev)
                     base_texts.append(run_text(bp, base_root))
@@ -370,8 +381,9 @@ def run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
 def _run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     scope = resolve_scope(paths, options)
     settings = scope.top
-    boundary = project_boundary(settings, paths)
-    plans, documents = build_plans(paths, options, settings, boundary, scope)
+    context = CheckContext.build(scope, paths)  # the one context of this check, carried on every plan
+    boundary = context.boundary
+    plans, documents = build_plans(paths, options, settings, scope=scope, context=context)
     if options.base:
         attach_baselines(plans, paths, options, settings)
     elif (default := default_base(options, paths, plans)) is not None:
@@ -392,6 +404,44 @@ def _run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     rules = scoped_rules(catalog, options, scope, [d.path for d in documents])
     engine = Engine(rules)  # severity overrides are each file's settings': applied in post_engine
 
+    verification = None
+    with active(context):  # document facts read the check's context (run facts: plan.context)
+        run_contexts, findings = _evaluate(engine, plans, documents)
+        recorded = options.measured or (
+            _recorded(settings, paths, boundary) if options.find_measured else None
+        )
+        if options.verify is not None or recorded is not None:
+            from advisor.probe.stage import verify_stage
+
+            findings, verification = verify_stage(
+                run_contexts, engine, catalog, findings, settings, options, recorded
+            )
+    findings, suppressed, baseline = post_engine(
+        findings, documents, settings, options, rules, catalog, scope, context
+    )
+
+    summaries = [summarize(plan, names) for plan, names, _ in run_contexts]
+    if verification is not None:
+        verification.annotate(summaries)
+    return CheckResult(
+        findings,
+        summaries,
+        plans,
+        engine.errors,
+        settings,
+        documents,
+        catalog,
+        suppressed,
+        baseline,
+        verification,
+        context,
+    )
+
+
+def _evaluate(
+    engine: Engine, plans: list[RunPlan], documents: list[Any]
+) -> tuple[list[tuple[RunPlan, dict[str, Any], Context]], list[Finding]]:
+    """Facts of every run and document, the rules over them: (run contexts, findings in order)."""
     run_contexts = []
     for plan in plans:
         names = run_names(plan)
@@ -416,33 +466,7 @@ def _run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
         seen.add(finding.identity)
         findings.append(finding)
     findings.sort(key=lambda f: f.sort_key)
-    verification = None
-    recorded = options.measured or (_recorded(settings, paths, boundary) if options.find_measured else None)
-    if options.verify is not None or recorded is not None:
-        from advisor.probe.stage import verify_stage
-
-        findings, verification = verify_stage(
-            run_contexts, engine, catalog, findings, settings, options, recorded
-        )
-    findings, suppressed, baseline = post_engine(
-        findings, documents, settings, options, rules, catalog, scope
-    )
-
-    summaries = [summarize(plan, names) for plan, names, _ in run_contexts]
-    if verification is not None:
-        verification.annotate(summaries)
-    return CheckResult(
-        findings,
-        summaries,
-        plans,
-        engine.errors,
-        settings,
-        documents,
-        catalog,
-        suppressed,
-        baseline,
-        verification,
-    )
+    return run_contexts, findings
 
 
 def _recorded(settings: Settings, paths: list[Path], boundary: ProjectBoundary) -> Path | None:
@@ -476,6 +500,7 @@ def post_engine(
     rules: list[Any],
     catalog: list[Any],
     scope: SettingsScope | None = None,
+    context: CheckContext | None = None,
 ) -> tuple[list[Finding], list[Any], Any]:
     """Key paths for position-only findings, then suppressions (settings, inline, GA900), then the
     baseline (advisor/suppress.py, advisor/baseline.py)."""
@@ -497,7 +522,9 @@ def post_engine(
     baseline_path = options.baseline
     if baseline_path is None and settings.baseline:
         baseline_path = settings.root / os.path.expanduser(settings.baseline)
-        boundary = project_boundary(settings, [settings.root])
+        if context is None:
+            context = CheckContext.build(scope or SettingsScope.single(settings), [settings.root])
+        boundary = context.boundary_for(settings, [settings.root])
         SettingsRef(settings, "baseline", settings.baseline, boundary).check(baseline_path)
     report = None
     if baseline_path is not None:

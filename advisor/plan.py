@@ -146,6 +146,7 @@ class RunPlan:
     baseline: Any = None  # advisor.check.BaselineRun: the same run at --base REV
     project: Any = None  # advisor.settings.Settings: the project settings (thresholds, dataset size)
     online: bool = False  # --online: model configs may be fetched from the Hub
+    context: Any = None  # advisor.context.CheckContext: the check's, shared by every plan of it
 
     @property
     def root_location(self) -> Location:
@@ -247,8 +248,8 @@ def _flag_value(word: Any, root: Document, key: str, dialect: str) -> Value:
     return value
 
 
-def build_plan(spec: RunSpec, hardware: Any = None, settings: Any = None) -> RunPlan:
-    plan = RunPlan(name=spec.name, spec=spec, hardware=hardware, settings=settings)
+def build_plan(spec: RunSpec, hardware: Any = None, settings: Any = None, context: Any = None) -> RunPlan:
+    plan = RunPlan(name=spec.name, spec=spec, hardware=hardware, settings=settings, context=context)
     command = spec.command
 
     if command is not None:
@@ -327,8 +328,8 @@ def _build_training(plan: RunPlan, spec: RunSpec) -> None:
     if swift:
         aliases = {**aliases, **TRAINING_ALIASES["swift"]}
 
-    reads = reads_training_arguments(spec)
-    own = script_arguments(spec)
+    reads = reads_training_arguments(spec, plan.context)
+    own = script_arguments(spec, plan.context)
     why = "the run reads no TrainingArguments"
     if swift:
         why = "ms-swift's parser has its own defaults: only its written flags are known"
@@ -391,7 +392,7 @@ def _build_training(plan: RunPlan, spec: RunSpec) -> None:
             _override(plan.training, name, value)
 
 
-def reads_training_arguments(spec: RunSpec) -> bool:
+def reads_training_arguments(spec: RunSpec, context: Any = None) -> bool:
     """Whether the run's settings are TrainingArguments (so their defaults apply): a training file,
     a TrainingArguments flag on the command line, or a launcher that always reads them. A script
     with its own flags (OpenRLHF's --micro_train_batch_size, say) gets no made-up defaults, and
@@ -411,7 +412,7 @@ def reads_training_arguments(spec: RunSpec) -> bool:
         return False
     if command.launcher in {"llamafactory", "trl", "axolotl"}:
         return True
-    own = script_arguments(spec)
+    own = script_arguments(spec, context)
     if own is not None and own.kind == "argparse":
         return False
     if spec.script is None and _names_a_script_file(command):
@@ -522,7 +523,7 @@ class ScriptArguments:
     defaults: dict[str, Value]
 
 
-def script_arguments(spec: RunSpec) -> ScriptArguments | None:
+def script_arguments(spec: RunSpec, context: Any = None) -> ScriptArguments | None:
     script = spec.script
     text = getattr(script, "text", None)
     if script is None or not isinstance(text, str) or spec.command is None:
@@ -532,7 +533,12 @@ def script_arguments(spec: RunSpec) -> ScriptArguments | None:
     if read is None or read[0] == "hf":
         # the parser, or its dataclasses, in the project's own modules (FastChat's train_mem.py calls
         # fastchat.train.train.train(); train_lora.py imports ModelArguments from there)
-        followed = _followed_script_arguments(script.path, text)
+        from advisor.context import context_for
+
+        checked = context_for(script.path, None) if context is None else context
+        followed = checked.derived(
+            "script-arguments", script.path, lambda: _followed_script_arguments(script.path, text, checked)
+        )
         if followed is not None:
             read, site = followed
     if read is None:
@@ -554,23 +560,17 @@ def script_arguments(spec: RunSpec) -> ScriptArguments | None:
     return ScriptArguments(kind, Location(site, line, col), where, values)
 
 
-@lru_cache(maxsize=16)
 def _followed_script_arguments(
-    path: Path, text: str
+    path: Path, text: str, context: Any
 ) -> tuple[tuple[str, str, int, int, _Defaults], Path] | None:
     """(kind, parser, line, col, defaults) with the project modules the script imports read
     (advisor.facts.script_ast.project_modules), and the file the parser is in; None when nothing there."""
     if len(text) > _MAX_SCRIPT_CHARS:
         return None
-    from advisor.boundary import project_boundary
-    from advisor.settings import Settings, SettingsError, find_settings
     from advisor.sources.project_imports import parser_site
 
-    try:  # the settings near the script, as advisor.facts.project_settings.settings_for finds them
-        settings = find_settings(path.absolute().parent) or Settings()
-    except (SettingsError, OSError, ValueError):
-        settings = Settings()
-    boundary = project_boundary(settings, [path])
+    # the settings near the script and their boundary, as the script-flag facts find them
+    boundary = context.boundary_for(context.settings_near(path), [path])
     site = parser_site(path, text, boundary.roots, boundary.contains)
     if site is None:
         return None

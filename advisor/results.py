@@ -60,3 +60,4 @@ class CheckResult:
     suppressed: list[Any] = field(default_factory=list)  # advisor.suppress.Suppressed
     baseline: Any = None  # advisor.baseline.BaselineReport when --baseline is used
     verification: Any = None  # advisor.probe.stage.Verification when measurements were made or recorded
+    context: Any = None  # advisor.context.CheckContext: the check's settings, boundary and what it read

@@ -401,7 +401,6 @@ def _fix(
     result: Any, seeds: list[Path], options: Any, *, unsafe: bool, diff: bool, output: Path | None
 ) -> Any:
     """--fix / --unsafe-fixes / --diff: apply (or show) the fixes, then check again."""
-    from advisor.boundary import project_boundary
     from advisor.check import run_check
     from advisor.fix import fix_until_stable
     from advisor.paths import relative
@@ -419,7 +418,7 @@ def _fix(
         lambda: run_check(seeds, options),
         unsafe=unsafe,
         write=not diff,
-        boundary=project_boundary(result.settings, seeds),
+        boundary=_check_context(result, seeds).boundary_for(result.settings, seeds),
         final=final if probe is not None else None,
     )
     for f, why in outcome.skipped:
@@ -458,6 +457,14 @@ def _fix_counts(result: Any) -> tuple[int, int]:
         elif eligible(f.fix, unsafe=True):
             unsafe += 1
     return safe, unsafe
+
+
+def _check_context(result: Any, seeds: list[Path]) -> Any:
+    """The check's context (its boundary is --fix's: files are written only where they may be read)."""
+    from advisor.context import CheckContext
+    from advisor.settings import SettingsScope
+
+    return result.context or CheckContext.build(SettingsScope.single(result.settings), seeds)
 
 
 def _hidden(result: Any, unsafe: bool, mode: str) -> str:

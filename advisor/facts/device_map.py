@@ -14,10 +14,10 @@ process's own GPU (`{"": PartialState().local_process_index}`, `{"": local_rank}
 from __future__ import annotations
 
 import ast
-from functools import cache
 from pathlib import Path
 from typing import Any
 
+from advisor.context import context_for
 from advisor.paths import relative
 from advisor.sources.document import Location
 from advisor.sources.python_source import parsed
@@ -26,7 +26,6 @@ SPREADING = frozenset({"auto", "balanced", "balanced_low_0", "sequential"})
 MAX_SITES = 20
 
 
-@cache
 def _spreading_sites(text: str) -> tuple[tuple[int, int, str], ...]:
     """(line, col, value) of each `device_map=<spreading string>` keyword of a call, or "device_map" key of
     a dict literal (1-based). A name (`device_map=device_map`) is not followed: scripts such as qlora.py
@@ -69,5 +68,7 @@ def distributed_device_maps(plan: Any, world_size: Any) -> list[dict[str, Any]]:
     path = Path(relative(doc.path)) if doc.path.is_absolute() else doc.path  # as script facts show it
     return [
         {"location": Location(path, line, col), "value": value, "processes": world_size}
-        for line, col, value in _spreading_sites(doc.text)
+        for line, col, value in context_for(doc.path, plan).derived(
+            "device-map-sites", doc.path, lambda: _spreading_sites(doc.text)
+        )
     ]

@@ -461,7 +461,8 @@ def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
         out.reason = f"the sequence length is unknown: {why}"
         return out
 
-    from advisor.boundary import local_path_outside, plan_boundary
+    from advisor.boundary import local_path_outside
+    from advisor.context import plan_boundary
     from advisor.estimate import TrainingSetup, UnknownModelTypeError, resolve_model
     from advisor.estimate.models import model_files_outside
 

@@ -116,7 +116,9 @@ def _setting_hint(plan: Any) -> str:
         table = "[[tool.gpu-advise.runs]]" if Path(source).name == "pyproject.toml" else "[[runs]]"
         shown = relative(source)
     else:
-        folder, table, shown = Path.cwd(), "[[runs]]", ".gpu-advise.toml"
+        from advisor.context import context_for
+
+        folder, table, shown = context_for(root, plan).cwd, "[[runs]]", ".gpu-advise.toml"
     try:
         path = os.path.relpath(Path(root).absolute(), folder.absolute())
     except ValueError:

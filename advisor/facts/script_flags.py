@@ -14,11 +14,10 @@ evaluation ever runs.
 
 from __future__ import annotations
 
-from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
-from advisor.facts.project_settings import settings_for
+from advisor.context import CheckContext, context_for
 from advisor.facts.script_ast import MAX_SCRIPT_BYTES, ArgumentParsing, analyse_script
 from advisor.sources.document import Document, Location, pointer
 from advisor.suggest import close_matches
@@ -37,34 +36,32 @@ _ARGV_METHODS = frozenset(
 _PARSER_FLAGS = frozenset({"help", "h", "config"})
 
 
-@lru_cache(maxsize=64)
-def _script_text(path: Path, mtime_ns: int) -> str | None:
-    """The script's text, read once for its parser and its pre-parser (None when it cannot be read)."""
-    from advisor.sources.read import ReadRefused, read_text_file
-
-    try:
-        return read_text_file(path, MAX_SCRIPT_BYTES)
-    except (ReadRefused, OSError, UnicodeDecodeError):
-        return None
+def _analysed(path: Path, context: CheckContext) -> ArgumentParsing | str | None:
+    """The script's one argument parser; "several" when it builds more than one; None when none (the
+    script read once per check, through the check's context)."""
+    return context.derived("argument-parser", path, lambda: _parser_of(path, context))
 
 
-@cache
-def _analysed(path: Path, mtime_ns: int) -> ArgumentParsing | str | None:
-    """The script's one argument parser; "several" when it builds more than one; None when none."""
-    text = _script_text(path, mtime_ns)
+def _parser_of(path: Path, context: CheckContext) -> ArgumentParsing | str | None:
+    text = context.script_text(path, MAX_SCRIPT_BYTES)
     if text is None:
         return None
     facts = analyse_script(text)
     parsers = facts.argument_parsers
     if facts.syntax_error is None and (not parsers or not all(p.complete for p in parsers)):
-        parsers = _followed(path, text, parsers)
+        parsers = _followed(path, text, parsers, context)
     if len(parsers) > 1:
         return "several"
     return parsers[0] if parsers else None
 
 
-@lru_cache(maxsize=64)
-def _pre_parsed(path: Path, mtime_ns: int) -> frozenset[str]:
+def _pre_parsed(path: Path, context: CheckContext) -> frozenset[str]:
+    return context.derived(
+        "pre-parser", path, lambda: _pre_parser_flags(context.script_text(path, MAX_SCRIPT_BYTES))
+    )
+
+
+def _pre_parser_flags(text: str | None) -> frozenset[str]:
     """Flags an argparse pre-parser of the script declares when it also calls `parse_known_args`
     (`known, rest = pre.parse_known_args()`, then `HfArgumentParser(...).parse_args_into_dataclasses(
     args=rest)`): those flags may never reach the HF parser, so they are not judged against its
@@ -73,7 +70,6 @@ def _pre_parsed(path: Path, mtime_ns: int) -> frozenset[str]:
 
     from advisor.sources.python_source import parsed
 
-    text = _script_text(path, mtime_ns)
     tree = parsed(text) if text is not None else None
     if tree is None:
         return frozenset()
@@ -89,21 +85,21 @@ def _pre_parsed(path: Path, mtime_ns: int) -> frozenset[str]:
     )
 
 
-def _followed(path: Path, text: str, own: tuple[ArgumentParsing, ...]) -> tuple[ArgumentParsing, ...]:
+def _followed(
+    path: Path, text: str, own: tuple[ArgumentParsing, ...], context: CheckContext
+) -> tuple[ArgumentParsing, ...]:
     """The parsers again with the project's own modules the script imports read (FastChat's
     train_lora.py takes ModelArguments from fastchat.train.train; train_mem.py only calls its train())."""
-    from advisor.boundary import project_boundary
     from advisor.facts.script_ast.project_modules import follow_argument_parsers
-    from advisor.settings import Settings
 
-    boundary = project_boundary(settings_for(path) or Settings(), [path])
+    boundary = context.boundary_for(context.settings_near(path), [path])
     return follow_argument_parsers(path, text, own, boundary.roots, boundary.contains)
 
 
-def _bases(doc_path: Path) -> list[Path]:
+def _bases(doc_path: Path, cwd: Path) -> list[Path]:
     """Where a script word may point: the current folder, then the launch file's folder and its parents
     (as advisor.discover resolves the run's script)."""
-    out = [Path.cwd()]
+    out = [cwd]
     here = doc_path.parent
     for _ in range(6):
         out.append(here)
@@ -113,13 +109,11 @@ def _bases(doc_path: Path) -> list[Path]:
     return out
 
 
-def _script_path(doc: Document, raw: str, settings: Any) -> Path | None:
-    from advisor.boundary import project_boundary
+def _script_path(doc: Document, raw: str, settings: Any, context: CheckContext) -> Path | None:
     from advisor.discover import resolve_reference
-    from advisor.settings import Settings
 
-    boundary = project_boundary(settings or Settings(), [doc.path])
-    path, _outside = resolve_reference(raw, doc.path, _bases(doc.path), boundary)
+    boundary = context.boundary_for(settings, [doc.path])
+    path, _outside = resolve_reference(raw, doc.path, _bases(doc.path, context.cwd), boundary)
     return path if path is not None and path.suffix == ".py" else None
 
 
@@ -183,7 +177,7 @@ def _judge(
     return "unknown", detail, guess[0] if guess else None
 
 
-def script_flag_items(doc: Document) -> dict[str, list[dict[str, Any]]]:
+def script_flag_items(doc: Document, context: CheckContext | None = None) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {
         "unknown_keys": [],
         "removed_keys": [],
@@ -191,6 +185,7 @@ def script_flag_items(doc: Document) -> dict[str, list[dict[str, Any]]]:
         "dropped_flags": [],
     }
     commands = getattr(doc.data, "commands", None) or []
+    checked = context or context_for(doc.path)
     settings = None
     for idx, cmd in enumerate(commands):
         if cmd.launcher in _NOT_SCRIPT_FLAGS or cmd.module or not cmd.script_args:
@@ -198,14 +193,11 @@ def script_flag_items(doc: Document) -> dict[str, list[dict[str, Any]]]:
         if cmd.script is None or not cmd.script.text:
             continue
         if settings is None:
-            settings = settings_for(doc.path)
-        path = _script_path(doc, cmd.script.text, settings)
+            settings = checked.settings_near(doc.path)
+        path = _script_path(doc, cmd.script.text, settings, checked)
         if path is None:
             continue
-        try:
-            parsing = _analysed(path, path.stat().st_mtime_ns)
-        except OSError:
-            continue
+        parsing = _analysed(path, checked)
         if not isinstance(parsing, ArgumentParsing) or not parsing.complete:
             continue
         if not set(parsing.methods) & _ARGV_METHODS:
@@ -215,10 +207,10 @@ def script_flag_items(doc: Document) -> dict[str, list[dict[str, Any]]]:
             continue
         from advisor.facts import versions
 
-        targets = versions.targets_for(doc.path, settings)
+        targets = versions.targets_for(doc.path, settings, checked)
         if any(p not in targets for p, _ in sources):
             continue
-        pre_parsed = _pre_parsed(path, path.stat().st_mtime_ns)
+        pre_parsed = _pre_parsed(path, checked)
         _judge_command(doc, idx, cmd, parsing, sources, targets, path, out, pre_parsed)
     return out
 
@@ -313,20 +305,18 @@ _CONFIG_FILE_KEYS = frozenset({"env"})
 ScriptJudge = tuple[Path, str, ArgumentParsing, list[tuple[str, tuple[str, ...]]], dict[str, Any]]
 
 
-def config_consumers(doc: Document) -> list[ScriptJudge] | None:
+def config_consumers(doc: Document, context: CheckContext | None = None) -> list[ScriptJudge] | None:
     """[(script, how, parsing, library sources, targets)] for every run that hands ``doc`` to a script;
     None when there is none, or when one of them cannot be read whole (then the file alone judges)."""
     if not doc.consumers:
         return None
     from advisor.facts import versions
 
-    settings = settings_for(doc.path)
+    checked = context or context_for(doc.path)
+    settings = checked.settings_near(doc.path)
     out: list[ScriptJudge] = []
     for script, how in doc.consumers:
-        try:
-            parsing = _analysed(script, script.stat().st_mtime_ns)
-        except OSError:
-            return None
+        parsing = _analysed(script, checked)
         if not isinstance(parsing, ArgumentParsing) or not parsing.complete:
             return None
         methods = set(parsing.methods)
@@ -337,7 +327,7 @@ def config_consumers(doc: Document) -> list[ScriptJudge] | None:
         sources = _library_sources(parsing)
         if sources is None:
             return None
-        targets = versions.targets_for(doc.path, settings)
+        targets = versions.targets_for(doc.path, settings, checked)
         if any(p not in targets for p, _ in sources):
             return None
         out.append((script, how, parsing, sources, targets))
@@ -427,10 +417,8 @@ def parser_fact(plan: Any, shown: Path) -> dict[str, Any] | None:
     script = plan.spec.script
     if script is None:
         return None
-    try:
-        parsing = _analysed(script.path, script.path.stat().st_mtime_ns)
-    except OSError:
-        return None
+    context = context_for(script.path, plan)
+    parsing = _analysed(script.path, context)
     if not isinstance(parsing, ArgumentParsing):
         return None
     from advisor.paths import relative
@@ -450,5 +438,5 @@ def parser_fact(plan: Any, shown: Path) -> dict[str, Any] | None:
         "library_bases": list(parsing.library_bases),
         "config_file": str(training.path) if how is not None else None,
         "config_passed": how,
-        "config_judged": how is not None and config_consumers(training) is not None,
+        "config_judged": how is not None and config_consumers(training, context) is not None,
     }

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from functools import cache
 from pathlib import Path
 from typing import Any
 
+from advisor.context import context_for
 from advisor.facts.script_ast import ScriptFacts, analyse_script
 from advisor.paths import relative
 from advisor.provenance import Namespace, Value
@@ -44,11 +44,6 @@ MAX_SITES_PER_KIND = 20
 MAX_DEVICE_MAP_SITES = 20
 
 
-@cache
-def _analyse(text: str) -> ScriptFacts:
-    return analyse_script(text)
-
-
 def _shown(path: Path) -> Path:
     """The script as the user sees it: relative to the current folder when below it (references
     are resolved to absolute paths; findings elsewhere use the path as written)."""
@@ -60,7 +55,8 @@ def script_facts(plan: Any, names: dict[str, Any]) -> Namespace:
     doc = plan.spec.script
     if doc is None or doc.text is None:
         return ns
-    facts = _analyse(doc.text)
+    text = doc.text
+    facts = context_for(doc.path, plan).derived("script-facts", doc.path, lambda: analyse_script(text))
     path = _shown(doc.path)
     ns.set("path", Value(str(path), Location(path, 1, 1), "script"))
     ns.set("uses_trainer", Value(facts.uses_trainer, None, "script"))

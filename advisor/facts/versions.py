@@ -1,7 +1,8 @@
 """Which release of each library a file is judged against, and what that release accepts.
 
 The release comes from the project's ``target-versions`` setting, else from the pins nearest the file
-(advisor.sources.pins, walking up to the project root: the folder holding ``.git``), else it is the
+(advisor.sources.pins, walking up to the project root: the folder holding ``.git``; the check's context
+reads them, advisor.context), else it is the
 current release our key data was generated from. ``advisor/data/keys/versions.json`` (written by
 ``tools/gen_known_keys.py --versions`` from every minor's sources) says, per class, in which releases
 each key exists and in which it is deprecated; it is read lazily, once.
@@ -16,12 +17,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from advisor.context import CheckContext, context_for
 from advisor.records import record
-from advisor.sources.pins import PACKAGES, Pin, read_folder_pins
+from advisor.sources.pins import PACKAGES, Pin
 
 _DATA = Path(__file__).resolve().parent.parent / "data" / "keys" / "versions.json"
-# a file deeper than this below its project root is judged without pins (a bound on the walk)
-MAX_FOLDERS_UP = 12
 
 
 @record(frozen=True, slots=True)
@@ -152,51 +152,22 @@ def _satisfies(version: tuple[int, ...], op: str, want: tuple[int, ...] | str) -
     return a >= b and len(want) > 1 and version[: len(want) - 1] == want[:-1]
 
 
-def _project_folders(start: Path) -> list[Path]:
-    here = start.resolve()
-    out = []
-    for folder in (here, *here.parents)[:MAX_FOLDERS_UP]:
-        out.append(folder)
-        try:
-            if (folder / ".git").exists():
-                break
-        except OSError:
-            break
-    return out
-
-
-def clear_caches() -> None:
-    """Forget the pins read so far (a long-lived process whose files changed)."""
-    _targets.cache_clear()
-    _pins_for.cache_clear()
-    _folder_pins.cache_clear()
-
-
-@cache
-def _folder_pins(folder: Path) -> dict[str, Pin]:
-    return read_folder_pins(folder)
-
-
-@cache
-def _pins_for(folder: Path) -> dict[str, Pin]:
-    """The nearest pin per package, from ``folder`` up to the project root."""
-    out: dict[str, Pin] = {}
-    for f in _project_folders(folder):
-        for name, pin in _folder_pins(f).items():
-            out.setdefault(name, pin)
-    return out
-
-
-def targets_for(path: Path, settings: Any = None) -> dict[str, Target]:
-    """{package: Target} for a file: ``target-versions`` first, then pins, else the current release."""
+def targets_for(path: Path, settings: Any = None, context: CheckContext | None = None) -> dict[str, Target]:
+    """{package: Target} for a file: ``target-versions`` first, then pins, else the current release.
+    The pins are the check's (`context`, advisor.context: read once per folder and check)."""
     wanted = dict(getattr(settings, "target_versions", None) or {})
-    return dict(_targets(Path(os.path.abspath(path)).parent, tuple(sorted(wanted.items()))))
+    folder = Path(os.path.abspath(path)).parent
+    checked = context or context_for(path)
+    items = tuple(sorted(wanted.items()))
+    return dict(
+        checked.derived("targets", (folder, items), lambda: _targets(checked.pins_near(folder), items))
+    )
 
 
-@cache
-def _targets(folder: Path, wanted_items: tuple[tuple[str, str], ...]) -> tuple[tuple[str, Target], ...]:
+def _targets(
+    pins: dict[str, Pin], wanted_items: tuple[tuple[str, str], ...]
+) -> tuple[tuple[str, Target], ...]:
     wanted = dict(wanted_items)
-    pins = _pins_for(folder)
     out: dict[str, Target] = {}
     for package in PACKAGES:
         target = None

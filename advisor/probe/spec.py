@@ -257,7 +257,8 @@ def _resolve_model(plan: Any, online: bool) -> tuple[str, Any, Path | None]:
         raise Skip("skipped", "the run names no model (model_name_or_path): nothing to build")
     name = str(name)
     local = _model_path(plan, name)
-    from advisor.boundary import local_path_outside, plan_boundary
+    from advisor.boundary import local_path_outside
+    from advisor.context import plan_boundary
 
     # a model folder named by a config is bounded like any other named file (advisor/boundary.py)
     boundary = plan_boundary(plan)

@@ -43,7 +43,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         ),
     ),
     # readers: files -> Documents; the settings and hardware they validate with advisor/schema/
-    ("sources", ("advisor.sources", "advisor.settings", "advisor.boundary", "advisor.schema")),
+    ("sources", ("advisor.sources", "advisor.settings", "advisor.boundary", "advisor.schema", "advisor.context")),
     ("estimate", ("advisor.estimate",)),  # parameter, memory and time models over plain numbers
     ("plan", ("advisor.discover", "advisor.plan", "advisor.revision")),  # runs and their merged RunPlan
     ("facts", ("advisor.facts",)),  # what follows from a plan

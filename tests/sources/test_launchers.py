@@ -341,12 +341,18 @@ def test_llamafactory_multi_node_env_block() -> None:
 # --- the registry ----------------------------------------------------------------------------------
 
 
+# the package's modules that are not launchers: the registry, the spec, the protocol, the shared counting
+_NOT_LAUNCHERS = {"__init__", "spec", "protocol", "counting"}
+
+
 def test_every_launcher_module_is_registered_once() -> None:
     modules = sorted(
-        p.stem for p in Path(launchers.__file__).parent.glob("*.py") if p.stem not in {"__init__", "spec"}
+        p.stem for p in Path(launchers.__file__).parent.glob("*.py") if p.stem not in _NOT_LAUNCHERS
     )
+    assert sorted(m.__name__.rsplit(".", 1)[-1] for m in launchers.REGISTRY) == modules  # type: ignore[attr-defined]
     assert sorted(launchers.LAUNCHERS) == modules
     assert all(isinstance(s, LauncherSpec) and s.summary for s in launchers.LAUNCHERS.values())
+    assert all(callable(m.processes) for m in launchers.REGISTRY)
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,8 @@
-"""The launcher registry: one module per launcher, each exporting SPEC (a LauncherSpec), collected
-here as pre-commit collects its languages. Adding a launcher is one module plus a line below;
-tests/sources/test_launchers.py then reads it from its spec alone, and its real forms go there.
+"""The launcher registry: one module per launcher, each a `Launcher` (protocol.py: SPEC, a
+LauncherSpec, and processes(run), its process count), listed in REGISTRY as pre-commit lists its
+languages. Adding a launcher is one module plus a line in REGISTRY; tests/sources/test_launchers.py
+then reads it from its spec alone, and its real forms go there. Code outside this package asks a
+launcher's spec what it implies (`spec_of(name).reads_accelerate_config`), never compares its name.
 
 The shell interpreter (advisor/sources/shell) asks this registry which launcher a command starts
 and reads the launcher's words by its spec's form and flag table."""
@@ -20,23 +22,74 @@ from advisor.sources.launchers import (
     trl,
     vllm,
 )
-from advisor.sources.launchers.spec import NO_FLAGS, Flags, LauncherSpec, Processes
+from advisor.sources.launchers.protocol import Launcher, ProcessCount, RunInputs, VisibleGpus
+from advisor.sources.launchers.spec import NO_FLAGS, NO_LAUNCHER, Flags, LauncherSpec, Processes
 
 __all__ = [
+    "ACCELERATE",
+    "AXOLOTL",
     "LAUNCHERS",
     "NO_FLAGS",
+    "NO_LAUNCHER",
+    "PYTHON",
+    "REGISTRY",
+    "TORCHRUN",
+    "VLLM",
     "Flags",
+    "Launcher",
     "LauncherSpec",
+    "ProcessCount",
     "Processes",
+    "RunInputs",
+    "VisibleGpus",
     "by_module",
     "find",
+    "implied_by_dialect",
+    "launcher",
+    "spec_of",
     "starts_launcher",
 ]
 
-LAUNCHERS: dict[str, LauncherSpec] = {
-    m.SPEC.name: m.SPEC
-    for m in (accelerate, axolotl, deepspeed, llamafactory, python, swift, torchrun, trl, vllm)
-}
+REGISTRY: tuple[Launcher, ...] = (
+    accelerate,
+    axolotl,
+    deepspeed,
+    llamafactory,
+    python,
+    swift,
+    torchrun,
+    trl,
+    vllm,
+)
+_BY_NAME: dict[str, Launcher] = {m.SPEC.name: m for m in REGISTRY}
+LAUNCHERS: dict[str, LauncherSpec] = {name: m.SPEC for name, m in _BY_NAME.items()}
+
+# The names other packages need as names: the launchers the probe starts and the shell reader's
+# special cases (axolotl's `--launcher`, vLLM's flags, python's -m).
+ACCELERATE = accelerate.SPEC.name
+AXOLOTL = axolotl.SPEC.name
+PYTHON = python.SPEC.name
+TORCHRUN = torchrun.SPEC.name
+VLLM = vllm.SPEC.name
+
+
+def launcher(name: str | None) -> Launcher | None:
+    """The registered launcher of this id (LaunchCommand.launcher), None for none or an unknown one."""
+    return _BY_NAME.get(name) if name is not None else None
+
+
+def spec_of(name: str | None) -> LauncherSpec:
+    """What the launcher of this id implies (its spec); NO_LAUNCHER, all off, for none."""
+    found = launcher(name)
+    return found.SPEC if found is not None else NO_LAUNCHER
+
+
+def implied_by_dialect(dialect: object) -> LauncherSpec | None:
+    """The launcher a training config of this dialect runs under when no launch names one."""
+    if not dialect:
+        return None
+    return next((m.SPEC for m in REGISTRY if m.SPEC.implied_by_dialect == dialect), None)
+
 
 PYTHON_RE = re.compile(r"python(?:[0-9]+(?:\.[0-9]+)?)?")
 
@@ -56,7 +109,7 @@ def find(words: list[str | None]) -> tuple[LauncherSpec, int] | None:
         return None
     base = words[0].rsplit("/", 1)[-1]
     if PYTHON_RE.fullmatch(base):
-        return LAUNCHERS["python"], 1
+        return python.SPEC, 1
     for form, spec in _BY_COMMAND:
         if form[0] != base or tuple(words[1 : len(form)]) != form[1:]:
             continue
@@ -74,7 +127,7 @@ def by_module(module: str | None) -> LauncherSpec | None:
         return None
     if module in _BY_MODULE:
         return _BY_MODULE[module]
-    return LAUNCHERS["axolotl"] if module.startswith("axolotl.cli.train") else None
+    return axolotl.SPEC if module.startswith("axolotl.cli.train") else None
 
 
 def starts_launcher(name: str) -> bool:

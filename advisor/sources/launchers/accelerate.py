@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from advisor.provenance import Value
+from advisor.sources.launchers.counting import flag_count, launch_count, one_node, per_visible_gpu
+from advisor.sources.launchers.protocol import ProcessCount, RunInputs
 from advisor.sources.launchers.spec import Flags, LauncherSpec, Processes
 
 _DATA = Path(__file__).resolve().parent.parent.parent / "data" / "launchers" / "accelerate.json"
@@ -36,6 +39,62 @@ SPEC = LauncherSpec(
     processes=Processes(
         flags=("num_processes",),
         default="num_processes of the config file, else every visible GPU",
+        written_at=("accelerate", "num_processes"),
     ),
     source="accelerate/commands/launch.py: launch_command_parser",
+    reads_accelerate_config=True,
+    probe_as="accelerate",
 )
+
+NO_CONFIG = "accelerate without a config file or --num_processes starts one process per visible GPU"
+
+
+def processes(run: RunInputs) -> ProcessCount:
+    return accelerate_processes(run, NO_CONFIG)
+
+
+# the flags that name accelerate's config file, here and under trl and axolotl (`trl sft
+# --accelerate_config`); a file named but not read leaves the count unknown
+_CONFIG_FLAGS = ("config_file", "accelerate_config")
+
+
+def accelerate_processes(run: RunInputs, no_config: str) -> ProcessCount:
+    """accelerate's count: num_processes (the total over machines) from its flags or config file; NO
+    distributed_type is one process; without either, one process per visible GPU (`no_config` says
+    why)."""
+    nproc = run.accelerate("num_processes")
+    machines = run.accelerate("num_machines")
+    nodes = launch_count(run, "num_machines", machines) if machines is not None else one_node()
+    n_machines = run.count(nodes) or 1
+    if nproc is not None:
+        read = flag_count(run, "num_processes", nproc, nodes, may_query=nproc.source == "launch")
+        if isinstance(read, ProcessCount):
+            return read
+        checked = run.count_value(read, "--num_processes" if read.source == "launch" else "num_processes")
+        if not checked.known:
+            return ProcessCount(checked, nodes)
+        total = int(checked.value)
+        note = f"num_processes {total} over {n_machines} machines" if n_machines > 1 else None
+        if checked.note:
+            note = f"{checked.note}; {note}" if note else checked.note
+        per_node = Value(
+            max(total // n_machines, 1),
+            checked.origin,
+            checked.source,
+            related=list(checked.related),
+            note=note,
+        )
+        return ProcessCount(per_node, nodes)
+    if run.has_accelerate_config:
+        dist = run.accelerate("distributed_type")
+        where = run.accelerate_origin("distributed_type")
+        if dist is not None and dist.known and (dist.value is False or str(dist.value).upper() == "NO"):
+            return ProcessCount(Value(1, where, "accelerate", note="distributed_type NO"), nodes)
+        asks = "the accelerate config sets no num_processes: accelerate asks for it"
+        return ProcessCount(Value(None, where, "accelerate", unknown=asks), nodes)
+    for flag in _CONFIG_FLAGS:
+        named = run.flag(flag)
+        if named is not None:  # named but not found (GA004): we cannot know what it says
+            why = f"the accelerate config '{named.value}' was not found" if named.known else named.unknown
+            return ProcessCount(Value(None, named.origin, "launch", unknown=why), nodes)
+    return per_visible_gpu(run, no_config, nodes)

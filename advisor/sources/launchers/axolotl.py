@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from advisor.sources.launchers.accelerate import NO_CONFIG, accelerate_processes
+from advisor.sources.launchers.protocol import ProcessCount, RunInputs
 from advisor.sources.launchers.spec import LauncherSpec, Processes
 
 SPEC = LauncherSpec(
@@ -12,6 +14,23 @@ SPEC = LauncherSpec(
     modules=("axolotl.cli.train",),
     form="subcommand",
     subcommands=frozenset({"train"}),
-    processes=Processes(default="as its --launcher (accelerate by default)"),
+    processes=Processes(
+        default="as its --launcher (accelerate by default)", written_at=("accelerate", "num_processes")
+    ),
     source="axolotl/cli/main.py: train",
+    reads_accelerate_config=True,
+    runs_trainer=True,
+    implied_by_dialect="axolotl",
+    probe_as="accelerate",
 )
+
+
+def processes(run: RunInputs) -> ProcessCount:
+    """As accelerate, which it starts (its --launcher torchrun is read as accelerate's count too)."""
+    reason = NO_CONFIG
+    if not run.named:
+        reason = (
+            "axolotl starts accelerate, which without a config file or --num_processes starts one "
+            "process per visible GPU"
+        )
+    return accelerate_processes(run, reason)

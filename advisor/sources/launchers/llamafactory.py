@@ -7,6 +7,8 @@ torchrun when FORCE_TORCHRUN is set or more than one device is visible, with --n
 
 from __future__ import annotations
 
+from advisor.sources.launchers.counting import env_count, env_nodes, per_visible_gpu
+from advisor.sources.launchers.protocol import ProcessCount, RunInputs
 from advisor.sources.launchers.spec import LauncherSpec, Processes
 
 SPEC = LauncherSpec(
@@ -23,6 +25,21 @@ SPEC = LauncherSpec(
         "MASTER_ADDR": "torchrun --master_addr (default 127.0.0.1)",
         "MASTER_PORT": "torchrun --master_port (default: a free port)",
     },
-    processes=Processes(env=("NPROC_PER_NODE",), default="every visible GPU"),
+    processes=Processes(
+        env=("NPROC_PER_NODE",), default="every visible GPU", written_at=("env", "NPROC_PER_NODE")
+    ),
     source="llamafactory/launcher.py:56-68,114-120 (0.9.5)",
+    runs_trainer=True,
+    flags_dialect="llamafactory",
+    implied_by_dialect="llamafactory",
+    probe_as="torchrun",
 )
+
+
+def processes(run: RunInputs) -> ProcessCount:
+    """torchrun with NPROC_PER_NODE on each of NNODES, every visible GPU without NPROC_PER_NODE."""
+    nodes = env_nodes(run)
+    per_node = env_count(run, "NPROC_PER_NODE")
+    if per_node is not None:
+        return ProcessCount(per_node, nodes)
+    return per_visible_gpu(run, "llamafactory-cli starts torchrun on every visible GPU", nodes)

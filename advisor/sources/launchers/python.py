@@ -3,6 +3,9 @@ one process, which may use several GPUs through DataParallel."""
 
 from __future__ import annotations
 
+from advisor.provenance import Value
+from advisor.sources.launchers.counting import one_node
+from advisor.sources.launchers.protocol import ProcessCount, RunInputs
 from advisor.sources.launchers.spec import LauncherSpec, Processes
 
 SPEC = LauncherSpec(
@@ -12,3 +15,10 @@ SPEC = LauncherSpec(
     form="interpreter",
     processes=Processes(default="one process"),
 )
+
+
+def processes(run: RunInputs) -> ProcessCount:
+    """One process; pinned=False when the HF Trainer's nn.DataParallel takes every visible GPU."""
+    n_gpu, pinned = run.data_parallel()
+    note = n_gpu.note if n_gpu is not None and n_gpu.note else "plain python starts one process"
+    return ProcessCount(Value(1, run.root, "launch", note=note), one_node(), pinned)

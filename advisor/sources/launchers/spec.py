@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
+from typing import Literal, TypeVar
 
 from advisor.records import field, record
 
@@ -13,6 +13,7 @@ from advisor.records import field, record
 # "server": an inference server, every flag is the launcher's, the model is its first word;
 # "interpreter": python itself (its own options, -m MODULE or a script).
 Form = Literal["script", "subcommand", "server", "interpreter"]
+_W = TypeVar("_W")
 
 
 @record(frozen=True, slots=True)
@@ -37,6 +38,9 @@ class Processes:
     flags: tuple[str, ...] = ()  # launcher flags that give the count per node
     env: tuple[str, ...] = ()  # environment variables that give it
     default: str = ""  # what happens when nothing gives it
+    # where a run writes the count it may leave to the launcher (facts/placement.py's fix): the plan's
+    # namespace ("launch", "accelerate", "env") and key
+    written_at: tuple[str, str] | None = None
 
 
 @record(frozen=True, slots=True)
@@ -55,3 +59,31 @@ class LauncherSpec:
     env: Mapping[str, str] = field(default_factory=dict)  # environment variables it reads: meaning
     processes: Processes = Processes()
     source: str = ""  # where the behaviour is read from (file and line of the launcher's source)
+    # What the launcher implies for the run (facts, the plan and the probe ask these, never its name):
+    serves: bool = False  # an inference server, no training script (facts/run.py `serving`)
+    reads_accelerate_config: bool = False  # runs accelerate: its config, flags and gpu_ids apply
+    runs_trainer: bool = False  # runs its own trainer script, which reads TrainingArguments
+    runs_trl: bool = False  # that trainer is TRL's, named by the command word (`trl grpo`)
+    own_defaults: bool = False  # its parser has defaults of its own, not TrainingArguments' (ms-swift)
+    starts_deepspeed: bool = False  # the script it starts is a DeepSpeed run (--deepspeed_config)
+    filters_gpus: bool = False  # --include/--exclude/--num_gpus pick the GPUs, dropping CUDA_VISIBLE_DEVICES
+    flags_dialect: str = ""  # the dialect its run's flags are read in (llamafactory-cli: its own)
+    implied_by_dialect: str = ""  # a training config of this dialect with no launch runs under it
+    probe_as: str = ""  # the launcher the probe starts a run of it with ("": by the world size)
+    # the flags that name files it reads: the accelerate config (all: --config_file), the hostfile
+    accelerate_config_flags: tuple[str, ...] = ("config_file",)
+    hostfile_flags: tuple[str, ...] = ()
+
+    @property
+    def is_interpreter(self) -> bool:
+        """python itself: one process."""
+        return self.form == "interpreter"
+
+    @staticmethod
+    def named(args: Mapping[str, _W], flags: tuple[str, ...]) -> _W | None:
+        """The first of these flags the command gives (the file it names)."""
+        return next((args[f] for f in flags if args.get(f) is not None), None)
+
+
+# A run whose command names no launcher (a config alone): every capability off.
+NO_LAUNCHER = LauncherSpec(name="", summary="no launcher", commands=())

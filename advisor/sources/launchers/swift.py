@@ -12,6 +12,9 @@ lines 259-267, DEEPSPEED_PRESETS below), a file shipped inside ms-swift, not one
 
 from __future__ import annotations
 
+from advisor.provenance import Value
+from advisor.sources.launchers.counting import env_count, env_nodes
+from advisor.sources.launchers.protocol import ProcessCount, RunInputs
 from advisor.sources.launchers.spec import LauncherSpec, Processes
 
 # `--deepspeed NAME` that ms-swift maps to its own swift/config/NAME.json: (ZeRO stage, offload)
@@ -46,6 +49,7 @@ SPEC = LauncherSpec(
         env=("NPROC_PER_NODE",), default="one process unless NPROC_PER_NODE or NNODES is set"
     ),
     source="swift/cli/main.py:30-35,74-98 (ms-swift 4.6.0)",
+    own_defaults=True,
 )
 
 
@@ -59,3 +63,18 @@ def reads_swift_arguments(launcher: str, script: str | None, module: bool) -> bo
     if module:
         return script in MODULES
     return script.replace("\\", "/").endswith(SCRIPTS)
+
+
+def processes(run: RunInputs) -> ProcessCount:
+    """torchrun with NPROC_PER_NODE on each of NNODES when either is set (use_torchrun), else one
+    process; NNODES alone: torchrun's default of one process per node."""
+    nodes = env_nodes(run)
+    per_node = env_count(run, "NPROC_PER_NODE")
+    if per_node is not None:
+        return ProcessCount(per_node, nodes)
+    note = (
+        "swift starts torchrun with NNODES only: torchrun's default of 1 process per node"
+        if run.env("NNODES") is not None
+        else "swift starts one process unless NPROC_PER_NODE or NNODES is set"
+    )
+    return ProcessCount(Value(1, run.root, "launch", note=note), nodes)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from advisor.provenance import Value
+from advisor.sources.launchers.counting import flag_count
+from advisor.sources.launchers.protocol import ProcessCount, RunInputs
 from advisor.sources.launchers.spec import Flags, LauncherSpec, Processes
 
 SPEC = LauncherSpec(
@@ -43,6 +46,37 @@ SPEC = LauncherSpec(
         shorts=(("m", "module"), ("r", "redirects"), ("t", "tee"), ("h", "help")),
     ),
     env={"PET_NPROC_PER_NODE": "--nproc_per_node", "PET_NNODES": "--nnodes"},
-    processes=Processes(flags=("nproc_per_node",), default="one process per node"),
+    processes=Processes(
+        flags=("nproc_per_node",), default="one process per node", written_at=("launch", "nproc_per_node")
+    ),
     source="torch/distributed/run.py: get_args_parser",
+    probe_as="torchrun",
 )
+
+
+def processes(run: RunInputs) -> ProcessCount:
+    """--nproc_per_node on each of --nnodes (elastic `1:4`: the most); one process when not given,
+    every visible GPU for `gpu`/`auto` (torch/distributed/run.py determine_local_world_size)."""
+    nodes = Value(1, None, "default", note="torchrun --nnodes defaults to 1")
+    nnodes = run.flag("nnodes")
+    if nnodes is not None:
+        nnodes = run.resolved("nnodes", nnodes)
+        if not nnodes.known:
+            nodes = nnodes
+        else:
+            top = str(nnodes.value).split(":")[-1]
+            written = Value(top, nnodes.origin, "launch", related=list(nnodes.related), note=nnodes.note)
+            nodes = run.count_value(written, "--nnodes")
+    nproc = run.flag("nproc_per_node")
+    if nproc is None:
+        note = "torchrun starts one process unless --nproc_per_node is given"
+        return ProcessCount(Value(1, run.root, "default", note=note), nodes)
+    read = flag_count(run, "nproc_per_node", nproc, nodes)
+    if isinstance(read, ProcessCount):
+        return read
+    if str(read.value).lower() in {"gpu", "auto"}:
+        per_node, pinned = run.every_visible_gpu(
+            f"--nproc_per_node {read.value} takes every visible GPU", read.origin
+        )
+        return ProcessCount(per_node, nodes, pinned)
+    return ProcessCount(run.count_value(read, "--nproc_per_node"), nodes)

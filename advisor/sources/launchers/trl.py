@@ -5,6 +5,8 @@ TRL's own script; accelerate's flags given after the command go to accelerate
 from __future__ import annotations
 
 from advisor.sources.launchers.accelerate import FLAGS as ACCELERATE_FLAGS
+from advisor.sources.launchers.accelerate import NO_CONFIG, accelerate_processes
+from advisor.sources.launchers.protocol import ProcessCount, RunInputs
 from advisor.sources.launchers.spec import LauncherSpec, Processes
 
 SPEC = LauncherSpec(
@@ -44,6 +46,18 @@ SPEC = LauncherSpec(
             "help",
         }
     ),
-    processes=Processes(flags=("num_processes",), default="as accelerate launch"),
+    processes=Processes(
+        flags=("num_processes",), default="as accelerate launch", written_at=("accelerate", "num_processes")
+    ),
     source="trl/cli.py: main",
+    reads_accelerate_config=True,
+    runs_trainer=True,
+    runs_trl=True,
+    probe_as="accelerate",
+    accelerate_config_flags=("config_file", "accelerate_config"),
 )
+
+
+def processes(run: RunInputs) -> ProcessCount:
+    """As accelerate launch, which it runs on TRL's script."""
+    return accelerate_processes(run, NO_CONFIG)

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+from advisor.provenance import Value
+from advisor.sources.launchers.counting import one_node
+from advisor.sources.launchers.protocol import ProcessCount, RunInputs
 from advisor.sources.launchers.spec import Flags, LauncherSpec, Processes
 
 SPEC = LauncherSpec(
@@ -42,4 +45,11 @@ SPEC = LauncherSpec(
         default="one GPU",
     ),
     source="vllm/engine/arg_utils.py: EngineArgs.add_cli_args",
+    serves=True,
 )
+
+
+def processes(run: RunInputs) -> ProcessCount:
+    """A server starts no training processes: the count is not modelled (its GPUs: facts/placement.py)."""
+    why = "no launch script or accelerate config says how many processes start"
+    return ProcessCount(Value(None, None, "derived", unknown=why), one_node())
