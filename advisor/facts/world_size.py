@@ -18,6 +18,7 @@ from advisor.facts.gpu_visibility import gpu_exclusion, machine_gpu_count, visib
 from advisor.facts.namespace_entries import entry_origin, value_entry
 from advisor.plan import RunPlan, coerce_text
 from advisor.provenance import Namespace, Value
+from advisor.sources import launchers
 from advisor.sources.document import Location
 
 
@@ -72,17 +73,15 @@ def parallel_divisor(plan: RunPlan) -> tuple[int, list[Location]]:
 
 
 def implied_launcher(plan: RunPlan) -> str | None:
+    """The launch's launcher; else the one its configs imply (an accelerate config: accelerate; a
+    LLaMA-Factory or axolotl config: that launcher)."""
     launcher = plan.launch.launcher
     if launcher:
-        return launcher
+        return str(launcher)
     if plan.spec.accelerate is not None:
-        return "accelerate"
-    dialect = plan.training.dialect
-    if dialect == "llamafactory":
-        return "llamafactory"
-    if dialect == "axolotl":
-        return "axolotl"
-    return None
+        return launchers.ACCELERATE
+    spec = launchers.implied_by_dialect(plan.training.dialect)
+    return spec.name if spec is not None else None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -248,7 +247,7 @@ def data_parallel_gpus(plan: RunPlan) -> tuple[Value | None, bool]:
     """`python train.py` with the HF Trainer on several visible GPUs: nn.DataParallel over all of
     them (config-formats.md §1.2: n_gpu = torch.cuda.device_count(), train_batch_size = per-device
     x n_gpu). (the number of GPUs, pinned); (None, True) when it does not apply."""
-    if plan.launch.launcher != "python" or not has_training_arguments(plan):
+    if not launchers.spec_of(plan.launch.launcher).is_interpreter or not has_training_arguments(plan):
         return None, True
     visible = visible_gpus(plan)
     if visible.ids is not None:
@@ -273,287 +272,83 @@ def data_parallel_gpus(plan: RunPlan) -> tuple[Value | None, bool]:
     ), False
 
 
-def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
-    """(processes per node, nodes, pinned). pinned=False when the count follows the machine the
-    run lands on (every visible GPU), not a number written in the run's files."""
-    launcher = implied_launcher(plan)
-    visible = visible_gpus(plan)
-    n_visible = len(visible.ids) if visible.ids is not None else machine_gpu_count(plan)
-    masked = visible.ids is not None  # the script itself says which GPUs: the count is pinned
-    visible_note = (
-        f"{len(visible.ids)} GPUs in the visible set"
-        if visible.ids is not None
-        else f"all {n_visible} GPUs of the machine"
-        if n_visible
-        else None
-    )
+class _Run:
+    """The plan as a launcher's process count reads it (advisor.sources.launchers.RunInputs)."""
 
-    def follows_machine(reason: str, origin: Location | None) -> tuple[Value, bool]:
-        if n_visible is None:
-            return Value(
-                None, origin, "derived", unknown=f"{reason}, and no hardware is given", note=reason
-            ), masked
-        return Value(n_visible, origin, "derived", note=f"{reason}: {visible_note}"), masked
+    def __init__(self, plan: RunPlan) -> None:
+        self._plan = plan
+        self.root = plan.root_location
+        self.named = plan.launch.launcher is not None
+        self.has_accelerate_config = plan.spec.accelerate is not None
+        self.hostfile: Any = getattr(plan.spec, "hostfile", None)
+        gpus = visible_gpus(plan)
+        self.visible = launchers.VisibleGpus(gpus.ids, gpus.origin, gpus.via)
+        self._n_visible = len(gpus.ids) if gpus.ids is not None else machine_gpu_count(plan)
+        self._masked = gpus.ids is not None  # the script itself says which GPUs: the count is pinned
 
-    def launch_count(key: str, v: Value) -> Value:
-        return count_value(_with_sbatch(plan, key, v), f"--{key}" if v.source == "launch" else key)
+    def flag(self, key: str) -> Value | None:
+        return value_entry(self._plan.launch, key)
 
-    root = plan.root_location
-    if launcher in {"accelerate", "trl", "axolotl"}:
-        nproc = value_entry(plan.accelerate, "num_processes")
-        machines = value_entry(plan.accelerate, "num_machines")
-        machines_value = (
-            launch_count("num_machines", machines) if machines is not None else Value(1, None, "default")
-        )
-        n_machines = count(machines_value) or 1
-        if nproc is not None and not nproc.known:
-            if nproc.source == "launch" and _queries_gpus(plan, "num_processes"):
-                value, pinned = follows_machine(_query_reason(plan, "num_processes"), nproc.origin)
-                return value, machines_value, pinned
-            nproc = _with_sbatch(plan, "num_processes", nproc)
-            if not nproc.known:
-                return nproc, machines_value, True
-        if nproc is not None:
-            checked = count_value(nproc, "--num_processes" if nproc.source == "launch" else "num_processes")
-            if not checked.known:
-                return checked, machines_value, True
-            total = int(checked.value)
-            per_node = max(total // n_machines, 1)
-            note = f"num_processes {total} over {n_machines} machines" if n_machines > 1 else None
-            if checked.note:
-                note = f"{checked.note}; {note}" if note else checked.note
-            return (
-                Value(per_node, checked.origin, checked.source, related=list(checked.related), note=note),
-                machines_value,
-                True,
-            )
-        dist = plan.accelerate.distributed_type
-        if plan.spec.accelerate is not None and (dist is False or str(dist).upper() == "NO"):
-            return (
-                Value(
-                    1,
-                    entry_origin(plan.accelerate, "distributed_type"),
-                    "accelerate",
-                    note="distributed_type NO",
-                ),
-                machines_value,
-                True,
-            )
-        if plan.spec.accelerate is not None:
-            return (
-                Value(
-                    None,
-                    entry_origin(plan.accelerate, "distributed_type"),
-                    "accelerate",
-                    unknown="the accelerate config sets no num_processes: accelerate asks for it",
-                ),
-                machines_value,
-                True,
-            )
-        named = value_entry(plan.launch, "config_file") or value_entry(plan.launch, "accelerate_config")
-        if named is not None:  # named but not found (GA004): we cannot know what it says
-            why = f"the accelerate config '{named.value}' was not found" if named.known else named.unknown
-            return Value(None, named.origin, "launch", unknown=why), machines_value, True
-        reason = "accelerate without a config file or --num_processes starts one process per visible GPU"
-        if launcher == "axolotl" and plan.launch.launcher is None:
-            reason = (
-                "axolotl starts accelerate, which without a config file or --num_processes starts one "
-                "process per visible GPU"
-            )
-        value, pinned = follows_machine(reason, root)
-        return value, machines_value, pinned
+    def env(self, key: str) -> Value | None:
+        return value_entry(self._plan.env, key)
 
-    if launcher == "torchrun":
-        nproc = value_entry(plan.launch, "nproc_per_node")
-        nnodes = value_entry(plan.launch, "nnodes")
-        nodes_value = Value(1, None, "default", note="torchrun --nnodes defaults to 1")
-        if nnodes is not None:
-            nnodes = _with_sbatch(plan, "nnodes", nnodes)
-            if not nnodes.known:
-                nodes_value = nnodes
-            else:
-                top = str(nnodes.value).split(":")[-1]  # --nnodes 1:4 (elastic): the most
-                nodes_value = count_value(
-                    Value(top, nnodes.origin, "launch", related=list(nnodes.related), note=nnodes.note),
-                    "--nnodes",
-                )
-        if nproc is None:
-            return (
-                Value(
-                    1, root, "default", note="torchrun starts one process unless --nproc_per_node is given"
-                ),
-                nodes_value,
-                True,
-            )
-        if not nproc.known:
-            if _queries_gpus(plan, "nproc_per_node"):
-                value, pinned = follows_machine(_query_reason(plan, "nproc_per_node"), nproc.origin)
-                return value, nodes_value, pinned
-            nproc = _with_sbatch(plan, "nproc_per_node", nproc)
-            if not nproc.known:
-                return nproc, nodes_value, True
-        if str(nproc.value).lower() in {"gpu", "auto"}:
-            value, pinned = follows_machine(
-                f"--nproc_per_node {nproc.value} takes every visible GPU", nproc.origin
-            )
-            return value, nodes_value, pinned
-        return count_value(nproc, "--nproc_per_node"), nodes_value, True
+    def accelerate(self, key: str) -> Value | None:
+        return value_entry(self._plan.accelerate, key)
 
-    if launcher == "deepspeed":
-        from_hostfile = _hostfile_processes(plan)
-        if from_hostfile is not None:
-            return from_hostfile
-        num_nodes = value_entry(plan.launch, "num_nodes")
-        nodes_value = (
-            launch_count("num_nodes", num_nodes) if num_nodes is not None else Value(1, None, "default")
-        )
-        num_gpus = _deepspeed_num_gpus(plan)
-        if num_gpus is not None:
-            if not num_gpus.known:
-                if _queries_gpus(plan, "num_gpus"):
-                    value, _ = follows_machine(_query_reason(plan, "num_gpus"), num_gpus.origin)
-                    return value, nodes_value, False
-                num_gpus = _with_sbatch(plan, "num_gpus", num_gpus)
-                if not num_gpus.known:
-                    return num_gpus, nodes_value, True
-            return count_value(num_gpus, "--num_gpus"), nodes_value, True
-        selected = (
-            Value(len(visible.ids), visible.origin, "launch", note="GPUs selected for the deepspeed launcher")
-            if visible.ids is not None
+    def accelerate_origin(self, key: str) -> Location | None:
+        return entry_origin(self._plan.accelerate, key)
+
+    def count(self, value: Value | None) -> int | None:
+        return count(value)
+
+    def count_value(self, value: Value, what: str) -> Value:
+        return count_value(value, what)
+
+    def resolved(self, key: str, value: Value) -> Value:
+        return _with_sbatch(self._plan, key, value)
+
+    def counted_at_run_time(self, key: str) -> str | None:
+        return _query_reason(self._plan, key) if _queries_gpus(self._plan, key) else None
+
+    def every_visible_gpu(self, reason: str, origin: Location | None) -> tuple[Value, bool]:
+        n = self._n_visible
+        if n is None:
+            why = f"{reason}, and no hardware is given"
+            return Value(None, origin, "derived", unknown=why, note=reason), self._masked
+        shown = (
+            f"{n} GPUs in the visible set"
+            if self.visible.ids is not None
+            else f"all {n} GPUs of the machine"
+            if n
             else None
         )
-        if visible.via == "include" and selected is not None:
-            return selected, nodes_value, True
-        excluded = gpu_exclusion(plan)
-        if excluded is not None and value_entry(plan.launch, "include") is None:
-            flag, gone = excluded
-            reason = (
-                f"the deepspeed launcher takes the machine's GPUs except GPU "
-                f"{','.join(str(i) for i in gone)} (--exclude {flag.value})"
-            )
-            machine_gpus = machine_gpu_count(plan)
-            if machine_gpus is None:
-                return (
-                    Value(
-                        None,
-                        flag.origin,
-                        "derived",
-                        unknown=f"{reason}, and no hardware is given",
-                        note=reason,
-                    ),
-                    nodes_value,
-                    False,
-                )
-            left = len([i for i in range(machine_gpus) if i not in gone])
-            note = f"{reason}: {left} of the machine's {machine_gpus} GPUs"
-            return (
-                Value(left, flag.origin, "derived", note=note),
-                nodes_value,
-                False,
-            )
-        if selected is not None:
-            return selected, nodes_value, True
-        value, pinned = follows_machine(
-            "the deepspeed launcher without --num_gpus or --include takes every GPU", root
-        )
-        return value, nodes_value, pinned
+        return Value(n, origin, "derived", note=f"{reason}: {shown}"), self._masked
 
-    if launcher in ("llamafactory", "swift"):
-        # both start torchrun themselves from NPROC_PER_NODE / NNODES (llamafactory-cli: cli.py; ms-swift
-        # 4.6.0 swift/cli/main.py:30-35,74-83, which starts torchrun only when one of them is set)
-        env_n = value_entry(plan.env, "NPROC_PER_NODE")
-        nnodes = value_entry(plan.env, "NNODES")
-        nodes_value = count_value(nnodes, "NNODES") if nnodes is not None else Value(1, None, "default")
-        if env_n is not None:
-            env_count = Value(env_n.value, env_n.origin, "launch", unknown=env_n.unknown)
-            return count_value(env_count, "NPROC_PER_NODE"), nodes_value, True
-        if launcher == "llamafactory":
-            value, pinned = follows_machine("llamafactory-cli starts torchrun on every visible GPU", root)
-            return value, nodes_value, pinned
-        note = (
-            "swift starts torchrun with NNODES only: torchrun's default of 1 process per node"
-            if nnodes is not None
-            else "swift starts one process unless NPROC_PER_NODE or NNODES is set"
-        )
-        return Value(1, root, "launch", note=note), nodes_value, True
+    def machine_gpus(self) -> int | None:
+        return machine_gpu_count(self._plan)
 
-    if launcher == "python":
-        n_gpu, pinned = data_parallel_gpus(plan)
-        note = n_gpu.note if n_gpu is not None and n_gpu.note else "plain python starts one process"
-        return Value(1, root, "launch", note=note), Value(1, None, "default"), pinned
+    def gpu_exclusion(self) -> tuple[Value, list[int]] | None:
+        return gpu_exclusion(self._plan)
 
-    return (
-        Value(
-            None,
-            None,
-            "derived",
-            unknown="no launch script or accelerate config says how many processes start",
-        ),
-        Value(1, None, "default"),
-        True,
-    )
+    def hostfile_slots(
+        self, include: str, exclude: str, num_nodes: int, num_gpus: int
+    ) -> dict[str, list[int]] | str:
+        from advisor.sources.hostfile import active_slots
+
+        return active_slots(self.hostfile.hosts, include, exclude, num_nodes, num_gpus)
+
+    def data_parallel(self) -> tuple[Value | None, bool]:
+        return data_parallel_gpus(self._plan)
 
 
-def _hostfile_processes(plan: RunPlan) -> tuple[Value, Value, bool] | None:
-    """The deepspeed launcher with a hostfile it can read: the slots of the hosts selected (advisor/
-    sources/hostfile.py has DeepSpeed's rules); None when there is no hostfile or it is not there
-    (DeepSpeed then runs on the local GPUs, as without one)."""
-    from advisor.sources.hostfile import active_slots
-
-    hostfile = getattr(plan.spec, "hostfile", None)
-    if hostfile is None or not hostfile.found:
-        return None
-    word = value_entry(plan.launch, "hostfile")
-    origin = word.origin if word is not None else plan.root_location
-
-    def unknown(reason: str) -> tuple[Value, Value, bool]:
-        return (
-            Value(None, origin, "derived", unknown=reason),
-            Value(None, origin, "derived", unknown=reason),
-            True,
-        )
-
-    if not hostfile.hosts:
-        return unknown(f"the hostfile {hostfile.path.name}: {hostfile.problem}")
-    given: dict[str, object] = {}
-    for key in ("num_nodes", "num_gpus", "include", "exclude"):
-        v = _deepspeed_num_gpus(plan) if key == "num_gpus" else value_entry(plan.launch, key)
-        if v is not None and not v.known:
-            return unknown(f"--{key} is not known ({v.unknown or 'unknown value'})")
-        if v is not None:
-            given[key] = v.value
-    try:
-        slots = active_slots(
-            hostfile.hosts,
-            str(given.get("include", "")),
-            str(given.get("exclude", "")),
-            int(str(given.get("num_nodes", -1))),
-            int(str(given.get("num_gpus", -1))),
-        )
-    except ValueError:
-        return unknown("--num_nodes or --num_gpus is not a number")
-    if isinstance(slots, str):
-        return unknown(f"the deepspeed launcher refuses the hostfile selection: {slots}")
-    counts = [len(v) for v in slots.values()]
-    if not counts:
-        return unknown("no host of the hostfile is left by --include/--exclude")
-    note = f"hostfile {hostfile.path.name}: " + ", ".join(f"{h} {len(v)}" for h, v in slots.items())
-    if len(set(counts)) == 1:
-        hosts_note = f"{len(counts)} host(s) of {hostfile.path.name}"
-        return (
-            Value(counts[0], origin, "launch", note=note),
-            Value(len(counts), origin, "launch", note=hosts_note),
-            True,
-        )
-    total = sum(counts)  # hosts with different slot counts: the processes in all, on "one" node
-    return (
-        Value(total, origin, "launch", note=f"{note}: {total} in all"),
-        Value(1, origin, "launch", note=note),
-        True,
-    )
-
-
-def _deepspeed_num_gpus(plan: RunPlan) -> Value | None:
-    """`--num_gpus`, or its other name `--num_accelerators` (deepspeed launcher/runner.py
-    add_argument("--num_gpus", "--num_accelerators"))."""
-    return value_entry(plan.launch, "num_gpus") or value_entry(plan.launch, "num_accelerators")
+def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
+    """(processes per node, nodes, pinned), as the run's launcher (launch or implied) counts them
+    (its module in advisor/sources/launchers). pinned=False when the count follows the machine the
+    run lands on (every visible GPU), not a number written in the run's files."""
+    name = implied_launcher(plan)
+    launcher = launchers.launcher(name)
+    if launcher is None:
+        why = "no launch script or accelerate config says how many processes start"
+        return Value(None, None, "derived", unknown=why), Value(1, None, "default"), True
+    counted = launcher.processes(_Run(plan))
+    return counted.per_node, counted.nodes, counted.pinned
