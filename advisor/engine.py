@@ -37,6 +37,7 @@ class RuleError(Exception):
 _TEMPLATE = re.compile(r"\{([^{}]+)\}")
 # `at`, `related`, `requires` and fix targets: dotted names, read by the engine, never evaluated
 _DOTTED = re.compile(r"[A-Za-z][A-Za-z0-9_]*(?:\.[A-Za-z][A-Za-z0-9_]*)*")
+_KEY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,199}")  # what fix.rename writes
 MAX_RULE_FILE_BYTES = 1024 * 1024
 
 Template = tuple[tuple[str, Expression | None], ...]  # literal text, or an expression to show
@@ -53,6 +54,7 @@ class CompiledRule:
     fix_values: dict[str, tuple[str, Any]]
     fix_when: Expression | None = None
     fix_description: Template = ()
+    fix_renames: dict[str, tuple[str, Any]] = field(default_factory=dict)  # ("expr", E) | ("literal", name)
     lines: dict[str, int] = field(default_factory=dict)  # field of the rule file -> its 1-based line
     let: dict[str, Expression] = field(default_factory=dict)
     message_by: Expression | None = None
@@ -83,7 +85,7 @@ class CompiledRule:
         yield from ((f"severity.{sev}", e) for sev, e in self.severity_when.items())
         for part, template in (*self.templates(), ("fix.description", self.fix_description)):
             yield from ((part, e) for _, e in template if e is not None)
-        for kind, payload in self.fix_values.values():
+        for kind, payload in (*self.fix_values.values(), *self.fix_renames.values()):
             if kind == "expr":
                 yield "fix", payload
             elif kind == "template":
@@ -181,6 +183,7 @@ def compile_rule(
     for rel in spec.related:
         c.dotted(rel, "related")
     fix_values: dict[str, tuple[str, Any]] = {}
+    fix_renames: dict[str, tuple[str, Any]] = {}
     fix_when = None
     description: Template = ()
     if spec.fix:
@@ -196,6 +199,14 @@ def compile_rule(
                 raise c.fail(f"fix.set.{target}", f"{odd} is not a value a fix can write (quote it as text)")
         for target in spec.fix.delete:
             c.dotted(target, "fix")
+        for target, raw in spec.fix.rename.items():
+            c.dotted(target, "fix")
+            if _TEMPLATE.fullmatch(raw):
+                fix_renames[target] = ("expr", c.expression(raw[1:-1], "fix"))
+            elif _KEY_NAME.fullmatch(raw):
+                fix_renames[target] = ("literal", raw)
+            else:
+                raise c.fail(f"fix.rename.{target}", f"{raw!r} is neither a key name nor one {{expression}}")
         fix_when = c.expression(spec.fix.when, "fix.when")
         description = c.template(spec.fix.description, "fix.description") if spec.fix.description else ()
     rule = CompiledRule(
@@ -207,6 +218,7 @@ def compile_rule(
         fix_values=fix_values,
         fix_when=fix_when,
         fix_description=description,
+        fix_renames=fix_renames,
         lines=lines,
         let={name: c.expression(src, f"let.{name}") for name, src in spec.let.items()},
         message_by=c.expression(spec.message_by, "message.by") if spec.message_by else None,
@@ -434,7 +446,7 @@ def _builtin_key(files: list[Path]) -> object:
     from advisor.cache import content_stamps
     from advisor.facts import catalogue
 
-    return content_stamps([*files, Path(catalogue.__file__)])
+    return content_stamps([*files, *catalogue.source_files()])
 
 
 def prebuilt_rules(directory: Path) -> tuple[object, list[dict[str, Any]]]:
@@ -471,7 +483,7 @@ def _load_dir(directory: Path) -> tuple[CompiledRule, ...]:
             return built
     try:
         # the rules were checked against the catalogue when they were stored: a new one checks them again
-        stamps = file_stamps([*files, Path(catalogue.__file__)])
+        stamps = file_stamps([*files, *catalogue.source_files()])
     except OSError as exc:
         raise RuleError(f"{directory}: cannot read rule files: {exc.strerror or exc}") from None
     return cached(
@@ -594,7 +606,7 @@ class Engine:
                 location=location,
                 run=ctx.run,
                 related=related,
-                fix=self._fix(rule, ev, ctx),
+                fix=self._fix(rule, ev, ctx, item, raw_item),
             )
 
     def _locate(
@@ -630,7 +642,7 @@ class Engine:
                 unique.append(loc)
         return location, unique
 
-    def _fix(self, rule: CompiledRule, ev: Evaluator, ctx: Context) -> Fix | None:
+    def _fix(self, rule: CompiledRule, ev: Evaluator, ctx: Context, item: Any, raw_item: Any) -> Fix | None:
         spec = rule.spec.fix
         if spec is None or rule.fix_when is None or not ev.evaluate(rule.fix_when):
             return None
@@ -657,6 +669,16 @@ class Engine:
             if edit is None:
                 return None
             edits.append(edit)
+        for target, (kind, payload) in rule.fix_renames.items():
+            new = ev.evaluate(payload) if kind == "expr" else payload
+            if new is None:
+                return None  # the item has no rename: no fix
+            if type(new) is not str or not _KEY_NAME.fullmatch(new):
+                raise EvalError(f"fix.rename.{target} gives a {type(new).__name__} that is not a key name")
+            loc = _location_of(_resolve(ctx.names, target, item, raw_item))
+            if loc is None or not loc.key:
+                return None  # no key in a file (a launch flag): nothing to rename by position
+            edits.append(Edit(loc.file, loc.key, None, rename=new))
         description = _render(ev, rule.fix_description) if rule.fix_description else ""
         return Fix(description=description, safety=spec.safety, edits=tuple(edits))
 

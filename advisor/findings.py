@@ -24,13 +24,15 @@ def stable_message(message: str) -> str:
 
 @record(frozen=True, slots=True)
 class Edit:
-    """Set (or with value DELETE, remove) one key of one file, or replace one word of a launch script."""
+    """Set (or with value DELETE, remove) one key of one file, or replace one word of a launch script;
+    with ``rename``, give the key a new name where it stands (its value, comments and order kept)."""
 
     file: Path
     key: str | None  # JSON pointer of the key, e.g. /gradient_accumulation_steps; None for a shell word
     value: Any
     line: int | None = None  # for a shell word: where the value is written
     col: int | None = None
+    rename: str | None = None  # the key's new name (value unused)
 
 
 DELETE = object()

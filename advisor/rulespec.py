@@ -17,6 +17,7 @@ class FixSpec:
     when: str = "True"  # the fix is offered only where this holds
     set: dict[str, Any] = field(default_factory=dict)
     delete: list[str] = field(default_factory=list)
+    rename: dict[str, str] = field(default_factory=dict)  # key path -> its new name ("{expr}" or text)
     safety: Literal["safe", "unsafe", "display"] = "safe"
     description: str = ""
 

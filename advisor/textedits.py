@@ -8,6 +8,8 @@ the edited value stays.
   indentation of its siblings. Comments, quoting, order and indentation elsewhere are untouched.
 - JSON: the value's start and end come from the position-keeping reader's spans. A delete takes the
   member and its comma; the result must parse again (and stay strict JSON if it was).
+- Rename (Edit.rename): only the key's own characters change, to the new name in the key's quoting;
+  refused when the new name is already in the mapping (or a merge key `<<` may bring it).
 - Shell: the value's span as the shell reader found it, quotes included (for `--flag=value`, only
   the value); a value whose end is not known (built from several places) is not edited.
 """
@@ -230,11 +232,10 @@ def _yaml_content_end(node: Any) -> int:
     return max(ends)
 
 
-def _plan_yaml(edit: Edit, src: SourceFile) -> TextEdit:
+def _yaml_parent(edit: Edit, root: Any) -> tuple[Any, list[Any], list[str]]:
+    """The mapping that holds the edited key, the chain of nodes from the root to it, the key's parts."""
     import yaml
 
-    text = src.text
-    root = _yaml_root(text)
     parts = _parts(edit.key or "")
     parent = root
     chain = [root]
@@ -246,6 +247,46 @@ def _plan_yaml(edit: Edit, src: SourceFile) -> TextEdit:
         chain.append(parent)
     if not isinstance(parent, yaml.MappingNode):
         raise FixError(f"{edit.key}: the enclosing value is not a mapping")
+    return parent, chain, parts
+
+
+def _skip_properties(text: str, start: int, end: int) -> int:
+    """Past an anchor (&name) or a tag (!tag) written before a scalar: they stay."""
+    prop = re.compile(r"[&!][^\s]*\s+").match(text, start)
+    while prop is not None and prop.end() <= end:
+        start = prop.end()
+        prop = re.compile(r"[&!][^\s]*\s+").match(text, start)
+    return start
+
+
+def _rename_yaml(edit: Edit, src: SourceFile, new: str) -> TextEdit:
+    """The key's own characters replaced by the new name: its value, comments and place stay."""
+    import yaml
+
+    text = src.text
+    root = _yaml_root(text)
+    parent, chain, parts = _yaml_parent(edit, root)
+    names = [k.value for k, _ in parent.value if isinstance(k, yaml.ScalarNode)]
+    if names.count(parts[-1]) != 1:
+        raise FixError(f"{edit.key}: key not found" if parts[-1] not in names else f"{edit.key}: set twice")
+    if new in names or "<<" in names:  # a merge key may bring the new name in from elsewhere
+        raise FixError(f"{edit.key}: '{new}' is already set in the same mapping (or may be, through <<)")
+    key_node = next(k for k, _ in parent.value if isinstance(k, yaml.ScalarNode) and k.value == parts[-1])
+    if key_node.style in ("|", ">"):
+        raise FixError(f"{edit.key}: renaming a block scalar key is not supported")
+    start = _skip_properties(text, key_node.start_mark.index, key_node.end_mark.index)
+    rendered = _yaml_scalar(new, key_node.style)
+    return TextEdit(
+        src.path, start, key_node.end_mark.index, rendered, _shared_along(root, chain, edit.key or "", text)
+    )
+
+
+def _plan_yaml(edit: Edit, src: SourceFile) -> TextEdit:
+    import yaml
+
+    text = src.text
+    root = _yaml_root(text)
+    parent, chain, parts = _yaml_parent(edit, root)
     hit = _yaml_child(parent, parts[-1])
 
     if edit.value is DELETE:
@@ -271,10 +312,7 @@ def _plan_yaml(edit: Edit, src: SourceFile) -> TextEdit:
         if value_node.style in ("|", ">"):
             raise FixError(f"{edit.key}: replacing a block scalar is not supported")
         start, end = value_node.start_mark.index, value_node.end_mark.index
-        prop = re.compile(r"[&!][^\s]*\s+").match(text, start)  # keep an anchor or a tag
-        while prop is not None and prop.end() <= end:
-            start = prop.end()
-            prop = re.compile(r"[&!][^\s]*\s+").match(text, start)
+        start = _skip_properties(text, start, end)  # keep an anchor or a tag
         rendered = _yaml_scalar(edit.value, value_node.style if isinstance(edit.value, str) else None)
         if start == end and value_node.value == "":  # `key:` with no value
             rendered = " " + rendered
@@ -350,6 +388,20 @@ def _plan_json(edit: Edit, src: SourceFile) -> TextEdit:
         if not span.has_end:
             raise FixError(f"{edit.key}: the value's end is not known")
         return src.offset(span.end_line, span.end_col)
+
+    if edit.rename is not None:
+        if parts[-1] not in node:
+            raise FixError(f"{edit.key}: key not found")
+        if edit.rename in node:
+            raise FixError(f"{edit.key}: '{edit.rename}' is already set in the same object")
+        key_start = off(parsed.key_spans[target])
+        if not text.startswith('"', key_start):
+            raise FixError(f"{edit.key}: the key is not a quoted string")
+        try:
+            _, key_end = json.JSONDecoder().raw_decode(text, key_start)  # just after the closing quote
+        except ValueError:
+            raise FixError(f"{edit.key}: the key's end is not known") from None
+        return TextEdit(src.path, key_start, key_end, json.dumps(edit.rename))
 
     if parts[-1] in node:
         key_start = off(parsed.key_spans[target])
@@ -471,10 +523,14 @@ def _plan_shell(edit: Edit, src: SourceFile) -> TextEdit:
 
 def plan_edit(edit: Edit, src: SourceFile) -> TextEdit:
     if edit.key is None:
+        if edit.rename is not None:
+            raise FixError("renaming a launch-script flag is not supported")
         return _plan_shell(edit, src)
     suffix = src.path.suffix.lower()
     if suffix in JSON_SUFFIXES or (suffix not in {".yaml", ".yml"} and src.text.lstrip().startswith("{")):
         return _plan_json(edit, src)
     if suffix in SHELL_SUFFIXES:
         raise FixError("a launch-script edit needs a line and column")
+    if edit.rename is not None:
+        return _rename_yaml(edit, src, edit.rename)
     return _plan_yaml(edit, src)

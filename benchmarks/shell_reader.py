@@ -178,7 +178,7 @@ def main() -> None:
         sys.path.insert(0, args.site)
     sys.path.insert(0, str(ROOT))
 
-    from advisor.sources.shell.lexer import _Lexer, _Src
+    from advisor.sources.shell.lexer import Lexer, Src
 
     try:
         ts: TreeSitter | None = TreeSitter()
@@ -200,7 +200,7 @@ def main() -> None:
     print(
         f"\n{len(texts)} scripts ({sum(map(len, texts)) // 1024} KiB); median ms per script (best of 5 each):"
     )
-    print(f"  our lexer alone          {per_script_ms(lambda t: _Lexer(_Src(t)).run([]), texts):.3f}")
+    print(f"  our lexer alone          {per_script_ms(lambda t: Lexer(Src(t)).run([]), texts):.3f}")
     print(f"  our whole reader         {per_script_ms(ours_lines, texts):.3f}")
     if ts is not None:
         print(f"  tree-sitter parse alone  {per_script_ms(ts.parse, texts):.3f}")

@@ -652,14 +652,14 @@ _DOCUMENT = NamespaceDecl(
         _f(
             "removed_keys",
             "list[dict]",
-            "keys the consumer's pinned version removed",
-            items=("key", LOCATION, "message", "severity"),
+            "keys the consumer's pinned version removed; rename: the key a fix may write instead",
+            items=("key", LOCATION, "message", "rename", "severity"),
         ),
         _f(
             "deprecated_keys",
             "list[dict]",
-            "keys the consumer's pinned version deprecates",
-            items=("key", LOCATION, "message", "severity", "suggestion"),
+            "keys the consumer's pinned version deprecates; rename: the key a fix may write instead",
+            items=("key", LOCATION, "message", "rename", "severity", "suggestion"),
         ),
         _f(
             "dropped_flags",

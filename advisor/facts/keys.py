@@ -79,6 +79,9 @@ MAX_SUGGESTIONS = 200
 def key_items(doc: Document) -> dict[str, list[dict[str, Any]]]:
     out = _key_items(doc)
     for kind, items in out.items():
+        if kind in ("removed_keys", "deprecated_keys"):
+            for item in items:
+                item.setdefault("rename", None)  # what a fix may rename the key to (_add_rename)
         if len(items) > MAX_ITEMS_PER_KIND:
             rest = items[MAX_ITEMS_PER_KIND:]
             summary = dict(rest[0])
@@ -196,6 +199,9 @@ def _check_section(
                         )
                     else:
                         item["severity"] = None
+                        if not section and at is None:
+                            item["replacement"] = verdict["replacement"]
+                            _add_rename(item, dialect, verdict["package"], verdict["release"], node)
                     out[_OUT_KIND[verdict["kind"]]].append(item)
                     continue
                 if key not in known:
@@ -206,20 +212,20 @@ def _check_section(
         if removal is not None:
             replacement = f"; use {removal.replacement}" if removal.replacement else ""
             verb = "is deprecated since" if removal.status == "deprecated" else "was removed in"
-            out["deprecated_keys" if removal.status == "deprecated" else "removed_keys"].append(
-                {
-                    "location": _loc(doc, path),
-                    "key": key,
-                    "message": f"'{key}' {verb} {removal.package} {removal.version}{replacement}"
-                    + (f" ({removal.note})" if removal.note else "")
-                    + (
-                        _current_note(removal.package)
-                        if dialect in _VERSIONED_DIALECTS and not versioned
-                        else ""
-                    ),
-                    "severity": "error" if removal.refused else None,
-                }
-            )
+            item = {
+                "location": _loc(doc, path),
+                "key": key,
+                "message": f"'{key}' {verb} {removal.package} {removal.version}{replacement}"
+                + (f" ({removal.note})" if removal.note else "")
+                + (
+                    _current_note(removal.package) if dialect in _VERSIONED_DIALECTS and not versioned else ""
+                ),
+                "severity": "error" if removal.refused else None,
+            }
+            if not section and at is None and not removal.refused:
+                item["replacement"] = removal.replacement
+                _add_rename(item, dialect, removal.package, _current_release(removal.package), node)
+            out["deprecated_keys" if removal.status == "deprecated" else "removed_keys"].append(item)
             continue
         if key not in known:
             if key.startswith("_") and not strict:
@@ -348,15 +354,16 @@ def _versioned_verdict(sources: list[tuple[Any, tuple[str, ...]]], key: str) -> 
             if st.state != state:
                 continue
             use = f"; use {st.replacement}" if st.replacement else ""
+            judged = {"package": target.package, "release": target.release, "replacement": st.replacement}
             if state == "deprecated":
                 message = f"'{key}' is deprecated in {target.label}{use}"
-                return {"kind": "deprecated", "message": message}
+                return {"kind": "deprecated", "message": message, **judged}
             if state == "removed":
                 message = (
                     f"'{key}' was removed in {target.package} {st.first} (last in {st.last}); "
                     f"it is not a key of {target.label}{use}"
                 )
-                return {"kind": "removed", "message": message}
+                return {"kind": "removed", "message": message, **judged}
             known = versions.keys_at(target.package, classes_of(sources, target), target.index)
 
             guess = close_matches(key, sorted(known), n=1, cutoff=0.8)
@@ -364,6 +371,26 @@ def _versioned_verdict(sources: list[tuple[Any, tuple[str, ...]]], key: str) -> 
             message = f"'{key}' is not a key of {target.label}: it was added in {st.first}{hint}"
             return {"kind": "unknown", "message": message, "suggestion": guess[0] if guess else None}
     return None
+
+
+def _add_rename(
+    item: dict[str, Any], dialect: str, package: str | None, release: str | None, node: dict[str, Any]
+) -> None:
+    """`rename`: the replacement a fix may write in the key's place (advisor/facts/key_renames.py), or
+    None; why not is added to the message when the reason is the file's (both keys set, say)."""
+    from advisor.facts.key_renames import rename_for
+
+    new, why = rename_for(dialect, package, release, item["key"], item.pop("replacement", None), node)
+    item["rename"] = new
+    if why:
+        item["message"] += f"; {why}"
+
+
+def _current_release(package: str | None) -> str | None:
+    from advisor.facts import versions
+
+    shipped = versions.releases(package) if package else []
+    return shipped[-1] if shipped else None
 
 
 def _release_note(sources: list[tuple[Any, tuple[str, ...]]] | None) -> str:

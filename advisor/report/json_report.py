@@ -26,7 +26,8 @@ def finding_json(f: Finding, original: Finding | None = None) -> dict[str, Any]:
                     "column": e.col,
                     "delete": e.value is DELETE,
                 }
-                | ({} if e.value is DELETE else {"value": e.value})
+                | ({} if e.value is DELETE or e.rename is not None else {"value": e.value})
+                | ({"rename": e.rename} if e.rename is not None else {})
                 for e in f.fix.edits
             ],
         }

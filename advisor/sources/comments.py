@@ -77,10 +77,10 @@ def _yaml_tokens(text: str) -> tuple[list[tuple[int, int]], int]:
 
 
 def _shell_tokens(text: str) -> tuple[list[tuple[int, int]], int]:
-    from advisor.sources.shell.lexer import _Lexer, _Src
+    from advisor.sources.shell.lexer import Lexer, Src
 
     errors: list[tuple[str, int]] = []
-    lexer = _Lexer(_Src(text))
+    lexer = Lexer(Src(text))
     tokens = lexer.run(errors)
     spans = [(t.start, t.end) for t in tokens]
     spans += [(t.heredoc.a, t.heredoc.b) for t in tokens if t.heredoc is not None and t.heredoc.a >= 0]

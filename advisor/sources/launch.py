@@ -4,7 +4,9 @@ limits it stops at (tests/security/test_slow_inputs.py reads them here)."""
 from __future__ import annotations
 
 from advisor.sources.shell import LaunchCommand, LaunchScript, Word, read_launch
-from advisor.sources.shell.lexer import _MAX_BRACE_DEPTH, _MAX_COMMANDS, _MAX_TOKENS
+from advisor.sources.shell.lexer import MAX_BRACE_DEPTH as _MAX_BRACE_DEPTH
+from advisor.sources.shell.lexer import MAX_COMMANDS as _MAX_COMMANDS
+from advisor.sources.shell.lexer import MAX_TOKENS as _MAX_TOKENS
 
 __all__ = [
     "_MAX_BRACE_DEPTH",

@@ -90,7 +90,7 @@ def test_launch_commands_past_the_limit_are_one_finding(
 def test_token_limit_is_a_finding_where_reading_stopped(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(shell_lexer, "_MAX_TOKENS", 200)  # the lexer moved to advisor/sources/shell
+    monkeypatch.setattr(shell_lexer, "MAX_TOKENS", 200)  # the lexer moved to advisor/sources/shell
     lines = ["#!/bin/bash"] + ["echo a b c d"] * 100  # 6 tokens a line with the newline
     path = tmp_path / "run.sh"
     path.write_text("\n".join(lines) + "\n")

@@ -6,10 +6,10 @@ import fnmatch
 import re
 from collections.abc import Callable
 
-from advisor.sources.shell.expand import _Unknown
+from advisor.sources.shell.expand import Unknown
 
 
-def _trim(value: str, op: str, pat: str) -> str:
+def trim(value: str, op: str, pat: str) -> str:
     n = len(value)
     if op == "#":
         rng = range(n + 1)
@@ -26,7 +26,7 @@ def _trim(value: str, op: str, pat: str) -> str:
     return value
 
 
-class _ArithEval:
+class ArithEval:
     """Integer arithmetic of $((...)): + - * / % ** and parentheses over known values."""
 
     _TOKEN = re.compile(r"\s*(?:(0[xX][0-9a-fA-F]+|[0-9]+)|([A-Za-z_][A-Za-z0-9_]*)|(\*\*|[-+*/%()]))")
@@ -40,7 +40,7 @@ class _ArithEval:
         while pos < len(text):
             m = self._TOKEN.match(text, pos)
             if not m or m.end() == pos:
-                raise _Unknown(f"unsupported arithmetic: {text}")
+                raise Unknown(f"unsupported arithmetic: {text}")
             if m.group(1):
                 self.toks.append(("num", m.group(1)))
             elif m.group(2):
@@ -57,7 +57,7 @@ class _ArithEval:
             return 0
         v = self.expr()
         if self.k != len(self.toks):
-            raise _Unknown("unsupported arithmetic")
+            raise Unknown("unsupported arithmetic")
         return v
 
     def peek(self) -> str | None:
@@ -82,7 +82,7 @@ class _ArithEval:
                 v = v * r
             else:
                 if r == 0:
-                    raise _Unknown("division by zero")
+                    raise Unknown("division by zero")
                 q = abs(v) // abs(r)
                 q = q if (v >= 0) == (r >= 0) else -q
                 v = q if op == "/" else v - r * q
@@ -94,7 +94,7 @@ class _ArithEval:
             self.k += 1
             e = self.power()
             if e < 0 or e > 256:
-                raise _Unknown("unsupported exponent")
+                raise Unknown("unsupported exponent")
             v = v**e
         return v
 
@@ -108,7 +108,7 @@ class _ArithEval:
 
     def atom(self) -> int:
         if self.k >= len(self.toks):
-            raise _Unknown("unsupported arithmetic")
+            raise Unknown("unsupported arithmetic")
         kind, text = self.toks[self.k]
         self.k += 1
         if kind == "num":
@@ -118,14 +118,14 @@ class _ArithEval:
                 try:
                     return int(text, 8)
                 except ValueError as exc:
-                    raise _Unknown(f"invalid number {text}") from exc
+                    raise Unknown(f"invalid number {text}") from exc
             return int(text)
         if kind == "name":
             return self.var(text, self.depth)
         if text == "(":
             v = self.expr()
             if self.peek() != ")":
-                raise _Unknown("unbalanced parentheses in arithmetic")
+                raise Unknown("unbalanced parentheses in arithmetic")
             self.k += 1
             return v
-        raise _Unknown("unsupported arithmetic")
+        raise Unknown("unsupported arithmetic")

@@ -10,32 +10,33 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from advisor.sources.shell.expand import _Field, _Piece
-from advisor.sources.shell.lexer import _Arr, _Lexer, _LexError, _Src
+from advisor.sources.shell.expand import Field
+from advisor.sources.shell.lexer import Arr, Lexer, LexError, Src
+from advisor.sources.shell.piece import Piece
 
 if TYPE_CHECKING:
-    from advisor.sources.shell.expand import _Assign
-    from advisor.sources.shell.interpreter import _Shell
+    from advisor.sources.shell.expand import Assign
+    from advisor.sources.shell.protocol import ShellReader
 
-Elements = list[list[_Piece]]
+Elements = list[list[Piece]]
 _KEYED_RE = re.compile(r"\[[^\]]*\]\+?=")
 _INDEX_RE = re.compile(r"\[([0-9]+)\]")
 
 
-def array_elements(shell: _Shell, a: _Assign, before: Elements | None) -> Elements | None:
+def array_elements(shell: ShellReader, a: Assign, before: Elements | None) -> Elements | None:
     """The elements a `NAME=( ... )` (or `NAME+=( ... )`) assignment leaves; None when it is not a
     plain list of words (then the array's value is unknown)."""
-    if len(a.parts) != 1 or not isinstance(a.parts[0], _Arr):
+    if len(a.parts) != 1 or not isinstance(a.parts[0], Arr):
         return None
     arr, src = a.parts[0], a.src
     lo, hi = arr.ra + 1, arr.rb - 1
     if hi < lo:
         return None
-    inner = _Src(src.text[lo:hi], [src.off(k) for k in range(lo, hi + 1)], src.ph)
+    inner = Src(src.text[lo:hi], [src.off(k) for k in range(lo, hi + 1)], src.ph)
     errors: list[tuple[str, int]] = []
     try:
-        toks = _Lexer(inner).run(errors)
-    except _LexError:
+        toks = Lexer(inner).run(errors)
+    except LexError:
         return None
     if errors:
         return None
@@ -53,40 +54,40 @@ def array_elements(shell: _Shell, a: _Assign, before: Elements | None) -> Elemen
     return out
 
 
-def element_pieces(elements: Elements, sub: str, quoted: bool, raw: str, off: int) -> list[_Piece] | None:
+def element_pieces(elements: Elements, sub: str, quoted: bool, raw: str, off: int) -> list[Piece] | None:
     """`${A[@]}`, `${A[*]}`, `${A[N]}` of a known array; None when the index is not a literal."""
     if sub in ("[@]", "[*]"):
         if quoted and sub == "[*]":
-            joined: list[_Piece] = []
+            joined: list[Piece] = []
             for k, e in enumerate(elements):
                 if k:
-                    joined.append(_Piece(" ", " ", None, off))
+                    joined.append(Piece(" ", " ", None, off))
                 joined.extend(e)
             return joined
-        out: list[_Piece] = []
+        out: list[Piece] = []
         for k, e in enumerate(elements):
             if k:
-                out.append(_Piece("", "", None, off, brk=True))
-            out.extend(_Piece(p.text, p.raw, p.offs, p.start, p.reason, not quoted) for p in e)
+                out.append(Piece("", "", None, off, brk=True))
+            out.extend(Piece(p.text, p.raw, p.offs, p.start, p.reason, not quoted) for p in e)
         return out
     m = _INDEX_RE.fullmatch(sub)
     if m is None:
         return None
     index = int(m.group(1))
     if index >= len(elements):
-        return [_Piece("", raw, None, off)]
-    return [_Piece(p.text, p.raw, p.offs, p.start, p.reason, not quoted) for p in elements[index]]
+        return [Piece("", raw, None, off)]
+    return [Piece(p.text, p.raw, p.offs, p.start, p.reason, not quoted) for p in elements[index]]
 
 
-def count_piece(elements: Elements, raw: str, off: int) -> _Piece:
+def count_piece(elements: Elements, raw: str, off: int) -> Piece:
     """`${#A[@]}`: the number of elements."""
-    return _Piece(str(len(elements)), raw, None, off)
+    return Piece(str(len(elements)), raw, None, off)
 
 
-def first_element(elements: Elements) -> list[_Piece]:
+def first_element(elements: Elements) -> list[Piece]:
     """`$A` of an array is its first element."""
     return list(elements[0]) if elements else []
 
 
-def as_fields(elements: Elements) -> list[_Field]:
-    return [_Field(list(e)) for e in elements]
+def as_fields(elements: Elements) -> list[Field]:
+    return [Field(list(e)) for e in elements]

@@ -8,36 +8,37 @@ from advisor.sources import launchers
 from advisor.sources.document import KeyPath, Span
 from advisor.sources.launchers import starts_launcher
 from advisor.sources.launchers.spec import Flags, LauncherSpec
-from advisor.sources.shell.expand import _Field, _Var
-from advisor.sources.shell.lexer import _MAX_COMMANDS, _NEG_NUM_RE
+from advisor.sources.shell.expand import Field, Var
+from advisor.sources.shell.lexer import MAX_COMMANDS, NEG_NUM_RE
 from advisor.sources.shell.model import LaunchCommand, Word
-from advisor.sources.shell.words import _Words
-from advisor.sources.shell.wrappers import _RUNNERS, _SHELLS, _SIMPLE_WRAPPERS, _WRAPPERS
+from advisor.sources.shell.words import Words
+from advisor.sources.shell.workdir import DirTracker
+from advisor.sources.shell.wrappers import RUNNERS, SHELLS, SIMPLE_WRAPPERS, WRAPPERS
 
 _PY_VALUE_OPTS = {"-W", "-X", "-Q"}  # python options that take a value
 
 
-def _is_cmd_name(text: str | None) -> bool:
+def is_cmd_name(text: str | None) -> bool:
     if not text:
         return False
     base = text.rsplit("/", 1)[-1]
     return bool(
         starts_launcher(base)
-        or base in _WRAPPERS
-        or base in _SIMPLE_WRAPPERS
-        or base in _SHELLS
-        or base in _RUNNERS
+        or base in WRAPPERS
+        or base in SIMPLE_WRAPPERS
+        or base in SHELLS
+        or base in RUNNERS
         or base == "env"
     )
 
 
-def _is_flag(f: _Field) -> bool:
+def is_flag(f: Field) -> bool:
     if not f.pieces or f.pieces[0].text is None:
         return False
     t = f.known_prefix
     if not t.startswith("-") or t == "-":
         return False
-    return not _NEG_NUM_RE.match(t)
+    return not NEG_NUM_RE.match(t)
 
 
 def _norm(name: str, shorts: tuple[tuple[str, str], ...] = ()) -> str:
@@ -49,7 +50,7 @@ def _norm(name: str, shorts: tuple[tuple[str, str], ...] = ()) -> str:
     return key.replace("-", "_")
 
 
-def _looks_like_script(f: _Field) -> bool:
+def _looks_like_script(f: Field) -> bool:
     t = f.text
     return (t is not None and t.endswith(".py")) or f.raw_text().rstrip("\"'").endswith(".py")
 
@@ -64,19 +65,20 @@ def _one_value(key: str) -> bool:
     return kind is not None and "list" not in kind.kind.split("|") and kind.kind != "any"
 
 
-class _LauncherReading(_Words):
+class LauncherReading(Words):
     """The interpreter's reading of launch commands: launcher flags, the script and its flags."""
 
-    # declared for the type checker: set and defined by the interpreter, _Shell (interpreter.py)
+    # declared for the type checker: set and defined by the interpreter, Shell (interpreter.py)
     commands: list[LaunchCommand]
     key_spans: dict[KeyPath, Span]
     value_spans: dict[KeyPath, Span]
     span_override: int | None
+    dirs: DirTracker
     problem: Callable[..., None]
 
     # -- launchers ------------------------------------------------------------------------------
 
-    def launcher(self, fields: list[_Field], i: int, env: dict[str, _Var], start_off: int) -> None:
+    def launcher(self, fields: list[Field], i: int, env: dict[str, Var], start_off: int) -> None:
         names = [f.text for f in fields[i : i + 3]]
         found = launchers.find(names)
         if found is None:
@@ -94,10 +96,10 @@ class _LauncherReading(_Words):
         if cmd is None:
             return
         off = self.span_override if self.span_override is not None else start_off
-        if len(self.commands) >= _MAX_COMMANDS:
-            if len(self.commands) == _MAX_COMMANDS:
+        if len(self.commands) >= MAX_COMMANDS:
+            if len(self.commands) == MAX_COMMANDS:
                 self.problem(
-                    f"more than {_MAX_COMMANDS} launch commands: the rest are not read",
+                    f"more than {MAX_COMMANDS} launch commands: the rest are not read",
                     off,
                     severity="warning",
                 )
@@ -105,6 +107,7 @@ class _LauncherReading(_Words):
             return
         cmd.span = self.span(off)
         cmd.env = {k: v.word for k, v in env.items()}
+        cmd.workdir = self.dirs.current
         idx = len(self.commands)
         self.commands.append(cmd)
         base_path: KeyPath = ("commands", idx)
@@ -124,14 +127,14 @@ class _LauncherReading(_Words):
             self.value_spans[(*base_path, "positional", j)] = w.span
 
     def flags(
-        self, fields: list[_Field], i: int, spec: Flags, group: str, koffs: dict, args: dict[str, Word]
+        self, fields: list[Field], i: int, spec: Flags, group: str, koffs: dict, args: dict[str, Word]
     ) -> tuple[int, bool]:
         """Launcher flags from i up to the first word that is not a flag or a flag's value."""
         module = False
         n = len(fields)
         while i < n:
             f = fields[i]
-            if not _is_flag(f):
+            if not is_flag(f):
                 break
             if f.text == "--":
                 i += 1
@@ -151,7 +154,7 @@ class _LauncherReading(_Words):
                 i += 1
                 continue
             nxt = fields[i + 1] if i + 1 < n else None
-            if nxt is None or _is_flag(nxt) or (key not in spec.values and _looks_like_script(nxt)):
+            if nxt is None or is_flag(nxt) or (key not in spec.values and _looks_like_script(nxt)):
                 args[key] = self.true_word(f)
                 i += 1
                 continue
@@ -160,7 +163,7 @@ class _LauncherReading(_Words):
         return i, module
 
     def script_flags(
-        self, fields: list[_Field], i: int, cmd: LaunchCommand, koffs: dict, spec: LauncherSpec | None = None
+        self, fields: list[Field], i: int, cmd: LaunchCommand, koffs: dict, spec: LauncherSpec | None = None
     ) -> None:
         """Flags and positional words after the script. With spec, the launcher's own flags
         (trl: accelerate's) go to launcher_args."""
@@ -168,7 +171,7 @@ class _LauncherReading(_Words):
         after = False
         while i < n:
             f = fields[i]
-            if after or not _is_flag(f):
+            if after or not is_flag(f):
                 cmd.positional.append(self.word(f))
                 i += 1
                 continue
@@ -191,7 +194,7 @@ class _LauncherReading(_Words):
                 value = []
                 j = i + 1
                 most = 1 if _one_value(_norm(name)) else n
-                while j < n and len(value) < most and not _is_flag(fields[j]) and fields[j].text != "--":
+                while j < n and len(value) < most and not is_flag(fields[j]) and fields[j].text != "--":
                     value.append(fields[j])
                     j += 1
             key = _norm(name)
@@ -211,7 +214,7 @@ class _LauncherReading(_Words):
                 target[key] = self.joined_word(value)
             i = j
 
-    def spec_launch(self, spec: LauncherSpec, fields: list[_Field], i: int) -> tuple[LaunchCommand, dict]:
+    def spec_launch(self, spec: LauncherSpec, fields: list[Field], i: int) -> tuple[LaunchCommand, dict]:
         cmd = LaunchCommand(spec.name, Span(1, 1))
         koffs: dict = {}
         i, module = self.flags(fields, i, spec.flags, "launcher_args", koffs, cmd.launcher_args)
@@ -223,7 +226,7 @@ class _LauncherReading(_Words):
             self.script_flags(fields, i + 1, cmd, koffs)
         return cmd, koffs
 
-    def subcommand(self, spec: LauncherSpec, fields: list[_Field], i: int) -> tuple[LaunchCommand, dict]:
+    def subcommand(self, spec: LauncherSpec, fields: list[Field], i: int) -> tuple[LaunchCommand, dict]:
         """`llamafactory-cli train cfg.yaml`, `trl sft ...`: the command word is not a file."""
         cmd = LaunchCommand(spec.name, Span(1, 1), subcommand=True)
         koffs: dict = {}
@@ -231,7 +234,7 @@ class _LauncherReading(_Words):
         self.script_flags(fields, i + 1, cmd, koffs, spec)
         return cmd, koffs
 
-    def vllm(self, fields: list[_Field], i: int) -> tuple[LaunchCommand, dict]:
+    def vllm(self, fields: list[Field], i: int) -> tuple[LaunchCommand, dict]:
         """A vLLM server: every flag goes to launcher_args (dashes as underscores, -tp/-pp/-dp
         spelled out), the model (a positional word or --model) to launcher_args["model"]. There is
         no training script and no TrainingArguments."""
@@ -241,7 +244,7 @@ class _LauncherReading(_Words):
         n = len(fields)
         while i < n:
             f = fields[i]
-            if not _is_flag(f):
+            if not is_flag(f):
                 word = self.word(f)
                 if "model" not in cmd.launcher_args and not cmd.positional:
                     cmd.launcher_args["model"] = word
@@ -259,7 +262,7 @@ class _LauncherReading(_Words):
             key = _norm(f.text if f.text is not None else f.known_prefix, vllm_flags.shorts)
             koffs[("launcher_args", key)] = f.offset()
             nxt = fields[i + 1] if i + 1 < n else None
-            if nxt is None or _is_flag(nxt) or key in vllm_flags.bools or key.startswith("no_"):
+            if nxt is None or is_flag(nxt) or key in vllm_flags.bools or key.startswith("no_"):
                 cmd.launcher_args[key] = self.true_word(f)
                 i += 1
             else:
@@ -267,11 +270,11 @@ class _LauncherReading(_Words):
                 i += 2
         return cmd, koffs
 
-    def python(self, fields: list[_Field], i: int) -> tuple[LaunchCommand | None, dict]:
+    def python(self, fields: list[Field], i: int) -> tuple[LaunchCommand | None, dict]:
         n = len(fields)
         pyargs: dict[str, Word] = {}
         koffs: dict = {}
-        module: _Field | None = None
+        module: Field | None = None
         while i < n:
             f = fields[i]
             t = f.text
@@ -284,7 +287,7 @@ class _LauncherReading(_Words):
                     module = fields[i + 1]
                     i += 2
                 else:
-                    module = _Field([p for p in f.pieces], None, None)
+                    module = Field([p for p in f.pieces], None, None)
                     first = module.pieces[0]
                     module.pieces[0] = first.sub(2, len(first.text or "")) if first.text else first
                     i += 1

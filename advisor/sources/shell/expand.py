@@ -5,43 +5,16 @@ from __future__ import annotations
 import re
 
 from advisor.records import record
-from advisor.sources.shell.lexer import _WS, _Part, _Src
+from advisor.sources.shell.lexer import WS, Part, Src
 from advisor.sources.shell.model import Word
+from advisor.sources.shell.piece import Piece
 
 
 @record(slots=True)
-class _Piece:
-    """A run of characters of an expanded value: known text with the file offset of each
-    character, or an unknown value with the reason."""
-
-    text: str | None
-    raw: str
-    offs: list[int] | None  # file offset of each character of text; None: all at start
-    start: int
-    reason: str | None = None
-    split: bool = False  # subject to field splitting (the result of an unquoted expansion)
-    brk: bool = False  # a word boundary that quoting does not remove ("${ARGS[@]}" between elements)
-
-    def sub(self, a: int, b: int) -> _Piece:
-        assert self.text is not None
-        text = self.text[a:b]
-        offs = self.offs[a:b] if self.offs is not None else None
-        start = self.offs[a] if self.offs is not None and a < len(self.offs) else self.start
-        return _Piece(text, text, offs, start, None, self.split, self.brk)
-
-    def off_at(self, k: int) -> int:
-        if self.offs is not None and k < len(self.offs):
-            return self.offs[k]
-        if self.offs:
-            return self.offs[-1] + 1
-        return self.start
-
-
-@record(slots=True)
-class _Field:
+class Field:
     """One word after expansion and field splitting."""
 
-    pieces: list[_Piece]
+    pieces: list[Piece]
     raw: str | None = None  # the word exactly as written, when the field is the whole word
     off: int | None = None
 
@@ -72,7 +45,7 @@ class _Field:
     def raw_text(self) -> str:
         return self.raw if self.raw is not None else "".join(p.raw for p in self.pieces)
 
-    def split_eq(self) -> tuple[str, _Field] | None:
+    def split_eq(self) -> tuple[str, Field] | None:
         """`--flag=value` -> ("--flag", value field)."""
         acc = ""
         for n, p in enumerate(self.pieces):
@@ -89,54 +62,54 @@ class _Field:
             if self.raw is not None and "=" in self.raw:
                 raw = self.raw[self.raw.index("=") + 1 :]
                 value_off = p.off_at(k) + 1  # where the value is written, quotes included
-            return acc + p.text[:k], _Field(rest, raw, value_off)
+            return acc + p.text[:k], Field(rest, raw, value_off)
         return None
 
 
-def _first_reason(pieces: list[_Piece]) -> str | None:
+def first_reason(pieces: list[Piece]) -> str | None:
     return next((p.reason or "unknown value" for p in pieces if p.text is None), None)
 
 
-def _join_text(pieces: list[_Piece]) -> str | None:
+def join_text(pieces: list[Piece]) -> str | None:
     if any(p.text is None for p in pieces):
         return None
     return "".join(p.text for p in pieces)  # type: ignore[misc]
 
 
-def _split_fields(pieces: list[_Piece]) -> list[_Field]:
-    fields: list[_Field] = []
-    cur: list[_Piece] = []
+def split_fields(pieces: list[Piece]) -> list[Field]:
+    fields: list[Field] = []
+    cur: list[Piece] = []
     for p in pieces:
         if p.brk:
             if cur:
-                fields.append(_Field(cur))
+                fields.append(Field(cur))
                 cur = []
             continue
         if not p.split or p.text is None:
             cur.append(p)
             continue
         for m in re.finditer(r"[^ \t\n]+|[ \t\n]+", p.text):
-            if m.group()[0] in _WS:
+            if m.group()[0] in WS:
                 if cur:
-                    fields.append(_Field(cur))
+                    fields.append(Field(cur))
                     cur = []
             else:
                 cur.append(p.sub(m.start(), m.end()))
     if cur:
-        fields.append(_Field(cur))
+        fields.append(Field(cur))
     return fields
 
 
-def _strip_pieces(pieces: list[_Piece]) -> list[_Piece]:
+def strip_pieces(pieces: list[Piece]) -> list[Piece]:
     out = list(pieces)
     while out and out[0].text is not None:
-        s = out[0].text.lstrip(_WS)
+        s = out[0].text.lstrip(WS)
         if s:
             out[0] = out[0].sub(len(out[0].text) - len(s), len(out[0].text))
             break
         out.pop(0)
     while out and out[-1].text is not None:
-        s = out[-1].text.rstrip(_WS)
+        s = out[-1].text.rstrip(WS)
         if s:
             out[-1] = out[-1].sub(0, len(s))
             break
@@ -144,7 +117,7 @@ def _strip_pieces(pieces: list[_Piece]) -> list[_Piece]:
     return out
 
 
-def _cut_pieces(pieces: list[_Piece], ch: str) -> list[_Piece]:
+def cut_pieces(pieces: list[Piece], ch: str) -> list[Piece]:
     out = []
     for p in pieces:
         if p.text is not None and ch in p.text:
@@ -157,29 +130,29 @@ def _cut_pieces(pieces: list[_Piece], ch: str) -> list[_Piece]:
 
 
 @record(slots=True)
-class _Var:
-    pieces: list[_Piece]
+class Var:
+    pieces: list[Piece]
     word: Word
     key_off: int
     array: bool = False
-    elements: list[list[_Piece]] | None = None  # an indexed array whose words are known (arrays.py)
+    elements: list[list[Piece]] | None = None  # an indexed array whose words are known (arrays.py)
 
 
 @record(slots=True)
-class _Assign:
+class Assign:
     name: str
-    parts: list[_Part]
+    parts: list[Part]
     raw: str
     off: int
     key_off: int
     append: bool
     array: bool
-    src: _Src
+    src: Src
 
 
-class _Unknown(Exception):
+class Unknown(Exception):
     pass
 
 
-class _TooLarge(Exception):
+class TooLarge(Exception):
     pass

@@ -1,4 +1,4 @@
-"""TMP"""
+"""The command walk: variables, expansions, builtins and wrappers, top to bottom (see __init__.py)."""
 
 from __future__ import annotations
 
@@ -6,70 +6,72 @@ import re
 
 from advisor.records import replace
 from advisor.sources.document import KeyPath, SourceProblem, Span
-from advisor.sources.shell.arith import _ArithEval, _trim
+from advisor.sources.shell.arith import ArithEval, trim
 from advisor.sources.shell.arrays import array_elements, count_piece, element_pieces, first_element
-from advisor.sources.shell.commands import _is_cmd_name, _is_flag, _LauncherReading
+from advisor.sources.shell.commands import LauncherReading, is_cmd_name, is_flag
 from advisor.sources.shell.expand import (
-    _Assign,
-    _cut_pieces,
-    _Field,
-    _first_reason,
-    _join_text,
-    _Piece,
-    _split_fields,
-    _strip_pieces,
-    _TooLarge,
-    _Unknown,
-    _Var,
+    Assign,
+    Field,
+    TooLarge,
+    Unknown,
+    Var,
+    first_reason,
+    join_text,
+    split_fields,
 )
 from advisor.sources.shell.lexer import (
-    _ASSIGN_RE,
-    _BUDGET,
-    _IDENT_RE,
-    _MAX_PIECES,
-    _MAX_PROBLEMS,
-    _MAX_TOKENS,
-    _MAX_VALUE,
-    _PARAM_RE,
-    _PH_BASE,
-    _PH_LIMIT,
-    _WS_RE,
-    _Arith,
-    _Arr,
-    _Cmd,
-    _Heredoc,
-    _Lexer,
-    _LexError,
-    _Lit,
-    _Param,
-    _Part,
-    _Ph,
-    _raw_a,
-    _raw_b,
-    _Src,
-    _Tok,
+    ASSIGN_RE,
+    BUDGET,
+    IDENT_RE,
+    MAX_PIECES,
+    MAX_PROBLEMS,
+    MAX_TOKENS,
+    MAX_VALUE,
+    PARAM_RE,
+    PH_BASE,
+    PH_LIMIT,
+    WS_RE,
+    Arith,
+    Arr,
+    Cmd,
+    Lexer,
+    LexError,
+    Lit,
+    Param,
+    Part,
+    Ph,
+    Src,
+    Tok,
+    bad_substitution,
+    raw_a,
+    raw_b,
+    valid_after_name,
 )
 from advisor.sources.shell.model import LaunchCommand, Word
+from advisor.sources.shell.piece import Piece
+from advisor.sources.shell.read_builtin import read_builtin
 from advisor.sources.shell.substitution import command_substitution
+from advisor.sources.shell.workdir import DirTracker
 from advisor.sources.shell.wrappers import (
-    _RUNNERS,
-    _SHELLS,
-    _SIMPLE_WRAPPERS,
-    _WRAPPER_POSITIONALS,
-    _WRAPPERS,
+    RUNNERS,
+    SHELLS,
+    SIMPLE_WRAPPERS,
+    WRAPPER_POSITIONALS,
+    WRAPPERS,
 )
 
 _RESERVED_OPEN = {"if", "while", "until", "{"}
+_VAR_USE_RE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 _RESERVED_CLOSE = {"fi", "done", "esac", "}"}
 _RESERVED_SKIP = {"then", "do", "else", "elif", "!"}
 
 
-class _Shell(_LauncherReading):
+class Shell(LauncherReading):
     def __init__(self, text: str, problems: list[SourceProblem]) -> None:
         self.text = text
         self.problems = problems
         self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
-        self.vars: dict[str, _Var] = {}
+        self.vars: dict[str, Var] = {}
         self.exported: dict[str, None] = {}
         self.commands: list[LaunchCommand] = []
         self.key_spans: dict[KeyPath, Span] = {}
@@ -79,14 +81,16 @@ class _Shell(_LauncherReading):
         self.cond = False
         self.nest = 0
         self.span_override: int | None = None
-        self.budget = _BUDGET
+        self.budget = BUDGET
+        self.dirs = DirTracker()
+        self.bad_substitutions = 0  # `${x*2}` met so far: bash runs no command or assignment holding one
 
     # -- positions ------------------------------------------------------------------------------
 
     def problem(self, message: str, off: int, severity: str | None = None) -> None:
-        if len(self.problems) < _MAX_PROBLEMS:
+        if len(self.problems) < MAX_PROBLEMS:
             self.problems.append(SourceProblem("launch-syntax", message, self.span(off), severity=severity))  # type: ignore[arg-type]
-        elif len(self.problems) == _MAX_PROBLEMS:
+        elif len(self.problems) == MAX_PROBLEMS:
             self.problems.append(
                 SourceProblem(
                     "too-many-problems", "more problems in this file were not reported", self.span(off)
@@ -97,62 +101,62 @@ class _Shell(_LauncherReading):
 
     # -- expansion ------------------------------------------------------------------------------
 
-    def unknown(self, raw: str, off: int, reason: str) -> _Piece:
-        return _Piece(None, raw, None, off, reason)
+    def unknown(self, raw: str, off: int, reason: str) -> Piece:
+        return Piece(None, raw, None, off, reason)
 
-    def expand(self, parts: list[_Part], src: _Src, split: bool) -> list[_Piece]:
+    def expand(self, parts: list[Part], src: Src, split: bool) -> list[Piece]:
         out = self._expand(parts, src, split)
         size = sum(len(p.text or "") for p in out)
         self.budget -= size + len(out)
         if self.budget < 0:
-            raise _TooLarge
-        if len(out) > _MAX_PIECES or size > _MAX_VALUE:
-            a, b = _raw_a(parts[0]), _raw_b(parts[-1])
+            raise TooLarge
+        if len(out) > MAX_PIECES or size > MAX_VALUE:
+            a, b = raw_a(parts[0]), raw_b(parts[-1])
             raw = src.raw(a, min(b, a + 200))
             return [self.unknown(raw, src.off(a), "value too large to follow statically")]
         return out
 
-    def _expand(self, parts: list[_Part], src: _Src, split: bool) -> list[_Piece]:
-        out: list[_Piece] = []
+    def _expand(self, parts: list[Part], src: Src, split: bool) -> list[Piece]:
+        out: list[Piece] = []
         for p in parts:
-            if isinstance(p, _Lit):
+            if isinstance(p, Lit):
                 offs = p.idx if src.identity else [src.off(k) for k in p.idx]
-                out.append(_Piece(p.text, p.text, offs, src.off(p.pos)))
-            elif isinstance(p, _Param):
+                out.append(Piece(p.text, p.text, offs, src.off(p.pos)))
+            elif isinstance(p, Param):
                 out.extend(self.param(src, p, split and not p.quoted))
-            elif isinstance(p, _Cmd):
+            elif isinstance(p, Cmd):
                 out.append(command_substitution(self, src, p))
-            elif isinstance(p, _Arith):
+            elif isinstance(p, Arith):
                 out.append(self.arith(src, p))
-            elif isinstance(p, _Ph):
+            elif isinstance(p, Ph):
                 ph = src.ph[p.k] if p.k < len(src.ph) else self.unknown("?", src.off(p.i), "unknown value")
                 out.append(replace(ph, split=False))
-            else:  # _Arr
+            else:  # Arr
                 out.append(self.unknown(src.raw(p.ra, p.rb), src.off(p.ra), "array"))
         return out
 
-    def fields(self, tok: _Tok) -> list[_Field]:
+    def fields(self, tok: Tok) -> list[Field]:
         pieces = self.expand(tok.parts, tok.src, True)
-        fs = _split_fields(pieces)
-        splits = any(p.split and p.text and _WS_RE.search(p.text) for p in pieces)
+        fs = split_fields(pieces)
+        splits = any(p.split and p.text and WS_RE.search(p.text) for p in pieces)
         if len(fs) == 1 and not splits:
             fs[0].raw = tok.src.raw(tok.start, tok.end)
             fs[0].off = tok.src.off(tok.start)
         return fs
 
-    def static_text(self, tok: _Tok) -> str | None:
-        return _join_text(self.expand(tok.parts, tok.src, False))
+    def static_text(self, tok: Tok) -> str | None:
+        return join_text(self.expand(tok.parts, tok.src, False))
 
     @staticmethod
-    def plain(tok: _Tok) -> str | None:
+    def plain(tok: Tok) -> str | None:
         """The word's text when it is one unquoted literal (reserved words, builtins)."""
         if tok.kind == "word" and len(tok.parts) == 1:
             part = tok.parts[0]
-            if isinstance(part, _Lit) and not part.quoted:
+            if isinstance(part, Lit) and not part.quoted:
                 return part.text
         return None
 
-    def lookup(self, name: str) -> tuple[bool, list[_Piece], str]:
+    def lookup(self, name: str) -> tuple[bool, list[Piece], str]:
         """(is set, value pieces, why unknown when unset)."""
         var = self.vars.get(name)
         if var is not None:
@@ -173,27 +177,27 @@ class _Shell(_LauncherReading):
             return True, [self.unknown("", 0, f"${name} is only known at run time")], ""
         return False, [], f"${name} is not set in the script"
 
-    def shape(self, name: str | None, pieces: list[_Piece], raw: str, off: int, split: bool) -> list[_Piece]:
+    def shape(self, name: str | None, pieces: list[Piece], raw: str, off: int, split: bool) -> list[Piece]:
         """A variable's value at the place it is used: its own pieces when it holds several words
         (so each word keeps the position where it was written), else one piece at the use."""
-        if any(p.text is not None and _WS_RE.search(p.text) for p in pieces):
+        if any(p.text is not None and WS_RE.search(p.text) for p in pieces):
             return [replace(p, split=split) for p in pieces]
-        text = _join_text(pieces)
+        text = join_text(pieces)
         reason = None
         if text is None:
-            reason = _first_reason(pieces) or "unknown value"
+            reason = first_reason(pieces) or "unknown value"
             if name and not reason.startswith(f"${name}"):
                 reason = f"${name}: {reason}"
-        return [_Piece(text, raw, None, off, reason, split)]
+        return [Piece(text, raw, None, off, reason, split)]
 
-    def pword(self, src: _Src, a: int, b: int) -> list[_Piece]:
+    def pword(self, src: Src, a: int, b: int) -> list[Piece]:
         try:
-            parts, _ = _Lexer(src)._scan(a, "pword", b)
-        except _LexError as exc:
+            parts, _ = Lexer(src).scan(a, "pword", b)
+        except LexError as exc:
             return [self.unknown(src.raw(a, b), src.off(a), exc.message)]
         return self.expand(parts, src, False)
 
-    def param(self, src: _Src, p: _Param, split: bool) -> list[_Piece]:
+    def param(self, src: Src, p: Param, split: bool) -> list[Piece]:
         raw = src.raw(p.ra, p.rb)
         off = src.off(p.ra)
         inner = src.text[p.a : p.b]
@@ -202,8 +206,10 @@ class _Shell(_LauncherReading):
             if not is_set:
                 return [self.unknown(raw, off, why)]
             return self.shape(inner, val, raw, off, split)
-        m = _PARAM_RE.match(inner)
-        if not m or m.group(2) is None:
+        m = PARAM_RE.match(inner)
+        if not m or m.group(2) is None or not valid_after_name(inner, m.end()):
+            if bad_substitution(inner, m):
+                return [self.bad_substitution(raw, off)]
             return [self.unknown(raw, off, f"unsupported parameter expansion {raw}")]
         pre, name, sub = m.group(1), m.group(2), m.group(3)
         if pre == "!":
@@ -228,10 +234,10 @@ class _Shell(_LauncherReading):
                 return [self.unknown(raw, off, f"unsupported parameter expansion {raw}")]
             if not is_set:
                 return [self.unknown(raw, off, why)]
-            text = _join_text(val)
+            text = join_text(val)
             if text is None:
-                return [self.unknown(raw, off, _first_reason(val) or "unknown value")]
-            return [_Piece(str(len(text)), raw, None, off, None, split)]
+                return [self.unknown(raw, off, first_reason(val) or "unknown value")]
+            return [Piece(str(len(text)), raw, None, off, None, split)]
         if not rest:
             return self.shape(name, val, raw, off, split) if is_set else [self.unknown(raw, off, why)]
         m2 = re.match(r":?[-=+?]|##?|%%?|//?|\^\^?|,,?|:", rest)
@@ -239,7 +245,7 @@ class _Shell(_LauncherReading):
             return [self.unknown(raw, off, f"unsupported parameter expansion {raw}")]
         op = m2.group()
         wa += len(op)
-        vtext = _join_text(val) if is_set else None
+        vtext = join_text(val) if is_set else None
         if op in (":-", "-", ":=", "=", ":+", "+", ":?", "?"):
             colon, kind = op.startswith(":"), op[-1]
             null = is_set and vtext == ""
@@ -248,15 +254,15 @@ class _Shell(_LauncherReading):
                 if not use_word:
                     return self.shape(name, val, raw, off, split)
                 wp = self.pword(src, wa, p.b)
-                if kind == "=" and _IDENT_RE.fullmatch(name):
-                    word = Word(_join_text(wp), src.raw(wa, p.b), self.span(src.off(wa)), _first_reason(wp))
+                if kind == "=" and IDENT_RE.fullmatch(name):
+                    word = Word(join_text(wp), src.raw(wa, p.b), self.span(src.off(wa)), first_reason(wp))
                     self.set_var(name, wp, word, off)
                 return self.shape(None, wp, raw, off, split)
             if kind == "+":
                 if use_word:
-                    return [_Piece("", raw, None, off, None, split)]
+                    return [Piece("", raw, None, off, None, split)]
                 if is_set and vtext is None:
-                    return [self.unknown(raw, off, f"${name}: " + (_first_reason(val) or "unknown value"))]
+                    return [self.unknown(raw, off, f"${name}: " + (first_reason(val) or "unknown value"))]
                 return self.shape(None, self.pword(src, wa, p.b), raw, off, split)
             if use_word:
                 return [self.unknown(raw, off, f"{raw}: ${name} must be given when the script runs")]
@@ -264,18 +270,18 @@ class _Shell(_LauncherReading):
         if not is_set:
             return [self.unknown(raw, off, why)]
         if vtext is None:
-            return [self.unknown(raw, off, f"${name}: " + (_first_reason(val) or "unknown value"))]
+            return [self.unknown(raw, off, f"${name}: " + (first_reason(val) or "unknown value"))]
         if op in ("#", "##", "%", "%%"):
-            pat = _join_text(self.pword(src, wa, p.b))
+            pat = join_text(self.pword(src, wa, p.b))
             if pat is None:
                 return [self.unknown(raw, off, f"{raw}: the pattern is not known")]
-            return [_Piece(_trim(vtext, op, pat), raw, None, off, None, split)]
+            return [Piece(trim(vtext, op, pat), raw, None, off, None, split)]
         if op in ("^^", "^"):
             out = vtext.upper() if op == "^^" else vtext[:1].upper() + vtext[1:]
-            return [_Piece(out, raw, None, off, None, split)]
+            return [Piece(out, raw, None, off, None, split)]
         if op in (",,", ","):
             out = vtext.lower() if op == ",," else vtext[:1].lower() + vtext[1:]
-            return [_Piece(out, raw, None, off, None, split)]
+            return [Piece(out, raw, None, off, None, split)]
         if op == ":":
             m3 = re.fullmatch(r"\s*(-?\s*[0-9]+)\s*(?::\s*(-?[0-9]+)\s*)?", src.text[wa : p.b])
             if m3:
@@ -286,52 +292,67 @@ class _Shell(_LauncherReading):
                 if m3.group(2) is not None:
                     ln = int(m3.group(2))
                     out = out[:ln]
-                return [_Piece(out, raw, None, off, None, split)]
+                return [Piece(out, raw, None, off, None, split)]
         return [self.unknown(raw, off, f"unsupported parameter expansion {raw}")]
 
-    def arith(self, src: _Src, p: _Arith) -> _Piece:
+    def bad_substitution(self, raw: str, off: int) -> Piece:
+        """`${batch_size*2}`: bash prints "bad substitution" and does not run the command it is in (an
+        assignment is not made: the variable keeps its old value, unset in a fresh shell), then goes on
+        with the next line (bash subst.c parameter_brace_expand: "bad substitution" is an expansion
+        error, the simple command is abandoned)."""
+        self.bad_substitutions += 1
+        message = (
+            f"{raw}: bad substitution: bash stops with this error and does not run the command or the "
+            "assignment it is in"
+        )
+        span = self.span(off)
+        if not any(p.message == message and p.span == span for p in self.problems):
+            self.problem(message, off)
+        return self.unknown(raw, off, f"{raw} is a bad substitution")
+
+    def arith(self, src: Src, p: Arith) -> Piece:
         raw = src.raw(p.ra, p.rb)
         off = src.off(p.ra)
         try:
-            parts, _ = _Lexer(src)._scan(p.a, "heredoc", p.b)
-        except _LexError as exc:
+            parts, _ = Lexer(src).scan(p.a, "heredoc", p.b)
+        except LexError as exc:
             return self.unknown(raw, off, exc.message)
         pieces = self.expand(parts, src, False)
-        expr = _join_text(pieces)
+        expr = join_text(pieces)
         if expr is None:
-            return self.unknown(raw, off, _first_reason(pieces) or "unknown value")
+            return self.unknown(raw, off, first_reason(pieces) or "unknown value")
         try:
-            value = _ArithEval(expr, self.arith_var).run()
-        except _Unknown as exc:
+            value = ArithEval(expr, self.arith_var).run()
+        except Unknown as exc:
             return self.unknown(raw, off, str(exc))
-        return _Piece(str(value), raw, None, off)
+        return Piece(str(value), raw, None, off)
 
     def arith_var(self, name: str, depth: int) -> int:
         is_set, val, why = self.lookup(name)
         if not is_set:
-            raise _Unknown(why)
-        text = _join_text(val)
+            raise Unknown(why)
+        text = join_text(val)
         if text is None:
-            raise _Unknown(f"${name}: " + (_first_reason(val) or "unknown value"))
+            raise Unknown(f"${name}: " + (first_reason(val) or "unknown value"))
         text = text.strip()
         if not text:
             return 0
         if depth > 8:
-            raise _Unknown("arithmetic nested too deeply")
-        return _ArithEval(text, self.arith_var, depth + 1).run()
+            raise Unknown("arithmetic nested too deeply")
+        return ArithEval(text, self.arith_var, depth + 1).run()
 
     # -- variables ------------------------------------------------------------------------------
 
     def set_var(
         self,
         name: str,
-        pieces: list[_Piece],
+        pieces: list[Piece],
         word: Word,
         key_off: int,
         *,
         array: bool = False,
         export: bool = False,
-        elements: list[list[_Piece]] | None = None,
+        elements: list[list[Piece]] | None = None,
     ) -> None:
         old = self.vars.get(name)
         conditional = self.cond or self.depth > 0
@@ -343,27 +364,27 @@ class _Shell(_LauncherReading):
             and word.text is None
         )
         if not keep:
-            self.vars[name] = _Var(pieces, word, key_off, array, elements)
+            self.vars[name] = Var(pieces, word, key_off, array, elements)
         if export:
             self.exported[name] = None
 
-    def assignment(self, tok: _Tok) -> _Assign | None:
+    def assignment(self, tok: Tok) -> Assign | None:
         parts = tok.parts
-        if tok.kind != "word" or not parts or not isinstance(parts[0], _Lit) or parts[0].quoted:
+        if tok.kind != "word" or not parts or not isinstance(parts[0], Lit) or parts[0].quoted:
             return None
         first = parts[0]
-        m = _ASSIGN_RE.match(first.text)
+        m = ASSIGN_RE.match(first.text)
         if not m:
             return None
         eq = first.idx[m.end() - 1]
         rest = first.text[m.end() :]
-        vparts: list[_Part] = []
+        vparts: list[Part] = []
         if rest:
-            vparts.append(_Lit(rest, first.idx[m.end() :], False, first.idx[m.end()]))
+            vparts.append(Lit(rest, first.idx[m.end() :], False, first.idx[m.end()]))
         vparts.extend(parts[1:])
-        array = m.group(2) is not None or any(isinstance(p, _Arr) for p in vparts)
+        array = m.group(2) is not None or any(isinstance(p, Arr) for p in vparts)
         src = tok.src
-        return _Assign(
+        return Assign(
             m.group(1),
             vparts,
             src.raw(eq + 1, tok.end),
@@ -374,56 +395,59 @@ class _Shell(_LauncherReading):
             src,
         )
 
-    def assign_value(self, a: _Assign) -> tuple[list[_Piece], Word]:
+    def assign_value(self, a: Assign) -> tuple[list[Piece], Word]:
         if a.array:
             piece = self.unknown(a.raw, a.off, f"${a.name} is an array")
             return [piece], Word(None, a.raw, self.span(a.off), piece.reason)
         pieces = self.expand(a.parts, a.src, False)
         if a.append and a.name in self.vars and not self.vars[a.name].array:
             pieces = self.vars[a.name].pieces + pieces
-        text = _join_text(pieces)
-        reason = None if text is not None else _first_reason(pieces)
+        text = join_text(pieces)
+        reason = None if text is not None else first_reason(pieces)
         return pieces, Word(text, a.raw, self.raw_span(a.raw, a.off), reason)
 
-    def do_assign(self, a: _Assign, *, export: bool = False) -> None:
+    def do_assign(self, a: Assign, *, export: bool = False) -> None:
         if a.array:
             old = self.vars.get(a.name)
             elements = array_elements(self, a, old.elements if old is not None else None)
             if elements is not None:
-                texts = [_join_text(e) for e in elements]
+                texts = [join_text(e) for e in elements]
                 text = None if None in texts else " ".join(texts)  # type: ignore[arg-type]
                 reason = None if text is not None else "an element is not known statically"
                 word = Word(text, a.raw, self.raw_span(a.raw, a.off), reason)
                 pieces = first_element(elements)
                 self.set_var(a.name, pieces, word, a.key_off, array=True, export=export, elements=elements)
                 return
+        before = self.bad_substitutions
         pieces, word = self.assign_value(a)
-        self.set_var(a.name, pieces, word, a.key_off, array=a.array, export=export)
+        if self.bad_substitutions == before:
+            self.set_var(a.name, pieces, word, a.key_off, array=a.array, export=export)
 
-    def env_now(self) -> dict[str, _Var]:
+    def env_now(self) -> dict[str, Var]:
         return {k: self.vars[k] for k in self.exported if k in self.vars and not self.vars[k].array}
 
     # -- the command walk -----------------------------------------------------------------------
 
-    def run(self, src: _Src) -> None:
+    def run(self, src: Src) -> None:
         errors: list[tuple[str, int]] = []
-        lexer = _Lexer(src)
+        lexer = Lexer(src)
         toks = lexer.run(errors)
         for message, idx in errors:
             self.problem(message, src.off(idx))
         if lexer.truncated_at is not None:
             self.problem(
-                f"more than {_MAX_TOKENS} words and operators: the rest of the script is not read",
+                f"more than {MAX_TOKENS} words and operators: the rest of the script is not read",
                 src.off(lexer.truncated_at),
                 severity="warning",
             )
         self.walk(toks)
 
-    def walk(self, toks: list[_Tok]) -> None:
-        words: list[_Tok] = []
-        redirs: list[tuple[_Tok, _Tok | None]] = []
-        target: _Tok | None = None
+    def walk(self, toks: list[Tok]) -> None:
+        words: list[Tok] = []
+        redirs: list[tuple[Tok, Tok | None]] = []
+        target: Tok | None = None
         sep = "\n"
+        fn_paren = False
         i = 0
         while i < len(toks):
             tk = toks[i]
@@ -453,7 +477,13 @@ class _Shell(_LauncherReading):
                 else:
                     target = tk
             else:
+                opens = tk.value == "(" and not words and not redirs
                 self.finish(words, redirs, sep)
+                if opens:
+                    self.dirs.open_subshell()  # `( cd x && ... )`: its cd ends at its `)`
+                elif tk.value == ")" and not fn_paren:
+                    self.dirs.close_subshell()
+                fn_paren = tk.value == "(" and not opens  # `name() {`: a function's parentheses
                 words, redirs, target = [], [], None
                 if tk.value in (";;", ";&", ";;&"):
                     self.case_pending = True
@@ -461,7 +491,7 @@ class _Shell(_LauncherReading):
             i += 1
         self.finish(words, redirs, sep)
 
-    def finish(self, words: list[_Tok], redirs: list[tuple[_Tok, _Tok | None]], sep: str) -> None:
+    def finish(self, words: list[Tok], redirs: list[tuple[Tok, Tok | None]], sep: str) -> None:
         if not words:
             return
         self.cond = sep in ("&&", "||")
@@ -472,7 +502,7 @@ class _Shell(_LauncherReading):
         finally:
             self.cond = False
 
-    def simple(self, words: list[_Tok], redirs: list[tuple[_Tok, _Tok | None]]) -> None:
+    def simple(self, words: list[Tok], redirs: list[tuple[Tok, Tok | None]]) -> None:
         while words:
             w = self.plain(words[0])
             if w in _RESERVED_OPEN:
@@ -496,7 +526,7 @@ class _Shell(_LauncherReading):
             self.case_pending = len(words) <= 3
             return
 
-        assigns: list[_Assign] = []
+        assigns: list[Assign] = []
         k = 0
         while k < len(words) and (a := self.assignment(words[k])) is not None:
             assigns.append(a)
@@ -506,22 +536,43 @@ class _Shell(_LauncherReading):
             for a in assigns:
                 self.do_assign(a)
             return
-        prefix: dict[str, _Var] = {}
+        before = self.bad_substitutions
+        prefix: dict[str, Var] = {}
         for a in assigns:
             pieces, word = self.assign_value(a)
-            prefix[a.name] = _Var(pieces, word, a.key_off, a.array)
+            prefix[a.name] = Var(pieces, word, a.key_off, a.array)
         head = self.plain(rest[0])
+        if head in ("cd", "pushd", "popd"):
+            self.change_dir(head, rest[1:], start_off)
+            return
         if head is not None and self.builtin(head, rest[1:], redirs):
             return
         fields = [f for tok in rest for f in self.fields(tok)]
+        if self.bad_substitutions != before:
+            return  # bash does not run a command whose words hold a bad substitution
         env = self.env_now()
         env.update(prefix)
         self.dispatch(fields, env, start_off)
 
-    def loop(self, words: list[_Tok]) -> None:
+    def change_dir(self, name: str, args: list[Tok], off: int) -> None:
+        """`cd DIR`, `pushd DIR`, `popd`: where the next commands' relative paths resolve. The words are
+        given with the values of the variables they use, for `cd "$SCRIPT_DIR"` (its `$(dirname "$0")`)."""
+        words = []
+        for tok in args:
+            raw = tok.src.raw(tok.start, tok.end)
+            for _ in range(2):
+                raw = _VAR_USE_RE.sub(lambda m: self._raw_value(m), raw)
+            words.append((self.static_text(tok), raw))
+        self.dirs.command(name, words, self.span(off))
+
+    def _raw_value(self, m: re.Match[str]) -> str:
+        var = self.vars.get(m.group(1))
+        return var.word.raw if var is not None and len(var.word.raw) < 400 else m.group(0)
+
+    def loop(self, words: list[Tok]) -> None:
         self.depth += 1
         name = self.plain(words[1]) if len(words) > 1 else None
-        if not name or not _IDENT_RE.fullmatch(name):
+        if not name or not IDENT_RE.fullmatch(name):
             return
         items = words[3:] if len(words) > 2 and self.plain(words[2]) == "in" else []
         fs = [f for tok in items for f in self.fields(tok)]
@@ -540,7 +591,7 @@ class _Shell(_LauncherReading):
         self.set_var(name, pieces, word, key_off)
         self.cond, self.depth = saved, depth
 
-    def builtin(self, name: str, args: list[_Tok], redirs: list[tuple[_Tok, _Tok | None]]) -> bool:
+    def builtin(self, name: str, args: list[Tok], redirs: list[tuple[Tok, Tok | None]]) -> bool:
         if name in ("export", "declare", "typeset", "local", "readonly"):
             export = name == "export"
             array = False
@@ -559,7 +610,7 @@ class _Shell(_LauncherReading):
                     array = array or "a" in t or "A" in t
                     if name == "export" and t == "-n":
                         export = False
-                elif _IDENT_RE.fullmatch(t) and export:
+                elif IDENT_RE.fullmatch(t) and export:
                     self.exported[t] = None
             return True
         if name == "unset":
@@ -571,74 +622,13 @@ class _Shell(_LauncherReading):
                         self.exported.pop(t, None)
             return True
         if name == "read":
-            self.read(args, redirs)
+            read_builtin(self, args, redirs)
             return True
         return False
 
-    def read(self, args: list[_Tok], redirs: list[tuple[_Tok, _Tok | None]]) -> None:
-        names: list[tuple[str, int]] = []
-        delim: str | None = "\n"
-        array = False
-        i = 0
-        while i < len(args):
-            t = self.static_text(args[i])
-            if t is None:
-                i += 1
-                continue
-            if t.startswith("-") and len(t) > 1 and not names:
-                opts = t[1:]
-                for k, ch in enumerate(opts):
-                    if ch in "dpaunNti":
-                        value = opts[k + 1 :]
-                        if not value and i + 1 < len(args):
-                            i += 1
-                            value = self.static_text(args[i]) or ""
-                        if ch == "d":
-                            delim = value[:1] if value else None
-                        if ch == "a":
-                            array = True
-                            names.append((value, args[i].src.off(args[i].start)))
-                        break
-                i += 1
-                continue
-            names.append((t, args[i].src.off(args[i].start)))
-            i += 1
-        pieces: list[_Piece] | None = None
-        for op, tgt in redirs:
-            if op.heredoc is not None and op.heredoc.a >= 0:
-                pieces = self.heredoc_pieces(op.src, op.heredoc)
-            elif op.value == "<<<" and tgt is not None:
-                pieces = self.expand(tgt.parts, tgt.src, False)
-        for name, key_off in names:
-            if not _IDENT_RE.fullmatch(name):
-                continue
-            if pieces is None or array or len(names) != 1:
-                reason = f"${name} is an array" if array else f"${name} is read at run time"
-                raw = f"read {name}"
-                word = Word(None, raw, self.span(key_off), reason)
-                self.set_var(name, [self.unknown(raw, key_off, reason)], word, key_off, array=array)
-                continue
-            val = pieces if delim is None else _cut_pieces(pieces, delim)
-            val = _strip_pieces(val)
-            text = _join_text(val)
-            raw = "".join(p.raw for p in val)
-            off = val[0].off_at(0) if val else key_off
-            unread = None if text is not None else _first_reason(val)
-            self.set_var(name, val, Word(text, raw, self.span(off), unread), key_off)
-
-    def heredoc_pieces(self, src: _Src, h: _Heredoc) -> list[_Piece]:
-        if not h.expand:
-            text = src.text[h.a : h.b]
-            return [_Piece(text, text, [src.off(k) for k in range(h.a, h.b)], src.off(h.a))]
-        try:
-            parts, _ = _Lexer(src)._scan(h.a, "heredoc", h.b)
-        except _LexError as exc:
-            return [self.unknown(src.raw(h.a, h.b), src.off(h.a), exc.message)]
-        return self.expand(parts, src, False)
-
     # -- commands -------------------------------------------------------------------------------
 
-    def dispatch(self, fields: list[_Field], env: dict[str, _Var], start_off: int) -> None:
+    def dispatch(self, fields: list[Field], env: dict[str, Var], start_off: int) -> None:
         i = 0
         n = len(fields)
         while i < n:
@@ -646,7 +636,7 @@ class _Shell(_LauncherReading):
             if name is None:
                 return
             base = name.rsplit("/", 1)[-1]
-            if base in _SIMPLE_WRAPPERS:
+            if base in SIMPLE_WRAPPERS:
                 i += 1
                 while i < n and base in ("time", "exec") and (fields[i].text or "").startswith("-"):
                     i += 1
@@ -654,15 +644,15 @@ class _Shell(_LauncherReading):
             if base == "env":
                 i = self.env_wrapper(fields, i + 1, env)
                 continue
-            if base in _WRAPPERS:
+            if base in WRAPPERS:
                 i = self.skip_wrapper(fields, i + 1, base)
                 continue
-            if base in _RUNNERS:
+            if base in RUNNERS:
                 if i + 1 < n and fields[i + 1].text == "run":
                     i = self.skip_wrapper(fields, i + 2, base)
                     continue
                 return
-            if base in _SHELLS:
+            if base in SHELLS:
                 self.shell_c(fields, i + 1, env, start_off)
                 return
             if base == "eval":
@@ -673,7 +663,7 @@ class _Shell(_LauncherReading):
             return
         self.launcher(fields, i, env, start_off)
 
-    def env_wrapper(self, fields: list[_Field], i: int, env: dict[str, _Var]) -> int:
+    def env_wrapper(self, fields: list[Field], i: int, env: dict[str, Var]) -> int:
         n = len(fields)
         while i < n:
             f = fields[i]
@@ -693,16 +683,16 @@ class _Shell(_LauncherReading):
                 i += 1
             else:
                 sp = f.split_eq()
-                if sp is None or not _IDENT_RE.fullmatch(sp[0]):
+                if sp is None or not IDENT_RE.fullmatch(sp[0]):
                     break
                 value = sp[1]
-                env[sp[0]] = _Var(value.pieces, self.word(value), f.offset())
+                env[sp[0]] = Var(value.pieces, self.word(value), f.offset())
                 i += 1
         return i
 
-    def skip_wrapper(self, fields: list[_Field], i: int, base: str) -> int:
-        bools = _WRAPPERS.get(base, frozenset())
-        need = _WRAPPER_POSITIONALS.get(base, 0)
+    def skip_wrapper(self, fields: list[Field], i: int, base: str) -> int:
+        bools = WRAPPERS.get(base, frozenset())
+        need = WRAPPER_POSITIONALS.get(base, 0)
         n = len(fields)
         while i < n:
             f = fields[i]
@@ -719,7 +709,7 @@ class _Shell(_LauncherReading):
                     i += 1
                     continue
                 nxt = fields[i + 1] if i + 1 < n else None
-                if nxt is not None and not _is_flag(nxt) and not _is_cmd_name(nxt.text):
+                if nxt is not None and not is_flag(nxt) and not is_cmd_name(nxt.text):
                     i += 2
                 else:
                     i += 1
@@ -731,7 +721,7 @@ class _Shell(_LauncherReading):
             break
         return i
 
-    def shell_c(self, fields: list[_Field], i: int, env: dict[str, _Var], start_off: int) -> None:
+    def shell_c(self, fields: list[Field], i: int, env: dict[str, Var], start_off: int) -> None:
         """`bash -c "string"`: read the string as a script run by a child shell."""
         n = len(fields)
         while i < n:
@@ -744,6 +734,7 @@ class _Shell(_LauncherReading):
         if i + 1 >= n or self.nest >= 3:
             return
         src = self.synthetic(fields[i + 1])
+        self.dirs.open_subshell()  # a child shell: its cd does not change this one's folder
         saved = (self.vars, self.exported, self.depth, self.case_pending, self.cond, self.span_override)
         self.vars = dict(env)
         self.exported = dict.fromkeys(env)
@@ -755,37 +746,38 @@ class _Shell(_LauncherReading):
         finally:
             self.nest -= 1
             self.vars, self.exported, self.depth, self.case_pending, self.cond, self.span_override = saved
+            self.dirs.close_subshell()
 
-    def eval_words(self, fields: list[_Field]) -> None:
+    def eval_words(self, fields: list[Field]) -> None:
         """`eval "$run_cmd"`, `eval ${run_cmd}`: bash joins eval's arguments with spaces and runs the
         result as commands of this shell (bash manual, Bourne Shell Builtins: eval)."""
         if not fields or self.nest >= 3:
             return
-        pieces: list[_Piece] = []
+        pieces: list[Piece] = []
         for f in fields:
             if pieces:
                 pieces.append(
-                    _Piece(" ", " ", None, pieces[-1].off_at(max(len(pieces[-1].text or "") - 1, 0)))
+                    Piece(" ", " ", None, pieces[-1].off_at(max(len(pieces[-1].text or "") - 1, 0)))
                 )
             pieces.extend(f.pieces)
         self.nest += 1
         try:
-            self.run(self.synthetic(_Field(pieces)))
+            self.run(self.synthetic(Field(pieces)))
         finally:
             self.nest -= 1
 
-    def synthetic(self, f: _Field) -> _Src:
+    def synthetic(self, f: Field) -> Src:
         chars: list[str] = []
         org: list[int] = []
-        ph: list[_Piece] = []
+        ph: list[Piece] = []
         for p in f.pieces:
             if p.text is None:
-                if len(ph) < _PH_LIMIT - _PH_BASE:
-                    chars.append(chr(_PH_BASE + len(ph)))
+                if len(ph) < PH_LIMIT - PH_BASE:
+                    chars.append(chr(PH_BASE + len(ph)))
                     org.append(p.start)
                     ph.append(p)
                 continue
             chars.append(p.text)
             exact = p.offs is not None and len(p.offs) == len(p.text)
             org.extend(p.offs if exact else [p.start] * len(p.text))  # type: ignore[arg-type]
-        return _Src("".join(chars), org, ph)
+        return Src("".join(chars), org, ph)

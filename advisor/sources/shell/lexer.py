@@ -9,38 +9,55 @@ from typing import TYPE_CHECKING
 from advisor.records import field, record
 
 if TYPE_CHECKING:
-    from advisor.sources.shell.expand import _Piece
+    from advisor.sources.shell.piece import Piece
 
 
-_PH_BASE = 0xF0000  # placeholder characters for unknown values inside a re-read `bash -c` string
-_PH_LIMIT = 0xFFFFD
-_WS = " \t\n"
-_WS_RE = re.compile(r"[ \t\n]")
-_IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_ASSIGN_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?)=")
-_PARAM_RE = re.compile(r"([#!]?)([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])(\[[^\]]*\])?")
-_NEG_NUM_RE = re.compile(r"-\.?[0-9]")
-_JUNK_RE = re.compile("[\x00-\x08\x0e-\x1f\x7f\ufffd]")
-_MAX_PROBLEMS = 20
-_MAX_PIECES = 20_000  # a value that expands past these limits (A="$A $A" in a loop) becomes unknown
-_MAX_VALUE = 1_000_000
-_BUDGET = 50_000_000  # characters of expanded text per file, so that no input can make reading slow
+PH_BASE = 0xF0000  # placeholder characters for unknown values inside a re-read `bash -c` string
+PH_LIMIT = 0xFFFFD
+WS = " \t\n"
+WS_RE = re.compile(r"[ \t\n]")
+IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+ASSIGN_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?)=")
+PARAM_RE = re.compile(r"([#!]?)([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])(\[[^\]]*\])?")
+NEG_NUM_RE = re.compile(r"-\.?[0-9]")
+JUNK_RE = re.compile("[\x00-\x08\x0e-\x1f\x7f\ufffd]")
+MAX_PROBLEMS = 20
+MAX_PIECES = 20_000  # a value that expands past these limits (A="$A $A" in a loop) becomes unknown
+MAX_VALUE = 1_000_000
+BUDGET = 50_000_000  # characters of expanded text per file, so that no input can make reading slow
 # Limits that keep a 1 MB script under a second, each reported where it is hit: tokens lexed (a real
 # launch script has a few thousand), launch commands read (each becomes a run that is planned and
 # judged: 14,000 torchrun lines took 21 s), and ${...} nesting (each level is scanned again when it is
 # expanded: 100,000 nested ${A:-...} took 14 s).
-_MAX_TOKENS = 30_000
-_MAX_COMMANDS = 32
-_MAX_BRACE_DEPTH = 32
+MAX_TOKENS = 30_000
+MAX_COMMANDS = 32
+MAX_BRACE_DEPTH = 32
+# what may follow the name in `${name...}`: the end, a subscript, or an operator (bash manual, Shell
+# Parameter Expansion); anything else is bash's "bad substitution"
+_AFTER_NAME = frozenset(":-=+?#%/^,@[")
 
 
-class _Src:
+def valid_after_name(inner: str, end: int) -> bool:
+    """Whether `${inner}` may go on after its name at `end` (an operator, a subscript or the end)."""
+    return end >= len(inner) or inner[end] in _AFTER_NAME
+
+
+def bad_substitution(inner: str, m: re.Match[str] | None) -> bool:
+    """Whether bash itself refuses `${inner}` (m: PARAM_RE's match of it): an empty name, or a name
+    followed by a character that starts no operator (`${batch_size*2}`). Forms bash accepts but this
+    reader does not follow are not this."""
+    if m is None or m.group(2) is None:
+        return inner == "" or inner[:1] in "*/%^,}"
+    return not valid_after_name(inner, m.end())
+
+
+class Src:
     """Text to lex plus, for every character, its offset in the file (a `bash -c` string is a
     synthetic text whose characters come from many places)."""
 
     __slots__ = ("identity", "org", "ph", "text")
 
-    def __init__(self, text: str, org: list[int] | None = None, ph: list[_Piece] | None = None) -> None:
+    def __init__(self, text: str, org: list[int] | None = None, ph: list[Piece] | None = None) -> None:
         self.text = text
         self.identity = org is None
         self.org = org if org is not None else range(len(text) + 1)
@@ -56,11 +73,11 @@ class _Src:
         if not self.ph:
             return s
         return "".join(
-            self.ph[ord(c) - _PH_BASE].raw if _PH_BASE <= ord(c) < _PH_BASE + len(self.ph) else c for c in s
+            self.ph[ord(c) - PH_BASE].raw if PH_BASE <= ord(c) < PH_BASE + len(self.ph) else c for c in s
         )
 
 
-class _LexError(Exception):
+class LexError(Exception):
     def __init__(self, message: str, idx: int) -> None:
         super().__init__(message)
         self.message = message
@@ -71,7 +88,7 @@ class _LexError(Exception):
 
 
 @record(slots=True)
-class _Lit:
+class Lit:
     text: str
     idx: list[int]  # source index of each character
     quoted: bool
@@ -79,7 +96,7 @@ class _Lit:
 
 
 @record(slots=True)
-class _Param:  # $NAME or ${...}
+class Param:  # $NAME or ${...}
     a: int  # inner text [a, b)
     b: int
     ra: int  # raw text [ra, rb)
@@ -88,14 +105,14 @@ class _Param:  # $NAME or ${...}
 
 
 @record(slots=True)
-class _Cmd:  # $(...) or `...`
+class Cmd:  # $(...) or `...`
     ra: int
     rb: int
     quoted: bool
 
 
 @record(slots=True)
-class _Arith:  # $((...))
+class Arith:  # $((...)) and $[...]
     a: int
     b: int
     ra: int
@@ -104,23 +121,23 @@ class _Arith:  # $((...))
 
 
 @record(slots=True)
-class _Ph:  # an unknown value inside a re-read string
+class Ph:  # an unknown value inside a re-read string
     k: int
     i: int
     quoted: bool
 
 
 @record(slots=True)
-class _Arr:  # NAME=( ... )
+class Arr:  # NAME=( ... )
     ra: int
     rb: int
 
 
-_Part = _Lit | _Param | _Cmd | _Arith | _Ph | _Arr
+Part = Lit | Param | Cmd | Arith | Ph | Arr
 
 
 @record(slots=True)
-class _Heredoc:
+class Heredoc:
     delim: str
     strip_tabs: bool
     expand: bool
@@ -129,14 +146,14 @@ class _Heredoc:
 
 
 @record(slots=True)
-class _Tok:
+class Tok:
     kind: str  # "word" | "op" | "redir"
     value: str
     start: int
     end: int
-    src: _Src
-    parts: list[_Part] = field(default_factory=list)
-    heredoc: _Heredoc | None = None
+    src: Src
+    parts: list[Part] = field(default_factory=list)
+    heredoc: Heredoc | None = None
 
 
 _OPS = sorted(
@@ -177,22 +194,22 @@ _PLAIN_Q = re.compile('[^"\\\\$`\U000f0000-\U000ffffd]+')
 _FD_RE = re.compile(r"[0-9]+(?=[<>])")
 
 
-class _Lexer:
-    def __init__(self, src: _Src) -> None:
+class Lexer:
+    def __init__(self, src: Src) -> None:
         self.s = src
         self.t = src.text
         self.n = len(src.text)
-        self.truncated_at: int | None = None  # where _MAX_TOKENS stopped the lexer
+        self.truncated_at: int | None = None  # where MAX_TOKENS stopped the lexer
 
     # -- tokens ---------------------------------------------------------------------------------
 
-    def run(self, errors: list[tuple[str, int]]) -> list[_Tok]:
+    def run(self, errors: list[tuple[str, int]]) -> list[Tok]:
         t, n = self.t, self.n
-        toks: list[_Tok] = []
-        pending: list[_Heredoc] = []
+        toks: list[Tok] = []
+        pending: list[Heredoc] = []
         i = 0
         while i < n:
-            if len(toks) >= _MAX_TOKENS:
+            if len(toks) >= MAX_TOKENS:
                 self.truncated_at = i
                 break
             c = t[i]
@@ -204,7 +221,7 @@ class _Lexer:
                     i += 2
                     continue
                 if c == "\n":
-                    toks.append(_Tok("op", "\n", i, i + 1, self.s))
+                    toks.append(Tok("op", "\n", i, i + 1, self.s))
                     i += 1
                     if pending:
                         i = self._heredoc_bodies(i, pending)
@@ -223,31 +240,31 @@ class _Lexer:
                 if op is not None:
                     i += len(op)
                     if op in _REDIRS:
-                        tok = _Tok("redir", op, start, i, self.s)
+                        tok = Tok("redir", op, start, i, self.s)
                         if op in ("<<", "<<-"):
                             while i < n and t[i] in " \t":
                                 i += 1
-                            parts, j = self._scan(i, "word")
+                            parts, j = self.scan(i, "word")
                             delim = "".join(
-                                p.text if isinstance(p, _Lit) else t[_raw_a(p) : _raw_b(p)] for p in parts
+                                p.text if isinstance(p, Lit) else t[raw_a(p) : raw_b(p)] for p in parts
                             )
-                            expand = all(isinstance(p, _Lit) and not p.quoted for p in parts)
-                            tok.heredoc = _Heredoc(delim, op == "<<-", expand)
+                            expand = all(isinstance(p, Lit) and not p.quoted for p in parts)
+                            tok.heredoc = Heredoc(delim, op == "<<-", expand)
                             tok.end = j
                             pending.append(tok.heredoc)
                             i = j
                         toks.append(tok)
                     else:
-                        toks.append(_Tok("op", op, start, i, self.s))
+                        toks.append(Tok("op", op, start, i, self.s))
                     continue
                 i = start
-                parts, j = self._scan(i, "word")
+                parts, j = self.scan(i, "word")
                 if j == i:  # a lone character the scanner does not take: keep going
                     i += 1
                     continue
-                toks.append(_Tok("word", "", i, j, self.s, parts))
+                toks.append(Tok("word", "", i, j, self.s, parts))
                 i = j
-            except _LexError as exc:
+            except LexError as exc:
                 errors.append((exc.message, exc.idx))
                 while toks and not (toks[-1].kind == "op" and toks[-1].value in ("\n", ";")):
                     toks.pop()
@@ -256,7 +273,7 @@ class _Lexer:
                 pending = []
         return toks
 
-    def _heredoc_bodies(self, i: int, pending: list[_Heredoc]) -> int:
+    def _heredoc_bodies(self, i: int, pending: list[Heredoc]) -> int:
         t, n = self.t, self.n
         for h in pending:
             start = i
@@ -277,12 +294,12 @@ class _Lexer:
 
     # -- words ----------------------------------------------------------------------------------
 
-    def _scan(self, i: int, mode: str, end: int | None = None) -> tuple[list[_Part], int]:
+    def scan(self, i: int, mode: str, end: int | None = None) -> tuple[list[Part], int]:
         """Parts of one word from i. Modes: word (stops at a metacharacter), dq (inside double
         quotes; stops at the closing quote), heredoc (expansions only), pword (a ${X:-word})."""
         t = self.t
         n = self.n if end is None else end
-        parts: list[_Part] = []
+        parts: list[Part] = []
         buf: list[str] = []
         bidx: list[int] = []
         bq = False
@@ -290,7 +307,7 @@ class _Lexer:
 
         def flush() -> None:
             if buf:
-                parts.append(_Lit("".join(buf), bidx[:], bq, bidx[0]))
+                parts.append(Lit("".join(buf), bidx[:], bq, bidx[0]))
                 buf.clear()
                 bidx.clear()
 
@@ -316,10 +333,10 @@ class _Lexer:
                 continue
             c = t[i]
             if mode == "word" and c in _META:
-                if c == "(" and not parts and not bq and _ASSIGN_RE.fullmatch("".join(buf)):
+                if c == "(" and not parts and not bq and ASSIGN_RE.fullmatch("".join(buf)):
                     j = self._paren_end(i + 1, n, i)
                     flush()
-                    parts.append(_Arr(i, j))
+                    parts.append(Arr(i, j))
                     i = j
                     continue
                 break
@@ -351,15 +368,15 @@ class _Lexer:
             if c == "'" and mode in ("word", "pword"):
                 j = t.find("'", i + 1, n)
                 if j < 0:
-                    raise _LexError("unterminated single quote: the shell reads to the end of the file", i)
+                    raise LexError("unterminated single quote: the shell reads to the end of the file", i)
                 flush()
-                parts.append(_Lit(t[i + 1 : j], list(range(i + 1, j)), True, i))
+                parts.append(Lit(t[i + 1 : j], list(range(i + 1, j)), True, i))
                 i = j + 1
                 continue
             if c == "$" and mode in ("word", "pword") and i + 1 < n and t[i + 1] == "'":
                 j, text = self._ansi_c(i + 2, n, i)
                 flush()
-                parts.append(_Lit(text, [i] * len(text), True, i))
+                parts.append(Lit(text, [i] * len(text), True, i))
                 i = j
                 continue
             if (c == '"' and mode in ("word", "pword")) or (
@@ -367,10 +384,10 @@ class _Lexer:
             ):
                 q = i if c == '"' else i + 1
                 flush()
-                sub, j = self._scan(q + 1, "dq", end)
+                sub, j = self.scan(q + 1, "dq", end)
                 if j >= n or t[j] != '"':
-                    raise _LexError("unterminated double quote: the shell reads to the end of the file", q)
-                parts.extend(sub if sub else [_Lit("", [], True, q)])
+                    raise LexError("unterminated double quote: the shell reads to the end of the file", q)
+                parts.extend(sub if sub else [Lit("", [], True, q)])
                 i = j + 1
                 continue
             if c == "$":
@@ -386,12 +403,12 @@ class _Lexer:
             if c == "`":
                 j = self._backtick_end(i, n)
                 flush()
-                parts.append(_Cmd(i, j, inq))
+                parts.append(Cmd(i, j, inq))
                 i = j
                 continue
-            if _PH_BASE <= ord(c) <= _PH_LIMIT and self.s.ph:
+            if PH_BASE <= ord(c) <= PH_LIMIT and self.s.ph:
                 flush()
-                parts.append(_Ph(ord(c) - _PH_BASE, i, inq))
+                parts.append(Ph(ord(c) - PH_BASE, i, inq))
                 i += 1
                 continue
             lit(c, i, inq)
@@ -440,27 +457,33 @@ class _Lexer:
                 continue
             out.append(c)
             i += 1
-        raise _LexError("unterminated $'...' string: the shell reads to the end of the file", start)
+        raise LexError("unterminated $'...' string: the shell reads to the end of the file", start)
 
-    def _dollar(self, i: int, quoted: bool, n: int) -> tuple[_Part | None, int]:
+    def _dollar(self, i: int, quoted: bool, n: int) -> tuple[Part | None, int]:
         t = self.t
         nx = t[i + 1] if i + 1 < n else ""
         if nx == "(":
             if i + 2 < n and t[i + 2] == "(":
                 j = self._arith_end(i + 3, n)
                 if j > 0:
-                    return _Arith(i + 3, j - 2, i, j, quoted), j
+                    return Arith(i + 3, j - 2, i, j, quoted), j
             j = self._paren_end(i + 2, n, i)
-            return _Cmd(i, j, quoted), j
+            return Cmd(i, j, quoted), j
+        if nx == "[":
+            # `$[ expr ]`, the old arithmetic form bash still expands like `$(( expr ))` (bash
+            # subst.c param_expand: case LBRACK, "$[ ... ]" is arithmetic)
+            j = self._bracket_end(i + 2, n)
+            if j > 0:
+                return Arith(i + 2, j - 1, i, j, quoted), j
         if nx == "{":
             j = self._brace_end(i + 2, n, i)
-            return _Param(i + 2, j - 1, i, j, quoted), j
+            return Param(i + 2, j - 1, i, j, quoted), j
         if nx and (nx.isalpha() or nx == "_") and nx.isascii():
-            m = _IDENT_RE.match(t, i + 1, n)
+            m = IDENT_RE.match(t, i + 1, n)
             assert m is not None
-            return _Param(i + 1, m.end(), i, m.end(), quoted), m.end()
+            return Param(i + 1, m.end(), i, m.end(), quoted), m.end()
         if nx and nx in "0123456789@*#?$!-":
-            return _Param(i + 1, i + 2, i, i + 2, quoted), i + 2
+            return Param(i + 1, i + 2, i, i + 2, quoted), i + 2
         return None, i + 1
 
     def _skip_quoted(self, i: int, n: int) -> int:
@@ -502,7 +525,24 @@ class _Lexer:
                 if depth == 0:
                     return i + 1
             i += 1
-        raise _LexError("unterminated $( command substitution: no closing parenthesis", start)
+        raise LexError("unterminated $( command substitution: no closing parenthesis", start)
+
+    def _bracket_end(self, i: int, n: int) -> int:
+        """The index after the `]` that closes `$[` (nested brackets counted), -1 when none does."""
+        t = self.t
+        depth = 0
+        while i < n:
+            c = t[i]
+            if c == "[":
+                depth += 1
+            elif c == "]":
+                if depth == 0:
+                    return i + 1
+                depth -= 1
+            elif c == "\n":
+                return -1
+            i += 1
+        return -1
 
     def _arith_end(self, i: int, n: int) -> int:
         t = self.t
@@ -535,9 +575,9 @@ class _Lexer:
                 continue
             if c == "$" and i + 1 < n and t[i + 1] == "{":
                 depth += 1
-                if depth > _MAX_BRACE_DEPTH:
-                    raise _LexError(
-                        f"${{...}} nested deeper than {_MAX_BRACE_DEPTH} levels: not followed", start
+                if depth > MAX_BRACE_DEPTH:
+                    raise LexError(
+                        f"${{...}} nested deeper than {MAX_BRACE_DEPTH} levels: not followed", start
                     )
                 i += 2
                 continue
@@ -546,7 +586,7 @@ class _Lexer:
                 if depth == 0:
                     return i + 1
             i += 1
-        raise _LexError("unterminated ${ parameter expansion: no closing brace", start)
+        raise LexError("unterminated ${ parameter expansion: no closing brace", start)
 
     def _backtick_end(self, i: int, n: int) -> int:
         t = self.t
@@ -558,20 +598,20 @@ class _Lexer:
             if t[j] == "`":
                 return j + 1
             j += 1
-        raise _LexError("unterminated ` command substitution: no closing backtick", i)
+        raise LexError("unterminated ` command substitution: no closing backtick", i)
 
 
-def _raw_a(p: _Part) -> int:
-    if isinstance(p, _Lit):
+def raw_a(p: Part) -> int:
+    if isinstance(p, Lit):
         return p.pos
-    if isinstance(p, _Ph):
+    if isinstance(p, Ph):
         return p.i
     return p.ra
 
 
-def _raw_b(p: _Part) -> int:
-    if isinstance(p, _Lit):
+def raw_b(p: Part) -> int:
+    if isinstance(p, Lit):
         return (p.idx[-1] + 1) if p.idx else p.pos
-    if isinstance(p, _Ph):
+    if isinstance(p, Ph):
         return p.i + 1
     return p.rb

@@ -16,6 +16,20 @@ class Word:
     unknown: str | None = None  # why it is unknown
 
 
+@record(frozen=True, slots=True)
+class Workdir:
+    """Where a command runs after the script's `cd`, `pushd` and `popd` (a subshell's stay inside it).
+
+    `path` is normalised POSIX text: absolute, or relative to the folder the script is started from
+    (`script_dir`: relative to the script's own folder instead, as `cd "$(dirname "$0")"` makes it).
+    None when the folder is not known statically (`cd $1`), with the reason."""
+
+    path: str | None
+    span: Span  # the `cd` (or `pushd`, `popd`) that made it
+    script_dir: bool = False
+    reason: str | None = None
+
+
 @record(slots=True)
 class LaunchCommand:
     # "accelerate" | "torchrun" | "deepspeed" | "python" | "llamafactory" | "trl" | "axolotl" | "vllm"
@@ -28,6 +42,7 @@ class LaunchCommand:
     subcommand: bool = False  # script is the launcher's command word (llamafactory-cli train), not a file
     script_args: dict[str, Word] = field(default_factory=dict)
     positional: list[Word] = field(default_factory=list)
+    workdir: Workdir | None = None  # None: the folder the script is started from
 
 
 @record(slots=True)

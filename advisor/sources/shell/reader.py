@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from advisor.sources.document import Document, SourceProblem, Span
-from advisor.sources.shell.expand import _TooLarge
-from advisor.sources.shell.interpreter import _Shell
-from advisor.sources.shell.lexer import _JUNK_RE, _MAX_COMMANDS, _Src
+from advisor.sources.shell.expand import TooLarge
+from advisor.sources.shell.interpreter import Shell
+from advisor.sources.shell.lexer import JUNK_RE, MAX_COMMANDS, Src
 from advisor.sources.shell.model import LaunchScript
-from advisor.sources.shell.sbatch import _read_sbatch
+from advisor.sources.shell.sbatch import read_sbatch
 
 
 def read_launch(path: Path, text: str) -> Document:
@@ -28,14 +28,14 @@ def _read(text: str, doc: Document, problems: list[SourceProblem]) -> None:
     if text.startswith("\ufeff"):
         text = text[1:]
     text = text.replace("\r\n", "\n")
-    shell = _Shell(text, problems)
+    shell = Shell(text, problems)
 
     # Lines with binary junk are reported and blanked, so the rest of the file is still read.
     lines = text.split("\n")
     cleaned = []
     pos = 0
     for line in lines:
-        m = _JUNK_RE.search(line)
+        m = JUNK_RE.search(line)
         if m:
             what = f"U+{ord(m.group()):04X}"
             shell.problem(f"line contains binary data ({what}); the line is skipped", pos + m.start())
@@ -46,12 +46,12 @@ def _read(text: str, doc: Document, problems: list[SourceProblem]) -> None:
     shell.text = text
 
     script: LaunchScript = doc.data
-    _read_sbatch(shell, text, script)
+    read_sbatch(shell, text, script)
     try:
-        shell.run(_Src(text))
-    except _TooLarge:
+        shell.run(Src(text))
+    except TooLarge:
         shell.problem("the script expands to too much text to follow statically; the rest is not read", 0)
-    script.commands = shell.commands[:_MAX_COMMANDS]
+    script.commands = shell.commands[:MAX_COMMANDS]
     script.variables = {k: v.word for k, v in shell.vars.items()}
     for k, v in shell.vars.items():
         shell.key_spans[("variables", k)] = shell.span(v.key_off)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from advisor.sources.shell.model import LaunchScript, Word
 
 if TYPE_CHECKING:
-    from advisor.sources.shell.interpreter import _Shell
+    from advisor.sources.shell.protocol import ShellReader
 
 _SBATCH_SHORT = {
     "N": "nodes",
@@ -96,7 +96,7 @@ def _sbatch_tokens(line: str, base: int) -> list[tuple[str, str, int]]:
     return out
 
 
-def _read_sbatch(shell: _Shell, text: str, script: LaunchScript) -> None:
+def read_sbatch(shell: ShellReader, text: str, script: LaunchScript) -> None:
     pos = 0
     for line in text.split("\n"):
         line_start = pos

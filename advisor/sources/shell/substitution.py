@@ -9,31 +9,35 @@ glob the shell expands first, so it is not read."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
-from advisor.sources.shell.expand import _join_text, _Piece
-from advisor.sources.shell.lexer import _Cmd, _Lexer, _LexError, _Src
+from advisor.sources.shell.expand import join_text
+from advisor.sources.shell.lexer import Cmd, Lexer, LexError, Src
+from advisor.sources.shell.piece import Piece
+
+if TYPE_CHECKING:
+    from advisor.sources.shell.protocol import ShellReader
 
 _INT = re.compile(r"[+-]?\d{1,18}")
 _TIMES = {"\\*", "'*'", '"*"'}
 
 
-def command_substitution(shell: Any, src: _Src, part: _Cmd) -> _Piece:
+def command_substitution(shell: ShellReader, src: Src, part: Cmd) -> Piece:
     """The substitution's output when it is `expr` over known integers, else an unknown piece."""
     raw = src.raw(part.ra, part.rb)
     off = src.off(part.ra)
     unknown = shell.unknown(raw, off, "command substitution")
     start = part.ra + (2 if raw.startswith("$(") else 1)
     try:
-        parts, _ = _Lexer(src)._scan(start, "heredoc", part.rb - 1)
-    except _LexError:
+        parts, _ = Lexer(src).scan(start, "heredoc", part.rb - 1)
+    except LexError:
         return unknown
-    text = _join_text(shell.expand(parts, src, False))
+    text = join_text(shell.expand(parts, src, False))
     words = text.split() if text is not None else []
     if len(words) < 2 or words[0] != "expr":
         return unknown
     value = expr_value([_unquoted(w) for w in words[1:]])
-    return unknown if value is None else _Piece(str(value), raw, None, off)
+    return unknown if value is None else Piece(str(value), raw, None, off)
 
 
 def _unquoted(word: str) -> str:

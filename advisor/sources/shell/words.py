@@ -6,11 +6,11 @@ from __future__ import annotations
 import bisect
 
 from advisor.sources.document import Span
-from advisor.sources.shell.expand import _Field
+from advisor.sources.shell.expand import Field
 from advisor.sources.shell.model import Word
 
 
-class _Words:
+class Words:
     """Needs `text` (the script as read) and `starts` (the offset of each line) from the interpreter."""
 
     text: str
@@ -33,7 +33,7 @@ class _Words:
         """The span of text written as `raw` at off (an assignment's value), with its end when it is."""
         return self.span(off, off + len(raw) if raw and self.text.startswith(raw, off) else None)
 
-    def field_end(self, f: _Field) -> int | None:
+    def field_end(self, f: Field) -> int | None:
         """Just after the field's last character when the field is written in one piece in the file:
         its raw text is there (a `bash -c` string's word is too, when the string holds it unchanged),
         or its characters come from one contiguous run (a variable's or array's value)."""
@@ -49,17 +49,17 @@ class _Words:
             return offs[-1] + 1
         return None
 
-    def field_span(self, f: _Field) -> Span:
+    def field_span(self, f: Field) -> Span:
         return self.span(f.offset(), self.field_end(f))
 
-    def word(self, f: _Field) -> Word:
+    def word(self, f: Field) -> Word:
         text = f.text
         return Word(text, f.raw_text(), self.field_span(f), None if text is not None else f.reason)
 
-    def true_word(self, f: _Field) -> Word:
+    def true_word(self, f: Field) -> Word:
         return Word("true", f.raw_text(), self.field_span(f))
 
-    def joined_word(self, fs: list[_Field]) -> Word:
+    def joined_word(self, fs: list[Field]) -> Word:
         texts = [f.text for f in fs]
         text = None if any(t is None for t in texts) else " ".join(texts)  # type: ignore[arg-type]
         reason = next((f.reason for f in fs if f.text is None), None)

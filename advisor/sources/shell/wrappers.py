@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 # Commands that run another command, and their options that take no value.
-_WRAPPERS: dict[str, frozenset[str]] = {
+WRAPPERS: dict[str, frozenset[str]] = {
     "srun": frozenset(
         {
             "-l",
@@ -52,7 +52,7 @@ _WRAPPERS: dict[str, frozenset[str]] = {
     "mpiexec": frozenset({"--allow-run-as-root", "--oversubscribe", "--tag-output"}),
     "xvfb-run": frozenset({"-a", "--auto-servernum"}),
 }
-_WRAPPER_POSITIONALS = {"timeout": 1, "taskset": 1}
-_SIMPLE_WRAPPERS = {"nohup", "time", "exec", "command", "builtin", "caffeinate", "unbuffer"}
-_RUNNERS = {"uv", "poetry", "pixi", "conda", "pipenv", "hatch", "rye", "micromamba", "mamba"}
-_SHELLS = {"bash", "sh", "zsh", "dash", "ksh"}
+WRAPPER_POSITIONALS = {"timeout": 1, "taskset": 1}
+SIMPLE_WRAPPERS = {"nohup", "time", "exec", "command", "builtin", "caffeinate", "unbuffer"}
+RUNNERS = {"uv", "poetry", "pixi", "conda", "pipenv", "hatch", "rye", "micromamba", "mamba"}
+SHELLS = {"bash", "sh", "zsh", "dash", "ksh"}
