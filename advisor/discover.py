@@ -44,6 +44,7 @@ class Reference:
     path: Path | None  # None: does not exist, or lies outside the project (then `outside` says why)
     role: str  # "accelerate", "training_args", "deepspeed", "script", "fsdp_config"
     outside: str | None = None  # why the file is not read: it lies outside the project boundary
+    looked: str = "beside the file and up to the project root"  # where it was looked for, in words
 
 
 @record(slots=True)
@@ -60,6 +61,8 @@ class RunSpec:
     script: Document | None = None
     references: list[Reference] = field(default_factory=list)
     hostfile: Any = None  # advisor.sources.hostfile.Hostfile of `deepspeed --hostfile FILE`
+    # the folder the launch command runs in, when its script (or config) resolves from one folder only
+    workdir: Path | None = None
 
     @property
     def documents(self) -> list[Document]:
@@ -250,11 +253,12 @@ def _is_file(path: Path) -> bool:
 
 
 def _bases(doc_path: Path) -> list[Path]:
-    """Where a relative path written in a file may point: the current folder, the file's folder and
-    its parents up to the project root (scripts are usually started from the repo root). The file's
-    folder is made absolute first: `Path("x.sh").parent` is `.`, whose parent is itself, so a file
-    named relative to the current folder would climb nowhere (`cd qwen/finetune && check x.sh`)."""
-    bases = [Path.cwd()]
+    """Where a relative path written in a file may point: the file's folder and its parents up to the
+    project root (scripts are usually started from the repo root). Never the folder `check` is started
+    from: the answer must not depend on it. The file's folder is made absolute first: `Path("x.sh").parent`
+    is `.`, whose parent is itself, so a file named relative to the current folder would climb nowhere
+    (`cd qwen/finetune && check x.sh`)."""
+    bases = []
     here = Path(os.path.abspath(doc_path)).parent
     for _ in range(6):
         bases.append(here)
@@ -264,11 +268,48 @@ def _bases(doc_path: Path) -> list[Path]:
     return bases
 
 
+def command_bases(doc_path: Path, workdir: Any, boundary: ProjectBoundary | None) -> list[Path]:
+    """The folders a launch command of `doc_path` may run in: a launch script is started from its own
+    folder or a parent up to the project root (`_bases`), then the script's `cd` moves it (`workdir`,
+    advisor/sources/shell/workdir.py). A `cd` whose folder is not known, or that leaves the project,
+    leaves the folders it may start from."""
+    starts = _bases(doc_path)
+    path = getattr(workdir, "path", None)
+    if path is None:
+        return starts
+    if workdir.script_dir:
+        return [Path(os.path.normpath(starts[0] / path))]
+    if os.path.isabs(path):
+        inside = boundary is None or boundary.contains(Path(path))
+        return [Path(path)] if inside else starts
+    return list(dict.fromkeys(Path(os.path.normpath(s / path)) for s in starts))
+
+
+def resolve_in(
+    doc: Document, raw: str, span: Span, role: str, cache: DocumentCache, bases: list[Path], key: str | None
+) -> Reference:
+    """`raw` as a Reference from `doc`, looked for in `bases` in order."""
+    path, outside = resolve_reference(raw, doc.path, bases, cache.boundary)
+    return Reference(Location(doc.path, span.line, span.col, key), raw, path, role, outside)
+
+
 def _ref(
     doc: Document, raw: str, span: Span, role: str, cache: DocumentCache, key: str | None = None
 ) -> Reference:
-    path, outside = resolve_reference(raw, doc.path, _bases(doc.path), cache.boundary)
-    return Reference(Location(doc.path, span.line, span.col, key), raw, path, role, outside)
+    return resolve_in(doc, raw, span, role, cache, _bases(doc.path), key)
+
+
+def _workdir(command: Any, bases: list[Path], training_word: Any) -> Path | None:
+    """The one folder of `bases` the command's relative paths resolve from: the first where its
+    training script is (`python train.py` runs ./train.py), else where its config file is; None when
+    neither names a relative file that is there."""
+    script = command.script
+    named = script.text if script is not None and not command.module and not command.subcommand else None
+    if not named and training_word is not None:
+        named = training_word.text
+    if not named or os.path.isabs(named) or named.startswith("~") or named.startswith("$"):
+        return None
+    return next((b for b in bases if _names_file(b / named)), None)
 
 
 def discover(seeds: list[Path], cache: DocumentCache | None = None) -> tuple[list[RunSpec], list[Document]]:
@@ -302,9 +343,10 @@ def discover(seeds: list[Path], cache: DocumentCache | None = None) -> tuple[lis
         or any(resolved(d.path) in own for d in (*r.documents, r.script) if d is not None)
         or (r.hostfile is not None and r.hostfile.found and resolved(r.hostfile.path) in named_hosts)
     ]
-    used = {resolved(d.path) for r in runs for d in (*r.documents, r.script) if d is not None}
-    unused = {resolved(d.path) for d in referrers} - used
-    return runs, [d for d in cache.all() if resolved(d.path) not in unused]
+    # only the given files and the files of the runs they belong to: a config that a dropped run read
+    # (a launch that named a file of the same base name elsewhere) is not reported
+    keep = own | {resolved(d.path) for r in runs for d in (*r.documents, r.script) if d is not None}
+    return runs, [d for d in cache.all() if resolved(d.path) in keep]
 
 
 def _unreached_config_seeds(seeds: list[Path], docs: list[Document], runs: list[RunSpec]) -> list[Document]:
@@ -454,6 +496,23 @@ def _build_runs(docs: list[Document], cache: DocumentCache) -> list[RunSpec]:
 
 
 def _attach_from_command(run: RunSpec, doc: Document, command: Any, cache: DocumentCache) -> None:
+    training_word = command.script_args.get("config")
+    if training_word is None:
+        for word in command.positional:
+            if word.text and Path(word.text).suffix.lower() in {".yaml", ".yml", ".json"}:
+                training_word = word
+                break
+    # every relative path of the command is opened from the one folder the process runs in
+    bases = command_bases(doc.path, getattr(command, "workdir", None), cache.boundary)
+    run.workdir = _workdir(command, bases, training_word)
+    if run.workdir is not None:
+        bases = [run.workdir]
+
+    def _ref(doc: Document, raw: str, span: Span, role: str, cache: DocumentCache) -> Reference:
+        ref = resolve_in(doc, raw, span, role, cache, bases, None)
+        ref.looked = _looked(bases)
+        return ref
+
     args = command.launcher_args
     config = args.get("config_file") or (args.get("accelerate_config") if command.launcher == "trl" else None)
     if config is not None and config.text:
@@ -462,12 +521,6 @@ def _attach_from_command(run: RunSpec, doc: Document, command: Any, cache: Docum
         if ref.path:
             run.accelerate = cache.get(ref.path, "accelerate")
 
-    training_word = command.script_args.get("config")
-    if training_word is None:
-        for word in command.positional:
-            if word.text and Path(word.text).suffix.lower() in {".yaml", ".yml", ".json"}:
-                training_word = word
-                break
     if training_word is not None and training_word.text:
         ref = _ref(doc, training_word.text, training_word.span, "training_args", cache)
         run.references.append(ref)
@@ -490,7 +543,7 @@ def _attach_from_command(run: RunSpec, doc: Document, command: Any, cache: Docum
 
     hostfile_word = args.get("hostfile") if command.launcher == "deepspeed" else None
     if hostfile_word is not None and hostfile_word.text:
-        run.hostfile = _hostfile(run, doc, hostfile_word, cache)
+        run.hostfile = _hostfile(run, doc, hostfile_word, cache, bases)
 
     # `llamafactory-cli train`, `trl sft`: the command word names no file
     subcommand = getattr(command, "subcommand", False)
@@ -543,13 +596,13 @@ def _module_ref(doc: Document, dotted: str, span: Span, cache: DocumentCache) ->
     return None
 
 
-def _hostfile(run: RunSpec, doc: Document, word: Any, cache: DocumentCache) -> Any:
+def _hostfile(run: RunSpec, doc: Document, word: Any, cache: DocumentCache, bases: list[Path]) -> Any:
     """`deepspeed --hostfile FILE`, read inside the project; a file outside it is GA006's, and a file
     that is not there is DeepSpeed's warning, not an error: it proceeds with local resources only
     (deepspeed 0.16.4 launcher/runner.py:213-217)."""
     from advisor.sources.hostfile import Hostfile, read_hostfile
 
-    ref = _ref(doc, word.text, word.span, "hostfile", cache)
+    ref = resolve_in(doc, word.text, word.span, "hostfile", cache, bases, None)
     if ref.outside is not None:
         run.references.append(ref)
         return Hostfile(path=Path(word.text), problem=ref.outside)
@@ -630,7 +683,23 @@ def _attach_nested(run: RunSpec, cache: DocumentCache) -> None:
         raw = holder.get(path)
         if not isinstance(raw, str) or not raw.strip() or _preset(run.command, raw):
             continue
-        ref = _ref(holder, raw, holder.span(path, value=True), "deepspeed", cache, "/" + "/".join(path))
+        span, key = holder.span(path, value=True), "/" + "/".join(path)
+        if run.workdir is not None and holder is run.training:
+            # HfDeepSpeedConfig opens the string as given, relative to the process's working folder and
+            # not to the YAML: transformers 5.24.0 integrations/deepspeed.py:53,60 subclasses accelerate's,
+            # whose __init__ (accelerate 1.15.0 utils/deepspeed.py:141-142) does
+            # `elif os.path.exists(config_file_or_dict): with open(config_file_or_dict) as f`
+            ref = resolve_in(holder, raw, span, "deepspeed", cache, [run.workdir], key)
+            ref.looked = _looked([run.workdir])
+        else:
+            ref = _ref(holder, raw, span, "deepspeed", cache, key)
         run.references.append(ref)
         if ref.path and run.deepspeed is None:
             run.deepspeed = cache.get(ref.path, "deepspeed")
+
+
+def _looked(bases: list[Path]) -> str:
+    """Where a reference was looked for, in words for GA004."""
+    if len(bases) == 1:
+        return f"in {relative(bases[0])}/, the folder the launch runs in"
+    return "in the folders the launch may run in: the script's own and its parents up to the project root"
