@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from advisor.records import field, record
@@ -32,39 +31,12 @@ class Value:
         return f"{self.value!r} from {where}" + (f" ({self.note})" if self.note else "")
 
 
-# GPU_ADVISE_STRICT_FACTS=1 (the test suite sets it): every fact a builder sets must be declared in the
-# catalogue (advisor/facts/catalogue.py) with its type; an undeclared one raises UndeclaredFact.
-_STRICT = os.environ.get("GPU_ADVISE_STRICT_FACTS", "") not in ("", "0")
-
-
 class UndeclaredFact(BaseException):
-    """A builder set a fact the catalogue does not declare, or a value of another type (strict mode only).
+    """A builder set a fact its namespace class does not declare, or a value of another type
+    (advisor/facts/declare.py checks every set).
 
-    A BaseException, so that no builder's `except Exception` turns it into an unknown value: in the test
-    suite it must fail the test that built the fact."""
-
-
-def set_strict(on: bool) -> None:
-    global _STRICT
-    _STRICT = on
-
-
-# Why setting `namespace.key` to a value breaks the fact catalogue, or None. The check lives with the
-# catalogue (advisor/facts/strict.py), a higher layer: it installs itself here when it is imported, so
-# that this module imports nothing above it.
-FactCheck = Callable[[str, str, object], "str | None"]
-_fact_check: FactCheck | None = None
-
-
-def install_fact_check(check: FactCheck) -> None:
-    global _fact_check
-    _fact_check = check
-
-
-def _check_declared(namespace: str, key: str, value: Value | Namespace) -> None:
-    problem = _fact_check(namespace, key, value) if _fact_check is not None else None
-    if problem is not None:
-        raise UndeclaredFact(problem)
+    A BaseException, so that no builder's `except Exception` turns it into an unknown value: a builder's
+    bug fails the test (or the check) that built the fact."""
 
 
 class Namespace:
@@ -106,8 +78,6 @@ class Namespace:
         return f"<{self._name}: {', '.join(self._values)}>"
 
     def set(self, key: str, value: Value | Namespace) -> None:
-        if _STRICT:
-            _check_declared(self._name, key, value)
         self._values[key] = value
 
     def entry(self, key: str) -> Value | Namespace | None:

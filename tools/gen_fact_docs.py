@@ -1,4 +1,4 @@
-"""Write docs/facts.md from the fact catalogue (advisor/facts/catalogue.py).
+"""Write docs/facts.md from the namespace classes (advisor/facts/catalogue.py generates the catalogue).
 
 python3 tools/gen_fact_docs.py          # write it
 python3 tools/gen_fact_docs.py --check  # exit 1 when docs/facts.md is not current

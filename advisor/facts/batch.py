@@ -12,6 +12,7 @@ from typing import Any
 
 from advisor.facts.batch_conflicts import batch_conflicts
 from advisor.facts.counts import count, count_value, strict_int
+from advisor.facts.declare import ANY, FactNamespace, fact
 from advisor.facts.deepspeed_batch import (
     DsBatch,
     deepspeed_batch,
@@ -34,23 +35,98 @@ from advisor.provenance import Namespace, Value
 from advisor.sources.document import Location
 
 
+class BatchFacts(
+    FactNamespace, name="batch", doc="How many processes run and how many samples one optimizer step sees."
+):
+    processes_per_node = fact(int, "processes the launcher starts on each node", unit="processes")
+    nodes = fact(int, "nodes the launcher starts processes on", unit="nodes")
+    pinned = fact(bool, "the process count is written, not taken from the visible GPUs")
+    launcher = fact(str, "the launcher the process count is implied by (torchrun, accelerate, ...)")
+    follows = fact(str, "what an unpinned process count follows (e.g. the GPUs of the machine)")
+    visible_gpus = fact(list[int], "GPU indices CUDA_VISIBLE_DEVICES (or an equivalent) selects")
+    selected_via = fact(str, "what selects the visible GPUs (CUDA_VISIBLE_DEVICES, --gpus, ...)")
+    world_size = fact(int, "processes in the job: processes per node x nodes", unit="processes")
+    model_parallel_size = fact(
+        int, "tensor x pipeline parallel size that divides the world", unit="processes"
+    )
+    dp_size = fact(int, "data-parallel processes: world size / model-parallel size", unit="processes")
+    per_device = fact(int, "micro batch per process (per_device_train_batch_size)", unit="samples")
+    accumulation = fact(int, "gradient accumulation steps", unit="steps")
+    dataparallel_gpus = fact(int, "GPUs one process drives under nn.DataParallel", unit="GPUs")
+    split_batches = fact(ANY, "accelerator_config.split_batches (the written value when true)")
+    split_problems = fact(
+        list[dict],
+        "a split batch that does not divide by the process count",
+        items=("batch", "location", "processes", "related"),
+    )
+    generation = fact(dict, "generation batch of GRPO-style trainers (facts/generation_batch.py)")
+    generation_problems = fact(
+        list[dict],
+        "generation or eval batches that do not divide as the trainer requires",
+        items=("detail", "divisor", "kind", "location", "related", "severity", "trainer", "value"),
+    )
+    effective_batch = fact(
+        int, "samples per optimizer step: micro x accumulation x data-parallel", unit="samples"
+    )
+    per_process_batch = fact(int, "samples per optimizer step of one process", unit="samples")
+    deepspeed_consumer = fact(str, "who reads the DeepSpeed batch keys: hf (the Trainer) or deepspeed")
+    deepspeed_problems = fact(
+        list[dict],
+        "DeepSpeed batch keys that fail at this world size or hold only at some",
+        items=(
+            "consumer",
+            "derived_gas",
+            "derived_micro",
+            "detail",
+            "expected",
+            "failing",
+            "gas",
+            "kind",
+            "location",
+            "micro",
+            "related",
+            "severity",
+            "train",
+            "valid_worlds",
+            "world",
+        ),
+    )
+    conflicts = fact(
+        list[dict],
+        "batch settings written twice with different values (HF and DeepSpeed, flags and files)",
+        items=(
+            "detail",
+            "ds_value",
+            "hf_default",
+            "hf_key",
+            "hf_value",
+            "key",
+            "kind",
+            "location",
+            "related",
+            "source",
+            "string",
+        ),
+    )
+
+
 def _unknown(ns: Namespace, key: str) -> str | None:
     """Why the value set under key is unknown (None when it is known or unset)."""
     entry = value_entry(ns, key)
     return entry.unknown if entry is not None else None
 
 
-def batch_facts(plan: RunPlan) -> Namespace:
-    ns = Namespace("batch")
+def batch_facts(plan: RunPlan) -> BatchFacts:
+    ns = BatchFacts()
     per_node, nodes, pinned = processes(plan)
-    ns.set("processes_per_node", per_node)
-    ns.set("nodes", nodes)
-    ns.set("pinned", Value(pinned, per_node.origin, "derived"))
-    ns.set("launcher", Value(implied_launcher(plan), per_node.origin, "derived"))
-    ns.set("follows", Value(None if pinned else per_node.note, per_node.origin, "derived"))
+    ns.processes_per_node = per_node
+    ns.nodes = nodes
+    ns.pinned = Value(pinned, per_node.origin, "derived")
+    ns.launcher = Value(implied_launcher(plan), per_node.origin, "derived")
+    ns.follows = Value(None if pinned else per_node.note, per_node.origin, "derived")
     visible = visible_gpus(plan)
-    ns.set("visible_gpus", Value(visible.ids, visible.origin, "derived", unknown=visible.unknown))
-    ns.set("selected_via", Value(visible.via if visible.ids is not None else None, visible.origin, "derived"))
+    ns.visible_gpus = Value(visible.ids, visible.origin, "derived", unknown=visible.unknown)
+    ns.selected_via = Value(visible.via if visible.ids is not None else None, visible.origin, "derived")
 
     world = None
     per_node = count_value(per_node, "processes per node")
@@ -62,36 +138,29 @@ def batch_facts(plan: RunPlan) -> Namespace:
             "; ".join(n for n in (per_node.note, nodes.note) if n and nodes.source != "default")
             or per_node.note
         )
-        ns.set("world_size", Value(world, per_node.origin, "derived", related=related, note=note))
+        ns.world_size = Value(world, per_node.origin, "derived", related=related, note=note)
     else:
         reason = per_node.unknown or nodes.unknown or "unknown"
-        ns.set("world_size", Value(None, per_node.origin, "derived", unknown=reason))
+        ns.world_size = Value(None, per_node.origin, "derived", unknown=reason)
 
     divisor, div_where = parallel_divisor(plan)
-    ns.set(
-        "model_parallel_size",
-        Value(divisor, div_where[0] if div_where else None, "derived", related=div_where[1:]),
+    ns.model_parallel_size = Value(
+        divisor, div_where[0] if div_where else None, "derived", related=div_where[1:]
     )
     dp = world // divisor if world is not None and divisor and world % divisor == 0 else None
     if world is not None and dp is None:
-        ns.set(
-            "dp_size",
-            Value(
-                None,
-                None,
-                "derived",
-                unknown=f"world size {world} is not divisible by tp x cp x sp = {divisor}",
-            ),
+        ns.dp_size = Value(
+            None,
+            None,
+            "derived",
+            unknown=f"world size {world} is not divisible by tp x cp x sp = {divisor}",
         )
     else:
-        ns.set(
-            "dp_size",
-            Value(
-                dp,
-                per_node.origin,
-                "derived",
-                unknown=None if dp is not None else _unknown(ns, "world_size") or "world size unknown",
-            ),
+        ns.dp_size = Value(
+            dp,
+            per_node.origin,
+            "derived",
+            unknown=None if dp is not None else _unknown(ns, "world_size") or "world size unknown",
         )
 
     micro, accum = _micro_and_accum(plan)
@@ -114,23 +183,23 @@ def batch_facts(plan: RunPlan) -> Namespace:
         accum = Value(
             ds.gas, _ds_origin(plan, "gradient_accumulation_steps", anchor), "deepspeed", note=derived
         )
-    ns.set("per_device", micro)
-    ns.set("accumulation", accum)
+    ns.per_device = micro
+    ns.accumulation = accum
     n_gpu, _ = data_parallel_gpus(plan)
-    ns.set("dataparallel_gpus", n_gpu or Value(None, None, "derived"))
+    ns.dataparallel_gpus = n_gpu or Value(None, None, "derived")
     split = split_batches(plan)
-    ns.set("split_batches", split or Value(False, None, "default"))
-    ns.set("split_problems", Value(_split_problems(split, micro, dp), None, "derived"))
+    ns.split_batches = split or Value(False, None, "default")
+    ns.split_problems = Value(_split_problems(split, micro, dp), None, "derived")
     if split is not None and dp is not None and micro.known and accum.known:
         # accelerate splits each per_device_train_batch_size batch over the processes
         # (accelerate/data_loader.py:1284 `dataloader.batch_size // num_processes`)
         m, g = int(micro.value), int(accum.value)
         related = [loc for loc in (accum.origin, split.origin) if loc is not None]
         note = f"{m} per step split over {dp} processes x {g} accumulation (split_batches)"
-        ns.set("effective_batch", Value(m * g, micro.origin, "derived", related=related, note=note))
-        ns.set("per_process_batch", Value(max(m // dp, 1) * g, micro.origin, "derived"))
+        ns.effective_batch = Value(m * g, micro.origin, "derived", related=related, note=note)
+        ns.per_process_batch = Value(max(m // dp, 1) * g, micro.origin, "derived")
     elif n_gpu is not None and not n_gpu.known:
-        ns.set("effective_batch", Value(None, n_gpu.origin, "derived", unknown=n_gpu.unknown))
+        ns.effective_batch = Value(None, n_gpu.origin, "derived", unknown=n_gpu.unknown)
     elif dp is not None and micro.known and accum.known:
         m, g = int(micro.value), int(accum.value)
         gpus = int(n_gpu.value) if n_gpu is not None else 1
@@ -142,23 +211,20 @@ def batch_facts(plan: RunPlan) -> Namespace:
             note = f"{m} per device x {g} accumulation x {dp} data-parallel processes"
         if ds is not None:
             note += " (DeepSpeed's batch derivation)"
-        ns.set(
-            "effective_batch",
-            Value(eff, ds_origin or micro.origin, "derived", related=related, note=note),
-        )
-        ns.set("per_process_batch", Value(m * g * gpus, micro.origin, "derived"))
+        ns.effective_batch = Value(eff, ds_origin or micro.origin, "derived", related=related, note=note)
+        ns.per_process_batch = Value(m * g * gpus, micro.origin, "derived")
     else:
         reason = micro.unknown or accum.unknown or _unknown(ns, "dp_size") or "world size or batch unknown"
-        ns.set("effective_batch", Value(None, micro.origin, "derived", unknown=reason))
+        ns.effective_batch = Value(None, micro.origin, "derived", unknown=reason)
 
-    ns.set("deepspeed_consumer", Value(deepspeed_consumer(plan), None, "derived"))
-    ns.set("deepspeed_problems", Value(deepspeed_batch_check(plan, micro, accum, world, dp), None, "derived"))
-    ns.set("conflicts", Value(batch_conflicts(plan), None, "derived"))
+    ns.deepspeed_consumer = Value(deepspeed_consumer(plan), None, "derived")
+    ns.deepspeed_problems = Value(deepspeed_batch_check(plan, micro, accum, world, dp), None, "derived")
+    ns.conflicts = Value(batch_conflicts(plan), None, "derived")
     from advisor.facts.generation_batch import generation_facts
 
     generation = generation_facts(plan, dp, micro, accum)
-    ns.set("generation", Value(generation, None, "derived"))
-    ns.set("generation_problems", Value(list(generation.get("problems", [])), None, "derived"))
+    ns.generation = Value(generation, None, "derived")
+    ns.generation_problems = Value(list(generation.get("problems", [])), None, "derived")
     return ns
 
 

@@ -2,9 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from advisor.provenance import Namespace, Value
+from advisor.facts.declare import FactNamespace, fact
+from advisor.facts.namespace_entries import entry_origin
+from advisor.provenance import Value
+
+if TYPE_CHECKING:
+    from advisor.facts.batch import BatchFacts
+    from advisor.facts.hardware import HardwareFacts
+    from advisor.plan import RunPlan
+
+
+class DataFacts(FactNamespace, name="data", doc="DataLoader workers and the CPU processes they add."):
+    workers = fact(int, "dataloader_num_workers per process", unit="workers")
+    workers_written = fact(bool, "dataloader_num_workers is written (not the default)")
+    processes_per_node = fact(int, "training processes that run per node", unit="processes")
+    declared_processes_per_node = fact(int, "the process count written, when fewer can run", unit="processes")
+    workers_per_node = fact(int, "workers x processes per node", unit="workers")
+    cpu_processes_per_node = fact(int, "(workers + 1) x processes per node", unit="processes")
+    processes_total = fact(int, "training processes over all nodes", unit="processes")
+    workers_total = fact(int, "workers over all nodes", unit="workers")
+    cpu_cores = fact(int, "CPU cores per node of the machine", unit="cores")
+    max_workers_per_process = fact(
+        int, "most workers per process that leave one core per rank", unit="workers"
+    )
+    media = fact(bool, "the data decodes images, audio or video (CPU-heavy loading)")
+    pin_memory = fact(bool, "dataloader_pin_memory as the Trainer reads it")
+    on_gpu = fact(bool, "the run trains on GPUs (not use_cpu)")
 
 
 def _as_int(value: Any) -> int | None:
@@ -63,42 +88,41 @@ def running_processes(plan: Any, batch: Any) -> int | None:
     return procs
 
 
-def data_facts(plan: Any, names: dict[str, Any]) -> Namespace:
-    ns = Namespace("data")
+def data_facts(plan: RunPlan, batch: BatchFacts, hardware: HardwareFacts) -> DataFacts:
+    ns = DataFacts()
     workers_entry = plan.training.entry("dataloader_num_workers")
     workers = _as_int(plan.training.dataloader_num_workers)
     origin = workers_entry.origin if isinstance(workers_entry, Value) else None
     source = workers_entry.source if isinstance(workers_entry, Value) else "default"
-    ns.set("workers", Value(workers, origin, source))
-    ns.set("workers_written", Value(source != "default", origin, "derived"))
-    batch = names["batch"]
+    ns.workers = Value(workers, origin, source)
+    ns.workers_written = Value(source != "default", origin, "derived")
     declared = batch.processes_per_node
     procs = running_processes(plan, batch)
     if workers is not None and isinstance(procs, int):
-        proc_origin = batch.entry("processes_per_node").origin
-        ns.set("processes_per_node", Value(procs, proc_origin, "derived"))
+        proc_origin = entry_origin(batch, "processes_per_node")
+        ns.processes_per_node = Value(procs, proc_origin, "derived")
         if isinstance(declared, int) and declared != procs:
             # GA304 reports the mismatch; judge the workers of the processes that can run
-            ns.set("declared_processes_per_node", Value(declared, proc_origin, "derived"))
-        ns.set("workers_per_node", Value(workers * procs, origin, "derived"))
+            ns.declared_processes_per_node = Value(declared, proc_origin, "derived")
+        ns.workers_per_node = Value(workers * procs, origin, "derived")
         # each rank is a process of its own besides its workers
-        ns.set("cpu_processes_per_node", Value((workers + 1) * procs, origin, "derived"))
+        ns.cpu_processes_per_node = Value((workers + 1) * procs, origin, "derived")
         nodes = batch.nodes
         if isinstance(nodes, int) and not isinstance(nodes, bool) and nodes >= 1:
-            ns.set("processes_total", Value(procs * nodes, proc_origin, "derived"))
-            ns.set("workers_total", Value(workers * procs * nodes, origin, "derived"))
-    hw = names.get("hardware")
+            ns.processes_total = Value(procs * nodes, proc_origin, "derived")
+            ns.workers_total = Value(workers * procs * nodes, origin, "derived")
+    hw = hardware
     if hw:
-        ns.set("cpu_cores", Value(hw.cpu_cores, None, "hardware"))
+        ns.cpu_cores = Value(hw.cpu_cores, None, "hardware")
         if isinstance(procs, int) and procs > 0 and isinstance(hw.cpu_cores, int):
             # the most workers per process that leave one core per rank: floor(cores / ranks) - 1
-            ns.set("max_workers_per_process", Value(max(hw.cpu_cores // procs - 1, 0), None, "derived"))
+            ns.max_workers_per_process = Value(max(hw.cpu_cores // procs - 1, 0), None, "derived")
     media = decodes_media(plan)
-    ns.set("media", Value(media, None, "derived"))
+    ns.media = Value(media, None, "derived")
     pin = plan.training.entry("dataloader_pin_memory")
     if isinstance(pin, Value) and pin.known:
-        ns.set("pin_memory", Value(_as_bool(pin.value), pin.origin, pin.source))
+        ns.pin_memory = Value(_as_bool(pin.value), pin.origin, pin.source)
     use_cpu = _as_bool(plan.training.use_cpu) or _as_bool(plan.training.no_cuda) or False
     accel_cpu = _as_bool(plan.accelerate.use_cpu) or False
-    ns.set("on_gpu", Value(not (use_cpu or accel_cpu), None, "derived"))
+    ns.on_gpu = Value(not (use_cpu or accel_cpu), None, "derived")
     return ns

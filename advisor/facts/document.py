@@ -4,9 +4,54 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.provenance import Namespace, Value
+from advisor.facts.declare import FactNamespace, fact
+from advisor.provenance import Value
 from advisor.sources import known_keys as kk
 from advisor.sources.document import SURPRISE_KINDS, Document, KeyPath, Location, SourceProblem, pointer
+
+
+class DocumentFacts(
+    FactNamespace,
+    name="document",
+    doc="One file on its own: what reading it found (document-scoped rules).",
+    scope="document",
+    builder="advisor.facts.document:document_facts",
+):
+    kind = fact(str, "what the file is (training_args, accelerate, deepspeed, launch, ...)")
+    dialect = fact(str, "whose keys it holds (hf, trl, axolotl, llamafactory, ...)")
+    path = fact(str, "the file's path")
+    problems = fact(
+        list[dict],
+        (
+            "what the reader found, by kind (sources/document.py PROBLEM_KINDS); YAML 1.1 surprises "
+            "only where they matter to the file's consumer"
+        ),
+        items=("detail", "kind", "location", "message", "severity"),
+    )
+    unknown_keys = fact(
+        list[dict],
+        "keys the consumer does not know",
+        items=("key", "location", "message", "severity", "suggestion"),
+    )
+    removed_keys = fact(
+        list[dict],
+        "keys the consumer's pinned version removed; rename: the key a fix may write instead",
+        items=("key", "location", "message", "rename", "severity"),
+    )
+    deprecated_keys = fact(
+        list[dict],
+        "keys the consumer's pinned version deprecates; rename: the key a fix may write instead",
+        items=("key", "location", "message", "rename", "severity", "suggestion"),
+    )
+    dropped_flags = fact(
+        list[dict],
+        "launch flags the training script does not read",
+        items=("key", "location", "message", "severity", "suggestion"),
+    )
+    type_errors = fact(
+        list[dict], "values of the wrong type for their key", items=("key", "location", "message", "severity")
+    )
+
 
 # Dialects whose tool reads the YAML with OmegaConf.load (LLaMA-Factory's read_args): OmegaConf's
 # loader adds a float resolver, so 1e-5 is a float there even though the values then go through
@@ -71,12 +116,12 @@ def problem_items(doc: Document) -> list[dict[str, Any]]:
     ]
 
 
-def document_facts(doc: Document) -> Namespace:
-    ns = Namespace("document")
-    ns.set("kind", Value(doc.kind, None, "derived"))
-    ns.set("dialect", Value(doc.dialect, None, "derived"))
-    ns.set("path", Value(str(doc.path), None, "derived"))
-    ns.set("problems", Value(problem_items(doc), None, "derived"))
+def document_facts(doc: Document) -> DocumentFacts:
+    ns = DocumentFacts()
+    ns.kind = Value(doc.kind, None, "derived")
+    ns.dialect = Value(doc.dialect, None, "derived")
+    ns.path = Value(str(doc.path), None, "derived")
+    ns.problems = Value(problem_items(doc), None, "derived")
     from advisor.facts.keys import key_items
 
     for name, items in key_items(doc).items():

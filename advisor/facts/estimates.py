@@ -36,8 +36,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from advisor.facts.declare import FactNamespace, fact
 from advisor.facts.estimate_inputs import (
     NEAR_FRACTION_DEFAULT,
     RUN_LENGTH_UNKNOWN,
@@ -51,6 +52,96 @@ from advisor.provenance import Namespace, Value
 from advisor.records import field, record, replace
 from advisor.settings_types import Thresholds
 from advisor.sources.document import Location
+
+if TYPE_CHECKING:
+    from advisor.facts.batch import BatchFacts
+    from advisor.facts.hardware import HardwareFacts
+    from advisor.facts.placement import PlacementFacts
+    from advisor.facts.precision import PrecisionFacts
+    from advisor.facts.run import RunFacts
+    from advisor.facts.training_script import TrainingScriptFacts
+    from advisor.plan import RunPlan
+
+
+class EstimatesFacts(
+    FactNamespace, name="estimates", doc="Peak memory and run time from the estimator (advisor.estimate)."
+):
+    known = fact(bool, "a memory estimate was made")
+    reason = fact(str, "why there is no estimate")
+    quiet = fact(bool, "no estimate, and nothing to say about it (no model named)")
+    model = fact(str, "the model as resolved (hub id or path)")
+    model_source = fact(str, "where its config was found")
+    params = fact(int, "parameter count", unit="parameters")
+    trainable_params = fact(int, "trainable parameters", unit="parameters")
+    method = fact(str, "full | lora | qlora")
+    strategy = fact(str, "none | ddp | zero1-3 | fsdp | fsdp_grad_op, as estimated")
+    strategy_label = fact(str, "the strategy in words")
+    world_size = fact(int, "processes estimated", unit="processes")
+    dp_size = fact(int, "data-parallel processes estimated", unit="processes")
+    micro_batch = fact(int, "micro batch estimated", unit="samples")
+    seq_len = fact(int, "sequence length estimated", unit="tokens")
+    peak_vram_gib = fact(float, "predicted peak per GPU (nvidia-smi)", unit="GiB")
+    hard_peak_gib = fact(float, "the peak without paged optimizer state", unit="GiB")
+    paged_gib = fact(float, "optimizer state a paged optimizer can spill", unit="GiB")
+    low_gib = fact(float, "low end of the uncertainty band", unit="GiB")
+    high_gib = fact(float, "high end of the uncertainty band", unit="GiB")
+    phase = fact(str, "the training phase the peak is reached in")
+    dtypes = fact(dict, "{storage, trainable, compute, optimizer}: {dtype, source}")
+    host_gib = fact(float, "host memory offload needs", unit="GiB")
+    items_ = fact(list[dict], "the breakdown at the peak", items=("gib", "name", "note"), key="items")
+    contributors = fact(list[str], "the three largest items, in words")
+    savings = fact(list[str], "what each knob would save at the peak, in words")
+    fitting_options = fact(
+        list[str],
+        ("changes that fit on the given machine, tried with the estimator (advisor.facts.fit_options)"),
+    )
+    fit_advice = fact(str, "GA401's advice: the fitting options, or that none of them fits")
+    setup_label = fact(str, "the run in words: model, method, micro-batch x tokens, strategy")
+    oom_certain = fact(bool, "the whole uncertainty band is above the usable memory")
+    band = fact(str, "the uncertainty band, 'low-high GiB'")
+    near_fraction = fact(float, "the near-limit margin (thresholds.near_memory_fraction)")
+    gpu_memory_gib = fact(float, "usable memory of one GPU", unit="GiB")
+    fraction = fact(float, "peak / usable memory")
+    verdict = fact(str, "fits | tight | does not fit")
+    gpu = fact(str, "GPU catalog key estimated on")
+    single_gpu_peak = fact(float, "peak of the same per-device batch on one GPU, no sharding", unit="GiB")
+    fits_single_gpu = fact(bool, "single_gpu_peak fits")
+    fit_notes = fact(list[str], "how the single-GPU run would be made to fit")
+    peak_without_offload_gib = fact(float, "peak with offload turned off", unit="GiB")
+    verdict_without_offload = fact(str, "fits | tight | does not fit, without offload")
+    fits_without_offload = fact(bool, "the run fits without offload")
+    ddp_peak = fact(float, "peak under plain DDP at the run's data-parallel size", unit="GiB")
+    ddp_fits = fact(bool, "ddp_peak fits")
+    step_time_s = fact(float, "predicted time of one optimizer step", unit="s")
+    tokens_per_s = fact(int, "predicted throughput", unit="tokens/s")
+    scaling_efficiency = fact(float, "tokens/s on n GPUs / (n x tokens/s on one)")
+    comm_bound = fact(bool, "the step waits on communication more than on compute")
+    hours_single_gpu = fact(float, "the run on one GPU (same per-device batch)", unit="h")
+    hours = fact(float, "the run on its data-parallel GPUs", unit="h")
+    single_gpu_time = fact(str, "hours_single_gpu in words")
+    smoke_test = fact(bool, "max_steps makes it a run of minutes")
+    stays_single_gpu = fact(
+        bool,
+        (
+            "a multi-process run that fits on one GPU unsharded and is shorter there than "
+            "thresholds.single_gpu_hours, no smoke test (GA402; GA403 does not also advise DDP)"
+        ),
+    )
+    strategy_named_at = fact(
+        str,
+        (
+            "where the run's own file names the DeepSpeed config its ZeRO stage comes from (its "
+            "location; the stage's line related), None when the strategy is set elsewhere"
+        ),
+    )
+    run_time = fact(str, "hours in words")
+    time_saved = fact(str, "what the GPUs save over one, in words")
+    faster_on_n = fact(bool, "the run is faster on its GPUs than on one")
+    total_tokens = fact(float, "tokens the run trains on", unit="tokens")
+    time_reason = fact(str, "why there is no time estimate")
+    assumptions = fact(list[str], "every input that was not written and what was assumed")
+    input_assumptions = fact(list[str], "the assumptions about the run's inputs")
+
 
 __all__ = ["Analysis", "PlanInputs", "analyse", "estimates_facts", "peak_of", "plan_inputs", "summary_notes"]
 
@@ -278,8 +369,25 @@ def _input_assumptions(assumptions: list[str]) -> list[str]:
 
 
 # ---- the fact builder -----------------------------------------------------------------------------
-def estimates_facts(plan: Any, names: dict[str, Any]) -> Namespace:
-    ns = Namespace("estimates")
+def estimates_facts(
+    plan: RunPlan,
+    batch: BatchFacts,
+    hardware: HardwareFacts,
+    run: RunFacts,
+    placement: PlacementFacts,
+    precision: PrecisionFacts,
+    script: TrainingScriptFacts,
+) -> EstimatesFacts:
+    # what the estimate inputs read by name (advisor/facts/estimate_inputs.py)
+    names: dict[str, Any] = {
+        "batch": batch,
+        "hardware": hardware,
+        "run": run,
+        "placement": placement,
+        "precision": precision,
+        "script": script,
+    }
+    ns = EstimatesFacts()
     share = vllm_colocate_share(plan)
     try:
         inputs = plan_inputs(plan, names)
@@ -337,22 +445,21 @@ def _share_note(share: float) -> str:
     return f"a colocated vLLM engine takes {share:.0%} of each GPU's memory (vllm_gpu_memory_utilization)"
 
 
-def _unknown(ns: Namespace, inputs: PlanInputs | None, reason: str, share: float = 0.0) -> None:
+def _unknown(ns: EstimatesFacts, inputs: PlanInputs | None, reason: str, share: float = 0.0) -> None:
     origin = inputs.model_value.origin if inputs is not None and inputs.model_value is not None else None
-    ns.set("known", Value(False, origin, "derived"))
-    ns.set("reason", Value(reason, origin, "derived"))
-    ns.set("quiet", Value(bool(inputs is not None and inputs.quiet), None, "derived"))
+    ns.known = Value(False, origin, "derived")
+    ns.reason = Value(reason, origin, "derived")
+    ns.quiet = Value(bool(inputs is not None and inputs.quiet), None, "derived")
     for key in ("peak_vram_gib", "hours_single_gpu", "hours"):
         ns.set(key, Value(None, origin, "derived", unknown=reason))
     if inputs is not None and inputs.machine is not None:
         usable = float(inputs.machine.memory_gib) * (1.0 - share)
-        ns.set(
-            "gpu_memory_gib",
-            Value(round(usable, 1), None, "hardware", note=_share_note(share) if share else None),
+        ns.gpu_memory_gib = Value(
+            round(usable, 1), None, "hardware", note=_share_note(share) if share else None
         )
 
 
-def _fill(ns: Namespace, inputs: PlanInputs, an: Analysis) -> None:
+def _fill(ns: EstimatesFacts, inputs: PlanInputs, an: Analysis) -> None:
     s = inputs.setup
     info = inputs.info
     mv = inputs.model_value
@@ -439,14 +546,14 @@ def _fill(ns: Namespace, inputs: PlanInputs, an: Analysis) -> None:
         put("total_tokens", te.total_tokens)
     else:
         reason = an.time_reason or "the run's length is unknown"
-        ns.set("hours_single_gpu", Value(None, at, "derived", unknown=reason))
-        ns.set("hours", Value(None, at, "derived", unknown=reason))
+        ns.hours_single_gpu = Value(None, at, "derived", unknown=reason)
+        ns.hours = Value(None, at, "derived", unknown=reason)
         put("time_reason", reason)
     put("assumptions", assumptions)
     put("input_assumptions", _input_assumptions(assumptions))
 
 
-def _decide(ns: Namespace, plan: Any, names: dict[str, Any]) -> None:
+def _decide(ns: EstimatesFacts, plan: RunPlan, names: dict[str, Any]) -> None:
     """The facts that keep GA402 and GA403 from giving contradicting advice for one run.
 
     `stays_single_gpu`: a multi-process run whose per-device batch fits on one GPU unsharded and that
@@ -472,13 +579,12 @@ def _decide(ns: Namespace, plan: Any, names: dict[str, Any]) -> None:
         and hours < limit
         and ns.smoke_test is not True
     )
-    ns.set("stays_single_gpu", Value(stays, None, "derived"))
+    ns.stays_single_gpu = Value(stays, None, "derived")
     strategy = ns.entry("strategy")
     origin = strategy.origin if isinstance(strategy, Value) else None
     named = _deepspeed_named_at(plan, origin)
-    ns.set(
-        "strategy_named_at",
-        Value(str(named) if named else None, named, "derived", related=[origin] if named and origin else []),
+    ns.strategy_named_at = Value(
+        str(named) if named else None, named, "derived", related=[origin] if named and origin else []
     )
 
 

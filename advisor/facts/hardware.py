@@ -2,10 +2,36 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.facts import topology
-from advisor.provenance import Namespace, Value
+from advisor.facts.declare import FactNamespace, fact
+from advisor.provenance import Value
+
+if TYPE_CHECKING:
+    from advisor.plan import RunPlan
+
+
+class HardwareFacts(
+    FactNamespace,
+    name="hardware",
+    doc="The machine descriptor the run is judged on (--hardware, the settings, or the run's own).",
+):
+    name_ = fact(str, "the descriptor's name", key="name")
+    gpu_model = fact(str, "GPU catalog key of the machine's GPUs")
+    gpu_name = fact(str, "the GPU's display name")
+    count = fact(int, "GPUs per node", unit="GPUs")
+    nodes = fact(int, "nodes of the machine", unit="nodes")
+    total_gpus = fact(int, "GPUs over all nodes", unit="GPUs")
+    memory_gib = fact(float, "memory of one GPU", unit="GiB")
+    cpu_cores = fact(int, "CPU cores per node", unit="cores")
+    ram_gib = fact(float, "host memory per node", unit="GiB")
+    compute_capability = fact(float, "CUDA compute capability (8.0 for A100)")
+    bf16 = fact(bool, "the GPU computes in bfloat16")
+    tf32 = fact(bool, "TrainingArguments(tf32=True) accepts this GPU (NVIDIA Ampere or newer)")
+    fp8 = fact(bool, "the GPU has FP8 matrix cores")
+    network = fact(str, "what joins the nodes (e.g. ib-400g)")
+    nvlink_all = fact(bool, "every GPU of a node reaches every other over NVLink (NVSwitch)")
 
 
 def _cc(text: Any) -> float | None:
@@ -15,8 +41,8 @@ def _cc(text: Any) -> float | None:
         return None
 
 
-def hardware_facts(plan: Any) -> Namespace:
-    ns = Namespace("hardware")
+def hardware_facts(plan: RunPlan) -> HardwareFacts:
+    ns = HardwareFacts()
     machine = plan.hardware
     if machine is None:
         return ns

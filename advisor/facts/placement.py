@@ -8,12 +8,76 @@ innermost dimension of the device mesh in accelerate/torch and DeepSpeed AutoTP)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.facts import topology
+from advisor.facts.declare import FactNamespace, fact
 from advisor.facts.device_map import distributed_device_maps
-from advisor.provenance import Namespace, Value
+from advisor.facts.namespace_entries import entry_origin
+from advisor.provenance import Value
 from advisor.rule_helpers import plural
+
+if TYPE_CHECKING:
+    from advisor.facts.batch import BatchFacts
+    from advisor.plan import RunPlan
+
+
+class PlacementFacts(
+    FactNamespace, name="placement", doc="Which GPUs the processes land on and what links join them."
+):
+    serving = fact(bool, "the run serves a model (vllm): placement of its tensor-parallel workers")
+    consistent = fact(bool, "the process count fits the visible GPUs")
+    machine_gpus = fact(int, "GPUs per node of the machine", unit="GPUs")
+    gpu_ids = fact(list[int], "GPU indices the processes of one node use")
+    placed_at = fact(list[int], "the same, located where the selection is written")
+    gpus_per_node = fact(int, "GPUs the job uses per node", unit="GPUs")
+    has_nvlink = fact(bool, "the machine has NVLink between some GPUs")
+    partial_nvlink = fact(bool, "NVLink joins some GPUs, not all (pairs, not NVSwitch)")
+    proper_subset = fact(bool, "the job selects some of the machine's GPUs, not all")
+    device_map_distributed = fact(
+        list[dict],
+        "from_pretrained(device_map=...) in a multi-process run",
+        items=("location", "processes", "python", "value"),
+    )
+    nvlink_groups = fact(list, "groups of GPU indices joined by NVLink")
+    nvlink_busbw_gbs = fact(float, "all-reduce bus bandwidth over NVLink", unit="GB/s")
+    pcie_busbw_gbs = fact(float, "all-reduce bus bandwidth over PCIe", unit="GB/s")
+    tp_size = fact(int, "tensor-parallel size", unit="GPUs")
+    nvlink_group_for_tp = fact(list[int], "an NVLink group that holds one tensor-parallel group")
+    tp_groups = fact(list, "the GPU indices of each tensor-parallel group")
+    tp_groups_over_pcie = fact(list, "tensor-parallel groups whose GPUs talk over PCIe")
+    selected_by_index = fact(bool, "GPUs are selected by index (CUDA_VISIBLE_DEVICES=...)")
+    selection = fact(list[int], "the selected GPU indices")
+    selected_via = fact(str, "what selects them")
+    count_problems = fact(
+        list[dict],
+        "process counts that do not match the visible GPUs",
+        items=(
+            "detail",
+            "gpus",
+            "idle",
+            "kind",
+            "location",
+            "machine_gpus",
+            "processes",
+            "related",
+            "selection",
+            "severity",
+            "via",
+            "visible",
+        ),
+    )
+    process_count_fix = fact(int, "the process count that matches the visible GPUs", unit="processes")
+    visible_count = fact(int, "GPUs visible to the job", unit="GPUs")
+    out_of_range = fact(list[int], "selected GPU indices the machine does not have")
+    nodes_exceed_machine = fact(bool, "the job asks for more nodes than the machine has")
+    in_one_nvlink_group = fact(bool, "all GPUs of the job are in one NVLink group")
+    nvlink_group_for_job = fact(list[int], "an NVLink group that holds the job's GPUs, if any")
+    slowest_link = fact(str, "the slowest link between two of the job's GPUs")
+    busbw_gbs = fact(float, "all-reduce bus bandwidth over the job's GPUs", unit="GB/s")
+    intra_node_link = fact(str, "nvlink or pcie between the job's GPUs")
+    slow_interconnect = fact(bool, "the job's GPUs talk over PCIe though NVLink exists")
+
 
 # Below this all-reduce busbw (GB/s) a network is "not fast" for FSDP/ZeRO-3: with H100-class
 # compute and 4k tokens per micro-batch the ZeRO-3 all-gathers take longer than the layer's
@@ -56,12 +120,14 @@ def _size(plan: Any, key: str) -> Value | None:
     return None
 
 
-def _serving_facts(plan: Any, ns: Namespace, selected: list[int] | None, selection_origin: Any) -> Namespace:
+def _serving_facts(
+    plan: RunPlan, ns: PlacementFacts, selected: list[int] | None, selection_origin: Any
+) -> PlacementFacts:
     """A vLLM server: one engine per data-parallel rank, each on tp x pp GPUs, taken in order from
     the visible GPUs (the first tp x pp x dp of them); a TP group is tp consecutive GPUs of that
     block. It is not a training run: no process count, batch or data-loading facts."""
     machine = plan.hardware
-    ns.set("serving", Value(True, plan.root_location, "derived"))
+    ns.serving = Value(True, plan.root_location, "derived")
     tp = _size(plan, "tensor_parallel_size")
     pp = _size(plan, "pipeline_parallel_size")
     dp = _size(plan, "data_parallel_size")
@@ -70,41 +136,38 @@ def _serving_facts(plan: Any, ns: Namespace, selected: list[int] | None, selecti
         tp_n * (pp.value if pp is not None and pp.value > 0 else 1) * (dp.value if dp and dp.value > 0 else 1)
     )
     if machine is None:
-        ns.set("consistent", Value(False, None, "derived"))
+        ns.consistent = Value(False, None, "derived")
         return ns
     count = machine.gpus.count
     local = list(selected) if selected is not None else list(range(count))
-    ns.set("machine_gpus", Value(count, None, "hardware"))
+    ns.machine_gpus = Value(count, None, "hardware")
     # enough GPUs that exist for every engine (else vLLM stops at start-up; nothing to judge here)
     fits = len(local) >= needed and all(g < count for g in local[:needed])
-    ns.set("consistent", Value(fits, None, "derived"))
+    ns.consistent = Value(fits, None, "derived")
     if not fits:
         return ns
     used = local[:needed]
-    ns.set("gpu_ids", Value(used, selection_origin, "derived"))
-    ns.set("placed_at", Value(used, selection_origin or (tp.origin if tp else None), "derived"))
-    ns.set("gpus_per_node", Value(len(used), selection_origin, "derived"))
+    ns.gpu_ids = Value(used, selection_origin, "derived")
+    ns.placed_at = Value(used, selection_origin or (tp.origin if tp else None), "derived")
+    ns.gpus_per_node = Value(len(used), selection_origin, "derived")
     groups = topology.nvlink_groups(machine)
     has_nvlink = bool(groups) and any(len(g) > 1 for g in groups)
-    ns.set("has_nvlink", Value(has_nvlink, None, "hardware"))
-    ns.set("partial_nvlink", Value(has_nvlink and machine.nvlink != "all", None, "hardware"))
-    ns.set(
-        "proper_subset",
-        Value(selected is not None and len(set(selected)) < count, selection_origin, "derived"),
-    )
-    ns.set("nvlink_groups", Value([sorted(g) for g in groups if max(g) < count], None, "hardware"))
+    ns.has_nvlink = Value(has_nvlink, None, "hardware")
+    ns.partial_nvlink = Value(has_nvlink and machine.nvlink != "all", None, "hardware")
+    ns.proper_subset = Value(selected is not None and len(set(selected)) < count, selection_origin, "derived")
+    ns.nvlink_groups = Value([sorted(g) for g in groups if max(g) < count], None, "hardware")
     # (no nvlink_group_for_job: the GA301 job-placement judgement is about training all-reduces)
     gpu = machine.gpu
     if gpu.peer_link is not None:  # NVLink, or AMD's Infinity Fabric
-        ns.set("nvlink_busbw_gbs", Value(gpu.peer_link.busbw_gbs, None, "hardware"))
-    ns.set("pcie_busbw_gbs", Value(gpu.pcie.busbw_gbs, None, "hardware"))
+        ns.nvlink_busbw_gbs = Value(gpu.peer_link.busbw_gbs, None, "hardware")
+    ns.pcie_busbw_gbs = Value(gpu.pcie.busbw_gbs, None, "hardware")
     if tp is not None and tp.value > 1:
-        ns.set("tp_size", tp)
-        ns.set("nvlink_group_for_tp", Value(topology.nvlink_group_for(machine, tp_n), None, "derived"))
+        ns.tp_size = tp
+        ns.nvlink_group_for_tp = Value(topology.nvlink_group_for(machine, tp_n), None, "derived")
         blocks = [used[i : i + tp_n] for i in range(0, len(used) - len(used) % tp_n, tp_n)]
         over_pcie = [b for b in blocks if not topology.all_nvlinked(machine, b)]
-        ns.set("tp_groups", Value(blocks, tp.origin, "derived"))
-        ns.set("tp_groups_over_pcie", Value(over_pcie, tp.origin, "derived"))
+        ns.tp_groups = Value(blocks, tp.origin, "derived")
+        ns.tp_groups_over_pcie = Value(over_pcie, tp.origin, "derived")
     return ns
 
 
@@ -278,48 +341,47 @@ def process_count_fix(plan: Any, per_node: Any, n_visible: int) -> Value | None:
     return Value(n_visible, entry.origin, entry.source)
 
 
-def placement_facts(plan: Any, names: dict[str, Any]) -> Namespace:
-    ns = Namespace("placement")
+def placement_facts(plan: RunPlan, batch: BatchFacts) -> PlacementFacts:
+    ns = PlacementFacts()
     machine = plan.hardware
-    batch = names["batch"]
     per_node = batch.processes_per_node
     nodes = batch.nodes if isinstance(batch.nodes, int) else 1
     visible = batch.entry("visible_gpus")
     selected = visible.value if isinstance(visible, Value) and visible.known else None
     selection_origin = visible.origin if isinstance(visible, Value) else None
-    ns.set("selected_by_index", Value(selected is not None, selection_origin, "derived"))
-    ns.set("selection", Value(selected, selection_origin, "derived"))
-    ns.set("selected_via", Value(batch.selected_via, selection_origin, "derived"))
-    ns.set("serving", Value(False, None, "derived"))
+    ns.selected_by_index = Value(selected is not None, selection_origin, "derived")
+    ns.selection = Value(selected, selection_origin, "derived")
+    ns.selected_via = Value(batch.selected_via, selection_origin, "derived")
+    ns.serving = Value(False, None, "derived")
     sites = distributed_device_maps(plan, batch.world_size)
-    ns.set("device_map_distributed", Value(sites, None, "derived"))
+    ns.device_map_distributed = Value(sites, None, "derived")
     if plan.launch.launcher in SERVING_LAUNCHERS:
         return _serving_facts(plan, ns, selected, selection_origin)
     tp = tensor_parallel_size(plan)
     if tp is not None:
-        ns.set("tp_size", tp)
+        ns.tp_size = tp
 
     # processes against the GPUs they can see (no machine needed when the script selects them)
     count = machine.gpus.count if machine is not None else None
     n_visible = len(selected) if selected is not None else count
-    proc_origin = batch.entry("processes_per_node").origin
+    proc_origin = entry_origin(batch, "processes_per_node")
     problems = count_problems(plan, per_node, selected, selection_origin, proc_origin, batch.selected_via)
-    ns.set("count_problems", Value(problems, None, "derived"))
+    ns.count_problems = Value(problems, None, "derived")
     if isinstance(per_node, int) and any(p["kind"] in ("too_many", "idle") for p in problems):
         fix = process_count_fix(plan, per_node, problems[0]["visible"])
         if fix is not None:
-            ns.set("process_count_fix", fix)
+            ns.process_count_fix = fix
     # the layout is physically possible: every process has a GPU that exists (else GA304 says so,
     # and the link rules would judge a layout that cannot start)
-    ns.set("consistent", Value(not any(p["severity"] == "error" for p in problems), None, "derived"))
+    ns.consistent = Value(not any(p["severity"] == "error" for p in problems), None, "derived")
     if isinstance(per_node, int) and n_visible is not None:
-        ns.set("visible_count", Value(n_visible, selection_origin, "derived"))
+        ns.visible_count = Value(n_visible, selection_origin, "derived")
     first = selection_origin or proc_origin
     if machine is None or not isinstance(per_node, int):
         return ns
     assert count is not None  # the machine's GPU count, set above with the machine
 
-    ns.set("machine_gpus", Value(count, None, "hardware"))
+    ns.machine_gpus = Value(count, None, "hardware")
     if selected is not None:
         local = list(selected)
         used = local[:per_node] if len(local) >= per_node else local
@@ -327,49 +389,45 @@ def placement_facts(plan: Any, names: dict[str, Any]) -> Namespace:
         local = list(range(count))
         used = list(range(min(per_node, count)))  # ranks take visible devices 0..n-1
     out_of_range = [g for g in local if g >= count]
-    ns.set("out_of_range", Value(out_of_range, selection_origin, "derived"))
+    ns.out_of_range = Value(out_of_range, selection_origin, "derived")
     if out_of_range:
         return ns
-    ns.set("nodes_exceed_machine", Value(nodes > machine.nodes, batch.entry("nodes").origin, "derived"))
+    ns.nodes_exceed_machine = Value(nodes > machine.nodes, entry_origin(batch, "nodes"), "derived")
     gpu_ids = [n * count + g for n in range(min(nodes, machine.nodes)) for g in used]
-    ns.set("gpu_ids", Value(used, selection_origin, "derived"))
-    ns.set("placed_at", Value(used, first, "derived"))
+    ns.gpu_ids = Value(used, selection_origin, "derived")
+    ns.placed_at = Value(used, first, "derived")
     k = len(used)
-    ns.set("gpus_per_node", Value(k, selection_origin, "derived"))
+    ns.gpus_per_node = Value(k, selection_origin, "derived")
     groups = topology.nvlink_groups(machine)
     has_nvlink = bool(groups) and any(len(g) > 1 for g in groups)
-    ns.set("has_nvlink", Value(has_nvlink, None, "hardware"))
+    ns.has_nvlink = Value(has_nvlink, None, "hardware")
     # NVLink joins some GPUs and not others: which GPUs a job gets matters
-    ns.set("partial_nvlink", Value(has_nvlink and machine.nvlink != "all", None, "hardware"))
-    ns.set(
-        "proper_subset",
-        Value(selected is not None and len(set(selected)) < count, selection_origin, "derived"),
-    )
+    ns.partial_nvlink = Value(has_nvlink and machine.nvlink != "all", None, "hardware")
+    ns.proper_subset = Value(selected is not None and len(set(selected)) < count, selection_origin, "derived")
     one_group = topology.all_nvlinked(machine, used)
-    ns.set("in_one_nvlink_group", Value(one_group, selection_origin, "derived"))
+    ns.in_one_nvlink_group = Value(one_group, selection_origin, "derived")
     suggestion = topology.nvlink_group_for(machine, k) if k >= 2 else None
-    ns.set("nvlink_group_for_job", Value(suggestion, None, "derived"))
-    ns.set(
-        "nvlink_groups",
-        Value([sorted(g) for g in topology.nvlink_groups(machine) if max(g) < count], None, "hardware"),
+    ns.nvlink_group_for_job = Value(suggestion, None, "derived")
+    ns.nvlink_groups = Value(
+        [sorted(g) for g in topology.nvlink_groups(machine) if max(g) < count], None, "hardware"
     )
     gpu = machine.gpu
     if gpu.peer_link is not None:  # NVLink, or AMD's Infinity Fabric
-        ns.set("nvlink_busbw_gbs", Value(gpu.peer_link.busbw_gbs, None, "hardware"))
-    ns.set("pcie_busbw_gbs", Value(gpu.pcie.busbw_gbs, None, "hardware"))
+        ns.nvlink_busbw_gbs = Value(gpu.peer_link.busbw_gbs, None, "hardware")
+    ns.pcie_busbw_gbs = Value(gpu.pcie.busbw_gbs, None, "hardware")
     if len(gpu_ids) >= 2:
         kinds = {topology.link_kind(machine, a, b) for a in gpu_ids for b in gpu_ids if a < b}
         slowest = "network" if "network" in kinds else "pcie" if "pcie" in kinds else "nvlink"
         busbw = topology.slowest_link_busbw_gbs(machine, gpu_ids)
-        ns.set("slowest_link", Value(slowest, selection_origin, "derived"))
-        ns.set("busbw_gbs", Value(round(busbw, 1), None, "derived"))
-        ns.set("intra_node_link", Value("nvlink" if one_group else "pcie", selection_origin, "derived"))
+        ns.slowest_link = Value(slowest, selection_origin, "derived")
+        ns.busbw_gbs = Value(round(busbw, 1), None, "derived")
+        ns.intra_node_link = Value("nvlink" if one_group else "pcie", selection_origin, "derived")
         slow = slowest == "pcie" or (slowest == "network" and busbw < FAST_NETWORK_GBS)
-        ns.set("slow_interconnect", Value(slow, selection_origin, "derived"))
+        ns.slow_interconnect = Value(slow, selection_origin, "derived")
     if tp is not None and tp.value <= k:
-        ns.set("nvlink_group_for_tp", Value(topology.nvlink_group_for(machine, tp.value), None, "derived"))
+        ns.nvlink_group_for_tp = Value(topology.nvlink_group_for(machine, tp.value), None, "derived")
         blocks = [used[i : i + tp.value] for i in range(0, k - k % tp.value, tp.value)]
         over_pcie = [b for b in blocks if not topology.all_nvlinked(machine, b)]
-        ns.set("tp_groups", Value(blocks, tp.origin, "derived"))
-        ns.set("tp_groups_over_pcie", Value(over_pcie, tp.origin, "derived"))
+        ns.tp_groups = Value(blocks, tp.origin, "derived")
+        ns.tp_groups_over_pcie = Value(over_pcie, tp.origin, "derived")
     return ns

@@ -17,10 +17,41 @@ integrations):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from advisor.facts.declare import ANY, FactNamespace, fact
 from advisor.facts.model_naming import fp16_only_base
-from advisor.provenance import Namespace, Value
+from advisor.provenance import Value
+
+if TYPE_CHECKING:
+    from advisor.facts.hardware import HardwareFacts
+    from advisor.facts.training_script import TrainingScriptFacts
+    from advisor.plan import RunPlan
+
+
+class PrecisionFacts(
+    FactNamespace, name="precision", doc="The precision each config asks for and the one in force."
+):
+    training = fact(str, "precision TrainingArguments asks for (bf16, fp16, no)")
+    accelerate = fact(str, "mixed_precision of the accelerate config")
+    deepspeed = fact(str, "precision the DeepSpeed config enables")
+    mode = fact(str, "the precision in force")
+    conflicts = fact(
+        list[dict],
+        "configs that ask for different precisions",
+        items=("detail", "fix_here", "kind", "location", "related", "severity"),
+    )
+    ds_auto_bf16 = fact(ANY, "DeepSpeed bf16.enabled is auto (filled by the Trainer)")
+    ds_auto_fp16 = fact(ANY, "DeepSpeed fp16.enabled is auto (filled by the Trainer)")
+    bf16_requests = fact(
+        list[dict], "settings that ask for bf16", items=("key", "location", "raises", "source", "what")
+    )
+    tf32 = fact(bool, "tf32 as TrainingArguments asks for it")
+    bf16_hardware = fact(bool, "the machine's GPUs compute in bf16")
+    fp16_only_base = fact(
+        str, "why the base model runs in fp16 only (a GPTQ/AWQ checkpoint or config), unset otherwise"
+    )
+
 
 MODES = {"bf16", "fp16", "fp32", "fp8"}
 
@@ -306,8 +337,9 @@ def ds_auto_edits(plan: Any) -> dict[str, Value]:
     return out
 
 
-def precision_facts(plan: Any, names: dict[str, Any]) -> Namespace:
-    ns = Namespace("precision")
+def precision_facts(plan: RunPlan, hardware: HardwareFacts, script: TrainingScriptFacts) -> PrecisionFacts:
+    names: dict[str, Any] = {"hardware": hardware, "script": script}  # what the dtype helpers read
+    ns = PrecisionFacts()
     sources = {
         "training": training_mode(plan),
         "accelerate": accelerate_mode(plan),
@@ -317,22 +349,22 @@ def precision_facts(plan: Any, names: dict[str, Any]) -> Namespace:
         if v is not None:
             ns.set(key, v)
     # What is in force: TrainingArguments' bf16/fp16 override accelerate's env; DeepSpeed "auto" follows.
-    ns.set("mode", in_force_mode(sources))
+    ns.mode = in_force_mode(sources)
     conflicts = precision_conflicts(plan)
-    ns.set("conflicts", Value(conflicts, None, "derived"))
+    ns.conflicts = Value(conflicts, None, "derived")
     ds_items = [c for c in conflicts if c["kind"] == "ds_vs_ta"]
     for i, c in enumerate(ds_items):
         c["fix_here"] = i == 0  # one fix sets both blocks: offer it on the first finding only
     if ds_items:
         for dtype, v in ds_auto_edits(plan).items():
             ns.set(f"ds_auto_{dtype}", v)
-    ns.set("bf16_requests", Value(bf16_requests(plan), None, "derived"))
+    ns.bf16_requests = Value(bf16_requests(plan), None, "derived")
     tf32 = plan.training.known_value("tf32")
     if tf32 is not None and _truth(tf32) is True:
-        ns.set("tf32", tf32)
-    hw = names.get("hardware")
-    ns.set("bf16_hardware", Value(bool(hw and hw.bf16), None, "hardware"))
+        ns.tf32 = tf32
+    hw = hardware
+    ns.bf16_hardware = Value(bool(hw and hw.bf16), None, "hardware")
     fp16_only = fp16_only_base(plan, names)
     if fp16_only is not None:
-        ns.set("fp16_only_base", fp16_only)
+        ns.fp16_only_base = fp16_only
     return ns

@@ -2,10 +2,40 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from advisor.provenance import Namespace, Value
+from advisor.facts.declare import FactNamespace, fact
+from advisor.provenance import Value
 from advisor.sources.document import Location
+
+if TYPE_CHECKING:
+    from advisor.facts.batch import BatchFacts
+    from advisor.plan import RunPlan
+
+
+class RunFacts(FactNamespace, name="run", doc="How a run distributes its model, and the files it names."):
+    name_ = fact(str, "the run's name", key="name")
+    launcher = fact(str, "the launcher of the run's command")
+    serving = fact(bool, "the command serves a model (vllm), it does not train")
+    strategy = fact(str, "none | ddp | zero1 | zero2 | zero3 | fsdp | fsdp_grad_op")
+    fsdp_sharding = fact(str, "FSDP's sharding strategy as written")
+    zero_stage = fact(int, "DeepSpeed ZeRO stage")
+    sharded = fact(bool, "optimizer states, gradients or parameters are sharded")
+    shards_params = fact(bool, "parameters are sharded (ZeRO-3, FSDP full shard)")
+    offload_optimizer = fact(bool | str, "optimizer states offloaded (the device, or False)")
+    offload_params = fact(bool | str, "parameters offloaded (the device, or False)")
+    offload = fact(bool, "anything is offloaded")
+    offloaded = fact(str, "what is offloaded, in words (optimizer states and parameters)")
+    offload_device = fact(str, "where it is offloaded: cpu or nvme")
+    missing_references = fact(
+        list[dict], "files the run names that do not exist", items=("location", "raw", "role")
+    )
+    outside_references = fact(
+        list[dict],
+        "files the run names outside the project root",
+        items=("location", "raw", "reason", "role"),
+    )
+
 
 OFFLOAD_DEVICES = {"cpu", "nvme"}
 
@@ -225,58 +255,57 @@ def _device(v: Value | None) -> str:
     return text if text in OFFLOAD_DEVICES else "cpu"
 
 
-def run_facts(plan: Any, names: dict[str, Any]) -> Namespace:
-    ns = Namespace("run")
+def run_facts(plan: RunPlan, batch: BatchFacts) -> RunFacts:
+    ns = RunFacts()
     stage = zero_stage(plan)
     fsdp = _fsdp(plan)
     sharding = None
     if fsdp is not None:
         strategy = Value("fsdp", fsdp.origin, fsdp.source)
         sharding = fsdp_sharding(plan)
-        ns.set("fsdp_sharding", sharding)
+        ns.fsdp_sharding = sharding
     elif stage is not None:
         strategy = Value(f"zero{stage.value}", stage.origin, stage.source, note=stage.note)
     elif (why := _deepspeed_unread(plan)) is not None:
         strategy = Value(None, None, "derived", unknown=why)
     else:
-        world = names["batch"].world_size
+        world = batch.world_size
         if isinstance(world, int):
             strategy = Value("ddp" if world > 1 else "single", None, "derived")
         else:
             strategy = Value(None, None, "derived", unknown="world size unknown")
-    ns.set("strategy", strategy)
-    ns.set("zero_stage", stage or Value(None, None, "derived"))
+    ns.strategy = strategy
+    ns.zero_stage = stage or Value(None, None, "derived")
     sharded = strategy.value == "fsdp" or (stage is not None and stage.value >= 2)
-    ns.set("sharded", Value(sharded, strategy.origin, "derived"))
+    ns.sharded = Value(sharded, strategy.origin, "derived")
     shards_params = strategy.value == "zero3" or (
         strategy.value == "fsdp" and sharding is not None and sharding.value in PARAM_SHARDING
     )
-    ns.set("shards_params", Value(shards_params, strategy.origin, "derived"))
+    ns.shards_params = Value(shards_params, strategy.origin, "derived")
     opt, param = offload(plan)
-    ns.set("offload_optimizer", opt or Value(False, None, "derived"))
-    ns.set("offload_params", param or Value(False, None, "derived"))
-    ns.set("offload", Value(bool(opt or param), _origin(opt or param), "derived"))
+    ns.offload_optimizer = opt or Value(False, None, "derived")
+    ns.offload_params = param or Value(False, None, "derived")
+    ns.offload = Value(bool(opt or param), _origin(opt or param), "derived")
     what = " and ".join(w for w, v in (("optimizer states", opt), ("parameters", param)) if v is not None)
-    ns.set("offloaded", Value(what or None, _origin(opt or param), "derived"))
-    ns.set(
-        "offload_device",
-        Value(_device(opt or param) if (opt or param) else None, _origin(opt or param), "derived"),
+    ns.offloaded = Value(what or None, _origin(opt or param), "derived")
+    ns.offload_device = Value(
+        _device(opt or param) if (opt or param) else None, _origin(opt or param), "derived"
     )
     missing = [
         {"location": r.named_at, "raw": r.raw, "role": r.role}
         for r in plan.spec.references
         if r.path is None and r.outside is None
     ]
-    ns.set("missing_references", Value(missing, None, "derived"))
+    ns.missing_references = Value(missing, None, "derived")
     # files named by the run that lie outside the project boundary: not read (advisor/boundary.py)
     outside = [
         {"location": r.named_at, "raw": r.raw, "role": r.role, "reason": r.outside}
         for r in plan.spec.references
         if r.outside is not None
     ]
-    ns.set("outside_references", Value(outside, None, "derived"))
-    ns.set("name", Value(plan.name, plan.root_location, "derived"))
-    ns.set("launcher", Value(plan.launch.launcher, plan.root_location, "derived"))
+    ns.outside_references = Value(outside, None, "derived")
+    ns.name_ = Value(plan.name, plan.root_location, "derived")
+    ns.launcher = Value(plan.launch.launcher, plan.root_location, "derived")
     # an inference server (vLLM): placement facts apply, training ones do not
-    ns.set("serving", Value(plan.launch.launcher == "vllm", plan.root_location, "derived"))
+    ns.serving = Value(plan.launch.launcher == "vllm", plan.root_location, "derived")
     return ns

@@ -3,13 +3,57 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.context import context_for
+from advisor.facts.declare import FactNamespace, fact
 from advisor.facts.script_ast import ScriptFacts, analyse_script
 from advisor.paths import relative
-from advisor.provenance import Namespace, Value
+from advisor.provenance import Value
 from advisor.sources.document import Location
+
+if TYPE_CHECKING:
+    from advisor.plan import RunPlan
+
+
+class TrainingScriptFacts(
+    FactNamespace, name="script", doc="The training script, read as an AST (never run)."
+):
+    path = fact(str, "the script's path")
+    syntax_error = fact(
+        dict,
+        "the script does not parse (nothing else of it is read): {location, message}",
+        items=("location", "message"),
+    )
+    uses_trainer = fact(bool, "the script builds a transformers Trainer")
+    unguarded_side_effects = fact(
+        list[dict],
+        "file writes every rank runs without a rank guard",
+        items=("call", "consequence", "function", "kind", "location"),
+    )
+    unguarded_side_effects_omitted = fact(int, "more of them, not listed")
+    device_map_auto = fact(
+        list[dict], "from_pretrained(device_map='auto') under a multi-process launcher", items=("location",)
+    )
+    load_calls = fact(
+        list[dict],
+        (
+            "from_pretrained calls, their keyword arguments and, for a model class, what it loads "
+            "(model: {text, location, literal, key, flags, default, ...}, followed by the estimate's "
+            "model name)"
+        ),
+        items=("callee", "kwargs", "location", "model", "star_kwargs"),
+    )
+    parser = fact(
+        dict,
+        (
+            "the script's HfArgumentParser/TrlParser (in the script or a project module it calls): "
+            "{name, location, complete, drops_unknown, fields (field: its class), library_bases, "
+            "config_file, config_passed (positional | config), config_judged (the file's keys are "
+            "judged against these dataclasses)}"
+        ),
+    )
+
 
 # What happens when every process of a multi-process run performs the side effect.
 CONSEQUENCES = {
@@ -50,53 +94,45 @@ def _shown(path: Path) -> Path:
     return Path(relative(path)) if path.is_absolute() else path
 
 
-def script_facts(plan: Any, names: dict[str, Any]) -> Namespace:
-    ns = Namespace("script")
+def script_facts(plan: RunPlan) -> TrainingScriptFacts:
+    ns = TrainingScriptFacts()
     doc = plan.spec.script
     if doc is None or doc.text is None:
         return ns
     text = doc.text
     facts = context_for(doc.path, plan).derived("script-facts", doc.path, lambda: analyse_script(text))
     path = _shown(doc.path)
-    ns.set("path", Value(str(path), Location(path, 1, 1), "script"))
-    ns.set("uses_trainer", Value(facts.uses_trainer, None, "script"))
+    ns.path = Value(str(path), Location(path, 1, 1), "script")
+    ns.uses_trainer = Value(facts.uses_trainer, None, "script")
     effects, omitted = _bounded_side_effects(facts, path)
-    ns.set("unguarded_side_effects", Value(effects, None, "script"))
-    ns.set("unguarded_side_effects_omitted", Value(omitted, None, "script"))
-    ns.set(
-        "device_map_auto",
-        Value(
-            [
-                {"location": Location(path, line, col)}
-                for line, col in facts.device_map_auto[:MAX_DEVICE_MAP_SITES]
-            ],
-            None,
-            "script",
-        ),
+    ns.unguarded_side_effects = Value(effects, None, "script")
+    ns.unguarded_side_effects_omitted = Value(omitted, None, "script")
+    ns.device_map_auto = Value(
+        [
+            {"location": Location(path, line, col)}
+            for line, col in facts.device_map_auto[:MAX_DEVICE_MAP_SITES]
+        ],
+        None,
+        "script",
     )
-    ns.set(
-        "load_calls",
-        Value(
-            [
-                {
-                    "location": Location(path, c.line, c.col),
-                    "callee": c.callee,
-                    "kwargs": dict(c.kwargs),
-                    "star_kwargs": c.has_star_kwargs,
-                    "model": _model_argument(c.model, path),
-                }
-                for c in facts.load_calls
-            ],
-            None,
-            "script",
-        ),
+    ns.load_calls = Value(
+        [
+            {
+                "location": Location(path, c.line, c.col),
+                "callee": c.callee,
+                "kwargs": dict(c.kwargs),
+                "star_kwargs": c.has_star_kwargs,
+                "model": _model_argument(c.model, path),
+            }
+            for c in facts.load_calls
+        ],
+        None,
+        "script",
     )
     _set_parser(ns, plan, path)
     if facts.syntax_error is not None:
         message, line, col = facts.syntax_error
-        ns.set(
-            "syntax_error", Value({"location": Location(path, line, col), "message": message}, None, "script")
-        )
+        ns.syntax_error = Value({"location": Location(path, line, col), "message": message}, None, "script")
     return ns
 
 
@@ -118,12 +154,12 @@ def _model_argument(arg: Any, path: Path) -> dict[str, Any] | None:
     }
 
 
-def _set_parser(ns: Namespace, plan: Any, path: Path) -> None:
+def _set_parser(ns: TrainingScriptFacts, plan: Any, path: Path) -> None:
     from advisor.facts.script_flags import parser_fact
 
     parser = parser_fact(plan, path)
     if parser is not None:
-        ns.set("parser", Value(parser, parser["location"], "script"))
+        ns.parser = Value(parser, parser["location"], "script")
 
 
 def _bounded_side_effects(facts: ScriptFacts, path: Path) -> tuple[list[dict[str, Any]], int]:

@@ -2,28 +2,31 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from advisor import provenance
 from advisor.check import CheckOptions, run_check
 from advisor.cli import app
-from advisor.facts import _builders
-from advisor.facts.catalogue import NAMESPACES, build_order, by_name
+from advisor.facts.batch import BatchFacts
+from advisor.facts.catalogue import NAMESPACES, by_name
 from advisor.facts.catalogue_view import markdown
-from advisor.provenance import Namespace, UndeclaredFact, Value
+from advisor.facts.data import DataFacts
+from advisor.facts.declare import FactNamespace, fact
+from advisor.facts.registry import BUILD_ORDER, FACT_BUILDERS, PLAN_NAMESPACES, Builder, _ordered
+from advisor.facts.run import RunFacts
+from advisor.facts.stage_namespaces import TrainingKeys
+from advisor.plan import RunPlan
+from advisor.provenance import UndeclaredFact, Value
 from tests.conftest import CORPUS, REPO, write_files
 
 runner = CliRunner()
-
-
-@pytest.fixture
-def strict(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(provenance, "_STRICT", True)
 
 
 def _projects() -> list[Path]:
@@ -33,33 +36,86 @@ def _projects() -> list[Path]:
     return folders
 
 
-def test_every_fixture_and_corpus_folder_sets_only_declared_facts(
-    strict: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_every_fixture_and_corpus_folder_sets_only_declared_facts(monkeypatch: pytest.MonkeyPatch) -> None:
     for folder in _projects():
         monkeypatch.chdir(folder)
         for hardware in (None, "4xH100-NVL"):
             run_check([Path(".")], CheckOptions(hardware=hardware))  # UndeclaredFact is not an Exception
 
 
-def test_strict_mode_refuses_an_undeclared_fact_and_a_wrong_type(strict: None) -> None:
-    with pytest.raises(UndeclaredFact, match=r"batch\.wrold_size"):
-        Namespace("batch").set("wrold_size", Value(4))
-    with pytest.raises(UndeclaredFact, match=r"batch\.world_size"):
-        Namespace("batch").set("world_size", Value("4"))
+def test_a_namespace_class_refuses_an_undeclared_fact_and_a_wrong_type() -> None:
+    with pytest.raises(UndeclaredFact, match=r"batch\.wrold_size: not a declared fact"):
+        BatchFacts().set("wrold_size", Value(4))
+    batch = BatchFacts()
+    with pytest.raises(UndeclaredFact, match=r"batch\.world_size: a str is not int .*BatchFacts"):
+        batch.world_size = Value("4")
+    with pytest.raises(UndeclaredFact, match=r"batch\.world_size: a bool is not int"):
+        batch.world_size = Value(True)
     with pytest.raises(UndeclaredFact, match="undeclared keys extra"):
-        Namespace("run").set("missing_references", Value([{"raw": "x", "extra": 1}]))
-    Namespace("batch").set("world_size", Value(None, unknown="not written"))  # unknown: any type
-    Namespace("training").set("any_key_of_the_file", Value("x"))  # dynamic: the file's keys
+        RunFacts().missing_references = Value([{"raw": "x", "extra": 1}])
+    batch.world_size = Value(None, unknown="not written")  # unknown: any type
+    batch.world_size = Value(4, None, "derived")
+    assert batch.world_size == 4 and batch.value("world_size") == Value(4, None, "derived")
+    assert batch.read("world_size") == 4 and "world_size" in batch  # what the evaluator reads
+    TrainingKeys().set("any_key_of_the_file", Value("x"))  # dynamic: the file's keys
 
 
-def test_builders_run_after_what_they_require() -> None:
-    order = [name for name, _ in _builders()]
-    assert order == [ns.name for ns in build_order()]
-    plan_namespaces = {"training", "accelerate", "deepspeed", "launch", "env", "model"}
-    for i, name in enumerate(order):
-        for required in by_name()[name].requires:
-            assert required in plan_namespaces or required in order[:i], (name, required)
+def test_the_type_check_needs_no_environment_variable() -> None:
+    """The old check ran only with GPU_ADVISE_STRICT_FACTS=1: a user's run never had it."""
+    env = {k: v for k, v in os.environ.items() if k != "GPU_ADVISE_STRICT_FACTS"}
+    code = (
+        "from advisor.facts.batch import BatchFacts\n"
+        "from advisor.provenance import Value\n"
+        "BatchFacts().world_size = Value('4')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True)
+    assert done.returncode != 0 and "UndeclaredFact: batch.world_size: a str is not int" in done.stderr
+
+
+def test_a_class_declares_only_fact_types_and_no_shadowing_names() -> None:
+    with pytest.raises(TypeError, match="shadows a Namespace attribute"):
+        type("Bad", (FactNamespace,), {"items": fact(int, "x")}, name="bad", doc="d")
+    with pytest.raises(TypeError, match="is not a fact type"):
+        fact(set, "a set")
+    declared = {f.name: f.type for f in by_name()["estimates"].facts}
+    assert declared["items"] == "list[dict]"  # declared as items_ (key="items"): rules read `items`
+    assert (
+        by_name()["model"].fact("name") is not None and by_name()["model"].fact("seq_len").type == "int|str"
+    )
+
+
+def test_builders_run_after_what_they_read_by_their_parameter_names() -> None:
+    order = [b.name for b in BUILD_ORDER]
+    assert sorted(order) == sorted(Builder(f).name for f in FACT_BUILDERS)
+    for i, builder in enumerate(BUILD_ORDER):
+        assert builder.requires == tuple(inspect.signature(builder.function).parameters)[1:]
+        assert by_name()[builder.name].requires == builder.requires
+        assert by_name()[builder.name].builder == f"{builder.function.__module__}:{builder.function.__name__}"
+        for required in builder.requires:
+            assert required in PLAN_NAMESPACES or required in order[:i], (builder.name, required)
+    assert order.index("script") < order.index("precision") < order.index("estimates")
+
+
+def test_the_registry_refuses_an_unknown_namespace_and_a_circle() -> None:
+    def reads_nothing_known(plan: RunPlan, bacth: BatchFacts) -> BatchFacts:
+        raise AssertionError
+
+    def untyped(plan: RunPlan):  # type: ignore[no-untyped-def]
+        raise AssertionError
+
+    with pytest.raises(TypeError, match="reads bacth: no builder or plan provides it"):
+        _ordered((reads_nothing_known,))
+    with pytest.raises(TypeError, match="must be annotated to return"):
+        _ordered((untyped,))
+
+    def data(plan: RunPlan, batch: BatchFacts) -> DataFacts:
+        raise AssertionError
+
+    def batch(plan: RunPlan, data: DataFacts) -> BatchFacts:
+        raise AssertionError
+
+    with pytest.raises(TypeError, match="read each other"):
+        _ordered((data, batch))
 
 
 def test_docs_facts_md_is_generated_from_the_catalogue() -> None:
@@ -185,10 +241,6 @@ def test_let_names_message_cases_and_a_severity_condition(
     ]
 
 
-def test_strict_mode_is_on_in_the_test_suite() -> None:
-    assert os.environ.get("GPU_ADVISE_STRICT_FACTS") == "1"
-
-
 def test_readers_tag_problems_with_declared_kinds_and_a_built_in_rule_reports_each() -> None:
     """No reader names a rule code; each kind of PROBLEM_KINDS is chosen by GA001 or GA003."""
     import ast
@@ -208,3 +260,30 @@ def test_readers_tag_problems_with_declared_kinds_and_a_built_in_rule_reports_ea
     readers = {r.code: r.spec.for_each or "" for r in load_catalog() if r.code in ("GA001", "GA003")}
     for kind in PROBLEM_KINDS:
         assert sum(f"'{kind}'" in for_each for for_each in readers.values()) == 1, kind
+
+
+def test_a_users_check_runs_every_builder_under_the_type_check(tmp_path: Path) -> None:
+    """The real CLI, as a user runs it (no test environment variable): every builder's sets are checked,
+    and a run of the bundled example and of a multi-process launch still completes with its findings."""
+    write_files(
+        tmp_path,
+        {
+            "launch.sh": "#!/bin/bash\ntorchrun --nproc_per_node 4 train.py --logging_steps 3\n",
+            "train.py": "from transformers import Trainer\nTrainer(model=None).train()\n",
+        },
+    )
+    env = {k: v for k, v in os.environ.items() if k != "GPU_ADVISE_STRICT_FACTS"}
+    env["PYTHONPATH"] = str(REPO)
+    for folder in (REPO / "fixtures" / "example", tmp_path):
+        done = subprocess.run(
+            [sys.executable, "-m", "advisor", "check", ".", "--format", "json", "-H", "4xH100-NVL"],
+            cwd=folder,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode in (0, 1), done.stderr
+        assert "UndeclaredFact" not in done.stderr and "Traceback" not in done.stderr
+        runs = json.loads(done.stdout)["runs"]
+        assert runs, done.stdout

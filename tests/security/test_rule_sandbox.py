@@ -390,11 +390,11 @@ def test_references_list_dotted_names_and_helper_calls() -> None:
 def test_built_in_rules_read_only_fact_namespaces_and_their_items() -> None:
     """The hook a fact catalogue check plugs into: every name an expression reads, with its field."""
     from advisor.engine import builtin_rules_dir, load_rule_file
-    from advisor.facts import _builders
+    from advisor.facts.registry import BUILD_ORDER
 
     namespaces = {"training", "accelerate", "deepspeed", "launch", "env", "model", "settings", "thresholds"}
     namespaces |= {"measured", "document", "suppressions", "policy", "item"}  # policy: scope policy rules
-    namespaces |= {name for name, _ in _builders()}
+    namespaces |= {b.name for b in BUILD_ORDER}
     for path in sorted(builtin_rules_dir().glob("*.yaml")):
         rule = load_rule_file(path)
         for part, expr in rule.expressions():
