@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from advisor import cache
+from advisor import settings as settings_module
 from advisor.settings import find_settings
 
 
@@ -81,6 +82,7 @@ def test_cached_settings_are_the_parsed_settings(cache_dir: Path, tmp_path: Path
     fresh = parse_settings(text, project / ".gpu-advise.toml")
     assert find_settings(project) == fresh  # a miss: built and stored
     assert len(list(cache_dir.glob("settings-*.json"))) == 1
+    settings_module._PARSED.clear()  # a new process: not the settings this one met already
     assert find_settings(project) == fresh  # a hit: rebuilt from the stored data
 
 
