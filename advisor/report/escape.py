@@ -16,6 +16,7 @@ sees it, so no format escapes ad hoc. Format-specific escaping (GitHub's `%0A`, 
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -39,7 +40,6 @@ _INVISIBLE = (
     "\ud800-\udfff\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
     "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff"
 )
-_UNSAFE = re.compile(f"[\x00-\x1f\x7f-\x9f{_INVISIBLE}]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -53,7 +53,13 @@ def _visible(match: re.Match[str]) -> str:
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
-_UNSAFE_BUT_NEWLINE = re.compile(f"[\x00-\x09\x0b-\x1f\x7f-\x9f{_INVISIBLE}]")
+@functools.cache
+def _unsafe(keep_newlines: bool) -> re.Pattern[str]:
+    """The characters escape_text shows as escapes (with keep_newlines, all but `\\n`). Compiled on first
+    use: the class is large (~1 ms to compile each), and plain printable ASCII, most of what a check
+    prints, never needs it."""
+    low = "\x00-\x09\x0b-\x1f" if keep_newlines else "\x00-\x1f"
+    return re.compile(f"[{low}\x7f-\x9f{_INVISIBLE}]")
 
 
 # GitHub's runner (actions/runner src/Runner.Worker/ActionCommandManager.cs, TryProcessCommand) reads
@@ -70,9 +76,11 @@ def escape_text(text: str, *, keep_newlines: bool = False) -> str:
     nothing in it that a GitHub runner reads as a workflow command (`::` leading a line, `##[`).
 
     keep_newlines: for multi-line documentation (a rule's docs in SARIF help text), `\\n` stays."""
-    pattern = _UNSAFE_BUT_NEWLINE if keep_newlines else _UNSAFE
-    if pattern.search(text):
-        text = pattern.sub(_visible, text)
+    # printable ASCII (U+0020-U+007E) holds none of the characters escaped: no pattern to run
+    if not (text.isascii() and text.isprintable()):
+        pattern = _unsafe(keep_newlines)
+        if pattern.search(text):
+            text = pattern.sub(_visible, text)
     if _LEGACY_COMMAND in text:
         text = text.replace(_LEGACY_COMMAND, "#\\x23[")
     if "::" in text:
