@@ -25,6 +25,7 @@ import json
 import os
 import stat
 import sys
+import time
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 from pathlib import Path
@@ -177,10 +178,53 @@ def prebuilt_document(entries: dict[str, tuple[object, Any]]) -> str:
     return json.dumps({"format": FORMAT, "name": "prebuilt", "data": data}, separators=(",", ":"))
 
 
+# Package files' digests met in this process, by (path, size, mtime, ctime, inode): the GPU catalog's
+# (~90 KB) is asked for by its own key and by every built-in machine's.
+_DIGESTS: dict[tuple[str, int, int, int, int], str | None] = {}
+_MANY = 8  # from this many files on, their digests are looked up in the cache rather than hashed again
+_SETTLED_NS = 2_000_000_000  # a file changed this recently may change again within its mtime's tick
+
+
 def content_stamps(files: Iterable[Path]) -> list[tuple[str, int, str | None]]:
     """A key for files that ship with the package: each one's name, size and content digest (no folder,
-    so the build's copy and the installed copy have the same key)."""
-    return [(p.name, p.stat().st_size, _content_digest(p)) for p in files]
+    so the build's copy and the installed copy have the same key).
+
+    Hashing the 46 rule files costs ~3 ms of every start-up, so their digests are kept in the cache under
+    each file's size, mtime, ctime and inode, as git's index keeps them: an edit changes the ctime, which
+    no user can set. Files changed in the last two seconds are hashed and not kept (git's racy case: a
+    second edit within the same timestamp tick would look unchanged)."""
+    paths = list(files)
+    stats = [p.stat() for p in paths]
+    marks = [
+        (str(p), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        for p, st in zip(paths, stats, strict=True)
+    ]
+    digests = [_DIGESTS.get(m, "") for m in marks]
+    if "" in digests:
+        settled = time.time_ns() - _SETTLED_NS
+        if any(max(m[2], m[3]) > settled for m in marks):
+            return [(p.name, st.st_size, _content_digest(p)) for p, st in zip(paths, stats, strict=True)]
+        digests = _digests(paths, marks)
+        _DIGESTS.update(zip(marks, digests, strict=True))
+    return [(p.name, st.st_size, d) for p, st, d in zip(paths, stats, digests, strict=True)]
+
+
+def _digests(paths: list[Path], marks: list[tuple[str, int, int, int, int]]) -> list[str | None]:
+    def build() -> list[str | None]:
+        return [_content_digest(p) for p in paths]
+
+    if len(paths) < _MANY:
+        return build()
+
+    def from_data(data: Any) -> list[str | None]:
+        if not isinstance(data, list) or len(data) != len(paths):
+            raise ValueError("not one digest per file")
+        for d in data:
+            if d is not None and not (isinstance(d, str) and len(d) == 64 and d.isalnum() and d.isascii()):
+                raise ValueError("not a digest")
+        return data
+
+    return cached("digests", str(paths[0].parent), marks, build, from_data=from_data)
 
 
 def _identity(value: Any) -> Any:
