@@ -84,9 +84,11 @@ def state_fns(names: tuple[str, ...]) -> tuple[Callable[[Any], list[Any]], Calla
 
 
 # A class's first calls bind their arguments in Python; the next one compiles the class's own __init__.
-# In one `check` of the bundled example 80 classes build 1,301 instances, 10 of them more than 30: binding
-# costs a few microseconds a call, compiling ~0.1 ms a class.
-COMPILE_AFTER = 16
+# Binding costs ~1.5 us a call more than the compiled __init__, compiling one ~0.1-0.2 ms (RuleSpec: 3.6 vs
+# 2.1 us a call, 212 us to compile): compiling pays from ~140 calls on. In one `check` of the bundled
+# example 17 classes build more than 16 instances, 3 of them more than 128: at 16, 14 compiles (~2 ms of
+# a ~130 ms start-up) that never paid for themselves.
+COMPILE_AFTER = 128
 
 
 def lazy_init(cls: type, frozen: bool) -> Callable[..., None]:
