@@ -16,7 +16,7 @@ what is declared some other way becomes a record:
 
 Idempotent: a converted file has no NamedTuple and no qualifying __slots__ class left, so a second run
 changes nothing. Text edits, bottom-up, keep every comment and the formatting around them; run
-`ruff format` on the changed files after.
+`ruff check --fix --select I` (the new import's place) and `ruff format` on the changed files after.
 
     python tools/convert_structs.py [--dry-run] [ROOT]      (ROOT: the checkout, default: this one)
 
@@ -359,7 +359,8 @@ def main() -> int:
     print("\n".join(report) or "nothing to convert")
     if changed:
         print(f"\n{'would change' if args.dry_run else 'changed'} {len(changed)} files; then run:")
-        print("  ruff format " + " ".join(str(p.relative_to(root)) for p in changed))
+        files = " ".join(str(p.relative_to(root)) for p in changed)
+        print(f"  ruff check --fix --select I {files} && ruff format {files}")
     print("\n" + MANUAL)
     return 0
 
