@@ -96,24 +96,14 @@ def _followed(
     return follow_argument_parsers(path, text, own, boundary.roots, boundary.contains)
 
 
-def _bases(doc_path: Path, cwd: Path) -> list[Path]:
-    """Where a script word may point: the current folder, then the launch file's folder and its parents
-    (as advisor.discover resolves the run's script)."""
-    out = [cwd]
-    here = doc_path.parent
-    for _ in range(6):
-        out.append(here)
-        if (here / ".git").exists() or here.parent == here:
-            break
-        here = here.parent
-    return out
-
-
-def _script_path(doc: Document, raw: str, settings: Any, context: CheckContext) -> Path | None:
-    from advisor.discover import resolve_reference
+def _script_path(
+    doc: Document, raw: str, settings: Any, context: CheckContext, workdir: Any = None
+) -> Path | None:
+    from advisor.discover import command_bases, resolve_reference
 
     boundary = context.boundary_for(settings, [doc.path])
-    path, _outside = resolve_reference(raw, doc.path, _bases(doc.path, context.cwd), boundary)
+    # the folders discover resolves the run's script from (after the launch's `cd`), never the current one
+    path, _outside = resolve_reference(raw, doc.path, command_bases(doc.path, workdir, boundary), boundary)
     return path if path is not None and path.suffix == ".py" else None
 
 
@@ -194,7 +184,7 @@ def script_flag_items(doc: Document, context: CheckContext | None = None) -> dic
             continue
         if settings is None:
             settings = checked.settings_near(doc.path)
-        path = _script_path(doc, cmd.script.text, settings, checked)
+        path = _script_path(doc, cmd.script.text, settings, checked, getattr(cmd, "workdir", None))
         if path is None:
             continue
         parsing = _analysed(path, checked)
