@@ -93,7 +93,12 @@ def layer_bytes(r: ResolvedSetup) -> tuple[float, float]:
     norm_out = _norm_out_bytes(r)
     saved += _lin_input(r, h, norm_out, by_src.get("attn_in", []))
     saved += _attn_core(r)
-    saved += _lin_input(r, pc.q_dim, r.cb, by_src.get("attn_out", []))
+    if not (r.full and r.attn != "eager"):
+        # fused attention (SDPA flash / efficient, FA2) returns its output in (b, s, heads, d) layout, so
+        # transformers' transpose(1, 2).contiguous() + reshape (integrations/sdpa_attention.py) is a view:
+        # o_proj saves the tensor attention already saved (counted in _attn_core); eager's P @ V output is
+        # (b, heads, s, d) and the contiguous copy is a new tensor. Adapters save their own casts.
+        saved += _lin_input(r, pc.q_dim, r.cb, by_src.get("attn_out", []))
     saved += _lin_input(r, h, norm_out, by_src.get("mlp_in", []))
     lin_out = r.lin_out  # Linear outputs that feed pointwise ops
     if pc.block == "gated":

@@ -59,10 +59,22 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
     act = terms.activations(r)
     grads_persist = (s.grad_accum > 1 or not s.zero_grad_set_to_none) and not s.optimizer_in_backward
     ddp_buckets, live = terms.distributed_buffers(r, train, shards)
+    logits = terms.logits(r, head_grad, grads_persist)
+    # the loss backward frees the logits before the last layer's backward (or recompute) runs: the layer's
+    # working set adds to the peak only where it exceeds the logits (the larger of the two, not their sum)
+    layer_work = act.work.bytes + act.last_layer
+    beyond = Term(
+        act.work.name,
+        max(0.0, layer_work - logits.bytes),
+        act.work.phases,
+        "one layer's gradient temporaries"
+        + (" + its recompute" if act.last_layer else "")
+        + " beyond the logits, freed before it",
+    )
     backward = [
         act.saved,
-        terms.logits(r, head_grad, grads_persist),
-        act.work,
+        logits,
+        beyond,
         Term(
             "gradients",
             g if grads_persist else 0.0,

@@ -243,9 +243,13 @@ def activations(r: ResolvedSetup) -> Activations:
     L = pc.layers
     outside = outside_bytes(r) * T
     if r.gc:
+        # the first recomputed layer is not live yet when backward starts: the Trainer/TRL loops drop the
+        # outputs before backward, so the loss backward frees the logits before torch.utils.checkpoint
+        # recomputes the last layer (torch/utils/checkpoint.py _checkpoint_hook unpack): that layer is counted
+        # in the backward working set and at the end of backward (benchmarks/simulate.py measures it)
         kept = min(L, K.OFFLOAD_INFLIGHT_LAYERS) if s.activation_offloading else L
-        act = kept * r.br * pc.hidden * T + a_layer * T + outside
-        note = f"checkpointed: {L} layer inputs{' (offloaded)' if s.activation_offloading else ''} + 1 layer"
+        act = kept * r.br * pc.hidden * T + outside
+        note = f"checkpointed: {L} layer inputs{' (offloaded)' if s.activation_offloading else ''}"
     elif s.activation_offloading:
         act = min(L, K.OFFLOAD_INFLIGHT_LAYERS) * a_layer * T + outside
         note = "all saved activations offloaded to CPU except those in flight"
