@@ -39,8 +39,9 @@ def _value_line(text: str, key: str, value: str) -> int:
     return _line_of(text, key)
 
 
-_TOML_AT = re.compile(r"^(?P<msg>.*) \(at line (?P<line>\d+), column (?P<col>\d+)\)$", re.S)
-_LONG_NUMBER = re.compile(r"[0-9_]{4000,}")
+# error paths only: compiled (through re's own cache) when a settings file does not parse
+_TOML_AT = r"^(?P<msg>.*) \(at line (?P<line>\d+), column (?P<col>\d+)\)$"
+_LONG_NUMBER = r"[0-9_]{4000,}"
 
 
 def _loads(text: str, path: Path) -> dict[str, Any]:
@@ -50,7 +51,7 @@ def _loads(text: str, path: Path) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
-        m = _TOML_AT.match(message)
+        m = re.match(_TOML_AT, message, re.S)
         if m:
             where, message = f"{path}:{m['line']}:{m['col']}", m["msg"]
         elif message.endswith(" (at end of document)"):
@@ -62,7 +63,7 @@ def _loads(text: str, path: Path) -> dict[str, Any]:
             where = str(path)
         raise SettingsError(f"{where}: invalid TOML: {message}") from None
     except ValueError:  # int() of a number past Python's 4,300 digits, which tomllib does not catch
-        long = _LONG_NUMBER.search(text)
+        long = re.search(_LONG_NUMBER, text)
         line = text.count("\n", 0, long.start()) + 1 if long else 1
         raise SettingsError(f"{path}:{line}: a number of more than 4,300 digits; not a setting") from None
 
@@ -255,6 +256,7 @@ class SettingsScope:
         self.hierarchical = hierarchical
         self._by_folder: dict[str, Settings] = {}
         self._met: dict[str, Settings] = {str(top.source): top}
+        self._found: dict[str, Settings | SettingsError] = {}
 
     @classmethod
     def single(cls, settings: Settings) -> SettingsScope:
@@ -268,11 +270,26 @@ class SettingsScope:
         found = self._by_folder.get(folder)
         if found is None:
             inside = any(Path(folder).is_relative_to(r) for r in self.roots)
-            found = find_settings(Path(folder)) if inside else self.top
+            found = self.found_near(folder) if inside else self.top
             if found.source == self.top.source:
                 found = self.top
             self._by_folder[folder] = found
             self._met.setdefault(str(found.source), found)
+        return found
+
+    def found_near(self, folder: str) -> Settings:
+        """find_settings(folder), once per resolved folder in this check, whether the scope governs
+        the folder or not (the check context's `settings_near` asks too); raises SettingsError."""
+        key = os.path.realpath(folder)
+        found = self._found.get(key)
+        if found is None:
+            try:
+                found = find_settings(Path(key))
+            except SettingsError as exc:
+                found = exc
+            self._found[key] = found
+        if isinstance(found, SettingsError):
+            raise found
         return found
 
     def met(self) -> list[Settings]:

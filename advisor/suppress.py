@@ -39,8 +39,9 @@ from advisor.sources.globs import compile_glob
 YAML_SUFFIXES = {".yaml", ".yml"}
 SHELL_SUFFIXES = {".sh", ".bash", ".slurm", ".sbatch", ".zsh"}
 
-_YAML_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
-_DIRECTIVE = re.compile(
+# compiled on first use (through re's own cache): most checked files hold no `# gpu-advise:` comment
+_YAML_BREAK = "\r\n|[\r\n\x85\u2028\u2029]"
+_DIRECTIVE = (
     r"(?:^|(?<=\s)|(?<=[;&|()<>]))#\s*gpu-advise\s*:\s*(?P<kind>ignore-file|ignore)\b"
     r"(?:\s*\[(?P<codes>[^\]]*)\])?(?P<reason>.*)$"
 )
@@ -95,7 +96,7 @@ def _lines(text: str, *, shell: bool) -> list[str]:
     """The file's lines as its reader numbers them: bash counts LF only, YAML its six line breaks."""
     if shell:
         return text.split("\n")
-    return _YAML_BREAK.split(text)
+    return re.split(_YAML_BREAK, text)
 
 
 def parse_directives(path: Path, text: str, *, shell: bool) -> list[Directive]:
@@ -116,7 +117,7 @@ def parse_directives(path: Path, text: str, *, shell: bool) -> list[Directive]:
         col = comments.get(idx + 1)
         if col is None or "gpu-advise" not in line[col:]:
             continue
-        m = _DIRECTIVE.search(line, col)
+        m = re.compile(_DIRECTIVE).search(line, col)
         if m is None:
             continue
         raw_codes = m.group("codes")

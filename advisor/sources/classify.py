@@ -92,12 +92,11 @@ def training_dialect(data: dict[str, Any]) -> str:
     return "hf"
 
 
-_LAUNCH_WORDS = re.compile(
-    r"\b(torchrun|accelerate\s+launch|deepspeed|torch\.distributed\.run|llamafactory-cli)\b"
-)
+# compiled (through re's own cache) only for a file whose suffix does not say what it is
+_LAUNCH_WORDS = r"\b(torchrun|accelerate\s+launch|deepspeed|torch\.distributed\.run|llamafactory-cli)\b"
 
 
-_SBATCH_LINE = re.compile(r"^#SBATCH\s", re.M)
+_SBATCH_LINE = r"^#SBATCH\s"
 
 
 def looks_like_launch_script(text: str) -> bool:
@@ -105,8 +104,8 @@ def looks_like_launch_script(text: str) -> bool:
     head = text[:4096]
     return (
         (head.startswith("#!") and ("sh" in head.split("\n", 1)[0]))
-        or bool(_LAUNCH_WORDS.search(head))
-        or bool(_SBATCH_LINE.search(head))
+        or bool(re.search(_LAUNCH_WORDS, head))
+        or bool(re.search(_SBATCH_LINE, head, re.M))
     )
 
 
@@ -122,13 +121,13 @@ def is_trainer_state(data: dict[str, Any]) -> bool:
 SETTINGS_NAMES = {"pyproject.toml", ".gpu-advise.toml"}
 _YAML_JSON = {".yaml", ".yml", ".json", ".conf", ".jsonc", ".hjson"}
 _SHELL = {".sh", ".bash", ".slurm", ".sbatch", ".zsh"}
-_HOST_LINE = re.compile(r"[^\s#]+(\s+slots\s*=\s*\d+)?\s*(#.*)?")
+_HOST_LINE = r"[^\s#]+(\s+slots\s*=\s*\d+)?\s*(#.*)?"
 
 
 def _looks_like_hostfile(head: str) -> bool:
     """DeepSpeed's hostfile: `host slots=N` lines (launcher/runner.py _parse_hostfile), comments, blanks."""
     lines = [ln.strip() for ln in head.splitlines()[:200] if ln.strip() and not ln.lstrip().startswith("#")]
-    return bool(lines) and "slots" in head and all(_HOST_LINE.fullmatch(ln) for ln in lines)
+    return bool(lines) and "slots" in head and all(re.fullmatch(_HOST_LINE, ln) for ln in lines)
 
 
 def read_as(name: str, head: Callable[[], bytes | None]) -> str | None:

@@ -386,7 +386,7 @@ class YamlTabError(yaml.MarkedYAMLError):
         )
 
 
-_YAML_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
+_YAML_BREAK = "\r\n|[\r\n\x85\u2028\u2029]"  # compiled (through re's cache) only for a file with a tab
 
 
 def _refuse_tabs(text: str, root: yaml.Node | None) -> None:
@@ -397,7 +397,7 @@ def _refuse_tabs(text: str, root: yaml.Node | None) -> None:
     several times more, so only files with a tab are checked, against the scalars just composed."""
     # YAML's line breaks (\r\n, \r, \n, NEL, LS, PS), as both loaders count lines; marks' indexes are in
     # code points, like str indexes
-    line_starts = [0] + [m.end() for m in _YAML_BREAK.finditer(text)]
+    line_starts = [0] + [m.end() for m in re.finditer(_YAML_BREAK, text)]
     quoted: list[tuple[int, int]] = []  # [start, end) of quoted and block scalars: tabs allowed
     plain: list[tuple[int, int]] = []
     seen: set[int] = set()
