@@ -96,6 +96,22 @@ def test_pushd_popd_and_a_subshell_cd_end_where_bash_ends_them(tmp_path: Path) -
     assert [(f["rule"], f["line"]) for f in report["findings"] if f["rule"] == "GA004"] == [("GA004", 6)]
 
 
+def test_a_cd_inside_a_function_or_a_loop_subshell_does_not_move_the_next_launch(tmp_path: Path) -> None:
+    launch = (
+        "#!/bin/bash\n"
+        "setup() {\n  cd /opt/elsewhere\n}\n"
+        "for seed in 1 2; do (cd ../sft && torchrun --nproc_per_node 2 main.py); done\n"
+        "torchrun --nproc_per_node 2 local.py\n"
+    )
+    root = project(
+        tmp_path,
+        {"scripts/run.sh": launch, "scripts/local.py": "print(1)\n", "sft/main.py": TRAIN_FLAGS},
+    )
+    report = check(root, "scripts/run.sh")
+    assert [(f["rule"], f["line"]) for f in report["findings"] if f["rule"] == "GA004"] == []
+    assert len(report["runs"]) == 2
+
+
 def test_cd_to_the_scripts_own_folder(tmp_path: Path) -> None:
     launch = (
         "#!/bin/bash\n"

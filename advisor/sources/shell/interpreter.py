@@ -64,6 +64,7 @@ _RESERVED_OPEN = {"if", "while", "until", "{"}
 _VAR_USE_RE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 _RESERVED_CLOSE = {"fi", "done", "esac", "}"}
 _RESERVED_SKIP = {"then", "do", "else", "elif", "!"}
+_LEADING = _RESERVED_OPEN | _RESERVED_SKIP
 
 
 class Shell(LauncherReading):
@@ -477,12 +478,13 @@ class Shell(LauncherReading):
                 else:
                     target = tk
             else:
-                opens = tk.value == "(" and not words and not redirs
+                # a `(` that starts a command (after nothing but reserved words: `do (cd x; ...)`)
+                opens = tk.value == "(" and not redirs and all(self.plain(w) in _LEADING for w in words)
                 self.finish(words, redirs, sep)
                 if opens:
                     self.dirs.open_subshell()  # `( cd x && ... )`: its cd ends at its `)`
-                elif tk.value == ")" and not fn_paren:
-                    self.dirs.close_subshell()
+                elif tk.value == ")":
+                    self.dirs.function_pending = fn_paren or not self.dirs.close_subshell()
                 fn_paren = tk.value == "(" and not opens  # `name() {`: a function's parentheses
                 words, redirs, target = [], [], None
                 if tk.value in (";;", ";&", ";;&"):
@@ -503,17 +505,22 @@ class Shell(LauncherReading):
             self.cond = False
 
     def simple(self, words: list[Tok], redirs: list[tuple[Tok, Tok | None]]) -> None:
+        body, self.dirs.function_pending = self.dirs.function_pending, False  # after `name()`
         while words:
             w = self.plain(words[0])
             if w in _RESERVED_OPEN:
                 self.depth += 1
+                if w == "{" and body:
+                    self.dirs.enter_function(self.depth)
             elif w in _RESERVED_CLOSE:
                 self.depth = max(0, self.depth - 1)
+                self.dirs.leave_functions(self.depth)
             elif w not in _RESERVED_SKIP and w != "function":
                 break
+            body = False
             words = words[1:]
             if w == "function" and words:
-                words = words[1:]
+                words, body = words[1:], True
         if not words:
             return
         start_off = words[0].src.off(words[0].start)

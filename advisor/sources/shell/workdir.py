@@ -31,6 +31,16 @@ class DirTracker:
         self.previous: Workdir | None = None  # `cd -`
         self.stack: list[Workdir | None] = []  # pushd / popd
         self.subshells: list[tuple[Workdir | None, Workdir | None, list[Workdir | None]]] = []
+        # a function's body runs when it is called, not where it is written: its cd is not followed
+        self.function_pending = False  # `name()` was just read: a `{` now opens its body
+        self.functions: list[int] = []  # the nesting depth of each open function body
+
+    def enter_function(self, depth: int) -> None:
+        self.functions.append(depth)
+
+    def leave_functions(self, depth: int) -> None:
+        while self.functions and self.functions[-1] > depth:
+            self.functions.pop()
 
     def open_subshell(self) -> None:
         self.subshells.append((self.current, self.previous, list(self.stack)))
@@ -44,6 +54,8 @@ class DirTracker:
 
     def command(self, name: str, args: list[tuple[str | None, str]], span: Span) -> None:
         """`cd`, `pushd` or `popd` with its words as (expanded text or None, text for the idiom check)."""
+        if self.functions:
+            return
         words = [a for a in args if a[0] not in _OPTIONS]
         if name == "popd":
             if words:  # `popd +1`, `popd -n`: the stack is not followed that far
