@@ -8,6 +8,7 @@ tampered entry is a cache miss, never an object of the wrong type.
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from collections.abc import Callable
@@ -169,3 +170,321 @@ def _decode_dataclass(cls: type, data: Any) -> Any:
     if len(data) != len(spec) or any(name not in data for name, _ in spec):
         raise DataError(f"{cls.__name__}: fields {sorted(data)} are not {[name for name, _ in spec]}")
     return cls(**{name: decoder(data[name]) for name, decoder in spec})
+
+
+# --------------------------------------------------------------------------------------------
+# Validating input (a file's mapping) into records: the checks live in each field's declaration
+# (advisor.records.spec); every problem is collected, each with its key path.
+
+Loc = tuple[str | int, ...]
+
+
+@records.record(frozen=True, slots=True)
+class Problem:
+    """One thing wrong with the input: where (key path from the top), what, of which kind."""
+
+    path: Loc
+    message: str
+    kind: str = "value_error"
+    input: Any = None
+
+
+class Invalid(ValueError):
+    """Input that does not validate: every problem found, each with its key path (`problems`)."""
+
+    def __init__(self, problems: list[Problem] | tuple[Problem, ...]) -> None:
+        self.problems = tuple(problems)
+        super().__init__(
+            "\n".join(f"{'.'.join(map(str, p.path)) or '(top)'}: {p.message}" for p in self.problems)
+        )
+
+    def errors(self) -> list[dict[str, Any]]:
+        """The problems as mappings: loc, msg, type, input (the shape the file:line mappers read)."""
+        return [{"loc": p.path, "msg": p.message, "type": p.kind, "input": p.input} for p in self.problems]
+
+
+def invalid(message: str, path: Loc = ()) -> Invalid:
+    """An error for a record's `__validate__` or a field's `before`/`after` hook, at `path` relative to
+    the record (the field, for a field hook, when empty)."""
+    return Invalid([Problem(path, message)])
+
+
+_Checker = Callable[[Any, Loc, list[Problem]], Any]
+_BAD = object()  # a checker's result when it recorded a problem
+
+
+def validate(cls: type[_R], data: Any) -> _R:
+    """`data` (parsed TOML/YAML) as the record `cls`: keys by their `spec(key=...)` or name, types,
+    bounds, choices, unions, nested records/lists/dicts; unknown keys refused. Raises `Invalid`
+    with every problem found. `cls` may define `__validate__(self)`, which raises `invalid(...)`."""
+    problems: list[Problem] = []
+    out: _R = _checker(typing.cast(Any, cls))(data, (), problems)
+    if problems:
+        raise Invalid(problems)
+    return out
+
+
+def input_keys(cls: type) -> list[str]:
+    """The keys a record accepts, as written in a file."""
+    return [key for key, _, _ in _input_fields(cls)]
+
+
+_R = typing.TypeVar("_R")
+_PLAIN_NAMES = {
+    str: "a valid string",
+    bool: "a valid boolean",
+    int: "a valid integer",
+    float: "a valid number",
+}
+_KINDS = {str: "string_type", bool: "bool_type", int: "int_type", float: "float_type"}
+
+
+@cache
+def _checker(hint: Any) -> _Checker:
+    if hint is Any:
+        return _check_any
+    if records.is_record(hint):
+        return lambda data, loc, problems: _check_record(hint, data, loc, problems)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is Literal:
+        return _check_literal(args)
+    if origin is Union or origin is types.UnionType:
+        return _check_union(args)
+    if origin is list or origin is tuple:
+        item = _checker(args[0])
+
+        def items(data: Any, loc: Loc, problems: list[Problem]) -> Any:
+            if type(data) is not list:
+                return _fail(problems, loc, "Input should be a valid list", "list_type", data)
+            out = [item(v, (*loc, i), problems) for i, v in enumerate(data)]
+            return out if origin is list else tuple(out)
+
+        return items
+    if origin is dict:
+        key, value = _checker(args[0]), _checker(args[1])
+
+        def mapping(data: Any, loc: Loc, problems: list[Problem]) -> Any:
+            if type(data) is not dict:
+                return _fail(problems, loc, "Input should be a valid dictionary", "dict_type", data)
+            return {key(k, (*loc, k), problems): value(v, (*loc, k), problems) for k, v in data.items()}
+
+        return mapping
+    if hint is type(None):
+        return lambda data, loc, problems: (
+            None if data is None else _fail(problems, loc, "Input should be None", "none_required", data)
+        )
+    if hint is Path:
+        return lambda data, loc, problems: (
+            Path(data)
+            if type(data) is str
+            else _fail(problems, loc, "Input should be a valid path", "path_type", data)
+        )
+    if hint in _PLAIN_NAMES:
+        wanted = (int, float) if hint is float else (hint,)
+        message, kind = f"Input should be {_PLAIN_NAMES[hint]}", _KINDS[hint]
+        return lambda data, loc, problems: (
+            data if type(data) in wanted else _fail(problems, loc, message, kind, data)
+        )
+    raise TypeError(f"validate: no checker for {hint}")
+
+
+def _fail(problems: list[Problem], loc: Loc, message: str, kind: str, data: Any) -> Any:
+    problems.append(Problem(loc, message, kind, data))
+    return _BAD
+
+
+def _check_any(data: Any, loc: Loc, problems: list[Problem]) -> Any:
+    try:
+        return _plain(data)
+    except DataError as exc:
+        return _fail(problems, loc, str(exc), "any_type", data)
+
+
+def _choices(args: tuple[Any, ...]) -> str:
+    shown = [repr(a) for a in args]
+    return shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} or {shown[-1]}"
+
+
+def _check_literal(args: tuple[Any, ...]) -> _Checker:
+    allowed = {(type(a), a) for a in args}
+    message = f"Input should be {_choices(args)}"
+
+    def check(data: Any, loc: Loc, problems: list[Problem]) -> Any:
+        if (type(data), data) in allowed:
+            return data
+        return _fail(problems, loc, message, "literal_error", data)
+
+    return check
+
+
+def _shape(hint: Any) -> tuple[type, ...]:
+    """The plain-data types an arm of a union takes, to pick the arm whose problems to report."""
+    if records.is_record(hint):
+        return (dict,)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is Literal:
+        return tuple({type(a) for a in args})
+    if origin in (list, tuple):
+        return (list,)
+    if origin is dict:
+        return (dict,)
+    if hint is float:
+        return (int, float)
+    if hint is Path:
+        return (str,)
+    return (hint,) if isinstance(hint, type) else ()
+
+
+def _describe_hint(hint: Any) -> str:
+    if records.is_record(hint) or typing.get_origin(hint) is dict:
+        return "a mapping"
+    if typing.get_origin(hint) is Literal:
+        return _choices(typing.get_args(hint))
+    if typing.get_origin(hint) in (list, tuple):
+        return "a list"
+    return _PLAIN_NAMES.get(hint, getattr(hint, "__name__", str(hint)))
+
+
+def _check_union(args: tuple[Any, ...]) -> _Checker:
+    optional = type(None) in args
+    arms = [(a, _checker(a), _shape(a)) for a in args if a is not type(None)]
+    wanted = [_describe_hint(a) for a, _, _ in arms] + (["None"] if optional else [])
+    message = f"Input should be {' or '.join(wanted)}"
+
+    def check(data: Any, loc: Loc, problems: list[Problem]) -> Any:
+        if data is None and optional:
+            return None
+        fitting = [(c, s) for _, c, s in arms if type(data) in s] or [(c, s) for _, c, s in arms]
+        best: list[Problem] | None = None
+        for arm, _ in fitting:
+            found: list[Problem] = []
+            out = arm(data, loc, found)
+            if not found:
+                return out
+            best = found if best is None else best
+        if len(fitting) == 1 and len(arms) > 1 and best is not None:
+            problems.extend(best)  # the one arm of this shape: its own problems say more
+            return _BAD
+        if len(arms) == 1 and best is not None:
+            problems.extend(best)
+            return _BAD
+        return _fail(problems, loc, message, "union_error", data)
+
+    return check
+
+
+@cache
+def _input_fields(cls: type) -> tuple[tuple[str, records.Field, _Checker], ...]:
+    hints = field_types(cls)
+    return tuple(
+        (f.metadata.get("key", f.name), f, _checker(hints[f.name]))
+        for f in records.fields(cls)
+        if f.init and f.metadata.get("read", True)
+    )
+
+
+def _check_record(cls: type, data: Any, loc: Loc, problems: list[Problem]) -> Any:
+    if type(data) is not dict:
+        return _fail(problems, loc, "Input should be a valid dictionary", "dict_type", data)
+    spec = _input_fields(cls)
+    by_key = {key: (f, check) for key, f, check in spec}
+    by_key.update({f.name: (f, check) for _, f, check in spec if f.name not in by_key})
+    before = len(problems)
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in by_key:
+            _unknown(cls, key, value, (*loc, key), problems)
+            continue
+        f, check = by_key[key]
+        if f.name in values:
+            problems.append(Problem((*loc, key), f"{key!r} is given twice (as {f.name!r} too)", "duplicate"))
+            continue
+        values[f.name] = _check_field(f, check, value, (*loc, key), problems)
+    for key, f, _ in spec:
+        if f.name not in values and not f.has_default:
+            problems.append(Problem((*loc, key), "Field required", "missing", data))
+    if len(problems) > before:
+        return _BAD
+    out = cls(**values)
+    hook = getattr(cls, "__validate__", None)
+    if hook is not None:
+        try:
+            hook(out)
+        except Invalid as exc:
+            problems.extend(Problem((*loc, *p.path), p.message, p.kind, p.input) for p in exc.problems)
+            return _BAD
+    return out
+
+
+def _unknown(cls: type, key: Any, value: Any, loc: Loc, problems: list[Problem]) -> None:
+    from advisor.suggest import close_matches
+
+    message = f"unknown key {key!r}"
+    close = close_matches(str(key), input_keys(cls), n=1)
+    message += f" (did you mean {close[0]!r}?)" if close else ""
+    problems.append(Problem(loc, message, "extra_forbidden", value))
+
+
+def _hook(fn: Any, value: Any, loc: Loc, problems: list[Problem]) -> Any:
+    try:
+        return fn(value)
+    except Invalid as exc:
+        problems.extend(Problem((*loc[:-1], *p.path) if p.path else loc, p.message) for p in exc.problems)
+    except ValueError as exc:
+        problems.append(Problem(loc, str(exc), "value_error", value))
+    return _BAD
+
+
+def _check_field(f: records.Field, check: _Checker, value: Any, loc: Loc, problems: list[Problem]) -> Any:
+    meta = f.metadata
+    if "before" in meta:
+        value = _hook(meta["before"], value, loc, problems)
+        if value is _BAD:
+            return _BAD
+    before = len(problems)
+    out = check(value, loc, problems)
+    if len(problems) > before:
+        return _BAD
+    if meta and out is not None and not _within(meta, out, loc, problems):
+        return _BAD
+    if "after" in meta:
+        out = _hook(meta["after"], out, loc, problems)
+    return out
+
+
+_BOUNDS = (
+    ("ge", "greater than or equal to", lambda v, b: v >= b, "greater_than_equal"),
+    ("gt", "greater than", lambda v, b: v > b, "greater_than"),
+    ("le", "less than or equal to", lambda v, b: v <= b, "less_than_equal"),
+    ("lt", "less than", lambda v, b: v < b, "less_than"),
+)
+
+
+def _within(meta: Any, value: Any, loc: Loc, problems: list[Problem]) -> bool:
+    """The field's bounds, length and pattern (on the value, not on a union's None)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        for name, words, holds, kind in _BOUNDS:
+            if name in meta and not holds(value, meta[name]):
+                _fail(problems, loc, f"Input should be {words} {meta[name]}", kind, value)
+                return False
+    if "min_length" in meta and isinstance(value, str | list | dict) and len(value) < meta["min_length"]:
+        n = meta["min_length"]
+        what = ("String", "character") if isinstance(value, str) else ("Value", "item")
+        _fail(
+            problems,
+            loc,
+            f"{what[0]} should have at least {n} {what[1]}{'s' if n != 1 else ''}",
+            "too_short",
+            value,
+        )
+        return False
+    if "pattern" in meta and isinstance(value, str) and not re.fullmatch(meta["pattern"], value):
+        _fail(
+            problems,
+            loc,
+            f"String should match pattern '{meta['pattern']}'",
+            "string_pattern_mismatch",
+            value,
+        )
+        return False
+    return True

@@ -37,6 +37,7 @@ from advisor.records.fields import (
     fields,
     is_record,
     replace,
+    spec,
 )
 
 __all__ = [
@@ -51,4 +52,5 @@ __all__ = [
     "is_record",
     "record",
     "replace",
+    "spec",
 ]

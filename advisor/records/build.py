@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar, dataclass_transform, overload
 
 from advisor.records import methods
-from advisor.records.fields import FIELDS, Field, collect, field
+from advisor.records.fields import FIELDS, Field, collect, field, spec
 
 _T = TypeVar("_T")
 
@@ -21,7 +21,7 @@ def record(
 ) -> Callable[[type[_T]], type[_T]]: ...
 
 
-@dataclass_transform(field_specifiers=(field, Field))
+@dataclass_transform(field_specifiers=(field, spec, Field))
 def record(
     cls: type[_T] | None = None,
     /,

@@ -9,7 +9,8 @@ favour of `default_factory`.
 from __future__ import annotations
 
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 _T = TypeVar("_T")
@@ -25,6 +26,7 @@ class _Missing:
 
 
 MISSING: Any = _Missing()
+_NO_METADATA: Mapping[str, Any] = MappingProxyType({})
 
 
 class KW_ONLY:
@@ -38,7 +40,18 @@ class FrozenInstanceError(AttributeError):
 class Field:
     """One field: its name, annotation (as written), default or default factory, and flags."""
 
-    __slots__ = ("compare", "default", "default_factory", "hash", "init", "kw_only", "name", "repr", "type")
+    __slots__ = (
+        "compare",
+        "default",
+        "default_factory",
+        "hash",
+        "init",
+        "kw_only",
+        "metadata",
+        "name",
+        "repr",
+        "type",
+    )
 
     def __init__(
         self,
@@ -49,6 +62,7 @@ class Field:
         compare: bool,
         hash: bool | None,
         kw_only: Any,
+        metadata: Mapping[str, Any] | None = None,
     ) -> None:
         if default is not MISSING and default_factory is not MISSING:
             raise ValueError("cannot specify both default and default_factory")
@@ -61,6 +75,7 @@ class Field:
         self.compare = compare
         self.hash = hash
         self.kw_only = kw_only
+        self.metadata: Mapping[str, Any] = MappingProxyType(dict(metadata)) if metadata else _NO_METADATA
 
     def __repr__(self) -> str:
         return f"Field(name={self.name!r}, type={self.type!r}, default={self.default!r})"
@@ -79,9 +94,49 @@ def field(
     compare: bool = True,
     hash: bool | None = None,
     kw_only: Any = MISSING,
+    metadata: Mapping[str, Any] | None = None,
 ) -> Any:
-    """A field with options, as `dataclasses.field`."""
-    return Field(default, default_factory, init, repr, compare, hash, kw_only)
+    """A field with options, as `dataclasses.field` (`metadata`: read-only, for the validator)."""
+    return Field(default, default_factory, init, repr, compare, hash, kw_only, metadata)
+
+
+def spec(
+    *,
+    default: Any = MISSING,
+    default_factory: Any = MISSING,
+    key: str | None = None,
+    description: str | None = None,
+    ge: float | None = None,
+    gt: float | None = None,
+    le: float | None = None,
+    lt: float | None = None,
+    min_length: int | None = None,
+    pattern: str | None = None,
+    before: Callable[[Any], Any] | None = None,
+    after: Callable[[Any], Any] | None = None,
+    read: bool = True,
+) -> Any:
+    """A field with what validating input needs (advisor.datacodec.validate): `key`, the key written in
+    the file (e.g. kebab-case; the field name is accepted too); bounds; `min_length`; `pattern` (full
+    match); `before` (raw value -> value, before the type check) and `after` (checked value -> value),
+    which raise ValueError with the message; `read=False`: not read from input. `description`, the bounds
+    and the pattern go into the JSON schema (advisor/schema/jsonschema.py)."""
+    given = {
+        "key": key,
+        "description": description,
+        "ge": ge,
+        "gt": gt,
+        "le": le,
+        "lt": lt,
+        "min_length": min_length,
+        "pattern": pattern,
+        "before": before,
+        "after": after,
+    }
+    meta = {k: v for k, v in given.items() if v is not None}
+    if not read:
+        meta["read"] = False
+    return Field(default, default_factory, True, True, True, None, MISSING, meta)
 
 
 def _is_classvar(annotation: Any) -> bool:
