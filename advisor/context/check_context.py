@@ -39,14 +39,14 @@ class CheckContext:
     scope: SettingsScope
     boundary: ProjectBoundary
     cwd: Path
-    memo: dict[tuple[str, Any], Any] = field(default_factory=dict, compare=False, repr=False)
+    memo: dict[tuple[Any, ...], Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def build(cls, scope: SettingsScope, seeds: Sequence[Path]) -> CheckContext:
         """The context of a check of `seeds` under `scope` (its boundary: the seeds' projects plus the
         top settings' allowed roots, advisor.boundary.project_boundary)."""
         context = cls(scope, _boundary(scope.top, seeds), _cwd())
-        context.memo[("boundary", _seeds_key(scope.top, seeds))] = (scope.top, context.boundary)
+        context.memo[_boundary_key(scope.top, seeds)] = (scope.top, context.boundary)
         return context
 
     @classmethod
@@ -104,10 +104,11 @@ class CheckContext:
         from advisor.settings import Settings
 
         chosen = settings if settings is not None else self.derived("default-settings", None, Settings)
-        found = self.memo.get(("boundary", _seeds_key(chosen, seeds)))
+        key = _boundary_key(chosen, seeds)
+        found = self.memo.get(key)
         if found is None:
             found = (chosen, _boundary(chosen, seeds))  # the settings kept: their id is part of the key
-            self.memo[("boundary", _seeds_key(chosen, seeds))] = found
+            self.memo[key] = found
         boundary: ProjectBoundary = found[1]
         return boundary
 
@@ -115,7 +116,7 @@ class CheckContext:
         """The settings file found from the folder of the file at `path` upwards (advisor.settings
         .find_settings), or None when it cannot be read; once per folder."""
         folder = os.path.dirname(os.path.abspath(path))
-        return self.derived("settings", folder, lambda: _find_settings(folder))
+        return self.derived("settings", folder, lambda: _find_settings(self.scope, folder))
 
     def pins_near(self, folder: Path) -> dict[str, Pin]:
         """The nearest pin per package from `folder` up to its project root (the folder holding `.git`,
@@ -138,8 +139,18 @@ class CheckContext:
         return self.derived("text", path, lambda: _read_text(path, limit))
 
 
-def _seeds_key(settings: Settings, seeds: Sequence[Path]) -> tuple[int, tuple[str, ...]]:
-    return id(settings), tuple(str(s) for s in seeds)
+def _boundary_key(settings: Settings, seeds: Sequence[Path]) -> tuple[str, int, tuple[Path, ...]]:
+    """A boundary depends on each seed only through the folder it resolves into (advisor.boundary
+    .project_root: the work tree above it, or that folder): files of one folder share it."""
+    return "boundary", id(settings), tuple(_seed_folder(s) for s in seeds)
+
+
+def _seed_folder(seed: Path) -> Path:
+    try:
+        real = Path(os.path.realpath(os.path.expanduser(seed)))
+        return real if real.is_dir() else real.parent
+    except (OSError, ValueError, RuntimeError):
+        return Path(os.path.abspath(seed))
 
 
 def _boundary(settings: Settings, seeds: Sequence[Path]) -> ProjectBoundary:
@@ -155,11 +166,11 @@ def _cwd() -> Path:
         return Path("/")
 
 
-def _find_settings(folder: str) -> Settings | None:
-    from advisor.settings import SettingsError, find_settings
+def _find_settings(scope: SettingsScope, folder: str) -> Settings | None:
+    from advisor.settings import SettingsError
 
     try:
-        return find_settings(Path(folder))
+        return scope.found_near(folder)  # the scope's lookup: each folder's settings file read once
     except (SettingsError, OSError, ValueError):
         return None
 
