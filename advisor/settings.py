@@ -39,8 +39,9 @@ def _value_line(text: str, key: str, value: str) -> int:
     return _line_of(text, key)
 
 
-_TOML_AT = re.compile(r"^(?P<msg>.*) \(at line (?P<line>\d+), column (?P<col>\d+)\)$", re.S)
-_LONG_NUMBER = re.compile(r"[0-9_]{4000,}")
+# error paths only: compiled (through re's own cache) when a settings file does not parse
+_TOML_AT = r"^(?P<msg>.*) \(at line (?P<line>\d+), column (?P<col>\d+)\)$"
+_LONG_NUMBER = r"[0-9_]{4000,}"
 
 
 def _loads(text: str, path: Path) -> dict[str, Any]:
@@ -50,7 +51,7 @@ def _loads(text: str, path: Path) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
-        m = _TOML_AT.match(message)
+        m = re.match(_TOML_AT, message, re.S)
         if m:
             where, message = f"{path}:{m['line']}:{m['col']}", m["msg"]
         elif message.endswith(" (at end of document)"):
@@ -62,7 +63,7 @@ def _loads(text: str, path: Path) -> dict[str, Any]:
             where = str(path)
         raise SettingsError(f"{where}: invalid TOML: {message}") from None
     except ValueError:  # int() of a number past Python's 4,300 digits, which tomllib does not catch
-        long = _LONG_NUMBER.search(text)
+        long = re.search(_LONG_NUMBER, text)
         line = text.count("\n", 0, long.start()) + 1 if long else 1
         raise SettingsError(f"{path}:{line}: a number of more than 4,300 digits; not a setting") from None
 
