@@ -1,6 +1,6 @@
 """Validation of hardware descriptors: the result is advisor.sources.machine_types.Machine (the GPU
-catalog's entries are validated by advisor.schema.gpu, re-exported here). `gpu-advise schema hardware`
-prints Machine's JSON schema."""
+catalog's entries are validated by advisor.sources.gpu_catalog.validate_gpu, re-exported here).
+`gpu-advise schema hardware` prints Machine's JSON schema."""
 
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic_core import PydanticCustomError
 
 from advisor.schema import to_view
-from advisor.schema.gpu import VIEWS as GPU_VIEWS
-from advisor.schema.gpu import GpuSpec, NvlinkSpec, PcieSpec, validate_gpu
 from advisor.sources import machine_types as views
-from advisor.sources.gpu_catalog import resolve_gpu, unknown_gpu_message
+from advisor.sources.gpu_catalog import resolve_gpu, unknown_gpu_message, validate_gpu
+from advisor.sources.gpu_types import GpuSpec, NvlinkSpec, PcieSpec
 from advisor.sources.machine_types import parse_network
 
 
@@ -159,7 +158,7 @@ class Machine(BaseModel):
         return self
 
 
-VIEWS = {**GPU_VIEWS, "GpuGroup": views.GpuGroup, "Machine": views.Machine}
+VIEWS = {"GpuGroup": views.GpuGroup, "Machine": views.Machine}
 
 __all__ = [
     "GpuGroup",

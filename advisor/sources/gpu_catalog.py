@@ -1,7 +1,7 @@
 """The GPU catalog (advisor/data/gpus.yaml): read lazily and cached, looked up by id, alias or device name.
 
-Importing this module reads no file. It validates entries with advisor.schema.gpu, which imports only
-the entry types (advisor.sources.gpu_types), so neither imports the machine descriptor code.
+Importing this module reads no file. It validates entries into advisor.sources.gpu_types's records
+(advisor.datacodec.validate), so it does not import the machine descriptor code.
 """
 
 from __future__ import annotations
@@ -114,9 +114,14 @@ class _LazyCatalog(Mapping[str, GpuSpec]):
         return len(self._entries)
 
 
-def _build_catalog_and_index() -> tuple[dict[str, GpuSpec], dict[str, str]]:
-    from advisor.schema.gpu import validate_gpu
+def validate_gpu(entry: Any) -> GpuSpec:
+    """One entry of the GPU catalog; raises advisor.datacodec.Invalid (a ValueError)."""
+    from advisor.datacodec import validate
 
+    return validate(GpuSpec, entry)
+
+
+def _build_catalog_and_index() -> tuple[dict[str, GpuSpec], dict[str, str]]:
     raw = yaml.load(GPUS_FILE.read_text(encoding="utf-8"), Loader=_Loader)
     catalog: dict[str, GpuSpec] = {}
     index: dict[str, str] = {}

@@ -1,19 +1,25 @@
-"""The GPU catalog's entry types (advisor/data/gpus.yaml): frozen dataclasses that need no pydantic.
+"""The GPU catalog's entry types (advisor/data/gpus.yaml): one declaration each, with the checks,
+bounds and descriptions advisor.datacodec.validate applies to a catalog entry.
 
-A leaf module: advisor.schema.gpu validates catalog entries into these, advisor.sources.gpu_catalog caches
-and looks them up; advisor.sources.hardware re-exports them.
+A leaf module: advisor.sources.gpu_catalog validates, caches and looks them up; advisor.sources.hardware
+re-exports them.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
-from advisor.records import field, record
+from advisor.datacodec import invalid
+from advisor.records import field, record, spec
 
 
-# The catalog's GPUs, as validated by advisor.schema.gpu (which builds these, and
-# holds the checks, bounds and descriptions): frozen dataclasses, so that the cached GPU catalog and
-# machines need no pydantic.
+def _cc_format(v: str) -> str:
+    if not re.fullmatch(r"\d+\.\d+", v):
+        raise ValueError(f"compute_capability must look like '8.0', got {v!r}")
+    return v
+
+
 @record(frozen=True, slots=True, kw_only=True)
 class NvlinkSpec:
     generation: int
@@ -27,8 +33,11 @@ class NvlinkSpec:
         "xgmi_full_mesh",
         "xgmi_mixed",
     ]
-    busbw_gbs: float  # realistic all-reduce busbw inside the NVLink domain, GB/s
-    pair_busbw_gbs: float | None = None  # busbw with only two GPUs of a switchless mesh, GB/s
+    busbw_gbs: float = spec(description="realistic all-reduce busbw inside the NVLink domain, GB/s")
+    pair_busbw_gbs: float | None = spec(
+        default=None,
+        description="busbw when only two GPUs of a mesh take part (one direct link each, no switch), GB/s",
+    )
     busbw_measured: bool
     busbw_source: str
 
@@ -38,7 +47,7 @@ class PcieSpec:
     generation: int
     lanes: int = 16
     unidir_gbs: float
-    busbw_gbs: float  # realistic all-reduce busbw when the ring crosses PCIe, GB/s
+    busbw_gbs: float = spec(description="realistic all-reduce busbw when the ring crosses PCIe, GB/s")
     busbw_measured: bool
     busbw_source: str
 
@@ -51,16 +60,23 @@ class GpuSpec:
     display_name: str
     vendor: Literal["nvidia", "amd"] = "nvidia"
     architecture: str
-    compute_capability: str  # torch.cuda.get_device_capability(); on ROCm the gfx target's major.minor
-    gfx_target: str | None = None  # AMD: e.g. gfx942
+    compute_capability: str = spec(
+        description="what torch.cuda.get_device_capability() reports (on ROCm: the gfx target's major.minor)",
+        after=_cc_format,
+    )
+    gfx_target: str | None = spec(default=None, description="AMD only: the ROCm gfx target, e.g. gfx942")
     form_factor: str | None = None
     nvidia_smi_name: list[str] = field(default_factory=list)
-    rocm_smi_name: list[str] = field(default_factory=list)  # AMD: torch / rocm-smi device names
+    rocm_smi_name: list[str] = spec(
+        default_factory=list, description="AMD only: names torch.cuda.get_device_name() and rocm-smi print"
+    )
     aliases: list[str] = field(default_factory=list)
     memory_gb_marketed: float | None = None
     nvidia_smi_memory_total_mib: int | None = None
-    rocm_smi_vram_total_bytes: int | None = None
-    usable_gib: float
+    rocm_smi_vram_total_bytes: int | None = spec(
+        default=None, description="AMD only: rocm-smi --showmeminfo vram 'VRAM Total Memory (B)'"
+    )
+    usable_gib: float = spec(gt=0)
     memory_bandwidth_gbs: float
     bf16_dense_tflops: float | None = None
     fp16_dense_tflops: float | None = None
@@ -70,13 +86,24 @@ class GpuSpec:
     tf32_supported: bool
     bf16_native: bool
     nvlink: NvlinkSpec | None = None
-    infinity_fabric: NvlinkSpec | None = None  # AMD: the xGMI peer link
+    infinity_fabric: NvlinkSpec | None = spec(
+        default=None, description="AMD only: the Infinity Fabric (xGMI) peer link, as an NVLink record"
+    )
     pcie: PcieSpec
     p2p_supported: bool = True
     tdp_w: float | None = None
     confidence: Literal["high", "medium", "low"] = "medium"
     notes: str | None = None
     source: list[str] = field(default_factory=list)
+
+    def __validate__(self) -> None:
+        if self.vendor == "amd":
+            if self.nvlink is not None or self.nvidia_smi_name or self.nvidia_smi_memory_total_mib:
+                raise invalid(f"{self.id}: an AMD GPU has no NVLink and no nvidia-smi fields")
+            if not self.rocm_smi_name or not self.gfx_target:
+                raise invalid(f"{self.id}: an AMD GPU needs rocm_smi_name and gfx_target")
+        elif self.infinity_fabric is not None or self.rocm_smi_name or self.gfx_target:
+            raise invalid(f"{self.id}: infinity_fabric, rocm_smi_name and gfx_target are AMD-only")
 
     @property
     def cc(self) -> tuple[int, int]:
