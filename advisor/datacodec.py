@@ -206,7 +206,7 @@ class Invalid(ValueError):
 def invalid(message: str, path: Loc = ()) -> Invalid:
     """An error for a record's `__validate__` or a field's `before`/`after` hook, at `path` relative to
     the record (the field, for a field hook, when empty)."""
-    return Invalid([Problem(path, message)])
+    return Invalid([Problem(path, message, "invalid")])
 
 
 _Checker = Callable[[Any, Loc, list[Problem]], Any]
@@ -429,7 +429,8 @@ def _hook(fn: Any, value: Any, loc: Loc, problems: list[Problem]) -> Any:
     try:
         return fn(value)
     except Invalid as exc:
-        problems.extend(Problem((*loc[:-1], *p.path) if p.path else loc, p.message) for p in exc.problems)
+        for p in exc.problems:
+            problems.append(Problem((*loc[:-1], *p.path) if p.path else loc, p.message, p.kind, value))
     except ValueError as exc:
         problems.append(Problem(loc, str(exc), "value_error", value))
     return _BAD

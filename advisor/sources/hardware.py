@@ -100,7 +100,7 @@ class HardwareError(Exception):
 
 
 def validate_machine(data: Any) -> Machine:
-    """A Machine from a descriptor's mapping; raises pydantic.ValidationError (a ValueError)."""
+    """A Machine from a descriptor's mapping; raises advisor.datacodec.Invalid (a ValueError)."""
     from advisor.schema.hardware import validate_machine as validate
 
     return validate(data)
@@ -186,12 +186,10 @@ _FIELD_NAMES = {"": {f.name for f in fields(Machine)}, "gpus": {f.name for f in 
 
 
 def _describe(error: Any) -> tuple[tuple[str | int, ...], bool, str]:
-    """(location, points-at-the-key, message) of one pydantic error."""
+    """(location, points-at-the-key, message) of one validation problem (advisor.datacodec.Invalid)."""
     loc = tuple(error["loc"])
-    ctx = error.get("ctx") or {}
-    if error["type"] == "hardware":
-        path = tuple(ctx.get("path") or ()) or loc
-        return path, False, ctx["message"]
+    if error["type"] in ("invalid", "value_error"):  # the descriptor's own checks: whole sentences
+        return loc, False, error["msg"]
     # drop union-branch labels such as "list[list[int]]" or "literal['all']"
     clean = tuple(p for p in loc if isinstance(p, int) or p in _FIELD_NAMES[""] | _FIELD_NAMES["gpus"])
     dotted = ".".join(str(p) for p in clean) or "descriptor"
@@ -298,11 +296,11 @@ def _parse_descriptor(text: str, source: str, *, default_name: str | None = None
         raise fail(f"duplicate key {dup.value!r}", dup.start_mark)
     if default_name and isinstance(data, dict) and not data.get("name"):
         data["name"] = default_name
-    from pydantic import ValidationError
+    from advisor.datacodec import Invalid
 
     try:
         return validate_machine(data)
-    except ValidationError as exc:
+    except Invalid as exc:
         problems = [_describe(e) for e in exc.errors()]
         lines = []
         first: HardwareError | None = None
