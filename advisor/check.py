@@ -243,13 +243,16 @@ def build_plans(
     return plans, documents
 
 
-def default_base(options: CheckOptions, paths: list[Path], plans: list[RunPlan]) -> tuple[str, Path] | None:
-    """(options.base_default, the folder the comparison starts from) when there is a commit to compare
-    with, else None: the check then judges the files as they are, silently (outside git, before the
-    first commit, checked paths in no work tree or in several, or nothing to compare: no run, or every
-    run's settings declare its effective batch). The folder is the current one when its work tree holds
-    every checked path (the pre-commit hook's case), else the checked paths' common folder, so `check
-    ~/proj` from elsewhere compares as `check` inside ~/proj does. No git runs before these are known."""
+def default_base(
+    options: CheckOptions, paths: list[Path], plans: list[RunPlan]
+) -> tuple[str, Path, tuple[Path, str]] | None:
+    """(options.base_default, the folder the comparison starts from, its root and commit id) when there is
+    a commit to compare with, else None: the check then judges the files as they are, silently (outside
+    git, before the first commit, checked paths in no work tree or in several, or nothing to compare: no
+    run, or every run's settings declare its effective batch). The folder is the current one when its
+    work tree holds every checked path (the pre-commit hook's case), else the checked paths' common
+    folder, so `check ~/proj` from elsewhere compares as `check` inside ~/proj does. No git runs before
+    these are known."""
     if options.base is not None or options.base_default is None:
         return None
     if not plans or all(p.settings is not None and p.settings.effective_batch is not None for p in plans):
@@ -266,9 +269,10 @@ def default_base(options: CheckOptions, paths: list[Path], plans: list[RunPlan])
     else:
         folders = [t if t.is_dir() else t.parent for t in targets]
         start = Path(os.path.commonpath(folders))
-    from advisor.revision import has_commit  # subprocess and tempfile: only when there is a base
+    from advisor.revision import find_commit  # subprocess and tempfile: only when there is a base
 
-    return (options.base_default, start) if has_commit(options.base_default, start) else None
+    found = find_commit(options.base_default, start)  # the root and the commit: materialise takes them
+    return (options.base_default, start, found) if found is not None else None
 
 
 def attach_baselines(
@@ -278,12 +282,14 @@ def attach_baselines(
     settings: Settings,
     rev: str | None = None,
     start: Path | None = None,
+    commit: tuple[Path, str] | None = None,
 ) -> None:
     """Build the same runs at `rev` (default options.base) and attach each one's numbers to its twin
     (matched by name, then by content: advisor/revision/twins.py); a run without one gets
     `baseline.missing` (GA108). With the default base, a run whose settings declare its effective
     batch keeps that declared baseline: the settings override the default. `start` is the folder the
-    comparison starts from (default: the current one; `paths` stay relative to the current one)."""
+    comparison starts from (default: the current one; `paths` stay relative to the current one); `commit`,
+    default_base's root and commit id for it (so materialise asks git for neither again)."""
     import contextlib
 
     from advisor.revision import RevisionError, materialise
@@ -301,7 +307,7 @@ def attach_baselines(
         (root, base_root), tmp = options.base_tree, contextlib.nullcontext()
     else:
         try:
-            root, base_root, tmp = materialise(rev, cwd)
+            root, base_root, tmp = materialise(rev, cwd, commit)
         except RevisionError as exc:
             raise CheckError(str(exc)) from None
     by_name: dict[str, BaselineRun] = {}

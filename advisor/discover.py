@@ -16,6 +16,7 @@ from typing import Any
 from advisor.boundary import ProjectBoundary
 from advisor.paths import relative, resolved
 from advisor.records import field, record
+from advisor.sources import launchers
 from advisor.sources.document import Document, Location, SourceProblem, Span
 from advisor.sources.exclude import FileFilter
 from advisor.sources.launchers import swift as swift_launcher
@@ -514,7 +515,7 @@ def _attach_from_command(run: RunSpec, doc: Document, command: Any, cache: Docum
         return ref
 
     args = command.launcher_args
-    config = args.get("config_file") or (args.get("accelerate_config") if command.launcher == "trl" else None)
+    config = launchers.spec_of(command.launcher).accelerate_config_word(args)
     if config is not None and config.text:
         ref = _ref(doc, config.text, config.span, "accelerate", cache)
         run.references.append(ref)
@@ -541,7 +542,7 @@ def _attach_from_command(run: RunSpec, doc: Document, command: Any, cache: Docum
         if ref.path:
             run.deepspeed = cache.get(ref.path, "deepspeed")
 
-    hostfile_word = args.get("hostfile") if command.launcher == "deepspeed" else None
+    hostfile_word = launchers.spec_of(command.launcher).hostfile_word(args)
     if hostfile_word is not None and hostfile_word.text:
         run.hostfile = _hostfile(run, doc, hostfile_word, cache, bases)
 
@@ -629,7 +630,7 @@ def _deepspeed_word(command: Any) -> Any:
     bare = _is_switch(word) or (word is None and _is_switch(script_args.get("deepscale")))
     if word is not None and not bare:
         return word
-    if bare or command.launcher == "deepspeed":
+    if bare or launchers.spec_of(command.launcher).starts_deepspeed:
         named = script_args.get("deepspeed_config") or script_args.get("deepscale_config")
         if named is not None and not _is_switch(named):
             return named

@@ -16,6 +16,7 @@ from typing import Any
 from advisor.discover import RunSpec
 from advisor.provenance import Namespace, Value
 from advisor.records import field, record
+from advisor.sources import launchers
 from advisor.sources.document import Document, KeyPath, Location, pointer, refused_number
 from advisor.sources.known_keys import HF_ARGUMENT_PARSERS, SEQ_KEYS
 from advisor.sources.python_source import parsed
@@ -81,20 +82,11 @@ _ACCELERATE_MODE_FLAGS = {
     "cpu": "NO",
 }
 # Launchers that run a Python script whose flags are TrainingArguments.
-SCRIPT_LAUNCHERS = {
-    "accelerate",
-    "torchrun",
-    "deepspeed",
-    "python",
-    "trl",
-    "llamafactory",
-    "axolotl",
-    "swift",
-}
+SCRIPT_LAUNCHERS = frozenset(name for name, s in launchers.LAUNCHERS.items() if not s.serves)
 # Launchers whose flags carry TrainingArguments names but whose own parser has other defaults: the run
 # keeps what its flags write and gets no TrainingArguments defaults. ms-swift: per_device_train_batch_size
 # defaults to 1 (ms-swift swift/trainers/arguments.py:129), not TrainingArguments' 8.
-OWN_DEFAULTS_LAUNCHERS = frozenset({"swift"})
+OWN_DEFAULTS_LAUNCHERS = frozenset(name for name, s in launchers.LAUNCHERS.items() if s.own_defaults)
 
 
 def has_own_defaults(command: Any) -> bool:
@@ -275,7 +267,7 @@ def build_plan(spec: RunSpec, hardware: Any = None, settings: Any = None, contex
 
     if spec.accelerate is not None and isinstance(spec.accelerate.data, dict):
         _fill(plan.accelerate, spec.accelerate, spec.accelerate.data, (), "accelerate")
-    if command is not None and command.launcher in {"accelerate", "trl", "axolotl"}:
+    if command is not None and launchers.spec_of(command.launcher).reads_accelerate_config:
         _apply_accelerate_flags(plan, command, spec.root)
 
     if spec.deepspeed is not None and isinstance(spec.deepspeed.data, dict):
@@ -316,11 +308,15 @@ def _build_training(plan: RunPlan, spec: RunSpec) -> None:
     dialect = (doc.dialect if doc is not None else None) or "hf"
     if doc is not None and doc.kind == "axolotl":
         dialect = "axolotl"
-    elif spec.command is not None and spec.command.launcher == "llamafactory" and dialect == "hf":
+    elif (
+        spec.command is not None
+        and launchers.spec_of(spec.command.launcher).flags_dialect
+        and dialect == "hf"
+    ):
         # llamafactory-cli reads its flags (or a config without LLaMA-Factory-only keys) into its own
         # dataclasses, with its own defaults: the same dialect as its YAML (LLaMA-Factory 0.9.5
         # hparams/parser.py read_args; hparams/model_args.py disable_gradient_checkpointing=False)
-        dialect = "llamafactory"
+        dialect = launchers.spec_of(spec.command.launcher).flags_dialect
     plan.training.set("dialect", Value(dialect, None, "derived"))
     aliases = TRAINING_ALIASES.get(dialect, {})
     defaults = AXOLOTL_DEFAULTS if dialect == "axolotl" else {}
@@ -410,7 +406,7 @@ def reads_training_arguments(spec: RunSpec, context: Any = None) -> bool:
         return True
     if command is None:
         return False
-    if command.launcher in {"llamafactory", "trl", "axolotl"}:
+    if launchers.spec_of(command.launcher).runs_trainer:
         return True
     own = script_arguments(spec, context)
     if own is not None and own.kind == "argparse":

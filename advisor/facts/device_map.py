@@ -19,6 +19,7 @@ from typing import Any
 
 from advisor.context import context_for
 from advisor.paths import relative
+from advisor.sources import launchers
 from advisor.sources.document import Location
 from advisor.sources.python_source import parsed
 
@@ -63,7 +64,11 @@ def distributed_device_maps(plan: Any, world_size: Any) -> list[dict[str, Any]]:
     doc = plan.spec.script
     if doc is None or not isinstance(getattr(doc, "text", None), str):
         return []
-    if not isinstance(world_size, int) or world_size <= 1 or plan.launch.launcher == "python":
+    if (
+        not isinstance(world_size, int)
+        or world_size <= 1
+        or launchers.spec_of(plan.launch.launcher).is_interpreter
+    ):
         return []
     path = Path(relative(doc.path)) if doc.path.is_absolute() else doc.path  # as script facts show it
     return [

@@ -28,6 +28,7 @@ from advisor.facts.load_calls import (
 from advisor.facts.precision import _truth, deepspeed_mode, training_mode
 from advisor.provenance import Value
 from advisor.records import record
+from advisor.sources import launchers
 from advisor.sources.document import Location
 
 __all__ = [
@@ -118,7 +119,7 @@ def trl_trains(plan: Any) -> bool:
     """TRL's trainer loads and wraps the model: the `trl` launcher, a script that imports trl, or a TRL
     recipe with no script to say otherwise."""
     launcher = plan.launch.known_value("launcher") if plan.launch is not None else None
-    if launcher is not None and launcher.value == "trl":
+    if launcher is not None and launchers.spec_of(launcher.value).runs_trl:
         return True
     doc = plan.spec.script
     if doc is not None and isinstance(doc.text, str):

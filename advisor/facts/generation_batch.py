@@ -26,6 +26,7 @@ from typing import Any
 from advisor.facts.counts import count
 from advisor.plan import RunPlan
 from advisor.provenance import Namespace, Value
+from advisor.sources import launchers
 from advisor.sources.document import Location
 
 # num_generations defaults: GRPOConfig 8 (grpo_config.py:480), RLOOConfig 2 (rloo_config.py:301)
@@ -42,7 +43,7 @@ def online_trainer(plan: RunPlan) -> str | None:
     """ "grpo" or "rloo" when the run trains with one of them: `trl grpo|rloo`, the script's trainer,
     or a config that sets num_generations (a key only these configs have)."""
     command = plan.spec.command
-    if command is not None and command.launcher == "trl" and command.script is not None:
+    if command is not None and launchers.spec_of(command.launcher).runs_trl and command.script is not None:
         sub = command.script.text
         if sub in DEFAULT_GENERATIONS:
             return str(sub)

@@ -10,6 +10,7 @@ from advisor.facts.namespace_entries import value_entry
 from advisor.plan import RunPlan
 from advisor.provenance import Value
 from advisor.records import record
+from advisor.sources import launchers
 from advisor.sources.document import Location
 
 
@@ -66,7 +67,7 @@ def visible_gpus(plan: RunPlan) -> GpuList:
         mask = parse_gpu_list(cvd.value)
         mask_origin = cvd.origin
 
-    if launcher == "deepspeed":
+    if launchers.spec_of(launcher).filters_gpus:
         include = value_entry(plan.launch, "include")
         filters = any(
             value_entry(plan.launch, k) is not None for k in ("include", "exclude", "num_gpus", "num_nodes")
@@ -85,7 +86,8 @@ def visible_gpus(plan: RunPlan) -> GpuList:
         return GpuList(mask, mask_origin, via="CUDA_VISIBLE_DEVICES" if mask is not None else None)
 
     gpu_ids = value_entry(plan.accelerate, "gpu_ids")
-    if launcher in {"accelerate", "trl", "axolotl", None} and gpu_ids is not None and gpu_ids.known:
+    reads_gpu_ids = launcher is None or launchers.spec_of(launcher).reads_accelerate_config
+    if reads_gpu_ids and gpu_ids is not None and gpu_ids.known:
         ids = parse_gpu_list(gpu_ids.value)
         if ids:  # an empty gpu_ids selects nothing we can count: left to the GPUs otherwise visible
             if mask is not None:

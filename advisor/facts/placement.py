@@ -16,6 +16,7 @@ from advisor.facts.device_map import distributed_device_maps
 from advisor.facts.namespace_entries import entry_origin
 from advisor.provenance import Value
 from advisor.rule_helpers import plural
+from advisor.sources import launchers
 
 if TYPE_CHECKING:
     from advisor.facts.batch import BatchFacts
@@ -105,9 +106,6 @@ def tensor_parallel_size(plan: Any) -> Value | None:
             if not isinstance(e.value, bool) and n > 1:
                 return Value(n, e.origin, e.source)
     return None
-
-
-SERVING_LAUNCHERS = {"vllm"}
 
 
 def _size(plan: Any, key: str) -> Value | None:
@@ -266,7 +264,12 @@ def count_problems(
                 "related": [selection_origin] if selection_origin is not None else [],
             }
         )
-    elif per_node < n_visible and selected is not None and plan.launch.launcher not in {None, "python"}:
+    elif (
+        per_node < n_visible
+        and selected is not None
+        and plan.launch.launcher is not None
+        and not launchers.spec_of(plan.launch.launcher).is_interpreter
+    ):
         out.append(
             {
                 "location": selection_origin,
@@ -284,16 +287,6 @@ def count_problems(
     for item in out:
         item["detail"] = _count_detail(item, name)
     return out
-
-
-_COUNT_KEYS = {
-    "torchrun": ("launch", "nproc_per_node"),
-    "deepspeed": ("launch", "num_gpus"),
-    "accelerate": ("accelerate", "num_processes"),
-    "trl": ("accelerate", "num_processes"),
-    "axolotl": ("accelerate", "num_processes"),
-    "llamafactory": ("env", "NPROC_PER_NODE"),
-}
 
 
 def _shards(plan: Any) -> bool:
@@ -314,8 +307,8 @@ def process_count_fix(plan: Any, per_node: Any, n_visible: int) -> Value | None:
     (a shell variable, a GPU query): that is for the user to change."""
     launcher = plan.launch.launcher
     if launcher is None and plan.spec.accelerate is not None:
-        launcher = "accelerate"
-    where = _COUNT_KEYS.get(launcher)
+        launcher = launchers.ACCELERATE
+    where = launchers.spec_of(launcher).processes.written_at
     if where is None or n_visible < 1:
         return None
     if n_visible == 1 and _shards(plan):
@@ -355,7 +348,7 @@ def placement_facts(plan: RunPlan, batch: BatchFacts) -> PlacementFacts:
     ns.serving = Value(False, None, "derived")
     sites = distributed_device_maps(plan, batch.world_size)
     ns.device_map_distributed = Value(sites, None, "derived")
-    if plan.launch.launcher in SERVING_LAUNCHERS:
+    if launchers.spec_of(plan.launch.launcher).serves:
         return _serving_facts(plan, ns, selected, selection_origin)
     tp = tensor_parallel_size(plan)
     if tp is not None:

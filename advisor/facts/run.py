@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.facts.declare import FactNamespace, fact
 from advisor.provenance import Value
+from advisor.sources import launchers
 from advisor.sources.document import Location
 
 if TYPE_CHECKING:
@@ -153,7 +154,7 @@ def _deepspeed_unread(plan: Any) -> str | None:
     dist = t.known_value("dist_config.name")
     if dist is not None and "deepspeed" in str(dist.value).lower():
         return "DeepSpeed is on but no DeepSpeed config was read (missing file)"
-    if plan.launch.launcher == "deepspeed":
+    if launchers.spec_of(plan.launch.launcher).starts_deepspeed:
         return "the deepspeed launcher runs without a DeepSpeed config file: the ZeRO stage is unknown"
     return None
 
@@ -307,5 +308,5 @@ def run_facts(plan: RunPlan, batch: BatchFacts) -> RunFacts:
     ns.name_ = Value(plan.name, plan.root_location, "derived")
     ns.launcher = Value(plan.launch.launcher, plan.root_location, "derived")
     # an inference server (vLLM): placement facts apply, training ones do not
-    ns.serving = Value(plan.launch.launcher == "vllm", plan.root_location, "derived")
+    ns.serving = Value(launchers.spec_of(plan.launch.launcher).serves, plan.root_location, "derived")
     return ns

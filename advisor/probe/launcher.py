@@ -25,6 +25,7 @@ from typing import Any
 
 from advisor.probe.spec import ProbeOptions, ProbeSpec
 from advisor.records import field, record
+from advisor.sources import launchers
 
 MARKER_VAR = "GPU_ADVISE_PROBE"
 GRACE_S = 5.0
@@ -52,9 +53,9 @@ def free_port() -> int:
 def command_for(spec: ProbeSpec, spec_path: Path, python: str | None = None) -> list[str]:
     py = python or sys.executable
     worker = ["-m", "advisor.probe.worker", str(spec_path)]
-    if spec.launcher == "python":
+    if spec.launcher == launchers.PYTHON:
         return [py, *worker]
-    if spec.launcher == "torchrun":
+    if spec.launcher == launchers.TORCHRUN:
         nproc = spec.nproc_arg or str(spec.nproc or 1)
         return [
             py,

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from advisor.report.escape import escape_text
+from advisor.sources import launchers
 
 HEARTBEAT_S = 30.0
 Update = Callable[[int, int], None]
@@ -23,7 +24,7 @@ Update = Callable[[int, int], None]
 def describe(procs: int | str | None, device: str, launcher: str) -> str:
     """'4 processes (CPU, gloo)', '1 process (CUDA)', 'gpu processes (CUDA, nccl)'."""
     many = procs != 1
-    backend = ("gloo" if device == "cpu" else "nccl") if many and launcher != "python" else None
+    backend = ("gloo" if device == "cpu" else "nccl") if many and launcher != launchers.PYTHON else None
     where = "CPU" if device == "cpu" else "CUDA"
     label = f"{procs} process{'es' if many else ''}"
     return f"{label} ({where}{', ' + backend if backend else ''})"

@@ -11,13 +11,14 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.plan import coerce_text
 from advisor.provenance import Namespace
 from advisor.records import field, record
+from advisor.sources import launchers
 
 Launcher = Literal["torchrun", "accelerate", "python"]
 DEFAULT_STEPS = 20
@@ -351,12 +352,13 @@ def build_spec(plan: Any, names: dict[str, Any], device: dict[str, Any], options
     dev: Literal["cuda", "cpu"] = "cuda" if on_gpu else "cpu"
 
     # ---- launcher and process count ----------------------------------------------------------
-    launcher_name = plan.launch.launcher or ("accelerate" if plan.spec.accelerate is not None else None)
-    if launcher_name in {"accelerate", "trl", "axolotl"}:
-        launcher: Launcher = "accelerate"
-    elif launcher_name in {"torchrun", "llamafactory", "deepspeed"}:
-        launcher = "torchrun"
-        if launcher_name != "torchrun":
+    launcher_name = plan.launch.launcher or (
+        launchers.ACCELERATE if plan.spec.accelerate is not None else None
+    )
+    probe_as = launchers.spec_of(launcher_name).probe_as
+    if probe_as:
+        launcher: Launcher = cast(Launcher, probe_as)
+        if launcher_name != probe_as:
             notes.append(
                 f"{launcher_name} starts torch.distributed workers: probed under torchrun with the same count"
             )
@@ -375,7 +377,7 @@ def build_spec(plan: Any, names: dict[str, Any], device: dict[str, Any], options
     if not pinned and on_gpu:
         # the count follows the machine: let the launcher decide here, as it would for the run
         raw = _plain(plan.launch, "nproc_per_node")
-        if launcher == "torchrun" and raw is not None:
+        if launcher == launchers.TORCHRUN and raw is not None:
             nproc_arg = str(raw)
         nproc = None if nproc_arg else int(device.get("device_count") or 1)
         if nproc is not None:
@@ -391,7 +393,7 @@ def build_spec(plan: Any, names: dict[str, Any], device: dict[str, Any], options
                 f"the run's process count follows its machine's GPUs ({nproc} with the given hardware); "
                 f"this machine has none: probed with {nproc} CPU processes"
             )
-    if launcher == "python" and nproc not in (None, 1):
+    if launcher == launchers.PYTHON and nproc not in (None, 1):
         launcher = "torchrun"
     if dev == "cpu" and nproc is not None and nproc > int(device.get("cpu_count") or 1) * 4:
         raise Skip("skipped", f"{nproc} processes on a CPU-only machine with {device.get('cpu_count')} cores")
@@ -487,7 +489,7 @@ def build_spec(plan: Any, names: dict[str, Any], device: dict[str, Any], options
     # ---- accelerate config ---------------------------------------------------------------------
     acc_cfg = None
     acc_flags: dict[str, str] = {}
-    if launcher == "accelerate":
+    if launcher == launchers.ACCELERATE:
         if plan.spec.accelerate is not None:
             acc_cfg = str(Path(plan.spec.accelerate.path).resolve())
         command = plan.spec.command

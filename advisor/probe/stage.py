@@ -49,6 +49,7 @@ from advisor.probe.spec import (
 )
 from advisor.provenance import Namespace, Value
 from advisor.records import field, record
+from advisor.sources import launchers
 
 __all__ = ["RECORDED_FILE", "Verification", "apply_measurements", "verify_stage"]
 BATCH_KEYS = ("world_size", "dp_size", "effective_batch", "per_device", "accumulation")
@@ -279,7 +280,7 @@ def probe_run(
         single = spec.model_copy(deep=True)
         single.nproc, single.nproc_arg = 1, None
         single.accelerate_flags = {k: v for k, v in single.accelerate_flags.items() if k != "multi_gpu"}
-        if single.launcher == "accelerate":
+        if single.launcher == launchers.ACCELERATE:
             single.accelerate_flags["num_processes"] = "1"
         if single.cuda_visible_devices and "," in single.cuda_visible_devices:
             single.cuda_visible_devices = single.cuda_visible_devices.split(",")[0]

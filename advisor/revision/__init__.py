@@ -20,7 +20,7 @@ from pathlib import Path
 from advisor.revision.git import RevisionError, missing_objects, run_git
 from advisor.sources.read import CONFIG_SUFFIXES, PY_SUFFIXES
 
-__all__ = ["MATERIALISED", "RevisionError", "has_commit", "materialise", "repo_root"]
+__all__ = ["MATERIALISED", "RevisionError", "find_commit", "has_commit", "materialise", "repo_root"]
 
 MATERIALISED = CONFIG_SUFFIXES | PY_SUFFIXES | {".toml"}
 
@@ -37,14 +37,23 @@ def repo_root(start: Path) -> Path:
 def has_commit(rev: str, start: Path) -> bool:
     """Whether `start` is inside a git work tree where `rev` names a commit (False outside git, without
     git, or before the first commit when rev is HEAD): the hook's default base is then skipped."""
+    return find_commit(rev, start) is not None
+
+
+def find_commit(rev: str, start: Path) -> tuple[Path, str] | None:
+    """(the work tree's root, the id of the commit `rev` names) for `start`, or None where has_commit is
+    False. One git process (rev-parse prints the root, then the id): the hook's default base asks this
+    on every commit, and materialise takes the answer instead of asking the same two things again."""
     if rev.startswith("-"):
-        return False
+        return None
     try:
-        root = repo_root(start)
-        _git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], root)
+        out = _git(["rev-parse", "--show-toplevel", "--verify", "--quiet", f"{rev}^{{commit}}"], start)
     except (RevisionError, OSError):
-        return False
-    return True
+        return None
+    root, _, commit = out.decode().strip().rpartition("\n")
+    if not root or not commit or not all(c in "0123456789abcdef" for c in commit):
+        return None
+    return Path(root), commit
 
 
 def _safe_name(name: str) -> bool:
@@ -54,16 +63,22 @@ def _safe_name(name: str) -> bool:
     return bool(name) and not name.startswith("/") and all(p not in ("", ".", "..", ".git") for p in parts)
 
 
-def materialise(rev: str, start: Path) -> tuple[Path, Path, tempfile.TemporaryDirectory[str]]:
+def materialise(
+    rev: str, start: Path, found: tuple[Path, str] | None = None
+) -> tuple[Path, Path, tempfile.TemporaryDirectory[str]]:
     """Write the revision's config-like files to a temporary folder.
 
     Returns (repo root, the folder standing for the root at REV, the TemporaryDirectory to clean up).
+    `found`: what find_commit(rev, start) answered just before (the root and the commit's id).
     """
     if rev.startswith("-"):  # would be read as an option by git
         raise RevisionError(f"--base: '{rev}' is not a revision")
-    root = repo_root(start)
-    # every later command names the commit by its id, so a branch that moves meanwhile cannot mix trees
-    commit = _git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], root).decode().strip()
+    if found is not None:
+        root, commit = found
+    else:
+        root = repo_root(start)
+        # every later command names the commit by its id, so a branch that moves meanwhile cannot mix trees
+        commit = _git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], root).decode().strip()
     missing = missing_objects(commit, root)
     try:
         entries = _blobs(_git(["ls-tree", "-r", "-z", "--full-tree", commit], root))

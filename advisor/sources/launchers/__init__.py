@@ -28,6 +28,7 @@ from advisor.sources.launchers.spec import NO_FLAGS, NO_LAUNCHER, Flags, Launche
 __all__ = [
     "ACCELERATE",
     "AXOLOTL",
+    "DEEPSPEED",
     "LAUNCHERS",
     "NO_FLAGS",
     "NO_LAUNCHER",
@@ -68,6 +69,7 @@ LAUNCHERS: dict[str, LauncherSpec] = {name: m.SPEC for name, m in _BY_NAME.items
 # special cases (axolotl's `--launcher`, vLLM's flags, python's -m).
 ACCELERATE = accelerate.SPEC.name
 AXOLOTL = axolotl.SPEC.name
+DEEPSPEED = deepspeed.SPEC.name
 PYTHON = python.SPEC.name
 TORCHRUN = torchrun.SPEC.name
 VLLM = vllm.SPEC.name

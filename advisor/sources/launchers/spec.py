@@ -79,10 +79,17 @@ class LauncherSpec:
         """python itself: one process."""
         return self.form == "interpreter"
 
-    @staticmethod
-    def named(args: Mapping[str, _W], flags: tuple[str, ...]) -> _W | None:
-        """The first of these flags the command gives (the file it names)."""
-        return next((args[f] for f in flags if args.get(f) is not None), None)
+    def accelerate_config_word(self, args: Mapping[str, _W]) -> _W | None:
+        """The command's word that names the accelerate config file it reads."""
+        return _first(args, self.accelerate_config_flags)
+
+    def hostfile_word(self, args: Mapping[str, _W]) -> _W | None:
+        """The command's word that names the hostfile it reads (deepspeed --hostfile)."""
+        return _first(args, self.hostfile_flags)
+
+
+def _first(args: Mapping[str, _W], flags: tuple[str, ...]) -> _W | None:
+    return next((args[f] for f in flags if args.get(f) is not None), None)
 
 
 # A run whose command names no launcher (a config alone): every capability off.

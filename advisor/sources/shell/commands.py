@@ -176,10 +176,12 @@ class LauncherReading(Words):
                 i += 1
                 continue
             if f.text == "--":
-                if cmd.launcher == "axolotl":  # axolotl passes what follows `--` to its launcher
+                if cmd.launcher == launchers.AXOLOTL:  # axolotl passes what follows `--` to its launcher
                     chosen = cmd.launcher_args.get("launcher")
-                    torch = chosen is not None and chosen.text == "torchrun"
-                    spec_after = launchers.LAUNCHERS["torchrun" if torch else "accelerate"].flags
+                    torch = chosen is not None and chosen.text == launchers.TORCHRUN
+                    spec_after = launchers.LAUNCHERS[
+                        launchers.TORCHRUN if torch else launchers.ACCELERATE
+                    ].flags
                     self.flags(fields, i + 1, spec_after, "launcher_args", koffs, cmd.launcher_args)
                     return
                 after = True
@@ -203,7 +205,7 @@ class LauncherReading(Words):
             own = spec.subcommand_flags if spec is not None else None
             if own is not None and own.knows(key) and key not in spec.run_keeps:  # type: ignore[union-attr]
                 group, target = "launcher_args", cmd.launcher_args
-            if cmd.launcher == "axolotl" and key == "launcher":
+            if cmd.launcher == launchers.AXOLOTL and key == "launcher":
                 group, target = "launcher_args", cmd.launcher_args
             koffs[(group, key)] = f.offset()
             if not value:
@@ -218,7 +220,7 @@ class LauncherReading(Words):
         cmd = LaunchCommand(spec.name, Span(1, 1))
         koffs: dict = {}
         i, module = self.flags(fields, i, spec.flags, "launcher_args", koffs, cmd.launcher_args)
-        if spec.name == "deepspeed" and "no_python" in cmd.launcher_args:
+        if spec.name == launchers.DEEPSPEED and "no_python" in cmd.launcher_args:
             module = False
         if i < len(fields):
             cmd.script = self.word(fields[i])
@@ -238,9 +240,9 @@ class LauncherReading(Words):
         """A vLLM server: every flag goes to launcher_args (dashes as underscores, -tp/-pp/-dp
         spelled out), the model (a positional word or --model) to launcher_args["model"]. There is
         no training script and no TrainingArguments."""
-        cmd = LaunchCommand("vllm", Span(1, 1))
+        cmd = LaunchCommand(launchers.VLLM, Span(1, 1))
         koffs: dict = {}
-        vllm_flags = launchers.LAUNCHERS["vllm"].flags
+        vllm_flags = launchers.LAUNCHERS[launchers.VLLM].flags
         n = len(fields)
         while i < n:
             f = fields[i]
@@ -307,7 +309,7 @@ class LauncherReading(Words):
         if module is None:
             if i >= n:
                 return None, {}
-            cmd = LaunchCommand("python", Span(1, 1), launcher_args=pyargs)
+            cmd = LaunchCommand(launchers.PYTHON, Span(1, 1), launcher_args=pyargs)
             cmd.script = self.word(fields[i])
             self.script_flags(fields, i + 1, cmd, koffs)
             return cmd, koffs
@@ -319,8 +321,10 @@ class LauncherReading(Words):
             if mod == "vllm.entrypoints.cli.main" and (i >= n or fields[i].text != "serve"):
                 return None, {}
             return self.vllm(fields, i + (1 if mod == "vllm.entrypoints.cli.main" else 0))
-        launcher = spec.name if spec is not None else "python"
-        cmd = LaunchCommand(launcher, Span(1, 1), launcher_args=pyargs if launcher == "python" else {})
+        launcher = spec.name if spec is not None else launchers.PYTHON
+        cmd = LaunchCommand(
+            launcher, Span(1, 1), launcher_args=pyargs if launcher == launchers.PYTHON else {}
+        )
         cmd.script = self.word(module)
         cmd.module = True
         self.script_flags(fields, i, cmd, koffs)

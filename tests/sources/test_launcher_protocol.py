@@ -1,0 +1,186 @@
+"""Launchers own their behaviour (issue 19 item 3): each launcher module counts its own processes
+behind one protocol, and no module outside advisor/sources/launchers/ tells launchers apart by
+comparing their names; they ask the launcher's spec (`spec_of(name).reads_accelerate_config`)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from advisor.sources import launchers
+from tests.gate.conftest import cli
+
+ADVISOR = Path(__file__).resolve().parents[2] / "advisor"
+LAUNCHER_IDS = frozenset(launchers.LAUNCHERS)
+
+# Comparisons with a launcher id's spelling that are not about a launcher: the name of the thing
+# compared (its last attribute or variable) says what it is.
+NOT_LAUNCHER_SUBJECTS = {
+    "dialect",  # a training config's dialect (axolotl, llamafactory, trl recipes): facts/keys.py
+    "kind",  # a document's format (an accelerate YAML, a DeepSpeed JSON): sources/read.py
+    "role",  # what a config reference names (the deepspeed config): discover.py
+    "source",  # a Value's namespace (set by the accelerate config): provenance.py
+    "package",  # a Python package of the script's imports (trl)
+    "script_args",  # the run's own --deepspeed flag
+}
+# ...and those whose subject is an expression, each once: (file, the expression as ast.unparse writes it)
+NOT_LAUNCHER_EXPRESSIONS = {
+    ("advisor/plan.py", "(node.module or '').split('.')[0]"),  # `from trl import ...` in the script
+    ("advisor/plan.py", "a.name.split('.')[0]"),  # `import trl`
+    ("advisor/facts/run.py", "str(dist.value).lower()"),  # LLaMA-Factory's dist_config.name (deepspeed)
+}
+
+
+def _strings(node: ast.expr) -> set[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value}
+    if isinstance(node, ast.Set | ast.Tuple | ast.List):
+        return {s for e in node.elts for s in _strings(e)}
+    return set()
+
+
+def _subject_name(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Attribute) and node.attr == "value":  # `dialect.value`: a Value of the dialect
+        return _subject_name(node.value)
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return None
+
+
+def launcher_name_comparisons(path: Path, source: str) -> list[str]:
+    """`x == "torchrun"`, `x in {"accelerate", "trl"}`, `LAUNCHERS["vllm"]` in one module's source."""
+    where = path.relative_to(ADVISOR.parent).as_posix() if path.is_absolute() else path.as_posix()
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        registry = isinstance(node, ast.Subscript) and _subject_name(node.value) == "LAUNCHERS"
+        if registry and _strings(node.slice) & LAUNCHER_IDS:  # type: ignore[attr-defined]
+            found.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
+        if not isinstance(node, ast.Compare):
+            continue
+        operands = [node.left, *node.comparators]
+        for i, operand in enumerate(operands):
+            if not _strings(operand) & LAUNCHER_IDS:
+                continue
+            for j, other in enumerate(operands):
+                if j == i or _strings(other):
+                    continue
+                shown = ast.unparse(other)
+                if (
+                    _subject_name(other) in NOT_LAUNCHER_SUBJECTS
+                    or (where, shown) in NOT_LAUNCHER_EXPRESSIONS
+                ):
+                    continue
+                found.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_launcher_name_is_compared_outside_the_launchers() -> None:
+    outside = [p for p in sorted(ADVISOR.rglob("*.py")) if "launchers" not in p.relative_to(ADVISOR).parts]
+    found = [hit for p in outside for hit in launcher_name_comparisons(p, p.read_text(encoding="utf-8"))]
+    assert not found, "ask the launcher's spec instead (advisor.sources.launchers.spec_of):\n" + "\n".join(
+        found
+    )
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'if plan.launch.launcher == "torchrun": pass',
+        'if command.launcher in {"accelerate", "trl", "axolotl"}: pass',
+        'ok = "deepspeed" != launcher',
+        'flags = LAUNCHERS["vllm"].flags',
+    ],
+)
+def test_the_scan_finds_a_launcher_name_comparison(source: str) -> None:
+    assert launcher_name_comparisons(Path("advisor/facts/x.py"), source)
+
+
+def test_the_scan_leaves_formats_and_dialects_alone() -> None:
+    source = (
+        'a = t.dialect == "axolotl"\nb = doc.kind in ("accelerate", "deepspeed")\n'
+        'c = v.source == "accelerate"\nd = dialect.value == "trl"\ne = targs["deepspeed"]'
+    )
+    assert launcher_name_comparisons(Path("advisor/facts/x.py"), source) == []
+
+
+def test_every_registered_launcher_implements_the_protocol() -> None:
+    assert len({m.SPEC.name for m in launchers.REGISTRY}) == len(launchers.REGISTRY)
+    for module in launchers.REGISTRY:
+        assert launchers.launcher(module.SPEC.name) is module
+        assert callable(module.processes)
+    assert launchers.spec_of(None) is launchers.NO_LAUNCHER
+    assert launchers.spec_of("no-such-launcher") is launchers.NO_LAUNCHER
+
+
+# Through the CLI: `gpu-advise plan` shows the count each launcher module gives, at the line that
+# gives it. (launch line, other files, processes per node, nodes, world size)
+CASES = {
+    "torchrun": ("torchrun --nnodes 2 --nproc_per_node 4 train.py", {}, "4", "2", "8"),
+    "torchrun-default": ("torchrun train.py", {}, "1", "1", "1"),
+    "accelerate": ("accelerate launch --num_processes 8 --num_machines 2 train.py", {}, "4", "2", "8"),
+    "accelerate-config": (
+        "accelerate launch --config_file acc.yaml train.py",
+        {"acc.yaml": "distributed_type: MULTI_GPU\nnum_processes: 6\nnum_machines: 3\n"},
+        "2",
+        "3",
+        "6",
+    ),
+    "deepspeed": ("deepspeed --num_nodes 3 --num_gpus 2 train.py", {}, "2", "3", "6"),
+    "deepspeed-hostfile": (
+        "deepspeed --hostfile hosts train.py",
+        {"hosts": "node1 slots=4\nnode2 slots=4\n"},
+        "4",
+        "2",
+        "8",
+    ),
+    "llamafactory": (
+        "NPROC_PER_NODE=4 NNODES=2 llamafactory-cli train cfg.yaml",
+        {"cfg.yaml": "stage: sft\n"},
+        "4",
+        "2",
+        "8",
+    ),
+    "swift": ("NPROC_PER_NODE=2 swift sft --model m", {}, "2", "1", "2"),
+    "swift-default": ("swift sft --model m", {}, "1", "1", "1"),
+    "trl": ("trl sft --num_processes 4 --model_name_or_path m", {}, "4", "1", "4"),
+    "python": ("python plain.py", {"plain.py": "print(1)\n"}, "1", "1", "1"),
+}
+
+
+def _shown(out: str, key: str) -> str | None:
+    m = re.search(rf"^\s*batch\.{key}\s+(\S+)", out, re.MULTILINE)
+    return m.group(1) if m else None
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_plan_shows_the_count_the_launcher_gives(
+    case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    line, files, per_node, nodes, world = CASES[case]
+    (tmp_path / "train.py").write_text("from transformers import TrainingArguments\n")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "launch.sh").write_text(f"#!/bin/bash\n{line}\n")
+    result = cli(["plan", "launch.sh"], tmp_path, monkeypatch)
+    assert result.exit_code == 0, result.output
+    shown = (
+        _shown(result.output, "processes_per_node"),
+        _shown(result.output, "nodes"),
+        _shown(result.output, "world_size"),
+    )
+    assert shown == (per_node, nodes, world), result.output
+
+
+def test_a_server_launch_counts_no_training_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "serve.sh").write_text("#!/bin/bash\nvllm serve some/model --tensor-parallel-size 2\n")
+    result = cli(["plan", "serve.sh"], tmp_path, monkeypatch)
+    assert result.exit_code == 0, result.output
+    assert _shown(result.output, "world_size") == "?", result.output  # unknown
+    assert "run.serving                        True" in result.output
