@@ -213,12 +213,14 @@ _Checker = Callable[[Any, Loc, list[Problem]], Any]
 _BAD = object()  # a checker's result when it recorded a problem
 
 
-def validate(cls: type[_R], data: Any) -> _R:
+def validate(cls: type[_R], data: Any, *, lax: bool = False) -> _R:
     """`data` (parsed TOML/YAML) as the record `cls`: keys by their `spec(key=...)` or name, types,
     bounds, choices, unions, nested records/lists/dicts; unknown keys refused. Raises `Invalid`
-    with every problem found. `cls` may define `__validate__(self)`, which raises `invalid(...)`."""
+    with every problem found. `cls` may define `__validate__(self)`, which raises `invalid(...)`.
+    `lax`: numbers and booleans written as text, and whole floats for integers, are accepted, as
+    pydantic's lax mode did for the settings (booleans are never numbers here)."""
     problems: list[Problem] = []
-    out: _R = _checker(typing.cast(Any, cls))(data, (), problems)
+    out: _R = _checker(typing.cast(Any, cls), lax)(data, (), problems)
     if problems:
         raise Invalid(problems)
     return out
@@ -240,18 +242,18 @@ _KINDS = {str: "string_type", bool: "bool_type", int: "int_type", float: "float_
 
 
 @cache
-def _checker(hint: Any) -> _Checker:
+def _checker(hint: Any, lax: bool = False) -> _Checker:
     if hint is Any:
         return _check_any
     if records.is_record(hint):
-        return lambda data, loc, problems: _check_record(hint, data, loc, problems)
+        return lambda data, loc, problems: _check_record(hint, data, loc, problems, lax)
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is Literal:
         return _check_literal(args)
     if origin is Union or origin is types.UnionType:
-        return _check_union(args)
+        return _check_union(args, lax)
     if origin is list or origin is tuple:
-        item = _checker(args[0])
+        item = _checker(args[0], lax)
 
         def items(data: Any, loc: Loc, problems: list[Problem]) -> Any:
             if type(data) is not list:
@@ -261,7 +263,7 @@ def _checker(hint: Any) -> _Checker:
 
         return items
     if origin is dict:
-        key, value = _checker(args[0]), _checker(args[1])
+        key, value = _checker(args[0], lax), _checker(args[1], lax)
 
         def mapping(data: Any, loc: Loc, problems: list[Problem]) -> Any:
             if type(data) is not dict:
@@ -279,6 +281,14 @@ def _checker(hint: Any) -> _Checker:
             if type(data) is str
             else _fail(problems, loc, "Input should be a valid path", "path_type", data)
         )
+    if lax and hint in _LAX:
+        convert, message, kind = _LAX[hint], f"Input should be {_PLAIN_NAMES[hint]}", _KINDS[hint]
+
+        def loose(data: Any, loc: Loc, problems: list[Problem]) -> Any:
+            out = convert(data)
+            return _fail(problems, loc, message, kind, data) if out is _BAD else out
+
+        return loose
     if hint in _PLAIN_NAMES:
         wanted = (int, float) if hint is float else (hint,)
         message, kind = f"Input should be {_PLAIN_NAMES[hint]}", _KINDS[hint]
@@ -286,6 +296,45 @@ def _checker(hint: Any) -> _Checker:
             data if type(data) in wanted else _fail(problems, loc, message, kind, data)
         )
     raise TypeError(f"validate: no checker for {hint}")
+
+
+def _lax_int(data: Any) -> Any:
+    """pydantic's lax int: an int, a whole float, or the text of an int (not a bool, unlike pydantic)."""
+    if type(data) is int:
+        return data
+    if type(data) is float and data.is_integer():
+        return int(data)
+    if type(data) is str and re.fullmatch(r"\s*[+-]?\d+(_\d+)*\s*", data) and len(data) < 4300:
+        return int(data)
+    return _BAD
+
+
+def _lax_float(data: Any) -> Any:
+    if type(data) in (int, float):
+        return data
+    if type(data) is str:
+        try:
+            return float(data)
+        except ValueError:
+            return _BAD
+    return _BAD
+
+
+_TRUE, _FALSE = ("1", "on", "t", "true", "y", "yes"), ("0", "off", "f", "false", "n", "no")
+
+
+def _lax_bool(data: Any) -> Any:
+    """pydantic's lax bool: a bool, 0 or 1, or one of its words."""
+    if type(data) is bool:
+        return data
+    if type(data) is int and data in (0, 1):
+        return bool(data)
+    if type(data) is str and data.strip().lower() in _TRUE + _FALSE:
+        return data.strip().lower() in _TRUE
+    return _BAD
+
+
+_LAX: dict[Any, Callable[[Any], Any]] = {int: _lax_int, float: _lax_float, bool: _lax_bool}
 
 
 def _fail(problems: list[Problem], loc: Loc, message: str, kind: str, data: Any) -> Any:
@@ -317,7 +366,7 @@ def _check_literal(args: tuple[Any, ...]) -> _Checker:
     return check
 
 
-def _shape(hint: Any) -> tuple[type, ...]:
+def _shape(hint: Any, lax: bool = False) -> tuple[type, ...]:
     """The plain-data types an arm of a union takes, to pick the arm whose problems to report."""
     if records.is_record(hint):
         return (dict,)
@@ -328,6 +377,8 @@ def _shape(hint: Any) -> tuple[type, ...]:
         return (list,)
     if origin is dict:
         return (dict,)
+    if lax and hint in (int, float, bool):
+        return (int, float, str) if hint is not bool else (bool, int, str)
     if hint is float:
         return (int, float)
     if hint is Path:
@@ -345,9 +396,9 @@ def _describe_hint(hint: Any) -> str:
     return _PLAIN_NAMES.get(hint, getattr(hint, "__name__", str(hint)))
 
 
-def _check_union(args: tuple[Any, ...]) -> _Checker:
+def _check_union(args: tuple[Any, ...], lax: bool) -> _Checker:
     optional = type(None) in args
-    arms = [(a, _checker(a), _shape(a)) for a in args if a is not type(None)]
+    arms = [(a, _checker(a, lax), _shape(a, lax)) for a in args if a is not type(None)]
     wanted = [_describe_hint(a) for a, _, _ in arms] + (["None"] if optional else [])
     message = f"Input should be {' or '.join(wanted)}"
 
@@ -374,19 +425,19 @@ def _check_union(args: tuple[Any, ...]) -> _Checker:
 
 
 @cache
-def _input_fields(cls: type) -> tuple[tuple[str, records.Field, _Checker], ...]:
+def _input_fields(cls: type, lax: bool = False) -> tuple[tuple[str, records.Field, _Checker], ...]:
     hints = field_types(cls)
     return tuple(
-        (f.metadata.get("key", f.name), f, _checker(hints[f.name]))
+        (f.metadata.get("key", f.name), f, _checker(hints[f.name], lax))
         for f in records.fields(cls)
         if f.init and f.metadata.get("read", True)
     )
 
 
-def _check_record(cls: type, data: Any, loc: Loc, problems: list[Problem]) -> Any:
+def _check_record(cls: type, data: Any, loc: Loc, problems: list[Problem], lax: bool) -> Any:
     if type(data) is not dict:
         return _fail(problems, loc, "Input should be a valid dictionary", "dict_type", data)
-    spec = _input_fields(cls)
+    spec = _input_fields(cls, lax)
     by_key = {key: (f, check) for key, f, check in spec}
     by_key.update({f.name: (f, check) for _, f, check in spec if f.name not in by_key})
     before = len(problems)
@@ -466,7 +517,11 @@ def _within(meta: Any, value: Any, loc: Loc, problems: list[Problem]) -> bool:
     if isinstance(value, int | float) and not isinstance(value, bool):
         for name, words, holds, kind in _BOUNDS:
             if name in meta and not holds(value, meta[name]):
-                _fail(problems, loc, f"Input should be {words} {meta[name]}", kind, value)
+                bound = meta[name]
+                shown = (
+                    int(bound) if isinstance(bound, float) and bound.is_integer() else bound
+                )  # as pydantic
+                _fail(problems, loc, f"Input should be {words} {shown}", kind, value)
                 return False
     if "min_length" in meta and isinstance(value, str | list | dict) and len(value) < meta["min_length"]:
         n = meta["min_length"]

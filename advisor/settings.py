@@ -80,13 +80,12 @@ def parse_settings(text: str, path: Path) -> Settings:
     if quick is not None:
         _check_bounds(quick, text, path)
         return quick
-    from pydantic import ValidationError
-
+    from advisor.datacodec import Invalid
     from advisor.schema.settings import known_keys, validate_settings
 
     try:
         settings = validate_settings(data, path)
-    except ValidationError as exc:
+    except Invalid as exc:
         err = exc.errors()[0]
         loc = [str(p) for p in err["loc"]]
         key = loc[-1] if loc else ""

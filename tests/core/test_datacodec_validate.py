@@ -69,7 +69,7 @@ def test_valid_input_becomes_the_record_with_its_defaults() -> None:
         ({"inner": {"size": 1, "tag": "b"}}, ("inner", "tag"), "tag 'b' must be upper case"),
         ({"batch-size": 0}, ("batch-size",), "Input should be greater than 0"),
         ({"level": "mid"}, ("level",), "Input should be 'low' or 'high'"),
-        ({"ratio": 2}, ("ratio",), "Input should be less than or equal to 1.0"),
+        ({"ratio": 2}, ("ratio",), "Input should be less than or equal to 1"),
         ({"ratio": "a"}, ("ratio",), "Input should be a valid number"),
         ({"name": ""}, ("name",), "String should have at least 1 character"),
         ({"name": 3}, ("name",), "Input should be a valid string"),

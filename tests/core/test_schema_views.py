@@ -11,12 +11,12 @@ import sys
 import pytest
 
 from advisor import records
-from advisor.schema import rules, settings, to_view
+from advisor.schema import rules, to_view
 from tests.conftest import REPO
 
 PAIRS = [
     pytest.param(getattr(module, name), view, module.VIEWS, id=name)
-    for module in (rules, settings)
+    for module in (rules,)
     for name, view in module.VIEWS.items()
 ]
 
