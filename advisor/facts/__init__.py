@@ -5,13 +5,16 @@ builders are listed once in advisor/facts/registry.py, which orders them by the 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.provenance import Namespace
 from advisor.sources.document import Document, Location
 
+if TYPE_CHECKING:
+    from advisor.plan import RunPlan
 
-def run_names(plan: Any) -> dict[str, Any]:
+
+def run_names(plan: RunPlan) -> dict[str, Any]:
     """Every namespace a run-scoped rule can read."""
     from advisor.facts.registry import BUILD_ORDER
 
@@ -24,7 +27,7 @@ def run_names(plan: Any) -> dict[str, Any]:
     return names
 
 
-def _thresholds(plan: Any) -> Any:
+def _thresholds(plan: RunPlan) -> Any:
     from advisor.settings import Thresholds
 
     return getattr(plan.project, "thresholds", None) or Thresholds()

@@ -53,7 +53,7 @@ def _as_bool(value: Any) -> bool | None:
 _MEDIA_WORDS = ("image", "vision", "video", "audio", "pixel", "mm_", "processor_type", "media_dir")
 
 
-def decodes_media(plan: Any) -> bool:
+def decodes_media(plan: RunPlan) -> bool:
     """The run feeds images, video or audio (LLaVA's image_folder/vision_tower, LLaMA-Factory's
     image_max_pixels/media_dir, axolotl's processor_type): decoding is CPU work that needs more
     DataLoader workers than tokenized text does."""
@@ -64,7 +64,7 @@ def decodes_media(plan: Any) -> bool:
     return False
 
 
-def running_processes(plan: Any, batch: Any) -> int | None:
+def running_processes(plan: RunPlan, batch: Any) -> int | None:
     """The training processes per node that get a GPU: the launch's count, capped at the GPUs the
     job can see (more ranks than visible GPUs is GA304's error; the ranks past the last GPU fail,
     and GA304's fix starts one per visible GPU). A plain `python` run is one process."""

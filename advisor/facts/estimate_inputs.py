@@ -10,7 +10,7 @@ Nothing here imports torch or transformers; the estimator is imported once a run
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.facts.lora_inputs import lora_targets, modules_to_save, script_lora, script_wraps_peft
 from advisor.facts.namespace_entries import (
@@ -28,6 +28,9 @@ from advisor.provenance import Value
 from advisor.records import field, record
 from advisor.sources.document import Location
 from advisor.sources.known_keys import SEQ_KEYS
+
+if TYPE_CHECKING:
+    from advisor.plan import RunPlan
 
 NEAR_FRACTION_DEFAULT = 0.10
 # A run with max_steps that takes less than this on one GPU is a smoke test (often of the multi-GPU
@@ -92,7 +95,7 @@ class PlanInputs:
     related: list[Location] = field(default_factory=list)
 
 
-def _method(plan: Any, quant: str | None) -> tuple[str | None, str | None]:
+def _method(plan: RunPlan, quant: str | None) -> tuple[str | None, str | None]:
     """(method, reason when it cannot be estimated). `quant` is the base weights' quantization (nf4/int8):
     LoRA on a quantized base is the estimator's "qlora" method, with the quantization as a dtype input."""
     t = plan.training
@@ -116,7 +119,7 @@ def _method(plan: Any, quant: str | None) -> tuple[str | None, str | None]:
     return ("lora" if lora else "full"), None
 
 
-def _seq_len(plan: Any) -> Value | None:
+def _seq_len(plan: RunPlan) -> Value | None:
     v = value_at(plan.model, "seq_len")
     if v is not None and v.source != "default" and integer(v):
         return v
@@ -127,7 +130,7 @@ def _seq_len(plan: Any) -> Value | None:
     return None
 
 
-def _gradient_checkpointing(plan: Any, a: list[str]) -> bool | None:
+def _gradient_checkpointing(plan: RunPlan, a: list[str]) -> bool | None:
     t = plan.training
     if written(t, "gradient_checkpointing", "activation_checkpointing") is None:
         from advisor.facts.dtypes import trl_trains
@@ -155,7 +158,7 @@ def _gradient_checkpointing(plan: Any, a: list[str]) -> bool | None:
     return truth(v) if v is not None else None
 
 
-def _attn(plan: Any) -> str | None:
+def _attn(plan: RunPlan) -> str | None:
     t = plan.training
     v = written(t, "attn_implementation", "flash_attn")
     if v is not None and v.known and isinstance(v.value, str):
@@ -167,7 +170,7 @@ def _attn(plan: Any) -> str | None:
     return None
 
 
-def _liger(plan: Any) -> bool:
+def _liger(plan: RunPlan) -> bool:
     t = plan.training
     if truth(written(t, "use_liger_kernel", "enable_liger_kernel", "liger_fused_linear_cross_entropy")):
         return True
@@ -176,7 +179,7 @@ def _liger(plan: Any) -> bool:
 
 
 def _dtype_inputs(
-    plan: Any, names: dict[str, Any], strategy: str, method: str, info: Any, a: list[str]
+    plan: RunPlan, names: dict[str, Any], strategy: str, method: str, info: Any, a: list[str]
 ) -> tuple[dict[str, Any], Any]:
     """The estimator's dtype fields (storage, trainable, autocast, master, quantization, compute precision)
     from the consumers' rules (advisor.facts.dtypes.run_dtypes), and the facts with their sources."""
@@ -232,7 +235,7 @@ def _dtype_inputs(
     return kw, rd
 
 
-def _fsdp_version(plan: Any) -> int:
+def _fsdp_version(plan: RunPlan) -> int:
     """accelerate's fsdp_version (1 unless a file says 2; LLaMA-Factory v1's dist_config name fsdp2)."""
     for ns, key in (
         (plan.accelerate, "fsdp_config.fsdp_version"),
@@ -248,7 +251,7 @@ def _fsdp_version(plan: Any) -> int:
 
 
 def _strategy(
-    plan: Any, names: dict[str, Any], a: list[str]
+    plan: RunPlan, names: dict[str, Any], a: list[str]
 ) -> tuple[str | None, str | None, Location | None]:
     """(estimator strategy, reason when unknown, where the strategy is set)."""
     run = names.get("run")
@@ -293,7 +296,7 @@ def _offload(names: dict[str, Any], key: str) -> str:
     return text if text in {"cpu", "nvme"} else "cpu"
 
 
-def _ds_bucket(plan: Any, key: str, hidden: int, auto_factor: float | None) -> float | None:
+def _ds_bucket(plan: RunPlan, key: str, hidden: int, auto_factor: float | None) -> float | None:
     v = value_at(plan.deepspeed, f"zero_optimization.{key}")
     if v is None or not v.known:
         return None
@@ -302,7 +305,7 @@ def _ds_bucket(plan: Any, key: str, hidden: int, auto_factor: float | None) -> f
     return number(v)
 
 
-def _data_length(plan: Any) -> Any:
+def _data_length(plan: RunPlan) -> Any:
     """Tokens per sample (dataset-tokens / dataset-samples) and packing, for the time model."""
     from advisor.estimate.timing import DataLength
 
@@ -323,7 +326,7 @@ def _data_length(plan: Any) -> Any:
     )
 
 
-def _dataset(plan: Any, seq: int | None, world_dp: int, a: list[str]) -> tuple[float | None, int | None]:
+def _dataset(plan: RunPlan, seq: int | None, world_dp: int, a: list[str]) -> tuple[float | None, int | None]:
     """(total tokens, max_steps) of the run when its length is known."""
     t = plan.training
     steps_v = value_at(t, "max_steps")
@@ -367,7 +370,7 @@ def _dataset(plan: Any, seq: int | None, world_dp: int, a: list[str]) -> tuple[f
     return float(samples) * seq * epochs, None
 
 
-def plan_inputs(plan: Any, names: dict[str, Any]) -> PlanInputs:
+def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
     """Map a RunPlan onto a TrainingSetup. Never raises for bad input: `reason` says what is missing.
 
     The estimator is imported only once the run has what an estimate needs (start-up matters)."""

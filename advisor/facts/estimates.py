@@ -416,7 +416,7 @@ def estimates_facts(
     return ns
 
 
-def vllm_colocate_share(plan: Any) -> float:
+def vllm_colocate_share(plan: RunPlan) -> float:
     """The fraction of every GPU's memory a colocated vLLM engine takes (TRL `use_vllm` with
     `vllm_mode: colocate`, the default; `vllm_gpu_memory_utilization` defaults to 0.3: trl 1.16
     trl/trainer/grpo_config.py:122 and :158). vLLM preallocates that share of the card for its weights
@@ -588,7 +588,7 @@ def _decide(ns: EstimatesFacts, plan: RunPlan, names: dict[str, Any]) -> None:
     )
 
 
-def _deepspeed_named_at(plan: Any, origin: Location | None) -> Location | None:
+def _deepspeed_named_at(plan: RunPlan, origin: Location | None) -> Location | None:
     """Where the run's own file (its root or training file) names the DeepSpeed config `origin` lies in."""
     spec = plan.spec
     ds = spec.deepspeed

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.provenance import Namespace, Value
+
+if TYPE_CHECKING:
+    from advisor.plan import RunPlan
 
 
 def written_value(ns: Namespace, *keys: str) -> Value | None:
@@ -34,7 +37,7 @@ def call_where(call: dict[str, Any], key: str) -> str:
     return f"{loc.file.name}:{loc.line} from_pretrained({key}=...)"
 
 
-def script_model(plan: Any, names: dict[str, Any]) -> tuple[Value | None, str | None]:
+def script_model(plan: RunPlan, names: dict[str, Any]) -> tuple[Value | None, str | None]:
     """The model the training script's from_pretrained loads (the first model-class load whose argument
     is known), with where it is written: the string literal in the script, the run's flag or config key
     that an attribute such as `args.base_model` reads, or the script's own literal default for it. (None,
@@ -59,7 +62,7 @@ def script_model(plan: Any, names: dict[str, Any]) -> tuple[Value | None, str | 
     return first, None
 
 
-def _followed(plan: Any, call: dict[str, Any], arg: dict[str, Any]) -> tuple[Value | None, str]:
+def _followed(plan: RunPlan, call: dict[str, Any], arg: dict[str, Any]) -> tuple[Value | None, str]:
     loc = call["location"]
     where = f"{loc.file.as_posix()}:{loc.line} {call['callee']}({arg['text']})"
     if isinstance(arg.get("literal"), str):

@@ -5,12 +5,15 @@ in the script), and modules_to_save (fully trained copies)."""
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.facts.namespace_entries import truth, written
 from advisor.provenance import Value
 from advisor.sources.document import Location
 from advisor.sources.python_source import parsed
+
+if TYPE_CHECKING:
+    from advisor.plan import RunPlan
 
 _MAX_SCRIPT_CHARS = 2_000_000
 
@@ -23,7 +26,7 @@ def _script_tree(doc: Any, needle: str) -> ast.Module | None:
     return parsed(text)
 
 
-def script_wraps_peft(plan: Any) -> bool:
+def script_wraps_peft(plan: RunPlan) -> bool:
     """The training script calls get_peft_model outside any `if` (FastChat train_lora.py:165): LoRA
     whatever the flags say. Read from the AST, never run; a conditional call is left to the flags."""
     doc = plan.spec.script
@@ -49,7 +52,7 @@ def script_wraps_peft(plan: Any) -> bool:
     return False
 
 
-def lora_targets(plan: Any) -> list[str] | None:
+def lora_targets(plan: RunPlan) -> list[str] | None:
     t = plan.training
     v = script_lora(plan, "target_modules")
     if v is None:
@@ -84,7 +87,7 @@ def _called(node: ast.Call) -> str:
     return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
 
 
-def script_lora(plan: Any, key: str) -> Value | None:
+def script_lora(plan: RunPlan, key: str) -> Value | None:
     """LoraConfig(key=...) in the training script (read from the AST, never run), where the script gives it
     a literal (`r=8`, `target_modules=["q_proj", "v_proj"]`, `lora_dropout=0.1`) or one of the run's
     known flags (`r=lora_args.lora_r`: the run's value of lora_r, written or its dataclass default), or
@@ -95,7 +98,7 @@ def script_lora(plan: Any, key: str) -> Value | None:
     return got.get(key) if got is not None else None
 
 
-def _script_lora_settings(plan: Any) -> dict[str, Value] | None:
+def _script_lora_settings(plan: RunPlan) -> dict[str, Value] | None:
     doc = plan.spec.script
     tree = _script_tree(doc, "LoraConfig")
     if tree is None:
@@ -151,7 +154,7 @@ def _regex_targets(v: Value) -> Value:
     )
 
 
-def _lora_argument(plan: Any, node: Any, path: Any, nodes: list[Any]) -> Value | None:
+def _lora_argument(plan: RunPlan, node: Any, path: Any, nodes: list[Any]) -> Value | None:
     """A LoraConfig keyword's value: a literal; a name or attribute the run has as a flag; else a plain
     name the script assigns once, a literal (`target_modules = ["q_proj", "v_proj"]`)."""
     if isinstance(node, ast.Attribute | ast.Name):
@@ -195,7 +198,7 @@ def _names(raw: Any) -> list[str] | None:
     return None
 
 
-def modules_to_save(plan: Any, a: list[str]) -> list[str] | None:
+def modules_to_save(plan: RunPlan, a: list[str]) -> list[str] | None:
     """PEFT's modules_to_save as the run writes it: axolotl `lora_modules_to_save` (a list; axolotl 0.19.0
     utils/schemas/peft.py), `modules_to_save`, LLaMA-Factory `additional_target` (a comma-separated string
     split into LoraConfig(modules_to_save=...) by model/adapter.py), else the script's
@@ -206,7 +209,7 @@ def modules_to_save(plan: Any, a: list[str]) -> list[str] | None:
     return _script_modules_to_save(plan, a)
 
 
-def _script_modules_to_save(plan: Any, a: list[str]) -> list[str] | None:
+def _script_modules_to_save(plan: RunPlan, a: list[str]) -> list[str] | None:
     """LoraConfig(modules_to_save=...) in the training script, read from the AST (never run): a list of
     strings, or a name assigned such a list; with several LoraConfig calls, only when they all agree. A
     name assigned its list on one branch of an `if` (Qwen @2df8e8a finetune.py:331-335 `if lora_args.q_lora
@@ -250,7 +253,7 @@ def _literal_names(node: ast.AST | None) -> list[str] | None:
 
 
 def _call_modules_to_save(
-    plan: Any,
+    plan: RunPlan,
     arg: ast.expr,
     call: ast.Call,
     nodes: list[ast.AST],
@@ -312,7 +315,7 @@ def _call_modules_to_save(
     return names, None
 
 
-def _decide(plan: Any, test: ast.AST) -> bool | None:
+def _decide(plan: RunPlan, test: ast.AST) -> bool | None:
     """An `if` condition decided from the run's known flags (`lora_args.q_lora`, `not x`, `a or b`, a
     constant); None when any part it depends on is not known (a script variable such as is_chat_model)."""
     if isinstance(test, ast.Constant):

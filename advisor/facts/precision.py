@@ -77,7 +77,7 @@ def _written(v: Value | None) -> bool:
     return v is not None and v.source != "default"
 
 
-def training_mode(plan: Any) -> Value | None:
+def training_mode(plan: RunPlan) -> Value | None:
     """bf16/fp16/fp32 as TrainingArguments asks, only when written (defaults say fp32 silently).
     axolotl's `bf16: auto` gives "auto" (bf16 where the GPU has it)."""
     t = plan.training
@@ -95,13 +95,13 @@ def training_mode(plan: Any) -> Value | None:
     pure = t.known_value("pure_bf16")
     if pure is not None and _truth(pure) is True:
         return Value("bf16", pure.origin, pure.source)
-    explicit = [v for v in (bf16, fp16) if _written(v) and _truth(v) is False]
+    explicit = [v for v in (bf16, fp16) if v is not None and _written(v) and _truth(v) is False]
     if explicit:
         return Value("fp32", explicit[0].origin, explicit[0].source, note="bf16 and fp16 are false")
     return None
 
 
-def accelerate_mode(plan: Any) -> Value | None:
+def accelerate_mode(plan: RunPlan) -> Value | None:
     v = plan.accelerate.known_value("mixed_precision")
     if v is None:
         return None
@@ -110,29 +110,28 @@ def accelerate_mode(plan: Any) -> Value | None:
     return Value(mode, v.origin, v.source)
 
 
-def deepspeed_mode(plan: Any) -> Value | None:
+def deepspeed_mode(plan: RunPlan) -> Value | None:
     """The DeepSpeed JSON's own choice: bf16/fp16 when enabled is true, "auto" when it defers to
     TrainingArguments, fp32 when an enabled flag is written false and nothing is on."""
     ds = plan.deepspeed
-    autos = []
+    autos: list[Value] = []
     for key in ("bf16.enabled", "bfloat16.enabled", "fp16.enabled"):
         v = ds.known_value(key)
         truth = _truth(v)
         if truth is True:
             assert v is not None
             return Value("fp16" if key.startswith("fp16") else "bf16", v.origin, v.source)
-        if truth == "auto":
+        if truth == "auto" and v is not None:
             autos.append(v)
     if autos:
         return Value("auto", autos[0].origin, autos[0].source)
-    explicit = [ds.known_value(k) for k in ("bf16.enabled", "fp16.enabled")]
-    explicit = [v for v in explicit if v is not None]
+    explicit = [v for k in ("bf16.enabled", "fp16.enabled") if (v := ds.known_value(k)) is not None]
     if explicit:
         return Value("fp32", explicit[0].origin, explicit[0].source)
     return None
 
 
-def _ds_flags(plan: Any) -> dict[str, Value]:
+def _ds_flags(plan: RunPlan) -> dict[str, Value]:
     """DeepSpeed's fp16.enabled / bf16.enabled as written (not "auto")."""
     out = {}
     for dtype, keys in (("fp16", ("fp16.enabled",)), ("bf16", ("bf16.enabled", "bfloat16.enabled"))):
@@ -144,13 +143,13 @@ def _ds_flags(plan: Any) -> dict[str, Value]:
     return out
 
 
-def _has_training_arguments(plan: Any) -> bool:
+def _has_training_arguments(plan: RunPlan) -> bool:
     from advisor.facts.batch import has_training_arguments
 
     return has_training_arguments(plan)
 
 
-def precision_conflicts(plan: Any) -> list[dict[str, Any]]:
+def precision_conflicts(plan: RunPlan) -> list[dict[str, Any]]:
     """GA504's evidence: one item per pair of files that disagree, with what the consumer does."""
     out: list[dict[str, Any]] = []
     t = plan.training
@@ -249,7 +248,7 @@ def precision_conflicts(plan: Any) -> list[dict[str, Any]]:
     return out
 
 
-def bf16_requests(plan: Any) -> list[dict[str, Any]]:
+def bf16_requests(plan: RunPlan) -> list[dict[str, Any]]:
     """Every explicit request for bf16 or tf32 (GA501's evidence)."""
     out: list[dict[str, Any]] = []
     t = plan.training
@@ -313,7 +312,7 @@ def in_force_mode(sources: dict[str, Value | None]) -> Value:
     return Value(None, None, "derived", unknown="no file sets the precision")
 
 
-def ds_auto_edits(plan: Any) -> dict[str, Value]:
+def ds_auto_edits(plan: RunPlan) -> dict[str, Value]:
     """GA504's fix for a DeepSpeed file that disagrees with TrainingArguments: where to write
     "auto" for fp16 and for bf16. An existing `enabled` is replaced; a missing block is added as
     {"enabled": "auto"} (harmless: the HF Trainer fills it from TrainingArguments)."""

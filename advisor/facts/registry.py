@@ -10,7 +10,7 @@ is refused (tests/core/test_fact_catalogue.py imports this module).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.facts.batch import batch_facts
 from advisor.facts.data import data_facts
@@ -22,6 +22,9 @@ from advisor.facts.precision import precision_facts
 from advisor.facts.reference_run import baseline_facts
 from advisor.facts.run import run_facts
 from advisor.facts.training_script import script_facts
+
+if TYPE_CHECKING:
+    from advisor.plan import RunPlan
 
 # in the order the catalogue lists them (docs/facts.md); BUILD_ORDER is the order they run in
 FACT_BUILDERS: tuple[Callable[..., FactNamespace], ...] = (
@@ -68,7 +71,7 @@ class Builder:
     def path(self) -> str:
         return f"{self.function.__module__}:{self.function.__name__}"
 
-    def __call__(self, plan: Any, names: dict[str, Any]) -> FactNamespace:
+    def __call__(self, plan: RunPlan, names: dict[str, Any]) -> FactNamespace:
         return self.function(plan, *(names[r] for r in self.requires))
 
 

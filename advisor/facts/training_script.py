@@ -154,7 +154,7 @@ def _model_argument(arg: Any, path: Path) -> dict[str, Any] | None:
     }
 
 
-def _set_parser(ns: TrainingScriptFacts, plan: Any, path: Path) -> None:
+def _set_parser(ns: TrainingScriptFacts, plan: RunPlan, path: Path) -> None:
     from advisor.facts.script_flags import parser_fact
 
     parser = parser_fact(plan, path)

@@ -6,9 +6,12 @@ and an error must never come from an unmodelled stack: the estimate says "not mo
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.facts.namespace_entries import integer, truth, written
+
+if TYPE_CHECKING:
+    from advisor.plan import RunPlan
 
 # Keys of trainers whose memory the estimator does not model: online RL generates with the policy and
 # holds reference/reward/critic models.
@@ -73,7 +76,7 @@ UNSLOTH_KEYS = (
 _UNSLOTH_IMPORT = re.compile(r"^\s*(?:from|import)\s+unsloth\b", re.MULTILINE)
 
 
-def unsloth_use(plan: Any, names: dict[str, Any]) -> str | None:
+def unsloth_use(plan: RunPlan, names: dict[str, Any]) -> str | None:
     """Where the run uses Unsloth (its own kernels, checkpointing and loader), or None."""
     t = plan.training
     for key in UNSLOTH_KEYS:
@@ -90,14 +93,14 @@ def unsloth_use(plan: Any, names: dict[str, Any]) -> str | None:
             return f"{call['callee']} at {loc.file.name}:{loc.line}"
     doc = plan.spec.script
     text = doc.text if doc is not None else None
-    if isinstance(text, str) and len(text) <= 2_000_000:
+    if doc is not None and isinstance(text, str) and len(text) <= 2_000_000:
         m = _UNSLOTH_IMPORT.search(text)
         if m is not None:
             return f"import unsloth at {doc.path.name}:{text.count(chr(10), 0, m.start()) + 1}"
     return None
 
 
-def axolotl_rl(plan: Any) -> str | None:
+def axolotl_rl(plan: RunPlan) -> str | None:
     """axolotl's `rl:` trainer type (dpo, ipo, kto, orpo, simpo, grpo, gdpo, ebft), lower case, or None."""
     t = plan.training
     if t.dialect != "axolotl":
@@ -108,7 +111,7 @@ def axolotl_rl(plan: Any) -> str | None:
     return v.value.strip().lower()
 
 
-def unmodelled_reason(plan: Any, names: dict[str, Any]) -> str | None:
+def unmodelled_reason(plan: RunPlan, names: dict[str, Any]) -> str | None:
     """Why the run's memory is not estimated (a stack the estimator does not model), or None."""
     t = plan.training
     for key in RL_KEYS:
