@@ -1,4 +1,7 @@
-"""Record what the fact builders set, to draft or check declarations in advisor/facts/catalogue.py.
+"""Record what the fact builders set, to check the declarations of the fact namespace classes.
+
+Every set is checked against its class already (advisor/facts/declare.py: an undeclared fact raises),
+so what this finds is mostly the other way: declared facts that no run sets.
 
 Runs every fixture project, every corpus folder (../shared/corpus, when present) and every rule example
 through the pipeline, records each `Namespace.set` with the type of its value (and the keys of list
