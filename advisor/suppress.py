@@ -336,7 +336,9 @@ def suppression_facts(
 ) -> Namespace:
     """The `suppressions` namespace: each directive code that suppressed nothing, by kind.
     `selected_in(directive)`: the rules that ran for the directive's file (default: `selected`)."""
-    ns = Namespace("suppressions")
+    from advisor.facts.stage_namespaces import SuppressionFacts
+
+    ns = SuppressionFacts()  # its sets are checked against the declared facts
     unused = [
         item
         for d in directives

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from advisor.provenance import Namespace
 from advisor.sources.document import Document, Location
 
 if TYPE_CHECKING:
@@ -17,13 +16,14 @@ if TYPE_CHECKING:
 def run_names(plan: RunPlan) -> dict[str, Any]:
     """Every namespace a run-scoped rule can read."""
     from advisor.facts.registry import BUILD_ORDER
+    from advisor.facts.stage_namespaces import MeasuredFacts
 
     names: dict[str, Any] = dict(plan.namespaces())
     for builder in BUILD_ORDER:
         names[builder.name] = builder(plan, names)
     names["settings"] = plan.settings
     names["thresholds"] = _thresholds(plan)
-    names["measured"] = Namespace("measured")  # nothing measured: the verify stage fills it
+    names["measured"] = MeasuredFacts()  # nothing measured: the verify stage fills it
     return names
 
 

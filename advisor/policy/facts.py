@@ -15,7 +15,9 @@ def policy_facts(
     baseline: list[dict[str, Any]],
     measurements: list[dict[str, Any]],
 ) -> Namespace:
-    ns = Namespace("policy")
+    from advisor.facts.stage_namespaces import PolicyFacts
+
+    ns = PolicyFacts()  # its sets are checked against the declared facts
     ns.set("base", Value(base, None, "derived"))
     for name, items in (
         ("settings", settings),

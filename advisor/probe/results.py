@@ -370,7 +370,9 @@ def compare(rv: RunVerification, names: dict[str, Any], fallback: Location) -> l
 
 def measured_namespace(rv: RunVerification, names: dict[str, Any], fallback: Location) -> Namespace:
     """The `measured` facts rules read (evidence "measured")."""
-    ns = Namespace("measured")
+    from advisor.facts.stage_namespaces import MeasuredFacts
+
+    ns = MeasuredFacts()  # its sets are checked against the declared facts
     m = rv.measured
     batch = names.get("batch")
     root = fallback

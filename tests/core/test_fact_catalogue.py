@@ -287,3 +287,16 @@ def test_a_users_check_runs_every_builder_under_the_type_check(tmp_path: Path) -
         assert "UndeclaredFact" not in done.stderr and "Traceback" not in done.stderr
         runs = json.loads(done.stdout)["runs"]
         assert runs, done.stdout
+
+
+def test_namespaces_other_stages_build_are_checked_too() -> None:
+    """policy, suppressions and measured are built outside advisor/facts/ from their declared classes."""
+    from advisor.facts.stage_namespaces import MeasuredFacts, SuppressionFacts
+    from advisor.policy.facts import policy_facts
+    from advisor.suppress import suppression_facts
+
+    with pytest.raises(UndeclaredFact, match=r"policy\.settings: its items have undeclared keys oops"):
+        policy_facts("git HEAD", [{"oops": 1}], [], [], [], [])
+    assert isinstance(suppression_facts([], [], []), SuppressionFacts)
+    with pytest.raises(UndeclaredFact, match=r"measured\.peak_gib_typo: not a declared fact"):
+        MeasuredFacts().set("peak_gib_typo", Value(1.0))
