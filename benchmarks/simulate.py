@@ -189,6 +189,21 @@ def patch_transformers() -> None:
     # one sequence per row (padded or a single packed sample): masking_utils.py:761 would read the fake
     # position ids' values to find packed sequences
     mu.find_packed_sequence_indices = lambda *_a, **_k: None
+    # CPU dropout is not CUDA's: aten/src/ATen/native/Dropout.cpp uses the fused native_dropout (a bool mask
+    # saved for backward) only when is_fused_kernel_acceptable (input.is_cuda()); on CPU it saves a noise
+    # tensor in the input's dtype (4 bytes per element for PEFT's fp32 adapter input). Dropout as on CUDA:
+    import torch
+    import torch.nn.functional as F
+
+    if not getattr(F.dropout, "_sim", False):
+
+        def dropout(x: Any, p: float = 0.5, training: bool = True, inplace: bool = False) -> Any:
+            if not training or p == 0.0:
+                return x
+            return torch.native_dropout(x, p, True)[0]
+
+        dropout._sim = True  # type: ignore[attr-defined]
+        F.dropout = dropout
 
 
 def build_model(run: SimRun) -> tuple[Any, list[str]]:
@@ -289,7 +304,7 @@ def make_tracker() -> Any:
             self.live = 0
             self.peak = 0
             self.sizes: dict[int, int] = {}
-            self.gc_per_layer = False
+            self.inplace_shapes: set[tuple[int, ...]] = set()  # tied trainable weights (their grads)
 
         def add(self, t: Any) -> None:
             if t.device.type == "meta":
@@ -326,6 +341,30 @@ def make_tracker() -> Any:
             return self.live
 
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            if func is torch.ops.aten.embedding_dense_backward.default:
+                # the fake tensor runs torch/_decomp/decompositions.py embedding_dense_backward, which
+                # accumulates in fp32 and casts (an extra V x h fp32 + cast); CUDA's kernel
+                # (aten/src/ATen/native/cuda/Embedding.cu embedding_dense_backward_cuda) writes grad_weight
+                # in the gradient's dtype with per-segment fp32 partial sums (tokens x h)
+                g, idx, num_weights = args[0], args[1], args[2]
+                partial = g.new_empty((idx.numel(), g.shape[-1]), dtype=torch.float32)
+                self.add(partial)
+                del partial
+                out = g.new_zeros((num_weights, g.shape[-1]))
+                self.add(out)
+                return out
+            if (
+                func is torch.ops.aten.add.Tensor
+                and self.inplace_shapes
+                and isinstance(args[1], torch.Tensor)
+                and tuple(args[0].shape) in self.inplace_shapes
+                and args[0].shape == args[1].shape
+                and args[0].dtype == args[1].dtype
+            ):
+                # a tied weight's two gradients are summed in autograd's InputBuffer, in place on a GPU
+                # (torch/csrc/autograd/input_buffer.cpp can_accumulate_inplace), out of place on a fake
+                # tensor (a tensor subclass): sum in place as the GPU does
+                return args[0].add_(args[1])
             out = func(*args, **(kwargs or {}))
             tree_map_only(torch.Tensor, self.add, out)
             return out
@@ -374,8 +413,19 @@ def _materialised(run: SimRun) -> tuple[Any, Any, list[str]]:
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     key = json.dumps(
-        [run.config, run.method, run.lora_r, run.lora_targets, run.lora_dropout, run.storage, run.trainable]
-        + [run.autocast, run.gradient_checkpointing, run.attn, run.layers],
+        [
+            run.config,
+            run.method,
+            run.lora_r,
+            run.lora_targets,
+            run.lora_dropout,
+            run.storage,
+            run.trainable,
+            run.autocast,
+            run.gradient_checkpointing,
+            run.attn,
+            run.layers,
+        ],
         sort_keys=True,
         default=str,
     )
@@ -390,15 +440,32 @@ def _materialised(run: SimRun) -> tuple[Any, Any, list[str]]:
         inner = model.get_base_model() if hasattr(model, "get_base_model") else model
         inner.tie_weights()
         _MODELS[key] = (model, fm, notes)
+        gc.collect()  # the steps run with the cyclic collector off: collect once per model, not per step
     return _MODELS[key]
+
+
+def _tied(model: Any, shape: tuple[int, ...]) -> bool:
+    """True when the input embedding and the output head share a weight of this shape."""
+    emb, head = model.get_input_embeddings(), model.get_output_embeddings()
+    head = getattr(head, "base_layer", head)
+    return bool(
+        emb is not None
+        and head is not None
+        and emb.weight is head.weight
+        and tuple(emb.weight.shape) == shape
+    )
 
 
 def _collect(*_: Any) -> None:
     gc.collect()  # a forward pre-hook's return value would replace the layer's inputs
 
 
-def _step(run: SimRun, collect: bool) -> tuple[dict[str, float], dict[str, float], float, list[str]]:
-    """(terms, phase peaks, first-step peak, notes) of one simulated step."""
+Step = tuple[dict[str, float], dict[str, float], float]
+
+
+def _step(run: SimRun, collect: bool, optimizers: list[str]) -> tuple[list[Step], list[str]]:
+    """Per optimizer (terms, phase peaks, first-step peak), and notes, of one simulated step: forward and
+    backward once, then each optimizer's first step from the same gradients (its states freed after)."""
     import torch
 
     model, fm, notes = _materialised(run)
@@ -409,6 +476,8 @@ def _step(run: SimRun, collect: bool) -> tuple[dict[str, float], dict[str, float
     trainable = [p for p in params if p.requires_grad]
     for t in [*params, *model.buffers()]:
         tr.add(t)
+    shapes = [tuple(p.shape) for p in trainable]
+    tr.inplace_shapes = {sh for sh in shapes if len(sh) == 2 and shapes.count(sh) == 1 and _tied(model, sh)}
     weights = tr.bytes_of(params)
     buffers = tr.live - weights
     head = _find_lm_head(model)
@@ -430,8 +499,8 @@ def _step(run: SimRun, collect: bool) -> tuple[dict[str, float], dict[str, float
     if collect:
         for layer in _layers(model):
             hooks.append(layer.register_forward_pre_hook(_collect))
-    opt = make_optimizer(run.optimizer, trainable)
     was = gc.isenabled()
+    steps: list[tuple[int, int, int]] = []
     gc.disable()
     try:
         with fm, tr:
@@ -454,13 +523,17 @@ def _step(run: SimRun, collect: bool) -> tuple[dict[str, float], dict[str, float
             bwd_peak = tr.peak
             grads = tr.bytes_of(p.grad for p in trainable)
             bwd_end = tr.live
-            tr.window()
-            opt.step()
-            step_peak = tr.peak
-            states = tr.bytes_of(
-                v for st in opt.state.values() for v in st.values() if isinstance(v, torch.Tensor)
-            )
-            after_step = tr.live
+            for name in optimizers:
+                opt = make_optimizer(name, trainable)
+                tr.window()
+                opt.step()
+                states = tr.bytes_of(
+                    v for st in opt.state.values() for v in st.values() if isinstance(v, torch.Tensor)
+                )
+                steps.append((tr.peak, states, tr.live))
+                del opt
+                if tr.live > bwd_end:
+                    gc.collect()  # the states sit in a reference cycle
     finally:
         for h in hooks:
             h.remove()
@@ -468,6 +541,18 @@ def _step(run: SimRun, collect: bool) -> tuple[dict[str, float], dict[str, float
             gc.enable()
     static = weights + buffers
     at_head = marks.get("at_head", fwd_end)
+    out: list[Step] = []
+    for step_peak, states, after_step in steps:
+        out.append(_figures(locals(), step_peak, states, after_step))
+    for p in params:
+        p.grad = None
+    return out, notes
+
+
+def _figures(v: dict[str, Any], step_peak: int, states: int, after_step: int) -> Step:
+    static, at_head, marks = v["static"], v["at_head"], v["marks"]
+    weights, buffers, grads = v["weights"], v["buffers"], v["grads"]
+    fwd_peak, fwd_end, bwd_peak, bwd_end = v["fwd_peak"], v["fwd_end"], v["bwd_peak"], v["bwd_end"]
     terms = {
         "weights": float(weights),
         "buffers": float(buffers),
@@ -486,11 +571,7 @@ def _step(run: SimRun, collect: bool) -> tuple[dict[str, float], dict[str, float
         "optimizer step": float(step_peak - static - states),
     }
     first = float(max(fwd_peak, bwd_peak, marks.get("head_peak", 0), step_peak))
-    for p in params:
-        p.grad = None
-    del opt, model, params, trainable
-    gc.collect()
-    return terms, phases, first, notes
+    return terms, phases, first
 
 
 def _affine(a: float, b: float, la: int, lb: int, lfull: int) -> float:
@@ -499,20 +580,49 @@ def _affine(a: float, b: float, la: int, lb: int, lfull: int) -> float:
 
 def simulate(run: SimRun, depths: tuple[int, int] | None = None, both_gc: bool = True) -> SimResult:
     """Simulate the run; with `depths` (A, B) simulate A and B layers and extrapolate to the real depth."""
+    return simulate_each(run, [run.optimizer], depths, both_gc)[run.optimizer]
+
+
+def simulate_each(
+    run: SimRun, optimizers: list[str], depths: tuple[int, int] | None = None, both_gc: bool = True
+) -> dict[str, SimResult]:
+    """simulate() for each optimizer, sharing the forward and backward."""
+    return {o: r for o, r in zip(optimizers, _simulate(run, optimizers, depths, both_gc), strict=True)}
+
+
+def _simulate(
+    run: SimRun, optimizers: list[str], depths: tuple[int, int] | None, both_gc: bool
+) -> list[SimResult]:
     t0 = time.perf_counter()
     full = depth(run.config)
     if depths is None or depths[1] >= full:
         runs = [(replace(run, layers=run.layers), None)]
     else:
         runs = [(replace(run, layers=depths[0]), depths[0]), (replace(run, layers=depths[1]), depths[1])]
-    out: dict[bool, list[tuple[dict[str, float], dict[str, float], float]]] = {False: [], True: []}
+    per: dict[bool, list[list[Step]]] = {False: [], True: []}
     notes: list[str] = []
     modes = [False, True] if (both_gc and run.gradient_checkpointing) else [False]
     for collect in modes:
         for r, _ in runs:
-            t, p, first, n = _step(r, collect)
-            out[collect].append((t, p, first))
-            notes = n
+            steps, notes = _step(r, collect, optimizers)
+            per[collect].append(steps)
+    results = []
+    for i in range(len(optimizers)):
+        out = {k: [steps[i] for steps in per[k]] for k in modes}
+        results.append(_combine(run, out, modes, runs, depths, full, list(notes), t0))
+    return results
+
+
+def _combine(
+    run: SimRun,
+    out: dict[bool, list[Step]],
+    modes: list[bool],
+    runs: list[Any],
+    depths: tuple[int, int] | None,
+    full: int,
+    notes: list[str],
+    t0: float,
+) -> SimResult:
     if len(runs) == 2:
         la, lb = depths or (0, 0)
         notes.append(f"simulated {la} and {lb} of {full} layers, every figure extrapolated linearly")

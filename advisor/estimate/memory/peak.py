@@ -85,9 +85,20 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
         terms.dequant_buffer(r),
     ]
     grads = Term("gradients", g, (terms.END, terms.STEP), grad_note)
+    # a tied embedding's gradient is formed last, as a new V x h tensor beside the lm_head's already
+    # accumulated one, and then added in place (aten embedding_dense_backward_cuda allocates grad_weight;
+    # torch/csrc/autograd/input_buffer.cpp accumulates in place): by then the layers' temporaries are gone
+    pc = r.pc
+    tied = pc.embedding * train.grad_bytes if (r.full and pc.tied and not s.optimizer_in_backward) else 0.0
     end = [
         grads,
         Term("last layer recompute + backward working set", act.work.bytes + act.last_layer, (terms.END,)),
+        Term(
+            "tied embedding gradient",
+            max(0.0, tied - act.work.bytes - act.last_layer),
+            (terms.END,),
+            "the embedding's V x h gradient before it is added to the lm_head's (beyond layer temporaries)",
+        ),
     ]
     phases = {terms.BACKWARD: backward, terms.END: end, terms.STEP: [grads, step]}
     return PhaseTerms(r, [weights, opt.term, ddp_buckets], [live], phases, train.count, host, opt.soft)
