@@ -6,8 +6,10 @@
 
 An instance is the `Namespace` the rule evaluator reads (`entry`, `value(dotted)`, a Value with its
 provenance per fact). Assigning `ns.world_size = Value(...)` always checks the name and the declared type
-of the value (an isinstance per set: no mode, no environment variable) and raises UndeclaredFact, a
-BaseException, so that no builder's `except Exception` turns a builder's bug into an unknown value.
+of the value (an isinstance per set: no mode, no environment variable). An undeclared name or list item
+key is a builder's bug: it raises UndeclaredFact, a BaseException, so that no builder's `except
+Exception` hides it. A value of another type is stored as unknown with the reason (`mistyped`): a
+builder may pass a user's written value through, and a user's file must not crash the check.
 Reading `ns.world_size` gives the plain value, as the evaluator's `read` does (None when unset/unknown).
 
 The fact catalogue (advisor/facts/catalogue.py), `gpu-advise facts`, docs/facts.md and the rule-load
@@ -76,27 +78,39 @@ def _is(value: object, kind: object) -> bool:
     return isinstance(value, kind)  # type: ignore[arg-type]
 
 
-def type_problem(kind: object, items: tuple[str, ...], value: object) -> str | None:
+def type_problem(kind: object, value: object) -> str | None:
     """Why `value` is not of the declared type (None when it is)."""
     for alternative in _alternatives(kind):
         origin = getattr(alternative, "__origin__", None)
         if origin is list:
-            if not isinstance(value, list | tuple):
-                continue
             (element,) = alternative.__args__  # type: ignore[attr-defined]
-            if not all(_is(e, element) for e in value):
-                continue
-            if element is dict and items:
-                extra = sorted({k for e in value for k in e if isinstance(k, str)} - set(items))
-                if extra:
-                    return f"its items have undeclared keys {', '.join(extra)}"
-            return None
+            if isinstance(value, list | tuple) and all(_is(e, element) for e in value):
+                return None
+            continue
         if alternative is list and isinstance(value, list | tuple):
             return None
         if _is(value, alternative):
             return None
     found = type(value).__name__
     return f"{'an' if found[0] in 'aeiou' else 'a'} {found} is not {type_name(kind)}"
+
+
+def undeclared_item_keys(items: tuple[str, ...], value: object) -> list[str]:
+    """The keys of a list of mappings' elements that its declaration does not list."""
+    if not items or not isinstance(value, list | tuple):
+        return []
+    return sorted({k for e in value if isinstance(e, dict) for k in e if isinstance(k, str)} - set(items))
+
+
+def mistyped(namespace: str, declared: FactField[Any], value: Value, problem: str) -> Value:
+    """What a value of another type than its fact's is stored as: unknown, with the reason.
+
+    A builder passes a written value through (tf32: 0 in a user's file reaches precision.tf32 as an
+    int): the rules then read None, as for any unknown, and the reason says what was written.
+    tests/core/test_fact_catalogue.py records these for every fixture and corpus run, where there are
+    none: there a type mismatch is a builder's bug."""
+    reason = f"{problem} ({namespace}.{declared.name} is declared {declared.type})"
+    return Value(None, value.origin, value.source, list(value.related), unknown=reason, note=value.note)
 
 
 class FactField(Generic[T]):
@@ -196,19 +210,26 @@ class FactNamespace(Namespace):
         super().__init__(self.namespace, values)
 
     def set(self, key: str, value: Value | Namespace) -> None:
+        """Store a fact. An undeclared name, a namespace for a declared fact or a list item with an
+        undeclared key is a builder's bug and raises UndeclaredFact; a value of another type is stored
+        as unknown (`mistyped`)."""
         if not self.dynamic():
-            problem = self._problem(key, value)
-            if problem is not None:
-                where = f"{type(self).__module__}.{type(self).__name__}"
-                raise UndeclaredFact(f"{self.namespace}.{key}: {problem} (declared in {where})")
+            value = self._checked(key, value)
         super().set(key, value)
 
-    def _problem(self, key: str, value: Value | Namespace) -> str | None:
+    def _checked(self, key: str, value: Value | Namespace) -> Value | Namespace:
+        where = f"(declared in {type(self).__module__}.{type(self).__name__})"
         declared = self.facts.get(key)
         if declared is None:
-            return "not a declared fact"
+            raise UndeclaredFact(f"{self.namespace}.{key}: not a declared fact {where}")
         if isinstance(value, Namespace):
-            return f"declared {declared.type}, not a namespace"
-        if value.known and value.value is not None:
-            return type_problem(declared.kind, declared.items, value.value)
-        return None
+            raise UndeclaredFact(f"{self.namespace}.{key}: declared {declared.type}, not a namespace {where}")
+        if not value.known or value.value is None:
+            return value
+        extra = undeclared_item_keys(declared.items, value.value)
+        if extra:
+            raise UndeclaredFact(
+                f"{self.namespace}.{key}: its items have undeclared keys {', '.join(extra)} {where}"
+            )
+        problem = type_problem(declared.kind, value.value)
+        return value if problem is None else mistyped(self.namespace, declared, value, problem)

@@ -42,14 +42,31 @@ def test_fields_are_the_namespace_the_evaluator_reads() -> None:
         ("count", 2.5, "a float is not int"),
         ("share", "0.5", "a str is not float"),
         ("size", False, "a bool is not number"),
-        ("label", 3, "an int is not str\\|bool"),
-        ("ids", [1, "2"], "a list is not list\\[int\\]"),
-        ("ids", 1, "an int is not list\\[int\\]"),
+        ("label", 3, "an int is not str|bool"),
+        ("ids", [1, "2"], "a list is not list[int]"),
+        ("ids", 1, "an int is not list[int]"),
+    ],
+)
+def test_a_value_of_another_type_is_stored_as_unknown_with_the_reason(
+    key: str, value: object, problem: str
+) -> None:
+    """A builder may pass a user's written value through: the rules read None, not a crash."""
+    ns = Demo()
+    ns.set(key, Value(value, None, "training_args", note="as written"))
+    stored = ns.value(key)
+    assert stored is not None and ns.read(key) is None and stored.value is None
+    assert stored.unknown == f"{problem} (demo.{key} is declared {Demo.facts[key].type})"
+    assert (stored.source, stored.note) == ("training_args", "as written")
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "problem"),
+    [
         ("problems", [{"kind": "x", "extra": 1}], "its items have undeclared keys extra"),
         ("cuont", 3, "not a declared fact"),
     ],
 )
-def test_a_set_of_the_wrong_type_or_name_is_refused(key: str, value: object, problem: str) -> None:
+def test_a_builders_bug_is_refused(key: str, value: object, problem: str) -> None:
     with pytest.raises(UndeclaredFact, match=rf"demo\.{key}: {problem}"):
         Demo().set(key, Value(value))
 
