@@ -4,9 +4,10 @@
     peak_reserved  = peak_allocated + ALLOCATOR_FRAG * (the churning part: everything but static terms)
     peak_smi       = peak_reserved + CUDA context (+ NCCL for multi-GPU) + paged optimizer state
 
-backward start   saved activations + logits/loss buffers (+ gradients when they persist: gradient
-                 accumulation, zero_grad(set_to_none=False)) + autocast weight copies + dequant buffer
-end of backward  all gradients (+ the last recomputed layer with checkpointing)
+backward start   saved activations + the larger of the logits/loss buffers and one layer's working set
+                 (its gradient temporaries, recompute, dequant buffer) (+ gradients when they persist:
+                 gradient accumulation, zero_grad(set_to_none=False)) + autocast weight copies
+end of backward  all gradients + one layer's working set (+ a tied embedding's gradient)
 optimizer step   gradients + optimizer temporaries (+ DeepSpeed's fp32 gradient partition)
 """
 
@@ -62,13 +63,16 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
     logits = terms.logits(r, head_grad, grads_persist)
     # the loss backward frees the logits before the last layer's backward (or recompute) runs: the layer's
     # working set adds to the peak only where it exceeds the logits (the larger of the two, not their sum)
-    layer_work = act.work.bytes + act.last_layer
+    # a quantized Linear dequantizes its weight inside the layer's forward/backward: part of that working set
+    dequant = terms.dequant_buffer(r)
+    layer_work = act.work.bytes + act.last_layer + dequant.bytes
     beyond = Term(
         act.work.name,
         max(0.0, layer_work - logits.bytes),
         act.work.phases,
         "one layer's gradient temporaries"
         + (" + its recompute" if act.last_layer else "")
+        + (f" + the {dequant.name}" if dequant.bytes else "")
         + " beyond the logits, freed before it",
     )
     backward = [
@@ -82,7 +86,6 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
             grad_note + "; kept across micro-batches",
         ),
         terms.autocast_copies(r, shards),
-        terms.dequant_buffer(r),
     ]
     grads = Term("gradients", g, (terms.END, terms.STEP), grad_note)
     # a tied embedding's gradient is formed last, as a new V x h tensor beside the lm_head's already
@@ -92,10 +95,10 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
     tied = pc.embedding * train.grad_bytes if (r.full and pc.tied and not s.optimizer_in_backward) else 0.0
     end = [
         grads,
-        Term("last layer recompute + backward working set", act.work.bytes + act.last_layer, (terms.END,)),
+        Term("last layer recompute + backward working set", layer_work, (terms.END,)),
         Term(
             "tied embedding gradient",
-            max(0.0, tied - act.work.bytes - act.last_layer),
+            max(0.0, tied - layer_work),
             (terms.END,),
             "the embedding's V x h gradient before it is added to the lm_head's (beyond layer temporaries)",
         ),
