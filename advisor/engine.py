@@ -395,15 +395,18 @@ def load_rule_file(path: Path) -> CompiledRule:
         raise RuleError(f"{path}: rule file cannot be read: {type(exc).__name__}: {str(exc)[:200]}") from None
     if not isinstance(raw, dict):
         raise RuleError(f"{path}:1: a rule file is a mapping with code, name, severity, when, message, docs")
+    from advisor.datacodec import Invalid
     from advisor.schema.rules import validate_rule
 
     lines = _field_lines(node)
     try:
         spec = validate_rule(raw)
-    except Exception as exc:  # pydantic.ValidationError: name the fields
-        errors: list[dict[str, Any]] = getattr(exc, "errors", lambda: [])()
-        first = errors[0]["loc"][0] if errors and errors[0].get("loc") else None
-        at = f":{lines[first]}" if isinstance(first, str) and first in lines else ""
+    except Invalid as exc:  # name the fields
+        errors: list[dict[str, Any]] = exc.errors()
+        loc = [str(p) for p in errors[0]["loc"]] if errors else []
+        # the deepest entry of the key path whose line is known (`fix.set.<key>`, else `fix`)
+        found = [lines[k] for k in (".".join(loc[:n]) for n in range(len(loc), 0, -1)) if k in lines]
+        at = f":{found[0]}" if found else ""
         detail = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in errors) or str(exc)
         raise RuleError(f"{path}{at}: invalid rule file: {detail}") from None
     return compile_rule(spec, path, lines, text)

@@ -1,15 +1,28 @@
-"""What a rule file holds: the types advisor.schema.rules validates and builds, advisor.engine compiles.
-
-Frozen dataclasses, so that the compiled catalog comes out of the on-disk cache without importing
-pydantic. A leaf module, shared by the engine and the schema so that neither imports the other.
+"""What a rule file holds: records declared once, with the checks advisor.datacodec.validate applies
+(advisor.schema.rules validates a rule file into them, advisor.engine compiles them; the compiled
+catalog comes out of the on-disk cache through advisor.datacodec.decode). A leaf module, shared by the
+engine and the schema so that neither imports the other.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from advisor.findings import Severity
-from advisor.records import field, record
+from advisor.records import field, record, spec
+
+
+def _code(v: str) -> str:
+    if not re.fullmatch(r"[A-Z]{2,5}\d{3}", v):
+        raise ValueError(f"rule code '{v}' must be letters then three digits, like GA203")
+    return v
+
+
+def _name(v: str) -> str:
+    if not re.fullmatch(r"[a-z][a-z0-9-]+", v):
+        raise ValueError(f"rule name '{v}' must be kebab-case")
+    return v
 
 
 @record(frozen=True, slots=True, kw_only=True)
@@ -35,9 +48,11 @@ class Example:
 
 @record(frozen=True, slots=True, kw_only=True)
 class RuleSpec:
-    code: str
-    name: str
-    severity: Severity
+    code: str = spec(after=_code)
+    name: str = spec(after=_name)
+    severity: (
+        Severity  # a `severity: {error: ..., default: ...}` mapping is stored flat (advisor.schema.rules)
+    )
     summary: str
     # suppression: evaluated by advisor/suppress.py; policy: by advisor/policy (check --base)
     scope: Literal["run", "document", "suppression", "policy"] = "run"
@@ -48,9 +63,10 @@ class RuleSpec:
     at: str | None = None
     related: list[str] = field(default_factory=list)
     message: str  # the template; with message_by, the template of no listed case ("" for none)
-    message_by: str | None = None  # `message: {by, cases, default}`: the case this expression names
-    message_cases: dict[str, str] = field(default_factory=dict)
-    severity_when: dict[str, str] = field(default_factory=dict)  # severity -> condition, error first
+    # filled from a `message` or `severity` mapping by advisor.schema.rules; a rule file cannot write them
+    message_by: str | None = spec(default=None, read=False)  # `message: {by, cases, default}`: the case
+    message_cases: dict[str, str] = spec(default_factory=dict, read=False)
+    severity_when: dict[str, str] = spec(default_factory=dict, read=False)  # severity -> condition
     fix: FixSpec | None = None
     docs: str
     examples: list[Example] = field(default_factory=list)

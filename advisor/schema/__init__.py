@@ -1,30 +1,14 @@
-"""Pydantic models of the input files: rule files, project settings, hardware descriptors, the GPU catalog.
+"""What the input files may hold, and the JSON schema of it: rule files (rules.py), project settings
+(settings.py), hardware descriptors (hardware.py), the GPU catalog (advisor.sources.gpu_catalog).
 
-They validate input and print JSON schemas, and nothing else. What they accept is converted at once, by
-`to_view`, into the frozen dataclasses of the same names (advisor.engine, advisor.settings,
-advisor.sources.hardware) that the rest of the program and the on-disk cache (advisor/cache.py) use, so
-a check whose inputs are all cached never imports pydantic: its import alone would cost a pre-commit hook
-about a fifth of its start-up. The trade-off: each field is declared twice, here with its validation and
-there with its type and default; tests/core/test_schema_views.py keeps the two in step. Logic (properties,
-methods) lives only on the dataclasses; validation lives only here.
+Each input type is declared once, as a record (advisor/records): the rule specs in advisor.rulespec,
+the settings in advisor.settings_types, machines in advisor.sources.machine_types, GPUs in
+advisor.sources.gpu_types. A field's checks (the file key, bounds, length, pattern, hooks) and its
+description are part of its declaration (`records.spec(...)`); advisor.datacodec.validate checks a
+file's mapping against it and raises one error, `Invalid`, that carries every problem with its key
+path, which the readers map to file:line. jsonschema.py writes `gpu-advise schema` from the same
+records. The modules here hold what is not a field: the rule file's `severity`/`message` mappings
+and `let` names (checked against the fact catalogue), the settings' source, the entry points.
+The records are also what the on-disk cache (advisor/cache.py) stores, through advisor.datacodec's
+encode/decode, so validating and reading a cached value need no third-party library.
 """
-
-from __future__ import annotations
-
-from typing import Any
-
-from pydantic import BaseModel
-
-from advisor import records
-
-
-def to_view(value: Any, views: dict[str, type]) -> Any:
-    """`value` with every pydantic model in it replaced by the dataclass of the same name in `views`."""
-    if isinstance(value, BaseModel):
-        cls = views[type(value).__name__]
-        return cls(**{f.name: to_view(getattr(value, f.name), views) for f in records.fields(cls)})
-    if isinstance(value, list):
-        return [to_view(v, views) for v in value]
-    if isinstance(value, dict):
-        return {k: to_view(v, views) for k, v in value.items()}
-    return value
