@@ -5,8 +5,8 @@ Everything else is configured in pyproject.toml. In a source checkout the engine
 (through the runtime cache); an installed wheel has no checkout, so the files travel with the package.
 The prebuilt file holds the compiled rule catalog, the GPU catalog and the built-in machines, each keyed
 by the content of the files it was built from (advisor/cache.py `prebuilt`): a CI runner starts with an
-empty cache, and this makes its first check as fast as a warm one. Building it needs PyYAML and pydantic
-(pyproject.toml's build requirements); without them the wheel is built without it and works as before.
+empty cache, and this makes its first check as fast as a warm one. Building it needs PyYAML
+(pyproject.toml's build requirement); without it the wheel is built without it and works as before.
 """
 
 import os
@@ -50,7 +50,7 @@ class BuildPyWithRules(build_py):
             shutil.copy2(rule, target / rule.name)
         try:
             text = _prebuilt_document()
-        except ImportError as exc:  # a build environment without PyYAML or pydantic
+        except ImportError as exc:  # a build environment without PyYAML
             print(f"gpu-advise: no prebuilt catalog ({exc}); start-up decodes it", file=sys.stderr)
             return
         (package / "_prebuilt.json").write_text(text, encoding="utf-8")
