@@ -23,19 +23,18 @@ from collections.abc import Iterable
 from typing import Any, ClassVar, Generic, Literal, TypeVar, overload
 
 from advisor.provenance import Namespace, UndeclaredFact, Value
+from advisor.records import record
 
 Scope = Literal["run", "document", "suppression", "policy"]
 T = TypeVar("T")
 
 
+@record(slots=True, eq=False)
 class Kind:
     """A declared fact type that is not one Python class: `number` (int or float), `any`."""
 
-    __slots__ = ("name", "types")
-
-    def __init__(self, name: str, types: tuple[type, ...]) -> None:
-        self.name = name
-        self.types = types
+    name: str
+    types: tuple[type, ...]
 
 
 NUMBER: Any = Kind("number", (int, float))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from advisor.records import record
 from advisor.sources.glob_automaton import ANY, CLASS, LIT, ONE, SLASH_OPT, STAR, Automaton
 
 MAX_PATTERN_CHARS = 4096  # git's own limit on a path; a longer pattern matches nothing
@@ -39,15 +40,11 @@ _POSIX: dict[str, Callable[[str], bool]] = {
 }
 
 
+@record(slots=True, eq=False)
 class _Class:
-    __slots__ = ("negated", "predicates", "ranges")
-
-    def __init__(
-        self, negated: bool, ranges: list[tuple[str, str]], predicates: list[Callable[[str], bool]]
-    ) -> None:
-        self.negated = negated
-        self.ranges = ranges
-        self.predicates = predicates
+    negated: bool
+    ranges: list[tuple[str, str]]
+    predicates: list[Callable[[str], bool]]
 
     def matches(self, c: str) -> bool:
         if c == "/":

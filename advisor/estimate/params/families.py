@@ -9,7 +9,9 @@ transformers 5.24) so LoRA ``target_modules`` match; ``aliases`` carry the other
 
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
+
+from advisor.records import field, record, replace
 
 Config = Mapping[str, Any]
 Dims = Mapping[str, int]
@@ -31,10 +33,11 @@ def flag(value: Flag, cfg: Config) -> bool:
     return value(cfg) if callable(value) else bool(value)
 
 
-# NamedTuples, not dataclasses, and no postponed annotations in this module: the table is built at import,
-# and both a dataclass's generated __init__ and string annotations (compiled into ForwardRefs) cost
-# milliseconds on every cold start
-class Lin(NamedTuple):
+# Records (advisor.records: no __init__ compiled until a class is used often), not stdlib dataclasses, and no
+# postponed annotations in this module: the table is built at import, and both a dataclass's generated
+# __init__ and string annotations (compiled into ForwardRefs) cost milliseconds on every cold start
+@record(frozen=True, slots=True)
+class Lin:
     """One Linear of a layer: weight d_out x d_in (dims by name), optional bias, what activation feeds it."""
 
     name: str
@@ -46,7 +49,8 @@ class Lin(NamedTuple):
     when: Flag = True  # present only when the config says so (DeepSeek's q_lora_rank)
 
 
-class Moe(NamedTuple):
+@record(frozen=True, slots=True)
+class Moe:
     """Routed experts replace the dense MLP in MoE layers (expert Linears are the dense MLP's, on ``ei``)."""
 
     experts: tuple[str, ...]  # config keys for the number of routed experts
@@ -62,7 +66,8 @@ class Moe(NamedTuple):
     is_moe_layer: Callable[[Config, int], bool] = lambda cfg, li: True
 
 
-class Arch(NamedTuple):
+@record(frozen=True, slots=True)
+class Arch:
     """The shape of one family's layers and embeddings."""
 
     attn: tuple[Lin, ...]
@@ -90,7 +95,7 @@ class Arch(NamedTuple):
     encoder_decoder: bool = False  # T5: an encoder stack and a decoder stack with cross-attention
     tie_forced: bool = False  # the config class ties lm_head whatever tie_word_embeddings says
     # config keys for the dims, tried in order, before the generic names
-    dim_keys: Mapping[str, tuple[str, ...]] = MappingProxyType({})
+    dim_keys: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
     derive: Callable[[Config, dict[str, int]], None] = lambda cfg, d: None  # family-specific dims
     # config keys of the attention, hidden and embedding dropout, and their config-class defaults
     dropout_keys: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]] = (("attention_dropout",), (), ())
@@ -230,47 +235,51 @@ LLAMA = Arch(
     tie_default=False,
 )
 _register(("llama", "mistral", "yi"), LLAMA)
-_register(("smollm3",), LLAMA._replace(tie_default=True))
+_register(("smollm3",), replace(LLAMA, tie_default=True))
 # Qwen2 / Qwen2-MoE: bias on q/k/v, never on o_proj (modeling_qwen2.py Qwen2Attention)
-_register(("qwen2",), LLAMA._replace(attn=split_attn(qkv_bias=True), mlp=gated_mlp()))
+_register(("qwen2",), replace(LLAMA, attn=split_attn(qkv_bias=True), mlp=gated_mlp()))
 _register(
     ("qwen2_moe",),
-    LLAMA._replace(
+    replace(
+        LLAMA,
         attn=split_attn(qkv_bias=True),
         mlp=gated_mlp(),
-        moe=_ROUTED._replace(
+        moe=replace(
+            _ROUTED,
             shared_intermediate=lambda cfg: int(cfg.get("shared_expert_intermediate_size") or 0),
             shared_gate=True,
         ),
     ),
 )
-QWEN3 = LLAMA._replace(mlp=gated_mlp(), qk_norm="head")
+QWEN3 = replace(LLAMA, mlp=gated_mlp(), qk_norm="head")
 _register(("qwen3",), QWEN3)
-_register(("qwen3_moe",), QWEN3._replace(moe=_ROUTED))
+_register(("qwen3_moe",), replace(QWEN3, moe=_ROUTED))
 _register(
     ("mixtral",),
-    LLAMA._replace(
+    replace(
+        LLAMA,
         attn=split_attn(),
         mlp=gated_mlp(),
         moe=Moe(experts=("num_local_experts",), expert_intermediate=()),
     ),
 )
-_register(("gemma",), LLAMA._replace(mlp=gated_mlp(), tie_default=True))
-_register(("gemma2",), LLAMA._replace(mlp=gated_mlp(), tie_default=True, norms_per_layer=4))
+_register(("gemma",), replace(LLAMA, mlp=gated_mlp(), tie_default=True))
+_register(("gemma2",), replace(LLAMA, mlp=gated_mlp(), tie_default=True, norms_per_layer=4))
 _register(
-    ("gemma3_text",), LLAMA._replace(mlp=gated_mlp(), tie_default=True, norms_per_layer=4, qk_norm="head")
+    ("gemma3_text",), replace(LLAMA, mlp=gated_mlp(), tie_default=True, norms_per_layer=4, qk_norm="head")
 )
 # OLMo: non-parametric LayerNorms (modeling_olmo.py OlmoLayerNorm has no weight)
-_register(("olmo",), LLAMA._replace(mlp=gated_mlp(), norm="none"))
+_register(("olmo",), replace(LLAMA, mlp=gated_mlp(), norm="none"))
 # OLMo 2: post-attention/post-feedforward RMSNorms, q/k norms over the whole q_dim and kv_dim
-_register(("olmo2",), LLAMA._replace(mlp=gated_mlp(), qk_norm="full"))
+_register(("olmo2",), replace(LLAMA, mlp=gated_mlp(), qk_norm="full"))
 # StableLM 3B-4E1T / 2 / Stable Code 3B: LayerNorm with bias, q/k/v bias from use_qkv_bias, optional
 # per-head q/k LayerNorms without bias (StableLmLayerNormPerHead) and parallel residual with one norm
 # (transformers/models/stablelm/modeling_stablelm.py)
 _STABLELM_PARALLEL = key("use_parallel_residual")
 _register(
     ("stablelm",),
-    LLAMA._replace(
+    replace(
+        LLAMA,
         attn=split_attn(key("use_qkv_bias")),
         mlp=gated_mlp(),
         norm="layer",
@@ -284,7 +293,8 @@ _register(
 # embeddings, optional per-head q/k norms (transformers/models/cohere/modeling_cohere.py)
 _register(
     ("cohere",),
-    LLAMA._replace(
+    replace(
+        LLAMA,
         norm="layer_nobias",
         norms_per_layer=1,
         parallel=True,
@@ -296,7 +306,8 @@ _register(
 # Phi-3 / Phi-3.5-mini / Phi-4: fused qkv_proj and gate_up_proj
 _register(
     ("phi3",),
-    LLAMA._replace(
+    replace(
+        LLAMA,
         attn=(
             Lin("qkv_proj", "h", "qkv", aliases=("qkv", "wqkv")),
             Lin("o_proj", "q", "h", feeds="attn_out", aliases=("o", "wo", "output_proj", "out_proj")),
@@ -311,7 +322,8 @@ _register(
 # Phi-3.5-MoE: LayerNorm with bias, attention bias from the config, lm_head bias (modeling_phimoe.py)
 _register(
     ("phimoe",),
-    LLAMA._replace(
+    replace(
+        LLAMA,
         mlp=gated_mlp(),
         norm="layer",
         lm_head_bias=key("lm_head_bias"),
@@ -322,17 +334,19 @@ _register(
 _INTERNLM_BIAS = key("bias", True)
 _register(
     ("internlm2",),
-    LLAMA._replace(
+    replace(
+        LLAMA,
         attn=fused_attn("wqkv", "wo", _INTERNLM_BIAS),
         mlp=gated_mlp(names=("w1", "w3", "w2")),
     ),
 )
 # Baichuan 2 (remote code, modeling_baichuan.py): W_pack = Linear(h, 3h, bias=False), lm_head NormHead(h, V)
-_register(("baichuan",), LLAMA._replace(attn=fused_attn("W_pack", "o_proj"), mlp=gated_mlp()))
+_register(("baichuan",), replace(LLAMA, attn=fused_attn("W_pack", "o_proj"), mlp=gated_mlp()))
 # Qwen (1) (remote code, modeling_qwen.py): c_attn with bias, c_proj without; MLP w1, w2 -> c_proj
 _register(
     ("qwen",),
-    LLAMA._replace(
+    replace(
+        LLAMA,
         attn=fused_attn("c_attn", "c_proj", True, False),
         mlp=gated_mlp(names=("w2", "w1", "mlp.c_proj")),
         derive=_qwen1_dims,
@@ -341,7 +355,8 @@ _register(
 # DeepSeek-V2 / V2-Lite: multi-head latent attention and routed + shared experts
 _register(
     ("deepseek_v2",),
-    LLAMA._replace(
+    replace(
+        LLAMA,
         attn=(
             Lin("q_proj", "h", "q", aliases=("q",), when=lambda cfg: not _q_lora_rank(cfg)),
             Lin("q_a_proj", "h", "q_lora", when=lambda cfg: bool(_q_lora_rank(cfg))),
@@ -383,7 +398,8 @@ _register(
 # GPT-BigCode (SantaCoder, StarCoder 1): GPT-2 with multi-query attention, c_attn h -> h + 2*head_dim
 _register(
     ("gpt_bigcode",),
-    ARCHS["gpt2"]._replace(
+    replace(
+        ARCHS["gpt2"],
         derive=lambda cfg, d: d.update(nkv=1 if cfg.get("multi_query", True) else d["nh"]),
     ),
 )
