@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from advisor import datacodec
 from advisor.probe.predict import Prediction
 from advisor.probe.spec import ProbeSpec
 from advisor.provenance import Namespace, Value
@@ -70,7 +71,7 @@ class RunVerification:
             "notes": self.notes,
             "findings": {"confirmed": self.confirmed, "refuted": self.refuted, "added": self.added},
             "ranks": self.ranks,
-            "spec": self.spec.model_dump() if self.spec else None,
+            "spec": datacodec.encode(self.spec) if self.spec else None,
             "leftovers_killed": self.leftovers_killed,
             "probe_ids": self.probe_ids,
             "log_tail": self.log_tail or None,

@@ -13,8 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from advisor import datacodec
 from advisor.plan import coerce_text
 from advisor.provenance import Namespace
 from advisor.records import field, record
@@ -44,17 +43,18 @@ class ProbeOptions:
     env: dict[str, str] = field(default_factory=dict)  # extra environment for the children
 
 
-class LoraSpec(BaseModel):
+@record(slots=True)
+class LoraSpec:
     r: int = 16
     alpha: float | None = None
     dropout: float = 0.05
     targets: list[str] | str | None = None  # None: PEFT's default for the model type
 
 
-class ProbeSpec(BaseModel):
-    """Everything one probe launch needs; written as spec.json, read by every rank."""
-
-    model_config = ConfigDict(protected_namespaces=())
+@record(slots=True, kw_only=True)
+class ProbeSpec:
+    """Everything one probe launch needs; written as spec.json, read by every rank (advisor.datacodec
+    encodes it and validates a recorded one)."""
 
     run: str
     launcher: Launcher
@@ -63,7 +63,7 @@ class ProbeSpec(BaseModel):
     faithful: bool = True  # the process count is the one the run gets on its own machine
     cuda_visible_devices: str | None = None
     accelerate_config: str | None = None  # file passed to accelerate launch (the run's, or a derived copy)
-    accelerate_flags: dict[str, str] = Field(default_factory=dict)
+    accelerate_flags: dict[str, str] = field(default_factory=dict)
     device: Literal["cuda", "cpu"]
     model_name: str
     model_source: str
@@ -76,14 +76,14 @@ class ProbeSpec(BaseModel):
     lora: LoraSpec | None = None
     seq_len: int
     strategy: str = "single"  # single, ddp, zero1..3, fsdp: what runs
-    training_args: dict[str, Any] = Field(default_factory=dict)
+    training_args: dict[str, Any] = field(default_factory=dict)
     warmup_steps: int = DEFAULT_WARMUP
     steps: int = DEFAULT_STEPS
     deadline_s: float = DEFAULT_TIMEOUT  # the worker stops training this long after it starts
     seed: int = 0
     out_dir: str = ""
     digest: str = ""
-    notes: list[str] = Field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 class Skip(Exception):
@@ -578,4 +578,4 @@ def derived_accelerate_config(spec: ProbeSpec, out_dir: Path) -> None:
 
 
 def write_spec(spec: ProbeSpec, path: Path) -> None:
-    path.write_text(json.dumps(spec.model_dump(), indent=2, default=str), encoding="utf-8")
+    path.write_text(json.dumps(datacodec.encode(spec), indent=2, default=str), encoding="utf-8")

@@ -18,6 +18,7 @@ unchanged). They enter the rule engine three ways, all declarative:
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import shutil
@@ -27,6 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from advisor import datacodec
 from advisor.findings import Finding
 from advisor.probe import RECORDED_FILE, unavailable_message
 from advisor.probe.progress import ProbeProgress, describe
@@ -277,7 +279,7 @@ def probe_run(
     world = measured.get("world_size") or spec.nproc or 1
     rv.predicted = predict(spec, world, device, plan.hardware)
     if options.scaling and rv.ok and world > 1:
-        single = spec.model_copy(deep=True)
+        single = copy.deepcopy(spec)
         single.nproc, single.nproc_arg = 1, None
         single.accelerate_flags = {k: v for k, v in single.accelerate_flags.items() if k != "multi_gpu"}
         if single.launcher == launchers.ACCELERATE:
@@ -344,8 +346,8 @@ def load_recorded(path: Path, plans: list[Any]) -> Verification:
         rv.scaling = entry["scaling"]
         if entry["spec"] is not None:
             try:
-                rv.spec = ProbeSpec.model_validate(entry["spec"])
-            except Exception:
+                rv.spec = datacodec.validate(ProbeSpec, entry["spec"])
+            except datacodec.Invalid:
                 rv.notes.append("the recorded probe spec does not validate: no prediction to compare")
         if rv.spec is not None and rv.ok:
             rv.predicted = predict(

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from advisor import datacodec
 from advisor.check import CheckOptions, build_plans, resolve_settings, run_check
 from advisor.engine import Context, Engine, load_catalog
 from advisor.facts import run_names
@@ -90,7 +91,7 @@ def test_tolerance_for_estimates_comes_from_the_settings(tmp_path, monkeypatch) 
         "peak_allocated_gib": 10.0,
         "peak_reserved_gib": 10.0,
     }
-    _record(tmp_path, measured, spec=spec.model_dump())
+    _record(tmp_path, measured, spec=datacodec.encode(spec))
     hits = [f for f in _check(tmp_path, monkeypatch).findings if f.rule == "GA701"]
     assert any(f.message.startswith("peak allocated memory") for f in hits)
     assert all(f.severity == "info" for f in hits if "memory" in f.message)
