@@ -4,7 +4,7 @@ what start-up would otherwise decode on a fresh machine as advisor/_prebuilt.jso
 Everything else is configured in pyproject.toml. In a source checkout the engine reads rules/ directly
 (through the runtime cache); an installed wheel has no checkout, so the files travel with the package.
 The prebuilt file holds the compiled rule catalog, the GPU catalog and the built-in machines, each keyed
-by the content of the files it was built from (advisor/cache.py `prebuilt`): a CI runner starts with an
+by the content of the files it was built from (advisor/core/cache.py `prebuilt`): a CI runner starts with an
 empty cache, and this makes its first check as fast as a warm one. Building it needs PyYAML
 (pyproject.toml's build requirement); without it the wheel is built without it and works as before.
 """
@@ -26,8 +26,8 @@ def _prebuilt_document() -> str:
     os.environ["GPU_ADVISE_NO_PREBUILT"] = "1"  # nor from an older prebuilt file in the tree
     sys.path.insert(0, str(HERE))
     try:
-        from advisor.cache import prebuilt_document
-        from advisor.engine import prebuilt_rules
+        from advisor.core.cache import prebuilt_document
+        from advisor.engine.rule_engine import prebuilt_rules
         from advisor.sources.gpu_catalog import prebuilt_gpus
         from advisor.sources.hardware import prebuilt_machines
 

@@ -1,11 +1,11 @@
 """The `gpu-advise` console script and `python -m advisor`: advisor.cli.main as a short-lived process,
-without the start-up collections and the teardown that are not its work (advisor/startup.py)."""
+without the start-up collections and the teardown that are not its work (advisor/commands/startup.py)."""
 
 from __future__ import annotations
 
 
 def run() -> None:
-    from advisor import startup
+    from advisor.commands import startup
 
     startup.defer_collection()
     from advisor.cli import main

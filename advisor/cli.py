@@ -27,7 +27,7 @@ from advisor.commands.base import (
     internal_error,
     option_aliases,
 )
-from advisor.startup import start_collecting
+from advisor.commands.startup import start_collecting
 
 __all__ = ["EXIT_INTERNAL", "ISSUES_URL", "main"]
 

@@ -6,11 +6,11 @@ Issue 12 asks for a cold start of at most 1.5x yamllint's on the same files, mea
 
 Where the time went, and what was done (2-core sandbox shared with other jobs; paired medians):
   - before this round: check 188 ms vs yamllint 84 ms, ratio 2.25;
-  - 93 dataclasses compiled six methods each at import (~50 ms): advisor/records/ builds them as
+  - 93 dataclasses compiled six methods each at import (~50 ms): advisor/core/records/ builds them as
     closures and compiles an __init__ only for classes built more than 16 times (2.25 -> 1.79);
   - dataclasses (with inspect, dis, tokenize ~4.5 ms), hashlib (OpenSSL ~3 ms), difflib, and
     typing.get_type_hints compiling ~200 annotations are off the path (1.79 -> ~1.5);
-  - the console script (advisor/__main__.py, advisor/startup.py) collects no garbage while it
+  - the console script (advisor/__main__.py, advisor/commands/startup.py) collects no garbage while it
     imports, freezes start-up's objects before the command, and leaves with os._exit after flushing,
     skipping the interpreter's teardown (~25 + ~20 ms): ~1.3.
 What remains (importtime, in-process timers): the interpreter with this environment's .pth files ~37

@@ -24,7 +24,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 def first_corpus() -> tuple[int, int, list[str], list[str]]:
     """(labels, found, missed, false alarms)."""
-    from advisor.check import CheckOptions, run_check
+    from advisor.pipeline.check import CheckOptions, run_check
     from tests.conftest import CORPUS
     from tests.core.test_corpus_rules import MINE, TRUE_NEGATIVES, TRUE_POSITIVES
 

@@ -10,7 +10,8 @@ temporary folder: a TrainingArguments/TRL-style YAML (model, batch, accumulation
 torch_dtype, gradient_checkpointing, optim, use_peft/lora_r/lora_target_modules/load_in_4bit,
 attn_implementation, torch_compile), an accelerate FSDP config and a launch script when the row is
 distributed, and the row's hardware (a built-in machine or a descriptor YAML in the folder). The run goes
-through the real pipeline: advisor.check.build_plans -> advisor.facts.run_names -> the `estimates` namespace,
+through the real pipeline: advisor.pipeline.check.build_plans -> advisor.facts.run_names -> the `estimates`
+namespace,
 whose breakdown gives the peak in the row's own metric: nvidia-smi rows include the CUDA context and
 allocator overhead, reserved rows the allocator overhead, allocated/active rows neither.
 
@@ -47,7 +48,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from advisor import records
+from advisor.core import records
 from advisor.estimate import TrainingSetup, estimate_memory, resolve_model
 
 MIB = 2**20 / 2**30  # MiB -> GiB
@@ -633,10 +634,10 @@ def _row_metric(row: dict[str, Any], items: list[dict[str, Any]]) -> float:
 
 def run_estimate(row: dict[str, Any]) -> dict[str, Any]:
     """The row through config files -> RunPlan -> facts -> `estimates`: peak in the row's metric."""
-    from advisor.check import CheckOptions, build_plans
     from advisor.facts import run_names
     from advisor.facts.estimates import plan_inputs
-    from advisor.settings import Settings
+    from advisor.pipeline.check import CheckOptions, build_plans
+    from advisor.sources.settings import Settings
 
     files, desc, machine = run_files(row)
     with tempfile.TemporaryDirectory(prefix=f"gt-{row['id']}-") as tmp:

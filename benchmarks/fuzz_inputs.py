@@ -2,7 +2,7 @@
 
 Each example is a small project drawn by benchmarks/fuzz_strategies.py from structured values: the
 settings (pyproject.toml ``[tool.gpu-advise]`` and ``.gpu-advise.toml``, every key of
-advisor/schema/settings.py), a hardware descriptor, ``--rules`` files, a baseline, the recorded
+advisor/sources/schema/settings.py), a hardware descriptor, ``--rules`` files, a baseline, the recorded
 ``.gpu-advise-verify.json``, a DeepSpeed hostfile, pin files (requirements, pyproject, environment.yml
 with aliases, uv/poetry/Pipfile locks, setup.cfg/setup.py) or the launch and training scripts, each
 added to a small valid run. One of ``check``, ``plan``, ``baseline``, ``estimate`` (or ``rules``) runs

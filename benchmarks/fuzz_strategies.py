@@ -512,7 +512,7 @@ def _settings_value(rng: random.Random, key: str, valid: bool) -> Any:
 
 
 def settings_table(rng: random.Random, valid: bool) -> dict[str, Any]:
-    from advisor.schema.settings import known_keys
+    from advisor.sources.schema.settings import known_keys
 
     keys = known_keys("")
     chosen = rng.sample(keys, rng.randint(1, min(6, len(keys))))

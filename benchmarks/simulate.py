@@ -729,11 +729,11 @@ def _catalog_config(name: str) -> dict[str, Any]:
 
 def run_from_check(path: str) -> tuple[SimRun, list[str]]:
     """The run as `gpu-advise check` resolves it (read-only use of the plan and its estimator inputs)."""
-    from advisor.check import CheckOptions, build_plans
     from advisor.estimate.memory import resolve_setup
     from advisor.facts import run_names
     from advisor.facts.estimates import plan_inputs
-    from advisor.settings import Settings
+    from advisor.pipeline.check import CheckOptions, build_plans
+    from advisor.sources.settings import Settings
 
     settings = Settings()
     plans, _ = build_plans([Path(path)], CheckOptions(settings=settings), settings)

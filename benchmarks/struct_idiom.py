@@ -2,7 +2,7 @@
 
 Prints, on this machine, the figures the choice rests on:
   1. start-up: what `import msgspec` adds to the check path (modules, paired wall-time medians), and
-     `python -X importtime` of `advisor.check` as it is;
+     `python -X importtime` of `advisor.pipeline.check` as it is;
   2. class definition: every record class the check path defines, rebuilt from its own fields as a
      record and as a msgspec.Struct (same names, defaults, frozen/kw_only), total per idiom;
   3. construction: instances of a 6-field frozen class, first 16 and steady state;
@@ -71,34 +71,35 @@ def _run_py(code: str) -> str:
 def startup(runs: int) -> None:
     print("== 1. start-up: the check path's imports")
     mods = "import sys, json\n{}\nprint(json.dumps(sorted(sys.modules)))"
-    base = set(json.loads(_run_py(mods.format("import advisor.check"))))
-    with_ms = set(json.loads(_run_py(mods.format("import advisor.check, msgspec, msgspec.json"))))
+    base = set(json.loads(_run_py(mods.format("import advisor.pipeline.check"))))
+    with_ms = set(json.loads(_run_py(mods.format("import advisor.pipeline.check, msgspec, msgspec.json"))))
     added = sorted(m for m in with_ms - base if not m.startswith("msgspec"))
-    print(f"  modules advisor.check imports: {len(base)}")
+    print(f"  modules advisor.pipeline.check imports: {len(base)}")
     print(f"  modules msgspec adds beyond them: {len(with_ms - base)} (stdlib/3rd party: {', '.join(added)})")
-    a_cmd = [sys.executable, "-c", "import advisor.check"]
-    b_cmd = [sys.executable, "-c", "import advisor.check, msgspec, msgspec.json"]
-    c_cmd = [sys.executable, "-c", "import advisor.check; import advisor.schema.settings"]
+    a_cmd = [sys.executable, "-c", "import advisor.pipeline.check"]
+    b_cmd = [sys.executable, "-c", "import advisor.pipeline.check, msgspec, msgspec.json"]
+    c_cmd = [sys.executable, "-c", "import advisor.pipeline.check; import advisor.sources.schema.settings"]
     times: dict[str, list[float]] = {"a": [], "b": [], "c": []}
     for _ in range(runs):  # alternated: load from other processes falls on all alike
         for key, cmd in (("a", a_cmd), ("b", b_cmd), ("c", c_cmd)):
             start = time.perf_counter()
             subprocess.run(cmd, cwd=REPO, capture_output=True, check=True)
             times[key].append(time.perf_counter() - start)
-    print(f"  python -c 'import advisor.check':                    {_median_ms(times['a'])}")
+    print(f"  python -c 'import advisor.pipeline.check':                    {_median_ms(times['a'])}")
     print(f"  ... plus msgspec, msgspec.json:                      {_median_ms(times['b'])}")
-    print(f"  ... plus pydantic (advisor.schema.settings, a miss): {_median_ms(times['c'])}")
+    print(f"  ... plus pydantic (advisor.sources.schema.settings, a miss): {_median_ms(times['c'])}")
     delta = [b - a for a, b in zip(times["a"], times["b"], strict=True)]
     print(f"  msgspec's paired cost: median {_median_ms(delta)} over {runs} runs")
     code = (
-        "import time, advisor.check\nt = time.perf_counter()\nimport msgspec, msgspec.json, msgspec.structs\n"
+        "import time, advisor.pipeline.check\nt = time.perf_counter()\n"
+        "import msgspec, msgspec.json, msgspec.structs\n"
         "print(time.perf_counter() - t)"
     )
     inproc = [float(_run_py(code)) for _ in range(runs)]
-    print(f"  `import msgspec` after advisor.check, in process: median {_median_ms(inproc)}")
+    print(f"  `import msgspec` after advisor.pipeline.check, in process: median {_median_ms(inproc)}")
     FIGURES["import"] = statistics.median(inproc)
     err = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", "import advisor.check"],
+        [sys.executable, "-X", "importtime", "-c", "import advisor.pipeline.check"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -110,8 +111,9 @@ def startup(runs: int) -> None:
         if len(parts) == 3 and parts[1].strip().isdigit():
             total[parts[2].strip()] = int(parts[1])
     print(
-        f"  -X importtime advisor.check (cumulative): {total.get('advisor.check', 0) / 1000:.1f} ms;"
-        f" advisor.records: {total.get('advisor.records', 0) / 1000:.1f} ms"
+        "  -X importtime advisor.pipeline.check (cumulative): "
+        f"{total.get('advisor.pipeline.check', 0) / 1000:.1f} ms;"
+        f" advisor.core.records: {total.get('advisor.core.records', 0) / 1000:.1f} ms"
     )
 
 
@@ -119,8 +121,8 @@ def startup(runs: int) -> None:
 
 
 def _record_classes() -> list[type]:
-    import advisor.check  # noqa: F401  (the check path's modules)
-    from advisor.records.fields import FIELDS
+    import advisor.pipeline.check  # noqa: F401  (the check path's modules)
+    from advisor.core.records.fields import FIELDS
 
     seen: dict[int, type] = {}
     for name, module in list(sys.modules.items()):
@@ -145,8 +147,8 @@ def _define_all(specs: list[Any]) -> tuple[float, float, list[str]]:
     """Each class defined once as a record and once as a msgspec.Struct: (record s, msgspec s, refusals)."""
     import msgspec
 
-    from advisor import records
-    from advisor.records.fields import MISSING
+    from advisor.core import records
+    from advisor.core.records.fields import MISSING
 
     t_rec = t_ms = 0.0
     refused: list[str] = []
@@ -180,7 +182,7 @@ def _define_all(specs: list[Any]) -> tuple[float, float, list[str]]:
 
 def class_definition() -> None:
 
-    from advisor import records
+    from advisor.core import records
 
     print("== 2. class definition: the check path's record classes, rebuilt from their fields")
     classes = [
@@ -209,14 +211,14 @@ def class_definition() -> None:
     for line in refused[:5]:
         print(f"  msgspec refused: {line}")
     code = (
-        "import time\nimport advisor.records.build as b\norig = b._build\ntot = [0.0, 0]\n"
+        "import time\nimport advisor.core.records.build as b\norig = b._build\ntot = [0.0, 0]\n"
         "def timed(*a, **k):\n    t = time.perf_counter(); r = orig(*a, **k)\n"
         "    tot[0] += time.perf_counter() - t; tot[1] += 1; return r\n"
-        "b._build = timed\nimport advisor.check\nprint(tot[1], tot[0])\n"
+        "b._build = timed\nimport advisor.pipeline.check\nprint(tot[1], tot[0])\n"
     )
     samples = [_run_py(code).split() for _ in range(7)]
     print(
-        f"  inside `import advisor.check` (7 processes): {samples[0][0]} classes decorated,"
+        f"  inside `import advisor.pipeline.check` (7 processes): {samples[0][0]} classes decorated,"
         f" median {_median_ms([float(s[1]) for s in samples])} in records.record"
     )
 
@@ -227,7 +229,7 @@ def class_definition() -> None:
 def construction() -> None:
     import msgspec
 
-    from advisor.records import record
+    from advisor.core.records import record
 
     print("== 3. construction: a frozen, slotted, kw-only class of six fields")
 
@@ -248,7 +250,7 @@ def construction() -> None:
         e: int | None = None
         f: tuple[int, ...] = ()
 
-    # one check of the bundled example builds 1,301 instances of 80 classes (advisor/records/methods.py)
+    # one check of the bundled example builds 1,301 instances of 80 classes (advisor/core/records/methods.py)
     per: dict[str, tuple[float, float]] = {}
     for label, cls in (("record", R), ("msgspec", S)):
         start = time.perf_counter()
@@ -283,9 +285,9 @@ def _mirror(hint: Any, made: dict[type, Any]) -> Any:
     """The type `hint` with every record class in it replaced by a msgspec.Struct of the same fields."""
     import msgspec
 
-    from advisor import records
-    from advisor.records import field_types
-    from advisor.records.fields import MISSING
+    from advisor.core import records
+    from advisor.core.records import field_types
+    from advisor.core.records.fields import MISSING
 
     if records.is_record(hint):
         if hint not in made:
@@ -318,9 +320,9 @@ def _mirror(hint: Any, made: dict[type, Any]) -> Any:
 def cache_decoding(runs: int) -> None:
     import msgspec
 
-    from advisor.datacodec import decode
-    from advisor.engine import builtin_rules_dir, prebuilt_rules
-    from advisor.rulespec import RuleSpec
+    from advisor.core.datacodec import decode
+    from advisor.engine.rule_engine import builtin_rules_dir, prebuilt_rules
+    from advisor.engine.rulespec import RuleSpec
     from advisor.sources.gpu_catalog import prebuilt_gpus
     from advisor.sources.gpu_types import GpuSpec
 
@@ -364,7 +366,7 @@ _BAD_SETTINGS = [
 
 
 def _msgspec_settings() -> Any:
-    from advisor import settings_types
+    from advisor.core import settings_types
 
     return _mirror(settings_types.Settings, {})
 
@@ -374,7 +376,7 @@ def error_messages() -> None:
 
     import msgspec
 
-    from advisor.settings import SettingsError, parse_settings
+    from advisor.sources.settings import SettingsError, parse_settings
 
     print("== 5. error messages: bad settings (.gpu-advise.toml)")
     struct = _msgspec_settings()
@@ -414,7 +416,7 @@ def behaviour() -> None:
 
     import msgspec
 
-    from advisor.records import field, record, replace
+    from advisor.core.records import field, record, replace
 
     print("== 6. behaviour the package relies on")
 

@@ -1,6 +1,7 @@
 """GPU check of the --verify probe against the estimator: measured vs predicted peak memory and step time.
 
-Runs the probe (advisor.probe.worker, the same code `gpu-advise verify` launches) on random-weight models
+Runs the probe (advisor.pipeline.probe.worker, the same code `gpu-advise verify` launches) on random-weight
+models
 shaped like Qwen2.5-0.5B and Qwen2.5-1.5B (configs from the built-in catalog), full fine-tuning in bf16
 and LoRA (r=16, all linear layers), sequence 1024 and 2048, micro-batch 1 and 4, with and without
 gradient checkpointing: 32 setups on one GPU, one process. Prints a table of measured against predicted
@@ -12,7 +13,8 @@ versions, and writes it (Markdown + JSON) under benchmarks/results/.
     python benchmarks/verify_gpu.py --launch         # each setup through the real launcher (slower)
 
 By default the setups run in this one process (import and CUDA start-up once: ~5 s per setup instead of
-~20 s); --launch starts each one like `gpu-advise verify` does (python -m advisor.probe.worker in its own
+~20 s); --launch starts each one like `gpu-advise verify` does (python -m advisor.pipeline.probe.worker in
+its own
 process). Needs a CUDA GPU; on a machine without one it stops with a clear message (exit 2).
 """
 
@@ -69,7 +71,7 @@ def setups(quick: bool) -> list[dict[str, Any]]:
 
 def make_spec(row: dict[str, Any], out: Path, steps: int, warmup: int) -> Any:
     from advisor.estimate import resolve_model
-    from advisor.probe.spec import LoraSpec, ProbeSpec
+    from advisor.pipeline.probe.spec import LoraSpec, ProbeSpec
 
     info = resolve_model(MODELS[row["model"]])
     if info is None:
@@ -107,7 +109,7 @@ def make_spec(row: dict[str, Any], out: Path, steps: int, warmup: int) -> Any:
 def run_in_process(spec: Any) -> dict[str, Any]:
     import torch
 
-    from advisor.probe import worker
+    from advisor.pipeline.probe import worker
 
     Path(spec.out_dir).mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = {"rank": 0, "world_size": 1, "device": "cuda", "status": "started"}
@@ -127,8 +129,8 @@ def run_in_process(spec: Any) -> dict[str, Any]:
 
 
 def run_launched(spec: Any, timeout: float) -> dict[str, Any]:
-    from advisor.probe.launcher import launch
-    from advisor.probe.spec import ProbeOptions, write_spec
+    from advisor.pipeline.probe.launcher import launch
+    from advisor.pipeline.probe.spec import ProbeOptions, write_spec
 
     out = Path(spec.out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -162,8 +164,8 @@ def main() -> None:
     args = ap.parse_args()
 
     torch = _require_cuda()
-    from advisor.probe.envinfo import collect
-    from advisor.probe.predict import predict
+    from advisor.pipeline.probe.envinfo import collect
+    from advisor.pipeline.probe.predict import predict
 
     device = collect()
     gpu = device["devices"][0]

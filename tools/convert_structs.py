@@ -22,7 +22,7 @@ changes nothing. Text edits, bottom-up, keep every comment and the formatting ar
 
 What it cannot do (hand edits, listed in its output): comments that explain why a class was a
 NamedTuple, code that indexes or unpacks a converted NamedTuple as a tuple (reported where ast can see
-`x[0]`-style subscripts on its names), and the pydantic/record mirror of advisor/schema (see the end).
+`x[0]`-style subscripts on its names), and the pydantic/record mirror of advisor/sources/schema (see the end).
 """
 
 from __future__ import annotations
@@ -37,12 +37,15 @@ REPO = Path(__file__).resolve().parent.parent
 
 MANUAL = """\
 Hand edits the script does not make:
-  1. The schema mirror (advisor/schema/*.py pydantic models + settings_types.py, the RuleSpec/Machine/GpuSpec
+  1. The schema mirror (advisor/sources/schema/*.py pydantic models + settings_types.py, the
+  RuleSpec/Machine/GpuSpec
      records, tests/core/test_schema_views.py): one record per input type, with its constraints on the field
      (`field(metadata={"alias": "effective-batch", "ge": 1, "le": 2**63 - 1, "description": ...})`),
-     validated by advisor/datacodec.py at the boundary (a `validate(cls, data)` next to `decode` that honours
+     validated by advisor/core/datacodec.py at the boundary (a `validate(cls, data)` next to `decode` that
+     honours
      aliases, bounds, min_length, extra keys refused, and raises with the key path as a tuple, which
-     advisor/settings.py `_line_of`, advisor/sources/hardware.py `_mark_of` and advisor/engine.py
+     advisor/sources/settings.py `_line_of`, advisor/sources/hardware.py `_mark_of` and
+     advisor/engine/rule_engine.py
      `_field_lines` already map to file:line), plus a JSON-schema writer from the same fields for
      `gpu-advise schema`. pydantic then leaves the dependencies; the parity test goes. Keep today's
      wording ("Input should be ...") where tests/gate/test_settings.py and tests/hardware assert it.
@@ -195,10 +198,14 @@ def _is_slots(stmt: ast.Assign) -> bool:
 
 
 def _ensure_import(text: str, names: set[str]) -> str:
-    """`from advisor.records import ...` with `names` added (after the last top-level import)."""
+    """`from advisor.core.records import ...` with `names` added (after the last top-level import)."""
     tree = ast.parse(text)
     for stmt in tree.body:
-        if isinstance(stmt, ast.ImportFrom) and stmt.module == "advisor.records" and stmt.col_offset == 0:
+        if (
+            isinstance(stmt, ast.ImportFrom)
+            and stmt.module == "advisor.core.records"
+            and stmt.col_offset == 0
+        ):
             have = {a.name for a in stmt.names}
             if names <= have:
                 return text
@@ -206,13 +213,13 @@ def _ensure_import(text: str, names: set[str]) -> str:
             lines = text.splitlines(keepends=True)
             before = "".join(lines[: stmt.lineno - 1])
             after = "".join(lines[stmt.end_lineno :])  # type: ignore[misc]
-            return f"{before}from advisor.records import {new}\n{after}"
+            return f"{before}from advisor.core.records import {new}\n{after}"
     last = max(
         (s.end_lineno or 0 for s in tree.body if isinstance(s, ast.Import | ast.ImportFrom)),
         default=0,
     )
     lines = text.splitlines(keepends=True)
-    line = f"from advisor.records import {', '.join(sorted(names))}\n"
+    line = f"from advisor.core.records import {', '.join(sorted(names))}\n"
     return "".join(lines[:last]) + line + "".join(lines[last:])
 
 

@@ -33,10 +33,10 @@ def _type(value: object) -> str:
 def main(argv: list[str]) -> int:
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from advisor.check import CheckOptions, run_check
-    from advisor.engine import load_catalog
+    from advisor.core.provenance import Namespace, Value
+    from advisor.engine.rule_engine import load_catalog
     from advisor.facts.catalogue import by_name
-    from advisor.provenance import Namespace, Value
+    from advisor.pipeline.check import CheckOptions, run_check
 
     types: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     items: dict[str, set[str]] = defaultdict(set)

@@ -31,7 +31,7 @@ def internal_error(exc: BaseException) -> typer.Exit:
     """One line on stderr, never a traceback (GPU_ADVISE_DEBUG=1 re-raises for developers)."""
     if os.environ.get("GPU_ADVISE_DEBUG") == "1":
         raise exc
-    from advisor.report.escape import escape_text
+    from advisor.core.escape import escape_text
 
     detail = " ".join(str(exc).split())[:300] or "(no message)"
     typer.echo(
@@ -203,7 +203,7 @@ class FailOn(StrEnum):
 def die(message: str) -> None:
     """One line on stderr and exit 2. The message quotes user strings (a settings key, a rule name, a
     path), so it is escaped whole: no newline to start an `::error` line in an Actions log, no ANSI."""
-    from advisor.report.escape import escape_text
+    from advisor.core.escape import escape_text
 
     typer.echo(escape_text(f"gpu-advise: {message}"), err=True)
     raise typer.Exit(2)
@@ -219,7 +219,7 @@ def emit(text: str, output: Path | None) -> None:
     if output is None:
         sys.stdout.write(text)
         return
-    from advisor.safe_write import write_file
+    from advisor.core.safe_write import write_file
 
     try:  # a device, FIFO or link's target written through; a regular file replaced atomically
         write_file(output, text, parents=True)

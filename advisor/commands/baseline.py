@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-from advisor import records
 from advisor.commands.base import command, die, split_csv
 from advisor.commands.check import errors_exit_code
+from advisor.core import records
 
 if TYPE_CHECKING:
     import typer
@@ -35,10 +35,10 @@ def write_baseline(
     rules: Annotated[list[Path] | None, typer.Option("--rules", help="Extra folder of rule files.")] = None,
 ) -> None:
     """Record the current findings, so that `check --baseline FILE` reports only new ones."""
-    from advisor.baseline import render_baseline, write_atomic
-    from advisor.check import CheckError, CheckOptions, resolve_settings, run_check
-    from advisor.paths import relative
-    from advisor.settings import SettingsError
+    from advisor.core.paths import relative
+    from advisor.engine.baseline import render_baseline, write_atomic
+    from advisor.pipeline.check import CheckError, CheckOptions, resolve_settings, run_check
+    from advisor.sources.settings import SettingsError
 
     seeds = list(paths or [Path(".")])
     options = CheckOptions(
@@ -65,13 +65,13 @@ def write_baseline(
         write_atomic(target, render_baseline(result.findings, target))
     except OSError as exc:
         die(f"cannot write {target}: {exc.strerror or exc}")
-    from advisor.report.escape import escape_text
+    from advisor.core.escape import escape_text
 
     n = len(result.findings)
     wrote = f"gpu-advise: wrote {n} finding{'s' if n != 1 else ''} to {relative(target)}"
     typer.echo(escape_text(wrote), err=True)  # the path may come from the settings: a user string
     if result.errors:
-        from advisor.engine import error_label
+        from advisor.engine.rule_engine import error_label
 
         for err in result.errors:  # a project's own rule that failed is its error, not ours (exit 2)
             typer.echo(escape_text(f"gpu-advise: {error_label(err, result.rules)}: {err}"), err=True)
@@ -85,9 +85,9 @@ def _settings_target(settings: Any, seeds: list[Path]) -> Path:
     committed link at the default name, would replace a file outside). CheckError otherwise."""
     import os
 
-    from advisor.baseline import DEFAULT_FILE
-    from advisor.boundary import ProjectBoundary, project_boundary
-    from advisor.check import CheckError, setting_position
+    from advisor.engine.baseline import DEFAULT_FILE
+    from advisor.pipeline.check import CheckError, setting_position
+    from advisor.sources.boundary import ProjectBoundary, project_boundary
 
     if settings.baseline:
         target = settings.root / os.path.expanduser(settings.baseline)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 from advisor.commands.base import OutputFormat, command, die
-from advisor.suggest import close_matches
+from advisor.core.suggest import close_matches
 
 if TYPE_CHECKING:
     import typer
@@ -22,8 +22,8 @@ def list_rules(
     rules: Annotated[list[Path] | None, typer.Option("--rules", help="Extra folder of rule files.")] = None,
 ) -> None:
     """List every rule: code, name, default severity, fixable, summary."""
-    from advisor.engine import RuleError, load_catalog
-    from advisor.report.escape import escape_text, escape_value, strict_json
+    from advisor.core.escape import escape_text, escape_value, strict_json
+    from advisor.engine.rule_engine import RuleError, load_catalog
 
     try:
         catalog = load_catalog(rules or [])
@@ -55,9 +55,9 @@ def list_facts(
 ) -> None:
     """List the facts rule expressions can read: namespace, name, type, unit, doc (docs/facts.md)."""
 
+    from advisor.core.escape import strict_json
     from advisor.facts import catalogue_view
     from advisor.facts.catalogue import by_name
-    from advisor.report.escape import strict_json
 
     if namespace is not None and namespace not in by_name():
         close = close_matches(namespace, list(by_name()), n=1)
@@ -72,11 +72,11 @@ def list_facts(
 @command("rule")
 def show_rule(code: Annotated[str, typer.Argument(help="Rule code or name, e.g. GA203.")]) -> None:
     """Print one rule's documentation."""
-    from advisor.engine import load_catalog
+    from advisor.engine.rule_engine import load_catalog
+    from advisor.engine.selectors import find_rule
     from advisor.report.rule_doc import render_rule
     from advisor.report.sarif import help_uri
     from advisor.report.text import color_enabled
-    from advisor.selectors import find_rule
 
     r = find_rule(code, load_catalog())
     if r is None:

@@ -188,9 +188,9 @@ def check(
         paths = _readable(paths, quiet=force_exclude)
         if not paths and output is None and not statistics and _plain_text(output_format):
             return  # every file named is one gpu-advise does not read (the hook passes every staged file)
-    from advisor.check import CheckError, CheckOptions, run_check
-    from advisor.engine import at_or_above
-    from advisor.settings import SettingsError
+    from advisor.engine.rule_engine import at_or_above
+    from advisor.pipeline.check import CheckError, CheckOptions, run_check
+    from advisor.sources.settings import SettingsError
 
     options = CheckOptions(
         hardware=hardware,
@@ -225,7 +225,7 @@ def check(
     if alone and not (verify or verify_required):
         die(f"{', '.join(alone)} without --verify: the training probe runs only when --verify asks for it")
     if verify or verify_required:
-        from advisor.probe.spec import ProbeOptions
+        from advisor.pipeline.probe.spec import ProbeOptions
 
         probe = ProbeOptions(
             steps=20 if verify_steps is None else verify_steps,
@@ -269,7 +269,7 @@ def check(
         META_DEVICE_COUNTING.reset(counting)
     verification = getattr(result, "verification", None)
     if probe is not None and verification is not None and verification.unavailable:
-        from advisor.report.escape import escape_text
+        from advisor.core.escape import escape_text
 
         typer.echo(escape_text(f"gpu-advise: {verification.unavailable}"), err=True)
     elif probe is not None and verify_report is not None and verification is not None:
@@ -281,7 +281,7 @@ def check(
     failing = result.findings
     note = None
     if fail_only_on_changed:
-        from advisor.blocking import not_blocking_note, split_blocking
+        from advisor.pipeline.blocking import not_blocking_note, split_blocking
 
         failing = split_blocking(result, list(paths or []))  # the files given, not the seeds they stand for
         note = not_blocking_note(len(result.findings), len(failing))
@@ -300,7 +300,7 @@ def check(
         if note is not None and fmt in (CheckFormat.text, CheckFormat.concise) and not statistics:
             text += f"{note}\n"
         if verification is not None and fmt is CheckFormat.text and not statistics:
-            from advisor.probe.render import render_verification
+            from advisor.pipeline.probe.render import render_verification
 
             text += render_verification(verification)
         emit(text, output)
@@ -312,8 +312,8 @@ def check(
 
 def _no_runs_hint(seeds: list[Path]) -> str:
     """What an empty result means: nothing found to check, not a clean project (issue 18 item 10)."""
-    from advisor.paths import relative
-    from advisor.report.escape import escape_text
+    from advisor.core.escape import escape_text
+    from advisor.core.paths import relative
 
     where = ", ".join(relative(p) for p in seeds) or "."
     return escape_text(
@@ -337,7 +337,7 @@ def _readable(paths: list[Path], *, quiet: bool) -> list[Path]:
 
     named = named_paths(paths)
     if not quiet:
-        from advisor.report.escape import escape_text
+        from advisor.core.escape import escape_text
 
         for path in named.unread:
             typer.echo(escape_text(f"gpu-advise: {path}: not a file gpu-advise reads; skipped"), err=True)
@@ -347,7 +347,7 @@ def _readable(paths: list[Path], *, quiet: bool) -> list[Path]:
 def errors_exit_code(result: Any) -> int:
     """Rule evaluation errors: 2 when every failing rule is a user's own rule file (theirs to fix),
     3 when a built-in rule or the engine failed (ours: an internal error)."""
-    from advisor.engine import is_internal_error
+    from advisor.engine.rule_engine import is_internal_error
 
     rules = getattr(result, "rules", [])
     return EXIT_INTERNAL if any(is_internal_error(err, rules) for err in result.errors) else 2
@@ -391,7 +391,7 @@ def _render(
         return text
     notes = []
     if getattr(result, "baseline", None) is not None:
-        from advisor.baseline import describe
+        from advisor.engine.baseline import describe
 
         notes.append(describe(result.baseline))
     return text + "".join(f"{n}\n" for n in notes)
@@ -401,10 +401,10 @@ def _fix(
     result: Any, seeds: list[Path], options: Any, *, unsafe: bool, diff: bool, output: Path | None
 ) -> Any:
     """--fix / --unsafe-fixes / --diff: apply (or show) the fixes, then check again."""
-    from advisor.check import run_check
-    from advisor.fix import fix_until_stable
-    from advisor.paths import relative
-    from advisor.report.escape import escape_text
+    from advisor.core.escape import escape_text
+    from advisor.core.paths import relative
+    from advisor.engine.fix import fix_until_stable
+    from advisor.pipeline.check import run_check
 
     # the fix rounds re-check in memory without the probe; --verify probes the files as written
     probe, options.verify = options.verify, None
@@ -434,7 +434,7 @@ def _fix(
     if diff:
         patch = outcome.diff()  # byte-exact; in an Actions log its lines must not run as commands
         if output is None and patch and os.environ.get("GITHUB_ACTIONS") == "true":
-            from advisor.report.escape import guard_workflow_commands
+            from advisor.core.escape import guard_workflow_commands
 
             patch = guard_workflow_commands(patch)
         emit(patch, output)
@@ -448,7 +448,7 @@ def _fix(
 
 def _fix_counts(result: Any) -> tuple[int, int]:
     """(safe, unsafe): the findings whose fix --fix applies, and those only --unsafe-fixes adds."""
-    from advisor.fix import eligible
+    from advisor.engine.fix import eligible
 
     safe = unsafe = 0
     for f in result.findings:
@@ -461,8 +461,8 @@ def _fix_counts(result: Any) -> tuple[int, int]:
 
 def _check_context(result: Any, seeds: list[Path]) -> Any:
     """The check's context (its boundary is --fix's: files are written only where they may be read)."""
-    from advisor.context import CheckContext
-    from advisor.settings import SettingsScope
+    from advisor.plan.context import CheckContext
+    from advisor.sources.settings import SettingsScope
 
     return result.context or CheckContext.build(SettingsScope.single(result.settings), seeds)
 

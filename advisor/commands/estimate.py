@@ -87,7 +87,7 @@ def estimate(
     no_color: NoColorOption = False,
 ) -> None:
     """Peak GPU memory (a breakdown), fit per GPU, strategies compared, and time, for a model or for runs."""
-    from advisor.estimate_run import (
+    from advisor.pipeline.estimate_run import (
         EstimateError,
         Request,
         build_model_report,

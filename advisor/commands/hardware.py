@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-from advisor import records
 from advisor.commands.base import command, die, emit
+from advisor.core import records
 
 if TYPE_CHECKING:
     import typer

@@ -25,10 +25,10 @@ def plan(
     show_all: Annotated[bool, typer.Option("--all", help="Also show empty values (None, [], '').")] = False,
 ) -> None:
     """Show the merged plan of each run, with where every value came from."""
-    from advisor.check import CheckError, CheckOptions, build_plans, resolve_settings
     from advisor.facts import run_names
+    from advisor.pipeline.check import CheckError, CheckOptions, build_plans, resolve_settings
     from advisor.report.plan_view import render_plans
-    from advisor.settings import SettingsError
+    from advisor.sources.settings import SettingsError
 
     options = CheckOptions(hardware=hardware)
     seeds = list(paths or [Path(".")])

@@ -26,7 +26,7 @@ def schema(
 
         data = hardware_schema()
     else:
-        from advisor.settings import settings_schema
+        from advisor.sources.settings import settings_schema
 
         data = settings_schema()
     sys.stdout.write(json.dumps(data, indent=2) + "\n")

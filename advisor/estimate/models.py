@@ -24,15 +24,16 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from advisor import PACKAGE_DIR
+from advisor.core.records import field, record, replace
 from advisor.estimate.params import ParamCount, UnknownModelTypeError, count_params
-from advisor.records import field, record, replace
 
 if TYPE_CHECKING:
-    from advisor.boundary import ProjectBoundary
+    from advisor.sources.boundary import ProjectBoundary
 
 __all__ = ["ModelInfo", "catalog_ids", "model_files_outside", "read_safetensors_params", "resolve_model"]
 
-CATALOG_PATH = Path(__file__).resolve().parent.parent / "data" / "models" / "catalog.json"
+CATALOG_PATH = PACKAGE_DIR / "data" / "models" / "catalog.json"
 
 _DTYPE_BYTES = {
     "F64": 8,

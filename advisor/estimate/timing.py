@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from advisor.core.records import field, record
 from advisor.estimate import constants as K
 from advisor.estimate.memory import TrainingSetup, lora_params, resolve_setup
-from advisor.records import field, record
 
 __all__ = [
     "DataLength",

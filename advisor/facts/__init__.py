@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from advisor.sources.document import Document, Location
+from advisor.core.document import Document, Location
 
 if TYPE_CHECKING:
-    from advisor.plan import RunPlan
+    from advisor.plan.run_plan import RunPlan
 
 
 def run_names(plan: RunPlan) -> dict[str, Any]:
@@ -28,7 +28,7 @@ def run_names(plan: RunPlan) -> dict[str, Any]:
 
 
 def _thresholds(plan: RunPlan) -> Any:
-    from advisor.settings import Thresholds
+    from advisor.sources.settings import Thresholds
 
     return getattr(plan.project, "thresholds", None) or Thresholds()
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from advisor.core.document import Location
+from advisor.core.provenance import Namespace, Value
 from advisor.facts.batch_conflicts import batch_conflicts
 from advisor.facts.counts import count, count_value, strict_int
 from advisor.facts.declare import ANY, FactNamespace, fact
@@ -30,9 +32,7 @@ from advisor.facts.world_size import (
     parallel_divisor,
     processes,
 )
-from advisor.plan import RunPlan
-from advisor.provenance import Namespace, Value
-from advisor.sources.document import Location
+from advisor.plan.run_plan import RunPlan
 
 
 class BatchFacts(

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from advisor.core.provenance import Namespace, Value
 from advisor.facts.counts import count
 from advisor.facts.deepspeed_batch import deepspeed_consumer, deepspeed_scalar, is_auto
 from advisor.facts.namespace_entries import value_entry
 from advisor.facts.world_size import has_training_arguments
-from advisor.plan import RunPlan, coerce_text
-from advisor.provenance import Namespace, Value
+from advisor.plan.run_plan import RunPlan, coerce_text
 
 
 def _hf_show(value: Any) -> str:

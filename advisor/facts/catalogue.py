@@ -27,11 +27,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from advisor.core.records import field, record
 from advisor.facts import stage_namespaces as stage
 from advisor.facts.declare import FactNamespace, Scope
 from advisor.facts.document import DocumentFacts
 from advisor.facts.registry import BUILD_ORDER, FACT_BUILDERS, Builder
-from advisor.records import field, record
 
 
 @record(frozen=True, slots=True)

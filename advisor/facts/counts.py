@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from advisor.provenance import Value
+from advisor.core.provenance import Value
 
 __all__ = ["count", "count_value", "strict_int"]
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from advisor.core.provenance import Value
 from advisor.facts.declare import FactNamespace, fact
 from advisor.facts.namespace_entries import entry_origin
-from advisor.provenance import Value
 
 if TYPE_CHECKING:
     from advisor.facts.batch import BatchFacts
     from advisor.facts.hardware import HardwareFacts
-    from advisor.plan import RunPlan
+    from advisor.plan.run_plan import RunPlan
 
 
 class DataFacts(FactNamespace, name="data", doc="DataLoader workers and the CPU processes they add."):

@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, ClassVar, Generic, Literal, TypeVar, overload
 
-from advisor.provenance import Namespace, UndeclaredFact, Value
-from advisor.records import record
+from advisor.core.provenance import Namespace, UndeclaredFact, Value
+from advisor.core.records import record
 
 Scope = Literal["run", "document", "suppression", "policy"]
 T = TypeVar("T")

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from advisor.core.provenance import Value
+from advisor.core.records import record
 from advisor.facts.counts import strict_int
 from advisor.facts.world_size import has_training_arguments
-from advisor.plan import RunPlan
-from advisor.provenance import Value
-from advisor.records import record
+from advisor.plan.run_plan import RunPlan
 
 # ------------------------------------------------------------------------------------------------
 # DeepSpeed batch arithmetic (DeepSpeed runtime/config.py _set_batch_related_parameters and

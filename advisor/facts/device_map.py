@@ -17,10 +17,10 @@ import ast
 from pathlib import Path
 from typing import Any
 
-from advisor.context import context_for
-from advisor.paths import relative
+from advisor.core.document import Location
+from advisor.core.paths import relative
+from advisor.plan.context import context_for
 from advisor.sources import launchers
-from advisor.sources.document import Location
 from advisor.sources.python_source import parsed
 
 SPREADING = frozenset({"auto", "balanced", "balanced_low_0", "sequential"})

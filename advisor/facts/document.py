@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from advisor.core.document import SURPRISE_KINDS, Document, KeyPath, Location, SourceProblem, pointer
+from advisor.core.provenance import Value
 from advisor.facts.declare import FactNamespace, fact
-from advisor.provenance import Value
 from advisor.sources import known_keys as kk
-from advisor.sources.document import SURPRISE_KINDS, Document, KeyPath, Location, SourceProblem, pointer
 
 
 class DocumentFacts(

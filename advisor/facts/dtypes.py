@@ -17,6 +17,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from advisor.core.document import Location
+from advisor.core.provenance import Value
+from advisor.core.records import record
 from advisor.facts.load_calls import (
     bnb_kind,
     call_where,
@@ -26,10 +29,7 @@ from advisor.facts.load_calls import (
     written_value,
 )
 from advisor.facts.precision import _truth, deepspeed_mode, training_mode
-from advisor.provenance import Value
-from advisor.records import record
 from advisor.sources import launchers
-from advisor.sources.document import Location
 
 __all__ = [
     "DtypeFact",

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from advisor.core.document import Location
+from advisor.core.provenance import Value
+from advisor.core.records import field, record
 from advisor.facts.lora_inputs import lora_targets, modules_to_save, script_lora, script_wraps_peft
 from advisor.facts.namespace_entries import (
     MAX_COUNT,
@@ -24,13 +27,10 @@ from advisor.facts.namespace_entries import (
     written,
 )
 from advisor.facts.unmodelled import axolotl_rl, unmodelled_reason
-from advisor.provenance import Value
-from advisor.records import field, record
-from advisor.sources.document import Location
 from advisor.sources.known_keys import SEQ_KEYS
 
 if TYPE_CHECKING:
-    from advisor.plan import RunPlan
+    from advisor.plan.run_plan import RunPlan
 
 NEAR_FRACTION_DEFAULT = 0.10
 # A run with max_steps that takes less than this on one GPU is a smoke test (often of the multi-GPU
@@ -464,10 +464,10 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
         out.reason = f"the sequence length is unknown: {why}"
         return out
 
-    from advisor.boundary import local_path_outside
-    from advisor.context import plan_boundary
     from advisor.estimate import TrainingSetup, UnknownModelTypeError, resolve_model
     from advisor.estimate.models import model_files_outside
+    from advisor.plan.context import plan_boundary
+    from advisor.sources.boundary import local_path_outside
 
     boundary = plan_boundary(plan)
     # a model folder is a reference too, and so is each file read from it (a config.json linked out)

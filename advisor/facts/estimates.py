@@ -38,6 +38,10 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from advisor.core.document import Location
+from advisor.core.provenance import Namespace, Value
+from advisor.core.records import field, record, replace
+from advisor.core.settings_types import Thresholds
 from advisor.facts.declare import FactNamespace, fact
 from advisor.facts.estimate_inputs import (
     NEAR_FRACTION_DEFAULT,
@@ -48,10 +52,6 @@ from advisor.facts.estimate_inputs import (
     plan_inputs,
 )
 from advisor.facts.peak_memory import peak_of, reference_gib
-from advisor.provenance import Namespace, Value
-from advisor.records import field, record, replace
-from advisor.settings_types import Thresholds
-from advisor.sources.document import Location
 
 if TYPE_CHECKING:
     from advisor.facts.batch import BatchFacts
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from advisor.facts.precision import PrecisionFacts
     from advisor.facts.run import RunFacts
     from advisor.facts.training_script import TrainingScriptFacts
-    from advisor.plan import RunPlan
+    from advisor.plan.run_plan import RunPlan
 
 
 class EstimatesFacts(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.records import replace
+from advisor.core.records import replace
 
 MAX_OPTIONS = 3
 

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from advisor.core.document import Location
+from advisor.core.provenance import Namespace, Value
 from advisor.facts.counts import count
-from advisor.plan import RunPlan
-from advisor.provenance import Namespace, Value
+from advisor.plan.run_plan import RunPlan
 from advisor.sources import launchers
-from advisor.sources.document import Location
 
 # num_generations defaults: GRPOConfig 8 (grpo_config.py:480), RLOOConfig 2 (rloo_config.py:301)
 DEFAULT_GENERATIONS = {"grpo": 8, "rloo": 2}

@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from advisor.core.document import Location
+from advisor.core.provenance import Value
+from advisor.core.records import record
 from advisor.facts.namespace_entries import value_entry
-from advisor.plan import RunPlan
-from advisor.provenance import Value
-from advisor.records import record
+from advisor.plan.run_plan import RunPlan
 from advisor.sources import launchers
-from advisor.sources.document import Location
 
 
 @record(slots=True)

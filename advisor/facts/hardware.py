@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from advisor.core.provenance import Value
 from advisor.facts import topology
 from advisor.facts.declare import FactNamespace, fact
-from advisor.provenance import Value
 
 if TYPE_CHECKING:
-    from advisor.plan import RunPlan
+    from advisor.plan.run_plan import RunPlan
 
 
 class HardwareFacts(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.records import record
+from advisor.core.records import record
 
 
 @record(frozen=True, slots=True)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from advisor.core.document import Document, KeyPath, Location, pointer, refused_number
+from advisor.core.suggest import close_matches
 from advisor.facts.project_settings import settings_for
 from advisor.sources import known_keys as kk
-from advisor.sources.document import Document, KeyPath, Location, pointer, refused_number
-from advisor.suggest import close_matches
 
 # Below this share of known keys, the file is some other project's dialect that merely shares
 # TrainingArguments names (open-instruct's own dataclass, say): judging its keys would be noise.

@@ -9,10 +9,10 @@ import ast
 import re
 from typing import TYPE_CHECKING, Any
 
-from advisor.provenance import Namespace, Value
+from advisor.core.provenance import Namespace, Value
 
 if TYPE_CHECKING:
-    from advisor.plan import RunPlan
+    from advisor.plan.run_plan import RunPlan
 
 
 def written_value(ns: Namespace, *keys: str) -> Value | None:

@@ -7,13 +7,13 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
+from advisor.core.document import Location
+from advisor.core.provenance import Value
 from advisor.facts.namespace_entries import truth, written
-from advisor.provenance import Value
-from advisor.sources.document import Location
 from advisor.sources.python_source import parsed
 
 if TYPE_CHECKING:
-    from advisor.plan import RunPlan
+    from advisor.plan.run_plan import RunPlan
 
 _MAX_SCRIPT_CHARS = 2_000_000
 

@@ -10,13 +10,13 @@ import re
 from pathlib import Path
 from typing import Any
 
+from advisor.core.document import Location
+from advisor.core.provenance import Value
+from advisor.core.records import record
 from advisor.facts.load_calls import call_where, condition_flag, conditional, load_calls, script_model
 from advisor.facts.namespace_entries import truth
-from advisor.provenance import Value
-from advisor.records import record
-from advisor.sources.document import Location
 
-# The key each training dialect names the model with (advisor.plan.TRAINING_ALIASES reads them as
+# The key each training dialect names the model with (advisor.plan.run_plan.TRAINING_ALIASES reads them as
 # model_name_or_path): axolotl's base_model, LLaMA-Factory's model_name_or_path, ms-swift's --model.
 # TRL's own configs take model_name_or_path through its ModelConfig (trl 1.16 trainer/model_config.py).
 DIALECT_KEYS = {
@@ -66,8 +66,8 @@ def _setting(plan: Any) -> Value | None:
     project = plan.project
     origin = None
     if project is not None and project.source is not None and project.run_for(plan.spec.root.path) is run:
-        from advisor.paths import relative
-        from advisor.settings import run_setting_position
+        from advisor.core.paths import relative
+        from advisor.sources.settings import run_setting_position
 
         line, col = run_setting_position(project, run, "model")
         origin = Location(Path(relative(project.source)), line, col)
@@ -106,7 +106,7 @@ def _setting_hint(plan: Any) -> str:
     `gpu-advise estimate RUN --model ORG/NAME`."""
     import os
 
-    from advisor.paths import relative
+    from advisor.core.paths import relative
 
     project = plan.project
     source = getattr(project, "source", None)
@@ -116,7 +116,7 @@ def _setting_hint(plan: Any) -> str:
         table = "[[tool.gpu-advise.runs]]" if Path(source).name == "pyproject.toml" else "[[runs]]"
         shown = relative(source)
     else:
-        from advisor.context import context_for
+        from advisor.plan.context import context_for
 
         folder, table, shown = context_for(root, plan).cwd, "[[runs]]", ".gpu-advise.toml"
     try:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from advisor.provenance import Namespace, Value
-from advisor.sources.document import Location
+from advisor.core.document import Location
+from advisor.core.provenance import Namespace, Value
 
 
 def value_entry(ns: Namespace, key: str) -> Value | None:

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from advisor.core.provenance import Value
+from advisor.core.rule_helpers import plural
 from advisor.facts import topology
 from advisor.facts.declare import FactNamespace, fact
 from advisor.facts.device_map import distributed_device_maps
 from advisor.facts.namespace_entries import entry_origin
-from advisor.provenance import Value
-from advisor.rule_helpers import plural
 from advisor.sources import launchers
 
 if TYPE_CHECKING:
     from advisor.facts.batch import BatchFacts
-    from advisor.plan import RunPlan
+    from advisor.plan.run_plan import RunPlan
 
 
 class PlacementFacts(

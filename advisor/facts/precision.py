@@ -19,14 +19,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from advisor.core.provenance import Value
 from advisor.facts.declare import ANY, FactNamespace, fact
 from advisor.facts.model_naming import fp16_only_base
-from advisor.provenance import Value
 
 if TYPE_CHECKING:
     from advisor.facts.hardware import HardwareFacts
     from advisor.facts.training_script import TrainingScriptFacts
-    from advisor.plan import RunPlan
+    from advisor.plan.run_plan import RunPlan
 
 
 class PrecisionFacts(
@@ -319,7 +319,7 @@ def ds_auto_edits(plan: RunPlan) -> dict[str, Value]:
     doc = plan.spec.deepspeed
     if doc is None:
         return {}
-    from advisor.sources.document import Location
+    from advisor.core.document import Location
 
     out = {}
     for dtype, blocks in (("fp16", ("fp16",)), ("bf16", ("bf16", "bfloat16"))):

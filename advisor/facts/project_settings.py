@@ -1,14 +1,14 @@
 """The gpu-advise settings that govern a config file: those found from the file's own folder upwards.
 
 The key facts and the script-flag facts both judge against the versions these settings pin. The check's
-context finds them, once per folder (advisor.context.CheckContext.settings_near).
+context finds them, once per folder (advisor.plan.context.CheckContext.settings_near).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from advisor.context import CheckContext, context_for
+from advisor.plan.context import CheckContext, context_for
 
 __all__ = ["settings_for"]
 

@@ -1,16 +1,16 @@
 """GA101's reference run (the `baseline` namespace): the same run at `--base REV`, or what the project
-settings declare for it. Not the findings baseline of advisor/baseline.py."""
+settings declare for it. Not the findings baseline of advisor/engine/baseline.py."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from advisor.core.provenance import Value
 from advisor.facts.declare import NUMBER, FactNamespace, fact
-from advisor.provenance import Value
 
 if TYPE_CHECKING:
     from advisor.facts.batch import BatchFacts
-    from advisor.plan import RunPlan
+    from advisor.plan.run_plan import RunPlan
 
 
 class BaselineFacts(

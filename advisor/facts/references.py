@@ -13,9 +13,9 @@ import ast
 from collections.abc import Collection, Iterator
 from typing import Any
 
-from advisor.expr import Expression, dotted_path, references
+from advisor.core.expr import Expression, dotted_path, references
+from advisor.core.suggest import close_matches
 from advisor.facts.catalogue import Fact, NamespaceDecl, by_name, dynamic_keys, namespaces
-from advisor.suggest import close_matches
 
 Problem = tuple[str, str | None, str]  # field of the rule file, the expression's text, what is wrong
 
@@ -174,7 +174,7 @@ def _comprehension_names(tree: ast.AST) -> set[str]:
 
 
 def check_rule(rule: Any, helpers: Collection[str]) -> Iterator[Problem]:
-    """Each problem of a compiled rule (advisor.engine.CompiledRule) against the catalogue."""
+    """Each problem of a compiled rule (advisor.engine.rule_engine.CompiledRule) against the catalogue."""
     checker = _RuleChecker(rule, helpers)
     spec = rule.spec
     let_names = list(spec.let)

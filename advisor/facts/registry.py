@@ -24,7 +24,7 @@ from advisor.facts.run import run_facts
 from advisor.facts.training_script import script_facts
 
 if TYPE_CHECKING:
-    from advisor.plan import RunPlan
+    from advisor.plan.run_plan import RunPlan
 
 # in the order the catalogue lists them (docs/facts.md); BUILD_ORDER is the order they run in
 FACT_BUILDERS: tuple[Callable[..., FactNamespace], ...] = (
@@ -39,7 +39,7 @@ FACT_BUILDERS: tuple[Callable[..., FactNamespace], ...] = (
     estimates_facts,
 )
 
-# what the plan itself provides (advisor.plan.RunPlan.namespaces): a builder may read these too
+# what the plan itself provides (advisor.plan.run_plan.RunPlan.namespaces): a builder may read these too
 PLAN_NAMESPACES = ("training", "accelerate", "deepspeed", "launch", "env", "model")
 
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from advisor.core.document import Location
+from advisor.core.provenance import Value
 from advisor.facts.declare import FactNamespace, fact
-from advisor.provenance import Value
 from advisor.sources import launchers
-from advisor.sources.document import Location
 
 if TYPE_CHECKING:
     from advisor.facts.batch import BatchFacts
-    from advisor.plan import RunPlan
+    from advisor.plan.run_plan import RunPlan
 
 
 class RunFacts(FactNamespace, name="run", doc="How a run distributes its model, and the files it names."):
@@ -298,7 +298,7 @@ def run_facts(plan: RunPlan, batch: BatchFacts) -> RunFacts:
         if r.path is None and r.outside is None
     ]
     ns.missing_references = Value(missing, None, "derived")
-    # files named by the run that lie outside the project boundary: not read (advisor/boundary.py)
+    # files named by the run that lie outside the project boundary: not read (advisor/sources/boundary.py)
     outside = [
         {"location": r.named_at, "raw": r.raw, "role": r.role, "reason": r.outside}
         for r in plan.spec.references

@@ -17,10 +17,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from advisor.context import CheckContext, context_for
+from advisor.core.document import Document, Location, pointer
+from advisor.core.suggest import close_matches
 from advisor.facts.script_ast import MAX_SCRIPT_BYTES, ArgumentParsing, analyse_script
-from advisor.sources.document import Document, Location, pointer
-from advisor.suggest import close_matches
+from advisor.plan.context import CheckContext, context_for
 
 # Launchers whose script flags do not go to the script's own argparse (keys.py says why).
 _NOT_SCRIPT_FLAGS = frozenset({"vllm", "axolotl", "llamafactory", "trl"})
@@ -99,7 +99,7 @@ def _followed(
 def _script_path(
     doc: Document, raw: str, settings: Any, context: CheckContext, workdir: Any = None
 ) -> Path | None:
-    from advisor.discover import command_bases, resolve_reference
+    from advisor.plan.discover import command_bases, resolve_reference
 
     boundary = context.boundary_for(settings, [doc.path])
     # the folders discover resolves the run's script from (after the launch's `cd`), never the current one
@@ -216,7 +216,7 @@ def _judge_command(
     out: dict[str, list[dict[str, Any]]],
     pre_parsed: frozenset[str] = frozenset(),
 ) -> None:
-    from advisor.paths import relative
+    from advisor.core.paths import relative
 
     shown = relative(script) if script.is_absolute() else str(script)
     # where the parser is: the script, or the project module whose function the script calls
@@ -278,7 +278,7 @@ def _judge_command(
 
 
 # --------------------------------------------------------------------------------------------------
-# keys of a YAML/JSON file that a run hands to the script (advisor.discover links them)
+# keys of a YAML/JSON file that a run hands to the script (advisor.plan.discover links them)
 # --------------------------------------------------------------------------------------------------
 
 # How the script reads a file given as its sole argument: transformers hf_argparser.py parse_dict
@@ -359,7 +359,7 @@ def _file_verdict(
 def config_key_items(doc: Document, consumers: list[ScriptJudge]) -> dict[str, list[dict[str, Any]]]:
     """The top-level keys of ``doc`` judged per run against its script's dataclasses; one finding per key
     however many runs read the file, naming the scripts that do not take it."""
-    from advisor.paths import relative
+    from advisor.core.paths import relative
 
     out: dict[str, list[dict[str, Any]]] = {"unknown_keys": [], "removed_keys": [], "deprecated_keys": []}
     data = doc.data if isinstance(doc.data, dict) else {}
@@ -411,7 +411,7 @@ def parser_fact(plan: Any, shown: Path) -> dict[str, Any] | None:
     parsing = _analysed(script.path, context)
     if not isinstance(parsing, ArgumentParsing):
         return None
-    from advisor.paths import relative
+    from advisor.core.paths import relative
 
     training = plan.spec.training
     how = None

@@ -1,6 +1,6 @@
-"""The namespaces other stages build: the plan's own (advisor/plan.py), the settings and thresholds
-(advisor/facts/__init__.py run_names), what --verify measured (advisor/probe/results.py), the
-suppression directives (advisor/suppress.py) and the gate's policy (advisor/policy/facts.py).
+"""The namespaces other stages build: the plan's own (advisor/plan/run_plan.py), the settings and thresholds
+(advisor/facts/__init__.py run_names), what --verify measured (advisor/pipeline/probe/results.py), the
+suppression directives (advisor/engine/suppress.py) and the gate's policy (advisor/pipeline/policy/facts.py).
 
 They are declared here, in the facts layer, so that the catalogue and the rule-load check know them
 without importing those stages (a higher layer); each class names its builder for the docs. The dynamic
@@ -19,7 +19,7 @@ class TrainingKeys(
     doc=("TrainingArguments as the run's trainer reads them: every key of its file or launch flags."),
     keys_from=("training_args", "trl", "axolotl", "llamafactory", "llamafactory_v1", "removed"),
     extra_keys=("dialect", "reads_training_arguments"),
-    builder="advisor.plan:build_plan",
+    builder="advisor.plan.run_plan:build_plan",
 ):
     pass
 
@@ -29,7 +29,7 @@ class AccelerateKeys(
     name="accelerate",
     doc=("The accelerate config file: every key (nested sections as children)."),
     keys_from=("accelerate",),
-    builder="advisor.plan:build_plan",
+    builder="advisor.plan.run_plan:build_plan",
 ):
     pass
 
@@ -39,7 +39,7 @@ class DeepSpeedKeys(
     name="deepspeed",
     doc=("The DeepSpeed config: every key (nested sections as children)."),
     keys_from=("deepspeed",),
-    builder="advisor.plan:build_plan",
+    builder="advisor.plan.run_plan:build_plan",
 ):
     pass
 
@@ -49,7 +49,7 @@ class LaunchFlags(
     name="launch",
     doc=("The launch command's flags (dashes as underscores), `launcher`, and `sbatch` directives."),
     open=True,
-    builder="advisor.plan:build_plan",
+    builder="advisor.plan.run_plan:build_plan",
 ):
     pass
 
@@ -59,7 +59,7 @@ class EnvVars(
     name="env",
     doc="Environment variables the launch script sets.",
     open=True,
-    builder="advisor.plan:build_plan",
+    builder="advisor.plan.run_plan:build_plan",
 ):
     pass
 
@@ -68,7 +68,7 @@ class ModelFacts(
     FactNamespace,
     name="model",
     doc="The model the run trains, as the plan names it.",
-    builder="advisor.plan:build_plan",
+    builder="advisor.plan.run_plan:build_plan",
 ):
     name_ = fact(str, "model name or path (model_name_or_path as written)", key="name")
     seq_len = fact(int | str, "max_seq_length as written", unit="tokens")
@@ -93,7 +93,7 @@ class SettingsFacts(
 class ThresholdsFacts(
     FactNamespace,
     name="thresholds",
-    doc=("The project's [thresholds] settings (advisor.settings.Thresholds)."),
+    doc=("The project's [thresholds] settings (advisor.sources.settings.Thresholds)."),
     builder="advisor.facts:run_names",
 ):
     single_gpu_hours = fact(float, "a run shorter than this on one GPU may stay on one GPU", unit="h")
@@ -106,7 +106,7 @@ class MeasuredFacts(
     FactNamespace,
     name="measured",
     doc="What --verify measured (empty without it).",
-    builder="advisor.probe.results:measured_namespace",
+    builder="advisor.pipeline.probe.results:measured_namespace",
     requires=("batch", "training"),
 ):
     status = fact(str, "ok | oom | failed | ...")
@@ -161,7 +161,7 @@ class SuppressionFacts(
     name="suppressions",
     doc=("The inline suppression directives of the check, after the findings were matched with them."),
     scope="suppression",
-    builder="advisor.suppress:suppression_facts",
+    builder="advisor.engine.suppress:suppression_facts",
 ):
     unused = fact(
         list[dict],
@@ -177,10 +177,11 @@ class PolicyFacts(
     FactNamespace,
     name="policy",
     doc=(
-        "What the change does to the gate's own policy against the base of `check --base` (advisor/policy/)."
+        "What the change does to the gate's own policy against the base of `check --base` "
+        "(advisor/pipeline/policy/)."
     ),
     scope="policy",
-    builder="advisor.policy.facts:policy_facts",
+    builder="advisor.pipeline.policy.facts:policy_facts",
 ):
     base = fact(str, "the revision the policy is compared with, as `git REV`")
     settings = fact(

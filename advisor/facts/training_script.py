@@ -5,15 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from advisor.context import context_for
+from advisor.core.document import Location
+from advisor.core.paths import relative
+from advisor.core.provenance import Value
 from advisor.facts.declare import FactNamespace, fact
 from advisor.facts.script_ast import ScriptFacts, analyse_script
-from advisor.paths import relative
-from advisor.provenance import Value
-from advisor.sources.document import Location
+from advisor.plan.context import context_for
 
 if TYPE_CHECKING:
-    from advisor.plan import RunPlan
+    from advisor.plan.run_plan import RunPlan
 
 
 class TrainingScriptFacts(
@@ -81,7 +81,7 @@ CONSEQUENCES = {
 }
 
 
-# Rule expressions walk these lists in comprehensions, which the evaluator bounds (advisor/expr.py
+# Rule expressions walk these lists in comprehensions, which the evaluator bounds (advisor/core/expr.py
 # Limits.items): a script with 10,001 `os.makedirs` calls once made GA601 fail with "internal error".
 # A few sites per kind say all there is to say; the rest become a count.
 MAX_SITES_PER_KIND = 20

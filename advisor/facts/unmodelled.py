@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.facts.namespace_entries import integer, truth, written
 
 if TYPE_CHECKING:
-    from advisor.plan import RunPlan
+    from advisor.plan.run_plan import RunPlan
 
 # Keys of trainers whose memory the estimator does not model: online RL generates with the policy and
 # holds reference/reward/critic models.

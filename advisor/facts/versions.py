@@ -2,7 +2,7 @@
 
 The release comes from the project's ``target-versions`` setting, else from the pins nearest the file
 (advisor.sources.pins, walking up to the project root: the folder holding ``.git``; the check's context
-reads them, advisor.context), else it is the
+reads them, advisor.plan.context), else it is the
 current release our key data was generated from. ``advisor/data/keys/versions.json`` (written by
 ``tools/gen_known_keys.py --versions`` from every minor's sources) says, per class, in which releases
 each key exists and in which it is deprecated; it is read lazily, once.
@@ -17,11 +17,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from advisor.context import CheckContext, context_for
-from advisor.records import record
+from advisor import PACKAGE_DIR
+from advisor.core.records import record
+from advisor.plan.context import CheckContext, context_for
 from advisor.sources.pins import PACKAGES, Pin
 
-_DATA = Path(__file__).resolve().parent.parent / "data" / "keys" / "versions.json"
+_DATA = PACKAGE_DIR / "data" / "keys" / "versions.json"
 
 
 @record(frozen=True, slots=True)
@@ -154,7 +155,7 @@ def _satisfies(version: tuple[int, ...], op: str, want: tuple[int, ...] | str) -
 
 def targets_for(path: Path, settings: Any = None, context: CheckContext | None = None) -> dict[str, Target]:
     """{package: Target} for a file: ``target-versions`` first, then pins, else the current release.
-    The pins are the check's (`context`, advisor.context: read once per folder and check)."""
+    The pins are the check's (`context`, advisor.plan.context: read once per folder and check)."""
     wanted = dict(getattr(settings, "target_versions", None) or {})
     folder = Path(os.path.abspath(path)).parent
     checked = context or context_for(path)

@@ -13,22 +13,22 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from advisor.core.document import Location
+from advisor.core.provenance import Namespace, Value
 from advisor.facts.counts import count, count_value
 from advisor.facts.gpu_visibility import gpu_exclusion, machine_gpu_count, visible_gpus
 from advisor.facts.namespace_entries import entry_origin, value_entry
-from advisor.plan import RunPlan, coerce_text
-from advisor.provenance import Namespace, Value
+from advisor.plan.run_plan import RunPlan, coerce_text
 from advisor.sources import launchers
-from advisor.sources.document import Location
 
 
 def has_training_arguments(plan: RunPlan) -> bool:
     """The run's script reads TrainingArguments: the plan's `training.reads_training_arguments`
-    (advisor.plan.reads_training_arguments, computed once when the plan is built)."""
+    (advisor.plan.run_plan.reads_training_arguments, computed once when the plan is built)."""
     v = value_entry(plan.training, "reads_training_arguments")
     if v is not None and isinstance(v.value, bool):
         return v.value
-    from advisor.plan import reads_training_arguments
+    from advisor.plan.run_plan import reads_training_arguments
 
     return reads_training_arguments(plan.spec)
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from advisor.paths import relative
-from advisor.sources.document import Location
+from advisor.core.document import Location
+from advisor.core.paths import relative
 
 __all__ = ["location_json", "relative"]
 

@@ -1,4 +1,4 @@
-"""`gpu-advise estimate`, the rendering half: draws the reports advisor/estimate_run.py builds.
+"""`gpu-advise estimate`, the rendering half: draws the reports advisor/pipeline/estimate_run.py builds.
 
 render_text draws them as plain text with ANSI colours: the breakdown table with a bar per item, the
 verdict per GPU, and a comparison of strategies and methods with the cheapest one that fits;
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-# in the order methods are compared (advisor.estimate_run.METHODS)
+# in the order methods are compared (advisor.pipeline.estimate_run.METHODS)
 METHOD_LABEL = {"full": "full fine-tune", "lora": "LoRA", "qlora": "QLoRA"}
 STRATEGY_TEXT = {
     "none": "no sharding",
@@ -129,7 +129,7 @@ def rich_table(headers: list[str], rows: list[list[tuple[str, str | None]]], rig
 
 
 def render_text(reports: list[dict[str, Any]], *, color: bool = False) -> str:
-    from advisor.report.escape import escape_value
+    from advisor.core.escape import escape_value
 
     reports = escape_value(reports)  # run names, model names and paths are user strings
     out = _Out(color)
@@ -254,7 +254,7 @@ def render_text(reports: list[dict[str, Any]], *, color: bool = False) -> str:
 
 
 def render_json(reports: list[dict[str, Any]], *, runs: bool) -> str:
-    from advisor.report.escape import escape_value, strict_json
+    from advisor.core.escape import escape_value, strict_json
 
     payload: Any = {"version": 1, "runs": reports} if runs else reports[0]
     return strict_json(escape_value(payload)) + "\n"  # no NaN/Infinity, no raw control characters

@@ -4,7 +4,7 @@
 (https://github.com/actions/toolkit, packages/core/src/command.ts: escapeData and escapeProperty;
 packages/core/src/utils.ts: toCommandValue, which passes strings through): in the message `%`,
 `\\r`, `\\n` become `%25`, `%0D`, `%0A`; in property values `:` and `,` also become `%3A` and `%2C`.
-Before that, every user string is made single-line by advisor.report.escape, so a config key holding
+Before that, every user string is made single-line by advisor.core.escape, so a config key holding
 `\\n::error file=README.md,line=1::x` cannot start a workflow command of its own; the only lines
 that start with `::` are our annotations. Annotations do not fail a job; the exit code does. Chosen
 automatically when GITHUB_ACTIONS=true and no --format is given.
@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from advisor.engine import error_label
-from advisor.paths import relative
-from advisor.report.escape import escape_result, escape_text
+from advisor.core.escape import escape_result, escape_text
+from advisor.core.paths import relative
+from advisor.engine.rule_engine import error_label
 
 COMMANDS = {"error": "error", "warning": "warning", "info": "notice"}
 
@@ -64,7 +64,7 @@ def render_github(result: Any) -> str:
         out.append(annotation("error", err, title=f"gpu-advise {error_label(err, result.rules)}"))
     baseline = getattr(result, "baseline", None)
     if baseline is not None:
-        from advisor.baseline import describe
+        from advisor.engine.baseline import describe
 
         out.append(annotation("notice", describe(baseline), title="gpu-advise baseline"))
     counts = Counter(f.severity for f in result.findings)

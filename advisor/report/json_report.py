@@ -1,13 +1,13 @@
-"""`--format json`: the contract in DESIGN.md, version 1."""
+"""`--format json`: the contract in docs/design.md, version 1."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from advisor.findings import DELETE, Finding
+from advisor.core.escape import escape_result, strict_json
+from advisor.core.findings import DELETE, Finding
 from advisor.report import location_json, relative
-from advisor.report.escape import escape_result, strict_json
-from advisor.results import CheckResult
+from advisor.report.results import CheckResult
 
 
 def finding_json(f: Finding, original: Finding | None = None) -> dict[str, Any]:
@@ -50,7 +50,7 @@ def finding_json(f: Finding, original: Finding | None = None) -> dict[str, Any]:
 
 def render_json(result: CheckResult) -> str:
     safe = escape_result(result)
-    from advisor.engine import error_label
+    from advisor.engine.rule_engine import error_label
 
     payload = {
         "version": 1,

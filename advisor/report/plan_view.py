@@ -7,13 +7,13 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from advisor.paths import relative
-from advisor.provenance import Namespace, Value
-from advisor.report.escape import escape_text, escape_value, strict_json
-from advisor.sources.document import Location
+from advisor.core.document import Location
+from advisor.core.escape import escape_text, escape_value, strict_json
+from advisor.core.paths import relative
+from advisor.core.provenance import Namespace, Value
 
 if TYPE_CHECKING:
-    from advisor.plan import RunPlan
+    from advisor.plan.run_plan import RunPlan
 
 _SHOWN = ("launch", "env", "accelerate", "training", "deepspeed", "model", "batch", "run", "data", "hardware")
 # namespaces read from the user's files: their rows show the key as written there (`max_length`, not

@@ -6,9 +6,9 @@ from typing import Any
 
 import yaml
 
-from advisor import records
-from advisor.engine import CompiledRule
-from advisor.report.escape import escape_text
+from advisor.core import records
+from advisor.core.escape import escape_text
+from advisor.engine.rule_engine import CompiledRule
 
 
 def render_rule(rule: CompiledRule) -> str:

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from advisor.paths import relative
-from advisor.report.escape import escape_result, escape_text, strict_json
+from advisor.core.escape import escape_result, escape_text, strict_json
+from advisor.core.paths import relative
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 # The one place the project's address is written: SARIF's informationUri and every rule's helpUri
@@ -28,7 +28,7 @@ LEVELS = {"error": "error", "warning": "warning", "info": "note"}
 
 
 def is_builtin(rule: Any) -> bool:
-    from advisor.engine import is_builtin as builtin
+    from advisor.engine.rule_engine import is_builtin as builtin
 
     return builtin(rule)
 
@@ -92,7 +92,7 @@ def rule_descriptor(rule: Any) -> dict[str, Any]:
 
 def _result(f: Any, raw: Any, index: int, fixes_cache: dict[Path, Any]) -> dict[str, Any]:
     """`f` is the finding escaped for display; `raw` the original (fingerprint and fix edits)."""
-    from advisor.fix import sarif_replacements
+    from advisor.engine.fix import sarif_replacements
 
     result: dict[str, Any] = {
         "ruleId": f.rule,
@@ -162,7 +162,7 @@ def build_sarif(result: Any, exit_code: int) -> dict[str, Any]:
     ]
     baseline = getattr(result, "baseline", None)
     if baseline is not None:
-        from advisor.baseline import describe
+        from advisor.engine.baseline import describe
 
         notifications.append(
             {"level": "note", "message": {"text": describe(baseline)}, "descriptor": {"id": "baseline"}}

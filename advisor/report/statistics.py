@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from advisor.report.escape import escape_result, strict_json
+from advisor.core.escape import escape_result, strict_json
 
 
 def statistics(result: Any) -> list[dict[str, Any]]:

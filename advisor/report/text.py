@@ -11,11 +11,11 @@ import re
 from collections import Counter
 from itertools import groupby
 
-from advisor.engine import error_label
+from advisor.core.escape import escape_result, escape_text
+from advisor.core.rule_helpers import plural
+from advisor.engine.rule_engine import error_label
 from advisor.report import relative
-from advisor.report.escape import escape_result, escape_text
-from advisor.results import CheckResult, RunSummary
-from advisor.rule_helpers import plural
+from advisor.report.results import CheckResult, RunSummary
 
 _CODES = {"error": "1;31", "warning": "33", "info": "36", "bold": "1", "dim": "2", "green": "32", "red": "31"}
 

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from advisor.sources.document import DocumentKind
+from advisor.core.document import DocumentKind
 
 _DEEPSPEED_KEYS = {
     "zero_optimization",

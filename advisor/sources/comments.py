@@ -1,6 +1,6 @@
 """Where the comments of a YAML or shell file are, as their own readers see them.
 
-Only a comment may carry a `# gpu-advise: ignore[...]` directive (advisor/suppress.py): a `#` inside a
+Only a comment may carry a `# gpu-advise: ignore[...]` directive (advisor/engine/suppress.py): a `#` inside a
 quoted YAML value, a block scalar, a shell string or a here-document is data, and an `ignore-file[ALL]`
 written there must not silence the file (issue 17 item 11). YAML is scanned by PyYAML's own scanner
 (libyaml when present), the shell by the launch-script lexer; a `#` outside every token is a comment.

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from advisor.sources.document import KeyPath
+from advisor.core.document import KeyPath
 
 
 class DataFileError(Exception):

@@ -12,7 +12,7 @@
 - A path named on the command line is read whatever the patterns say, unless `force-exclude`
   (`--force-exclude`, which the pre-commit hooks pass: pre-commit names every staged file).
 - Always skipped, whatever `exclude` says: the version-control folders and virtual environments
-  (a folder holding pyvenv.cfg; the walkers in advisor/discover.py test that).
+  (a folder holding pyvenv.cfg; the walkers in advisor/plan/discover.py test that).
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from advisor.records import field, record
+from advisor.core.records import field, record
 from advisor.sources.globs import compile_glob
 
 if TYPE_CHECKING:
-    from advisor.settings_types import Settings
+    from advisor.core.settings_types import Settings
     from advisor.sources.gitignore import WorkTree
 
 ALWAYS_SKIPPED = frozenset({".git", ".hg", ".svn", ".bzr"})

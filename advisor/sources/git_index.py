@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from advisor.records import record
+from advisor.core.records import record
 
 MAX_INDEX_BYTES = 256 * 1024 * 1024
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from advisor.records import record
+from advisor.core.records import record
 from advisor.sources.wildmatch import Wildmatch
 
 MAX_IGNORE_BYTES = 1024 * 1024  # a larger .gitignore is not read (its files are then checked)

@@ -12,7 +12,7 @@ from functools import cache
 
 from advisor.sources.glob_automaton import ANY, CLASS, LIT, ONE, SLASH_OPT, STAR, Automaton
 
-MAX_GLOB_CHARS = 1024  # a settings glob longer than this is a settings error (advisor/settings.py)
+MAX_GLOB_CHARS = 1024  # a settings glob longer than this is a settings error (advisor/sources/settings.py)
 
 
 class _Class:

@@ -1,7 +1,7 @@
 """The GPU catalog (advisor/data/gpus.yaml): read lazily and cached, looked up by id, alias or device name.
 
 Importing this module reads no file. It validates entries into advisor.sources.gpu_types's records
-(advisor.datacodec.validate), so it does not import the machine descriptor code.
+(advisor.core.datacodec.validate), so it does not import the machine descriptor code.
 """
 
 from __future__ import annotations
@@ -9,20 +9,20 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import yaml
 
+from advisor import PACKAGE_DIR
+from advisor.core.suggest import close_matches
 from advisor.sources.gpu_types import GpuSpec
-from advisor.suggest import close_matches
 
 try:  # the C loader is several times faster
     _Loader: type = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - libyaml missing
     _Loader = yaml.SafeLoader
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+DATA_DIR = PACKAGE_DIR / "data"
 GPUS_FILE = DATA_DIR / "gpus.yaml"
 
 
@@ -38,7 +38,7 @@ def normalize_gpu_name(name: str) -> str:
 
 @cache
 def _catalog_and_index() -> tuple[Mapping[str, GpuSpec], dict[str, str]]:
-    from advisor.cache import cached, content_stamps, file_stamps, has_prebuilt, prebuilt
+    from advisor.core.cache import cached, content_stamps, file_stamps, has_prebuilt, prebuilt
 
     if has_prebuilt("gpus"):  # an installed wheel: decoded at build time (setup.py)
         data = prebuilt("gpus", content_stamps([GPUS_FILE]))
@@ -59,19 +59,19 @@ def _catalog_and_index() -> tuple[Mapping[str, GpuSpec], dict[str, str]]:
 
 def prebuilt_gpus() -> tuple[object, Any]:
     """(key, data) of the GPU catalog, for the build to store in the package (setup.py)."""
-    from advisor.cache import content_stamps
+    from advisor.core.cache import content_stamps
 
     return content_stamps([GPUS_FILE]), _catalog_to_data(_build_catalog_and_index())
 
 
 def _catalog_to_data(value: tuple[Mapping[str, GpuSpec], dict[str, str]]) -> Any:
-    from advisor.datacodec import encode
+    from advisor.core.datacodec import encode
 
     return encode(value)
 
 
 def _catalog_from_data(data: Any) -> tuple[Mapping[str, GpuSpec], dict[str, str]]:
-    from advisor.datacodec import DataError, decode
+    from advisor.core.datacodec import DataError, decode
 
     # Only the index is decoded now, each GPU when first looked up (_LazyCatalog): a run needs one or
     # two of the ~80 entries; decoding all of them took 2.1 ms warm (0.7 lazily), several times that cold.
@@ -97,7 +97,7 @@ class _LazyCatalog(Mapping[str, GpuSpec]):
     def __getitem__(self, gpu_id: str) -> GpuSpec:
         spec = self._specs.get(gpu_id)
         if spec is None:
-            from advisor.datacodec import DataError, decode
+            from advisor.core.datacodec import DataError, decode
 
             data = self._entries[gpu_id]
             try:
@@ -115,8 +115,8 @@ class _LazyCatalog(Mapping[str, GpuSpec]):
 
 
 def validate_gpu(entry: Any) -> GpuSpec:
-    """One entry of the GPU catalog; raises advisor.datacodec.Invalid (a ValueError)."""
-    from advisor.datacodec import validate
+    """One entry of the GPU catalog; raises advisor.core.datacodec.Invalid (a ValueError)."""
+    from advisor.core.datacodec import validate
 
     return validate(GpuSpec, entry)
 

@@ -1,5 +1,5 @@
 """The GPU catalog's entry types (advisor/data/gpus.yaml): one declaration each, with the checks,
-bounds and descriptions advisor.datacodec.validate applies to a catalog entry.
+bounds and descriptions advisor.core.datacodec.validate applies to a catalog entry.
 
 A leaf module: advisor.sources.gpu_catalog validates, caches and looks them up; advisor.sources.hardware
 re-exports them.
@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from advisor.datacodec import invalid
-from advisor.records import field, record, spec
+from advisor.core.datacodec import invalid
+from advisor.core.records import field, record, spec
 
 
 def _cc_format(v: str) -> str:

@@ -26,10 +26,11 @@ from typing import Any
 
 import yaml
 
-from advisor.records import fields
+from advisor.core.records import fields
+from advisor.core.suggest import close_matches
 
 # The GPU types, the catalog and the machine types live in modules of their own, so that
-# advisor.schema.hardware validates with them without importing this module; re-exported here.
+# advisor.sources.schema.hardware validates with them without importing this module; re-exported here.
 from advisor.sources.gpu_catalog import (
     DATA_DIR,
     GPUS_FILE,
@@ -51,7 +52,6 @@ from advisor.sources.gpu_catalog import (
 )
 from advisor.sources.gpu_types import GpuSpec, NvlinkSpec, PcieSpec
 from advisor.sources.machine_types import GpuGroup, Machine, parse_network
-from advisor.suggest import close_matches
 
 MACHINES_DIR = DATA_DIR / "machines"
 
@@ -100,8 +100,8 @@ class HardwareError(Exception):
 
 
 def validate_machine(data: Any) -> Machine:
-    """A Machine from a descriptor's mapping; raises advisor.datacodec.Invalid (a ValueError)."""
-    from advisor.schema.hardware import validate_machine as validate
+    """A Machine from a descriptor's mapping; raises advisor.core.datacodec.Invalid (a ValueError)."""
+    from advisor.sources.schema.hardware import validate_machine as validate
 
     return validate(data)
 
@@ -135,7 +135,7 @@ def _yaml_scalar(value: Any) -> str:
 
 def hardware_schema() -> dict[str, Any]:
     """JSON schema of the hardware descriptor."""
-    from advisor.schema.hardware import json_schema
+    from advisor.sources.schema.hardware import json_schema
 
     schema = json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
@@ -186,7 +186,7 @@ _FIELD_NAMES = {"": {f.name for f in fields(Machine)}, "gpus": {f.name for f in 
 
 
 def _describe(error: Any) -> tuple[tuple[str | int, ...], bool, str]:
-    """(location, points-at-the-key, message) of one validation problem (advisor.datacodec.Invalid)."""
+    """(location, points-at-the-key, message) of one validation problem (advisor.core.datacodec.Invalid)."""
     loc = tuple(error["loc"])
     if error["type"] in ("invalid", "value_error"):  # the descriptor's own checks: whole sentences
         return loc, False, error["msg"]
@@ -215,11 +215,11 @@ def _shown(value: Any, limit: int = 80) -> str:
 
 def _parse_cached(text: str, source: str, default_name: str) -> Machine:
     """_parse_descriptor through the on-disk cache, keyed by the text and the GPU catalog's stamp."""
-    from advisor.cache import cached, file_stamps
+    from advisor.core.cache import cached, file_stamps
 
     key = (text, source, default_name, file_stamps([GPUS_FILE]))
     slot = os.path.abspath(source)
-    from advisor.datacodec import decode, encode
+    from advisor.core.datacodec import decode, encode
 
     return cached(
         "machine",
@@ -232,21 +232,21 @@ def _parse_cached(text: str, source: str, default_name: str) -> Machine:
 
 
 def _builtin_key(text: str, stem: str) -> object:
-    from advisor.cache import content_stamps
+    from advisor.core.cache import content_stamps
 
     return (text, stem, content_stamps([GPUS_FILE]))
 
 
 def _parse_builtin(path: Path, *, use_cache: bool = True) -> Machine:
     """A shipped machine: decoded at build time in an installed wheel (setup.py), else through the cache."""
-    from advisor.cache import has_prebuilt, prebuilt
+    from advisor.core.cache import has_prebuilt, prebuilt
 
     text = path.read_text(encoding="utf-8")
     name = f"machine:{path.stem}"
     if has_prebuilt(name):
         data = prebuilt(name, _builtin_key(text, path.stem))
         if data is not None:
-            from advisor.datacodec import DataError, decode
+            from advisor.core.datacodec import DataError, decode
 
             try:
                 return decode(Machine, data)
@@ -259,7 +259,7 @@ def _parse_builtin(path: Path, *, use_cache: bool = True) -> Machine:
 
 def prebuilt_machines() -> dict[str, tuple[object, Any]]:
     """{entry name: (key, data)} of every shipped machine, for the build to store (setup.py)."""
-    from advisor.datacodec import encode
+    from advisor.core.datacodec import encode
 
     out: dict[str, tuple[object, Any]] = {}
     for path in sorted(MACHINES_DIR.glob("*.yaml")):
@@ -296,7 +296,7 @@ def _parse_descriptor(text: str, source: str, *, default_name: str | None = None
         raise fail(f"duplicate key {dup.value!r}", dup.start_mark)
     if default_name and isinstance(data, dict) and not data.get("name"):
         data["name"] = default_name
-    from advisor.datacodec import Invalid
+    from advisor.core.datacodec import Invalid
 
     try:
         return validate_machine(data)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from advisor.records import record
+from advisor.core.records import record
 from advisor.sources.read import ReadRefused, read_text_file
 
 _LINE = re.compile(r"^(\S+)\s+slots=(\d+)")

@@ -13,8 +13,8 @@ import re
 import sys
 from typing import Any
 
-from advisor.records import field, record
-from advisor.sources.document import MAX_INT, KeyPath, SourceProblem, Span, refused_number
+from advisor.core.document import MAX_INT, KeyPath, SourceProblem, Span, refused_number
+from advisor.core.records import field, record
 
 MAX_DEPTH = 64
 # Positions cost ~10 us and ~300 bytes a value in this parser: a 9.8 MB array of numbers took 29 s and

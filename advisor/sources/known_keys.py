@@ -17,11 +17,11 @@ from __future__ import annotations
 import json
 import math
 from functools import cache
-from pathlib import Path
 from typing import Any, Literal
 
-from advisor.records import record
-from advisor.suggest import close_matches
+from advisor import PACKAGE_DIR
+from advisor.core.records import record
+from advisor.core.suggest import close_matches
 
 # The sequence-length keys of the training dialects (TRL max_length / max_seq_length, LLaMA-Factory
 # cutoff_len, axolotl sequence_len, HF scripts' model_max_length, Megatron-style seq_length, ...)
@@ -42,7 +42,7 @@ DIALECTS = ("training_args", "trl", "llamafactory", "llamafactory_v1", "axolotl"
 
 Section = tuple[str, ...]
 
-_DATA = Path(__file__).resolve().parent.parent / "data" / "keys"
+_DATA = PACKAGE_DIR / "data" / "keys"
 
 _TRUE = frozenset({"true", "t", "yes", "y", "1", "on"})
 _FALSE = frozenset({"false", "f", "no", "n", "0", "off"})

@@ -1,5 +1,5 @@
 """The machine a run executes on: a hardware descriptor as a record, declared once with the checks,
-bounds and descriptions that advisor.datacodec.validate applies to a descriptor (validate_machine in
+bounds and descriptions that advisor.core.datacodec.validate applies to a descriptor (validate_machine in
 advisor.sources.hardware), and the network spelling it accepts. Machine.gpu reads the catalog."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from advisor.datacodec import invalid
-from advisor.records import fields, is_record, record, replace, spec
+from advisor.core.datacodec import invalid
+from advisor.core.records import fields, is_record, record, replace, spec
 from advisor.sources.gpu_catalog import resolve_gpu, unknown_gpu_message
 from advisor.sources.gpu_types import GpuSpec
 

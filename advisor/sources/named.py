@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from advisor.records import record
+from advisor.core.records import record
 from advisor.sources.read import ReadRefused, read_head
 
 

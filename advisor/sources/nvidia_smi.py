@@ -23,8 +23,8 @@ import re
 import shutil
 import subprocess
 
-from advisor import records
-from advisor.records import field, record
+from advisor.core import records
+from advisor.core.records import field, record
 from advisor.sources.hardware import (
     GpuSpec,
     HardwareError,

@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from advisor.records import record
+from advisor.core.records import record
 from advisor.sources.yaml_merge import PyYamlPin
 
 PACKAGES = ("transformers", "trl", "accelerate", "peft", "deepspeed")
@@ -241,7 +241,7 @@ def _files(folder: Path) -> list[Path]:
 
 def _cached_pins(reader: Any, text: str, path: Path) -> list[Pin]:
     """One file's pins, through the on-disk cache (keyed by its text) that settings and rules use."""
-    from advisor.cache import cached
+    from advisor.core.cache import cached
 
     def build() -> list[Pin]:
         found: dict[str, Pin] = {}

@@ -1,6 +1,6 @@
 """The project's own Python modules a training script imports, read (never imported or run) so that its
 argument dataclasses and its parser are found where they live (advisor.facts.script_ast.project_modules,
-advisor.plan.script_arguments, and discovery's `-m pkg.mod` launches).
+advisor.plan.run_plan.script_arguments, and discovery's `-m pkg.mod` launches).
 
 lm-sys/FastChat @0e6d3e4b: fastchat/train/train_lora.py imports ModelArguments from
 fastchat.train.train; fastchat/train/train_mem.py only calls train() of it, whose HfArgumentParser is at
@@ -43,7 +43,7 @@ class ProjectModule:
         }
 
     def resolve(self, node: ast.AST) -> str | None:
-        from advisor.expr import dotted_path
+        from advisor.core.expr import dotted_path
 
         dotted = dotted_path(node)
         if not dotted:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from functools import lru_cache
 
-from advisor.records import record
+from advisor.core.records import record
 
 
 @record(frozen=True, slots=True)

@@ -11,9 +11,9 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from advisor import records
+from advisor.core import records
+from advisor.core.document import Document, DocumentKind, SourceProblem, Span
 from advisor.sources.classify import classify_mapping, looks_like_launch_script, training_dialect
-from advisor.sources.document import Document, DocumentKind, SourceProblem, Span
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -1,6 +1,7 @@
 """Project settings that need no pydantic: the common keys with plain values, checked here.
 
-Validating `.gpu-advise.toml` with advisor.schema.settings imports pydantic and builds the model (~100 ms
+Validating `.gpu-advise.toml` with advisor.sources.schema.settings imports pydantic and builds the model
+(~100 ms
 of a ~180 ms check): on a fresh CI runner, whose cache is empty, that was the whole gap between a cold and
 a warm start once the catalogs ship prebuilt (issue 18 item 11). `quick_settings` accepts a settings
 table only when every key is one of FIELDS, written as the file documents it (kebab-case), and every value
@@ -16,7 +17,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from advisor import settings_types as views
+from advisor.core import settings_types as views
 
 _SEVERITIES = ("error", "warning", "info")
 _PACKAGES = ("transformers", "trl", "accelerate", "peft", "deepspeed")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from advisor.records import record
+from advisor.core.records import record
 from advisor.sources.glob_automaton import ANY, CLASS, LIT, ONE, SLASH_OPT, STAR, Automaton
 
 MAX_PATTERN_CHARS = 4096  # git's own limit on a path; a longer pattern matches nothing

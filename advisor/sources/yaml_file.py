@@ -19,8 +19,8 @@ from typing import Any
 
 import yaml
 
-from advisor.records import record
-from advisor.sources.document import KeyPath, SourceProblem, Span, refused_number
+from advisor.core.document import KeyPath, SourceProblem, Span, refused_number
+from advisor.core.records import record
 from advisor.sources.yaml_merge import MergeKeys, MergePair, PyYamlPin
 
 try:  # the C composer is several times faster

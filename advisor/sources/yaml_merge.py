@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from advisor.records import record
+from advisor.core.records import record
 
 MERGE_TAG = "tag:yaml.org,2002:merge"
 VALUE_TAG = "tag:yaml.org,2002:value"

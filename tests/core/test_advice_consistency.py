@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor.boundary import project_boundary
-from advisor.check import CheckOptions, run_check
-from advisor.fix import fix_until_stable
+from advisor.engine.fix import fix_until_stable
+from advisor.pipeline.check import CheckOptions, run_check
+from advisor.sources.boundary import project_boundary
 from advisor.sources.hardware import load_hardware
 from tests.conftest import CORPUS, REPO
 

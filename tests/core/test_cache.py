@@ -1,4 +1,4 @@
-"""The on-disk cache (advisor/cache.py): hits, misses, and one entry per slot."""
+"""The on-disk cache (advisor/core/cache.py): hits, misses, and one entry per slot."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from advisor import cache
-from advisor import settings as settings_module
-from advisor.settings import find_settings
+from advisor.core import cache
+from advisor.sources import settings as settings_module
+from advisor.sources.settings import find_settings
 
 
 @pytest.fixture
@@ -70,7 +70,7 @@ def test_editing_a_settings_file_keeps_one_entry(cache_dir: Path, tmp_path: Path
 
 
 def test_cached_settings_are_the_parsed_settings(cache_dir: Path, tmp_path: Path) -> None:
-    from advisor.settings import parse_settings
+    from advisor.sources.settings import parse_settings
 
     project = tmp_path / "project"
     project.mkdir()
@@ -87,7 +87,7 @@ def test_cached_settings_are_the_parsed_settings(cache_dir: Path, tmp_path: Path
 
 
 def test_the_gpu_catalog_and_machines_round_trip_through_data() -> None:
-    from advisor.datacodec import decode, encode
+    from advisor.core.datacodec import decode, encode
     from advisor.sources.hardware import GpuSpec, Machine, _build_catalog_and_index, builtin_machines
 
     catalog, index = _build_catalog_and_index()
@@ -97,7 +97,7 @@ def test_the_gpu_catalog_and_machines_round_trip_through_data() -> None:
 
 
 def test_the_rule_catalog_round_trips_through_data() -> None:
-    from advisor.engine import _rules_from_data, _rules_to_data, builtin_rules_dir, load_rule_file
+    from advisor.engine.rule_engine import _rules_from_data, _rules_to_data, builtin_rules_dir, load_rule_file
 
     rules = tuple(load_rule_file(p) for p in sorted(builtin_rules_dir().glob("*.yaml")))
     again = _rules_from_data(_rules_to_data(rules))
@@ -107,8 +107,8 @@ def test_the_rule_catalog_round_trips_through_data() -> None:
 
 
 def test_data_from_before_a_field_was_added_is_refused() -> None:
-    from advisor.datacodec import DataError, decode, encode
-    from advisor.settings import Thresholds
+    from advisor.core.datacodec import DataError, decode, encode
+    from advisor.sources.settings import Thresholds
 
     data = encode(Thresholds())
     assert decode(Thresholds, data) == Thresholds()

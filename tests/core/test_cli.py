@@ -1,4 +1,4 @@
-"""The CLI contract of DESIGN.md: exit codes, JSON report shape, --rules, plan/rules/rule/hardware."""
+"""The CLI contract of docs/design.md: exit codes, JSON report shape, --rules, plan/rules/rule/hardware."""
 
 from __future__ import annotations
 
@@ -149,7 +149,7 @@ def test_generated_rule_pages_match_the_rule_files() -> None:
 
 def test_sarif_help_uri_is_the_rule_page_in_the_repository() -> None:
     from advisor.cli import ISSUES_URL
-    from advisor.engine import load_catalog
+    from advisor.engine.rule_engine import load_catalog
     from advisor.report.sarif import REPOSITORY_URL, help_uri
 
     catalog = load_catalog()

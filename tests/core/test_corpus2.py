@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from advisor.check import CheckOptions, run_check
-from advisor.findings import SEVERITY_RANK
+from advisor.core.findings import SEVERITY_RANK
+from advisor.pipeline.check import CheckOptions, run_check
 
 CORPUS2 = Path(__file__).resolve().parents[1] / "corpus2"
 LABELS = CORPUS2 / "labels.yaml"

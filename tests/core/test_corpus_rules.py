@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.check import CheckOptions, run_check
+from advisor.pipeline.check import CheckOptions, run_check
 
 MINE = [
     "GA101",
@@ -376,7 +376,7 @@ def project(root: Path, corpus: Path, links: dict[str, str], files: dict[str, st
     for dest, rel in links.items():
         p = root / dest
         p.parent.mkdir(parents=True, exist_ok=True)
-        # copied, not linked: a link that leaves the project is not read (advisor/boundary.py)
+        # copied, not linked: a link that leaves the project is not read (advisor/sources/boundary.py)
         p.write_bytes((corpus / rel).read_bytes())
     for dest, text in (files or {}).items():
         p = root / dest

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.check import CheckOptions, run_check
+from advisor.pipeline.check import CheckOptions, run_check
 from tests.conftest import CORPUS
 
 SCALE = ["GA401", "GA402", "GA403", "GA404", "GA405", "GA406"]

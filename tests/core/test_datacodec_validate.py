@@ -1,4 +1,4 @@
-"""advisor.datacodec.validate: every kind of problem comes back with its key path and a message, all
+"""advisor.core.datacodec.validate: every kind of problem comes back with its key path and a message, all
 problems of one input at once, in one error type; and the JSON-schema writer."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from typing import Any, Literal
 
 import pytest
 
-from advisor.datacodec import Invalid, invalid, validate
-from advisor.records import field, record, spec
-from advisor.schema.jsonschema import json_schema
+from advisor.core.datacodec import Invalid, invalid, validate
+from advisor.core.records import field, record, spec
+from advisor.sources.schema.jsonschema import json_schema
 
 
 def _upper(v: str) -> str:

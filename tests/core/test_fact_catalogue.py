@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from advisor.check import CheckOptions, run_check
 from advisor.cli import app
+from advisor.core.provenance import UndeclaredFact, Value
 from advisor.facts import declare
 from advisor.facts.batch import BatchFacts
 from advisor.facts.catalogue import NAMESPACES, by_name
@@ -24,8 +24,8 @@ from advisor.facts.declare import FactNamespace, fact
 from advisor.facts.registry import BUILD_ORDER, FACT_BUILDERS, PLAN_NAMESPACES, Builder, _ordered
 from advisor.facts.run import RunFacts
 from advisor.facts.stage_namespaces import TrainingKeys
-from advisor.plan import RunPlan
-from advisor.provenance import UndeclaredFact, Value
+from advisor.pipeline.check import CheckOptions, run_check
+from advisor.plan.run_plan import RunPlan
 from tests.conftest import CORPUS, REPO, write_files
 
 runner = CliRunner()
@@ -79,7 +79,7 @@ def test_the_type_check_needs_no_environment_variable() -> None:
     env = {k: v for k, v in os.environ.items() if k != "GPU_ADVISE_STRICT_FACTS"}
     code = (
         "from advisor.facts.batch import BatchFacts\n"
-        "from advisor.provenance import Value\n"
+        "from advisor.core.provenance import Value\n"
         "BatchFacts().set('wrold_size', Value(4))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True)
@@ -259,8 +259,8 @@ def test_readers_tag_problems_with_declared_kinds_and_a_built_in_rule_reports_ea
     """No reader names a rule code; each kind of PROBLEM_KINDS is chosen by GA001 or GA003."""
     import ast
 
-    from advisor.engine import load_catalog
-    from advisor.sources.document import PROBLEM_KINDS
+    from advisor.core.document import PROBLEM_KINDS
+    from advisor.engine.rule_engine import load_catalog
 
     used: set[str] = set()
     for path in sorted((REPO / "advisor").rglob("*.py")):
@@ -305,9 +305,9 @@ def test_a_users_check_runs_every_builder_under_the_type_check(tmp_path: Path) -
 
 def test_namespaces_other_stages_build_are_checked_too() -> None:
     """policy, suppressions and measured are built outside advisor/facts/ from their declared classes."""
+    from advisor.engine.suppress import suppression_facts
     from advisor.facts.stage_namespaces import MeasuredFacts, SuppressionFacts
-    from advisor.policy.facts import policy_facts
-    from advisor.suppress import suppression_facts
+    from advisor.pipeline.policy.facts import policy_facts
 
     with pytest.raises(UndeclaredFact, match=r"policy\.settings: its items have undeclared keys oops"):
         policy_facts("git HEAD", [{"oops": 1}], [], [], [], [])

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor.check import CheckOptions, run_check
+from advisor.pipeline.check import CheckOptions, run_check
 from tests.conftest import REPO
 
 FIXTURES = REPO / "fixtures" / "rules"
@@ -57,7 +57,7 @@ def _change_on_base(case: Path, base: str, tmp_path: Path) -> Path:
 
 
 def test_every_rule_has_a_failing_and_a_passing_fixture_project() -> None:
-    from advisor.engine import load_catalog
+    from advisor.engine.rule_engine import load_catalog
 
     for rule in load_catalog():
         folder = FIXTURES / rule.code

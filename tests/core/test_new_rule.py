@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor.check import CheckOptions, run_check
-from advisor.engine import load_rule_file
+from advisor.engine.rule_engine import load_rule_file
+from advisor.pipeline.check import CheckOptions, run_check
 from tests.conftest import REPO, write_files
 
 TOOL = REPO / "tools" / "new_rule.py"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from advisor.check import CheckOptions, build_plans
 from advisor.facts import run_names
-from advisor.settings import Settings
+from advisor.pipeline.check import CheckOptions, build_plans
+from advisor.sources.settings import Settings
 from tests.conftest import write_files
 
 PROJECT = {

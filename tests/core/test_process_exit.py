@@ -1,5 +1,5 @@
 """The console script (advisor/__main__.py) ends its process without the interpreter's teardown
-(advisor/startup.py): what users see must be what advisor.cli.main gives in-process."""
+(advisor/commands/startup.py): what users see must be what advisor.cli.main gives in-process."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from advisor import startup
+from advisor.commands import startup
 from tests.conftest import REPO
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.sources.document import Span
+from advisor.core.document import Span
 from advisor.sources.json_file import JsonSyntaxError, parse_json
 from advisor.sources.read import read_document
 from advisor.sources.yaml_file import parse_yaml

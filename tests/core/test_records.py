@@ -1,4 +1,4 @@
-"""`advisor.records.record` behaves as `dataclasses.dataclass` with the same options, and is the only
+"""`advisor.core.records.record` behaves as `dataclasses.dataclass` with the same options, and is the only
 dataclass decorator of the package (a stdlib dataclass may not inherit from a record: see records.py)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from advisor import records
-from advisor.records import KW_ONLY, annotations, field, methods, record
+from advisor.core import records
+from advisor.core.records import KW_ONLY, annotations, field, methods, record
 
 ADVISOR = Path(__file__).resolve().parents[2] / "advisor"
 
@@ -208,7 +208,9 @@ def test_every_dataclass_of_the_package_is_a_record() -> None:
                     name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
                     if name == "dataclass":
                         offenders.append(f"{path.relative_to(ADVISOR.parent)}:{node.lineno} {node.name}")
-    assert not offenders, "use advisor.records.record, not dataclasses.dataclass:\n" + "\n".join(offenders)
+    assert not offenders, "use advisor.core.records.record, not dataclasses.dataclass:\n" + "\n".join(
+        offenders
+    )
 
 
 def _package_records() -> list[type]:
@@ -219,7 +221,7 @@ def _package_records() -> list[type]:
 
     found: dict[str, type] = {}
     for info in pkgutil.walk_packages(advisor.__path__, "advisor."):
-        if info.name.startswith(("advisor.probe.worker", "advisor.probe.train")):
+        if info.name.startswith(("advisor.pipeline.probe.worker", "advisor.pipeline.probe.train")):
             continue  # the probe's worker modules import torch
         try:
             module = importlib.import_module(info.name)

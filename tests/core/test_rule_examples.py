@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.check import CheckOptions, run_check
-from advisor.engine import load_catalog
+from advisor.engine.rule_engine import load_catalog
+from advisor.pipeline.check import CheckOptions, run_check
 from tests.conftest import write_files
 
 CATALOG = load_catalog()
@@ -79,6 +79,6 @@ def test_every_message_template_is_short(rule) -> None:
 def test_every_rule_file_loads_under_the_sandbox(rule) -> None:
     """Read from its file, not the cache (where expressions are checked on first use): every `when`,
     `for_each`, message and fix expression is parsed and checked now, and a refused one raises RuleError."""
-    from advisor.engine import load_rule_file
+    from advisor.engine.rule_engine import load_rule_file
 
     assert load_rule_file(rule.path).spec == rule.spec

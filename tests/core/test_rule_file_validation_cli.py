@@ -1,4 +1,5 @@
-"""Rule files are validated from advisor.rulespec's own declaration (advisor.datacodec.validate, no
+"""Rule files are validated from advisor.engine.rulespec's own declaration (advisor.core.datacodec.validate,
+no
 pydantic): through the real CLI each problem of a rule file names the file, the line of its key and
 the key path, and the severity/message mappings are stored flat as before."""
 
@@ -10,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.datacodec import Invalid
-from advisor.schema.rules import validate_rule
+from advisor.core.datacodec import Invalid
+from advisor.engine.rule_schema import validate_rule
 
 RULE = (
     "code: XT001\nname: probe-rule\nseverity: warning\nsummary: x\nwhen: 'True'\n"

@@ -1,4 +1,4 @@
-"""Each input type is declared once, as a record (advisor.datacodec.validate checks input against it):
+"""Each input type is declared once, as a record (advisor.core.datacodec.validate checks input against it):
 no check imports pydantic, not even one that fills an empty cache, and an empty settings file gives the
 declared defaults."""
 
@@ -13,7 +13,7 @@ from tests.conftest import REPO
 
 
 def test_default_settings_equal_an_empty_settings_file(tmp_path) -> None:
-    from advisor.settings import Settings, parse_settings
+    from advisor.sources.settings import Settings, parse_settings
 
     path = tmp_path / ".gpu-advise.toml"
     assert parse_settings("", path) == Settings(source=path)
@@ -23,7 +23,7 @@ def test_no_check_imports_pydantic_cached_or_not(tmp_path) -> None:
     code = (
         "import sys, json\n"
         "from pathlib import Path\n"
-        "from advisor.check import CheckOptions, run_check\n"
+        "from advisor.pipeline.check import CheckOptions, run_check\n"
         "run_check([Path('fixtures/example')], CheckOptions())\n"
         "print(json.dumps(sorted(m for m in sys.modules)))\n"
     )
@@ -38,4 +38,4 @@ def test_no_check_imports_pydantic_cached_or_not(tmp_path) -> None:
         loaded = json.loads(out.strip().splitlines()[-1])
         assert not [m for m in loaded if m.split(".")[0] in ("pydantic", "pydantic_core")]
         if no_cache:
-            assert "advisor.schema.rules" in loaded  # the rule files were validated, without pydantic
+            assert "advisor.engine.rule_schema" in loaded  # the rule files were validated, without pydantic

@@ -1,9 +1,9 @@
 """What start-up reuses instead of redoing (issue 18 item 11), and that reusing it never shows stale results.
 
-- the settings file of a check is decoded once per process, keyed by its text (advisor/settings.py);
+- the settings file of a check is decoded once per process, keyed by its text (advisor/sources/settings.py);
 - the installed package's rule files are hashed once and their digests kept in the cache under each file's
-  size, mtime, ctime and inode (advisor/cache.py content_stamps);
-- escape_text skips its large pattern for printable ASCII (advisor/report/escape.py).
+  size, mtime, ctime and inode (advisor/core/cache.py content_stamps);
+- escape_text skips its large pattern for printable ASCII (advisor/core/escape.py).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sysconfig
 import time
 from pathlib import Path
 
-from advisor.report.escape import escape_text
+from advisor.core.escape import escape_text
 from tests.conftest import REPO
 from tests.core.test_wheel import installed  # noqa: F401  (the module's fixture: the wheel, unpacked)
 
@@ -35,7 +35,7 @@ def test_settings_edited_between_two_checks_of_one_process_are_read_again(tmp_pa
     code = (
         "import io, json, sys, contextlib\n"
         "from pathlib import Path\n"
-        "from advisor import cache\n"
+        "from advisor.core import cache\n"
         "asked = []\n"
         "real = cache.cached\n"
         "def counted(name, *a, **k):\n"

@@ -100,13 +100,14 @@ def test_installed_wheel_starts_from_the_prebuilt_catalog(installed: Path, tmp_p
     assert (installed / "advisor" / "_prebuilt.json").is_file()
     probe = (
         "import sys\n"
-        "from advisor.engine import load_catalog\n"
+        "from advisor.engine.rule_engine import load_catalog\n"
         "from advisor.sources.gpu_catalog import resolve_gpu\n"
         "from advisor.sources.hardware import load_hardware\n"
         "rules = load_catalog()\n"
         "machine = load_hardware('4xH100-NVL')\n"
         "print(len(rules), rules[0].path.parent.name, machine.gpu.id, resolve_gpu('H100 SXM').id)\n"
-        "print(sorted(m for m in sys.modules if m.startswith(('pydantic', 'advisor.schema'))))\n"
+        "schemas = ('pydantic', 'advisor.sources.schema', 'advisor.engine.rule_schema')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(schemas)))\n"
     )
     result = _python(installed, probe, tmp_path)
     assert result.returncode == 0, result.stderr
@@ -120,7 +121,7 @@ def test_installed_wheel_starts_from_the_prebuilt_catalog(installed: Path, tmp_p
         rule.write_text(original.replace("severity: error", "severity: info", 1), encoding="utf-8")
         stale = _python(installed, probe, tmp_path)
         assert stale.returncode == 0, stale.stderr
-        assert "advisor.schema.rules" in stale.stdout.splitlines()[1]
+        assert "advisor.engine.rule_schema" in stale.stdout.splitlines()[1]
     finally:
         rule.write_text(original, encoding="utf-8")
 

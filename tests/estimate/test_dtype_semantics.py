@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from advisor.check import CheckOptions, build_plans, resolve_settings
 from advisor.estimate import TrainingSetup, estimate_memory, lora_params, resolve_model, resolve_setup
 from advisor.facts import run_names
+from advisor.pipeline.check import CheckOptions, build_plans, resolve_settings
 from tests.conftest import write_files
 
 GIB = 2**30
@@ -282,7 +282,7 @@ def test_optimizer_state_bytes_follow_the_optimizer(optimizer: str, bytes_per_pa
 
 
 def test_estimate_json_lists_the_dtypes_and_their_sources(tmp_path: Path) -> None:
-    from advisor.estimate_run import build_run_reports
+    from advisor.pipeline.estimate_run import build_run_reports
 
     write_files(tmp_path, {"sft.yaml": _recipe(torch_dtype="bfloat16", bf16="true")})
     [rep] = build_run_reports([tmp_path], "1xH100", False)

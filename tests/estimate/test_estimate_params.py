@@ -10,7 +10,7 @@ import pickle
 
 import pytest
 
-from advisor import records
+from advisor.core import records
 from advisor.estimate import (
     LinearShape,
     ParamCount,

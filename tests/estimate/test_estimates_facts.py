@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from advisor.check import CheckOptions, build_plans, resolve_settings, run_check
 from advisor.estimate import resolve_model
 from advisor.facts import run_names
+from advisor.pipeline.check import CheckOptions, build_plans, resolve_settings, run_check
 from tests.conftest import write_files
 
 LAUNCH = "#!/bin/bash\naccelerate launch --num_processes 2 train.py sft.yaml\n"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.check import CheckOptions, build_plans, resolve_settings, run_check
 from advisor.facts import run_names
+from advisor.pipeline.check import CheckOptions, build_plans, resolve_settings, run_check
 from tests.conftest import write_files
 
 
@@ -191,7 +191,7 @@ def test_ga502_is_silent_for_a_gptq_or_awq_base(tmp_path: Path, model: str, conf
 
 
 def _run_report(tmp_path: Path, files: dict[str, str], hardware: str = "1xA100-80GB") -> dict:
-    from advisor.estimate_run import build_run_reports
+    from advisor.pipeline.estimate_run import build_run_reports
 
     write_files(tmp_path, files)
     [report] = build_run_reports([Path(".")], hardware, online=False)

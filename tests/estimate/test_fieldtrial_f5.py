@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.check import CheckOptions, run_check
+from advisor.pipeline.check import CheckOptions, run_check
 from tests.conftest import write_files
 
 
@@ -145,8 +145,8 @@ GIB = 2**30
 
 
 def _estimate(tmp_path: Path, hardware: str = "1xRTX4090") -> tuple[list, object]:
-    from advisor.check import build_plans, resolve_settings
     from advisor.facts import run_names
+    from advisor.pipeline.check import build_plans, resolve_settings
 
     options = CheckOptions(hardware=hardware)
     plans, _ = build_plans([tmp_path], options, resolve_settings([tmp_path], options))

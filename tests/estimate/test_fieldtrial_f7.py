@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.check import CheckOptions, build_plans, resolve_settings
 from advisor.facts import run_names
+from advisor.pipeline.check import CheckOptions, build_plans, resolve_settings
 from tests.conftest import write_files
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.check import CheckOptions, build_plans, resolve_settings, run_check
 from advisor.facts import run_names
+from advisor.pipeline.check import CheckOptions, build_plans, resolve_settings, run_check
 from tests.conftest import write_files
 
 

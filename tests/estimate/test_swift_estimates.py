@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from advisor.check import CheckOptions, run_check
+from advisor.pipeline.check import CheckOptions, run_check
 from tests.conftest import git_project
 
 DDP = """#!/bin/bash

@@ -1,4 +1,4 @@
-"""One check context (advisor.context), built once per check and carried on each plan.
+"""One check context (advisor.plan.context), built once per check and carried on each plan.
 
 The boundary was computed at every call site, the settings near a file looked up by facts and plan alike,
 and pins and scripts read through module-level caches keyed by path (a long-lived process saw stale pins
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from advisor.boundary import ProjectBoundary
-from advisor.check import CheckOptions, run_check
-from advisor.context import CheckContext
 from advisor.facts import versions
+from advisor.pipeline.check import CheckOptions, run_check
+from advisor.plan.context import CheckContext
+from advisor.sources.boundary import ProjectBoundary
 from advisor.sources.pins import Pin
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,16 +56,16 @@ def test_script_parser_reads_the_scripts_text_from_the_context() -> None:
 
 
 def test_one_check_computes_the_project_boundary_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    import advisor.boundary
+    import advisor.sources.boundary
 
     calls: list[tuple[Path, ...]] = []
-    real = advisor.boundary.project_boundary
+    real = advisor.sources.boundary.project_boundary
 
     def counting(settings, seeds):  # type: ignore[no-untyped-def]
         calls.append(tuple(seeds))
         return real(settings, seeds)
 
-    monkeypatch.setattr(advisor.boundary, "project_boundary", counting)
+    monkeypatch.setattr(advisor.sources.boundary, "project_boundary", counting)
     monkeypatch.chdir(ROOT)
     result = run_check([Path("fixtures/example")], CheckOptions())
     assert result.runs and result.context is not None

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from advisor.core.provenance import Namespace, UndeclaredFact, Value
 from advisor.facts.declare import ANY, NUMBER, FactNamespace, fact
-from advisor.provenance import Namespace, UndeclaredFact, Value
 
 
 class Demo(FactNamespace, name="demo", doc="a namespace of every kind of fact"):

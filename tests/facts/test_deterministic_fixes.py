@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from advisor.check import CheckOptions, run_check
 from advisor.cli import app
+from advisor.pipeline.check import CheckOptions, run_check
 from tests.conftest import write_files
 
 TRAIN = {"train.py": "print('train')\n"}

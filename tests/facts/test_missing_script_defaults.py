@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.check import CheckOptions, run_check
+from advisor.pipeline.check import CheckOptions, run_check
 from tests.conftest import write_files
 
 DS = '{"train_micro_batch_size_per_gpu": 3, "gradient_accumulation_steps": 1}\n'

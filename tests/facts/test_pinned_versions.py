@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.check import CheckOptions, run_check
 from advisor.facts import versions
+from advisor.pipeline.check import CheckOptions, run_check
 from advisor.sources.pins import read_folder_pins
 from tests.conftest import git_project
 

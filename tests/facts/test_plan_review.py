@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.check import CheckOptions, run_check
+from advisor.pipeline.check import CheckOptions, run_check
 from tests.conftest import write_files
 
 # The reviewer's repro (review rev-b p1), hand-written: Python's argparse parse_known_args returns

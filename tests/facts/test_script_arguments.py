@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.check import CheckOptions, run_check
 from advisor.facts.script_ast import analyse_script
+from advisor.pipeline.check import CheckOptions, run_check
 from tests.conftest import git_project
 
 HERE = Path(__file__).parent / "script_arguments"

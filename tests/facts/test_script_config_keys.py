@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.check import CheckOptions, run_check
+from advisor.pipeline.check import CheckOptions, run_check
 
 KEY_RULES = {"GA002", "GA005", "GA007"}
 
@@ -200,9 +200,9 @@ def test_one_yaml_read_by_two_scripts_is_judged_per_run_once(tmp_path, monkeypat
 
 
 def test_the_run_knows_its_script_parser_and_the_file_it_hands_it(tmp_path, monkeypatch):
-    from advisor.discover import discover
     from advisor.facts import run_names
-    from advisor.plan import build_plan
+    from advisor.plan.discover import discover
+    from advisor.plan.run_plan import build_plan
 
     _project(
         tmp_path,

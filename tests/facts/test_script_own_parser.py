@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.check import CheckOptions, run_check
+from advisor.pipeline.check import CheckOptions, run_check
 from tests.conftest import write_files
 
 # The form of DeepSpeedExamples applications/DeepSpeed-Chat/training/step1_supervised_finetuning/main.py

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.check import CheckOptions, run_check
+from advisor.pipeline.check import CheckOptions, run_check
 from tests.conftest import git_project
 
 TRAIN = """\

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.check import CheckOptions, run_check
 from advisor.facts import run_names
+from advisor.pipeline.check import CheckOptions, run_check
 from tests.conftest import git_project
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from advisor.core.provenance import Value
 from advisor.facts.counts import count, count_value
-from advisor.provenance import Value
 
 TRAIN = {"train.py": "print('train')\n"}
 MODEL = "--model_name_or_path meta-llama/Llama-3.2-1B --bf16 True --per_device_train_batch_size 4"

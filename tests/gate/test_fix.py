@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor.check import CheckOptions, run_check
-from advisor.findings import DELETE, Edit, Finding, Fix
-from advisor.fix import FixError, apply_fixes, load_source, plan_edit
-from advisor.sources.document import Location
+from advisor.core.document import Location
+from advisor.core.findings import DELETE, Edit, Finding, Fix
+from advisor.engine.fix import FixError, apply_fixes, load_source, plan_edit
+from advisor.pipeline.check import CheckOptions, run_check
 from tests.conftest import write_files
 from tests.gate.conftest import cli
 
@@ -280,7 +280,7 @@ def test_file_changed_since_the_check_is_not_written(tmp_path: Path, monkeypatch
 
 
 def test_file_changed_while_planning_is_not_overwritten(tmp_path: Path, monkeypatch) -> None:
-    import advisor.fix as fixmod
+    import advisor.engine.fix as fixmod
 
     write_files(tmp_path, {"args.yaml": "dataloader_num_workers: 0\ndataloader_prefetch_factor: 2\n"})
     monkeypatch.chdir(tmp_path)

@@ -1,7 +1,8 @@
 """Issue 18 item 6: findings in files the commit did not touch no longer block it.
 
 The `gpu-advise` hook (`check --fail-only-on-changed`) shows every finding of the runs the staged
-files belong to, but fails only on those located in, or caused by, a staged file (advisor/blocking.py):
+files belong to, but fails only on those located in, or caused by, a staged file
+(advisor/pipeline/blocking.py):
 a GA101 at the config's per-device batch line caused by a staged launch change blocks; an old
 `warmup_ratio` warning (GA007, raised to a warning in the settings) in a config the commit did not touch
 is shown with "(not in the changed files: not blocking)" and the commit goes through. Real pre-commit

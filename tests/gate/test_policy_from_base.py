@@ -228,8 +228,8 @@ def test_recorded_measurements_the_base_lacks_are_reported_and_not_read_under_po
 ) -> None:
     # A measured effective batch equal to the base's (16) refutes GA101; the digest is computed from the
     # run's own files, so the pull request can write an entry that applies.
-    from advisor.check import CheckOptions, build_plans, resolve_settings
-    from advisor.probe.spec import run_digest
+    from advisor.pipeline.check import CheckOptions, build_plans, resolve_settings
+    from advisor.pipeline.probe.spec import run_digest
 
     work = _pull_request(tmp_path, {})
     monkeypatch.chdir(work)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.findings import Edit
-from advisor.fix import FixError, load_source, plan_edit
+from advisor.core.findings import Edit
+from advisor.engine.fix import FixError, load_source, plan_edit
 from tests.conftest import write_files
 from tests.gate.conftest import cli
 

@@ -1,4 +1,5 @@
-"""Project settings are validated from advisor.settings_types' own declaration (advisor.datacodec.validate,
+"""Project settings are validated from advisor.core.settings_types' own declaration
+(advisor.core.datacodec.validate,
 no pydantic): through the real CLI a bad value names the file, the line and the key, the lax number
 parsing pydantic did is kept, and `gpu-advise schema` is written from the same records."""
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from advisor.check import CheckOptions, run_check
-from advisor.engine import load_catalog, select_rules
-from advisor.selectors import matches
-from advisor.suppress import parse_directives, path_matches
+from advisor.engine.rule_engine import load_catalog, select_rules
+from advisor.engine.selectors import matches
+from advisor.engine.suppress import parse_directives, path_matches
+from advisor.pipeline.check import CheckOptions, run_check
 from tests.conftest import write_files
 from tests.gate.conftest import cli
 
@@ -194,7 +194,7 @@ def test_one_selector_meaning(selector: str, hit: bool) -> None:
 
 
 def test_select_and_inline_directives_name_the_same_rules(tmp_path: Path, monkeypatch) -> None:
-    """--select and `ignore[...]` read a selector the same way (advisor/selectors.py): a prefix, a name
+    """--select and `ignore[...]` read a selector the same way (advisor/engine/selectors.py): a prefix, a name
     and ALL select exactly the rules they suppress."""
     catalog = load_catalog()
     for selector in ("GA2", "GA20", "prefetch-without-workers", "ALL"):

@@ -1,4 +1,4 @@
-"""A hardware descriptor is validated from Machine's own declaration (advisor.datacodec.validate, no
+"""A hardware descriptor is validated from Machine's own declaration (advisor.core.datacodec.validate, no
 pydantic): through the real CLI every problem names its file:line:col, and `gpu-advise schema hardware`
 carries the declaration's keys, bounds and descriptions."""
 

@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from advisor.cli import app
 from advisor.facts import topology
-from advisor.schema.hardware import validate_gpu
 from advisor.sources.hardware import gpu_catalog, load_hardware, resolve_gpu
 from advisor.sources.nvidia_smi import machine_from_smi
+from advisor.sources.schema.hardware import validate_gpu
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -325,7 +325,7 @@ def test_check_with_an_rtx_a5000_descriptor_runs(tmp_path, monkeypatch):
 
 
 def test_cached_catalog_decodes_entries_on_use_and_survives_a_corrupt_entry():
-    from advisor.datacodec import DataError, encode
+    from advisor.core.datacodec import DataError, encode
     from advisor.sources.hardware import _build_catalog_and_index, _catalog_from_data
 
     catalog, index = _build_catalog_and_index()

@@ -1,4 +1,4 @@
-"""The GPU catalog's entries are validated from GpuSpec's own declaration (advisor.datacodec.validate):
+"""The GPU catalog's entries are validated from GpuSpec's own declaration (advisor.core.datacodec.validate):
 each problem names the entry's key, and the shipped catalog validates."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from advisor.datacodec import Invalid
+from advisor.core.datacodec import Invalid
 from advisor.sources.gpu_catalog import GPUS_FILE, gpu_catalog, validate_gpu
 
 

@@ -77,7 +77,7 @@ def test_builtin_names_are_case_insensitive():
 
 
 def test_seed_machines():
-    # the three machines from the seed documents (DESIGN.md)
+    # the three machines from the seed documents (docs/design.md)
     one = load_hardware("1xH100")
     assert one.gpu.usable_gib == pytest.approx(93.6)  # "one H100 card has 94 GB"
     two = load_hardware("2xH100-PCIe")

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from advisor import datacodec
-from advisor.check import CheckOptions, build_plans, resolve_settings, run_check
-from advisor.engine import Context, Engine, load_catalog
+from advisor.core import datacodec
+from advisor.core.findings import Finding
+from advisor.engine.rule_engine import Context, Engine, load_catalog
 from advisor.facts import run_names
-from advisor.findings import Finding
-from advisor.probe.results import aggregate, status_of
-from advisor.probe.spec import ProbeOptions, ProbeSpec, Skip, build_spec, run_digest
-from advisor.probe.stage import RECORDED_FILE
+from advisor.pipeline.check import CheckOptions, build_plans, resolve_settings, run_check
+from advisor.pipeline.probe.results import aggregate, status_of
+from advisor.pipeline.probe.spec import ProbeOptions, ProbeSpec, Skip, build_spec, run_digest
+from advisor.pipeline.probe.stage import RECORDED_FILE
 from tests.probe.conftest import SEQ, TINY_CONFIG, tiny_project
 
 LAUNCH = "torchrun --nproc_per_node 2 train.py train.yaml"

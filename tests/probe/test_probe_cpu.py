@@ -12,11 +12,11 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from advisor.check import CheckOptions, run_check
 from advisor.cli import app
 from advisor.estimate import TrainingSetup, count_params, estimate_memory
-from advisor.probe.launcher import marked_pids
-from advisor.probe.spec import ProbeOptions
+from advisor.pipeline.check import CheckOptions, run_check
+from advisor.pipeline.probe.launcher import marked_pids
+from advisor.pipeline.probe.spec import ProbeOptions
 from tests.probe.conftest import SEQ, TINY_CONFIG, needs_torch, tiny_project
 
 pytestmark = needs_torch
@@ -153,9 +153,9 @@ def test_lora_one_process_bytes_equal_the_prediction(tmp_path: Path, monkeypatch
 
 def test_timings_are_labelled_cpu_timings() -> None:
     """Text output says plainly that the timings are CPU timings (uses recorded results: no launch)."""
-    from advisor.probe.render import render_verification
-    from advisor.probe.results import RunVerification
-    from advisor.probe.stage import Verification
+    from advisor.pipeline.probe.render import render_verification
+    from advisor.pipeline.probe.results import RunVerification
+    from advisor.pipeline.probe.stage import Verification
 
     rv = RunVerification(
         name="r",

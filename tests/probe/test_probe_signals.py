@@ -68,7 +68,8 @@ def _wait_for_workers(cli: subprocess.Popen[str], n: int, limit: float = 60.0) -
         workers = [
             pid
             for pid in procs
-            if "advisor.probe.worker" in _cmdline(pid) and "torch.distributed.run" not in _cmdline(pid)
+            if "advisor.pipeline.probe.worker" in _cmdline(pid)
+            and "torch.distributed.run" not in _cmdline(pid)
         ]
         if len(workers) >= n:
             return {pid: st[1] for pid, st in procs.items()}
@@ -140,7 +141,7 @@ def test_signal_ends_the_probe_group_and_removes_staging(sig: signal.Signals, tm
 
 
 def test_handlers_are_installed_only_while_the_probe_runs() -> None:
-    from advisor.probe.signals import ProbeStopped, stop_on_signals
+    from advisor.pipeline.probe.signals import ProbeStopped, stop_on_signals
 
     before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
     with pytest.raises(ProbeStopped) as stopped, stop_on_signals() as guard:
@@ -160,8 +161,8 @@ def test_handlers_are_installed_only_while_the_probe_runs() -> None:
 def test_an_error_in_the_probe_removes_the_staging_folder(tmp_path: Path, monkeypatch) -> None:
     import tempfile
 
-    import advisor.probe.stage as stage
-    from advisor.probe.spec import ProbeOptions
+    import advisor.pipeline.probe.stage as stage
+    from advisor.pipeline.probe.spec import ProbeOptions
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(stage, "device_info", lambda python=None: {"devices": []})

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import advisor.probe
+import advisor.pipeline.probe
 from advisor.cli import app
-from advisor.probe import INSTALL_HINT, launcher
-from advisor.probe.spec import ProbeOptions, ProbeSpec
+from advisor.pipeline.probe import INSTALL_HINT, launcher
+from advisor.pipeline.probe.spec import ProbeOptions, ProbeSpec
 from tests.probe.conftest import SEQ, TINY_CONFIG, tiny_project
 
 # A stand-in for torchrun: a launcher that starts a worker in a session of its own, then waits.
@@ -122,7 +122,7 @@ def test_launcher_commands_follow_the_run(tmp_path: Path) -> None:
     cmd = launcher.command_for(spec, tmp_path / "spec.json", "py")
     assert cmd[:3] == ["py", "-m", "torch.distributed.run"]
     assert cmd[cmd.index("--nproc_per_node") + 1] == "2"
-    assert cmd[-3:] == ["-m", "advisor.probe.worker", str(tmp_path / "spec.json")]
+    assert cmd[-3:] == ["-m", "advisor.pipeline.probe.worker", str(tmp_path / "spec.json")]
     spec.launcher, spec.accelerate_config = "accelerate", "/x/acc.yaml"
     spec.accelerate_flags = {"num_processes": "2", "multi_gpu": "true"}
     cmd = launcher.command_for(spec, tmp_path / "spec.json", "py")
@@ -138,8 +138,8 @@ def test_the_check_path_never_imports_torch(tmp_path: Path) -> None:
         "model_name_or_path: ./tiny\noutput_dir: out\nper_device_train_batch_size: 2\n",
     )
     # recorded measurements are read on the check path too (with the digest of the run's files)
-    from advisor.check import CheckOptions, build_plans, resolve_settings
-    from advisor.probe.spec import run_digest
+    from advisor.pipeline.check import CheckOptions, build_plans, resolve_settings
+    from advisor.pipeline.probe.spec import run_digest
 
     options = CheckOptions()
     plans, _ = build_plans([tmp_path], options, resolve_settings([tmp_path], options))
@@ -178,7 +178,7 @@ def test_without_the_extra_verify_says_how_to_install(
         "model_name_or_path: ./tiny\noutput_dir: out\nper_device_train_batch_size: 2\n",
     )
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(advisor.probe, "missing_requirements", lambda: ["torch", "peft"])
+    monkeypatch.setattr(advisor.pipeline.probe, "missing_requirements", lambda: ["torch", "peft"])
     static = CliRunner().invoke(app, ["check", "."])
     result = CliRunner().invoke(app, ["check", ".", "--verify"])
     assert result.exit_code == static.exit_code  # the static check still ran and decides

@@ -20,9 +20,9 @@ import pytest
 from typer.testing import CliRunner
 
 from advisor.cli import app
-from advisor.probe import stage
-from advisor.probe.launcher import marked_pids
-from advisor.probe.progress import HEARTBEAT_S, ProbeProgress
+from advisor.pipeline.probe import stage
+from advisor.pipeline.probe.launcher import marked_pids
+from advisor.pipeline.probe.progress import HEARTBEAT_S, ProbeProgress
 from tests.probe.conftest import SEQ, needs_torch, tiny_project
 
 REPO = Path(__file__).resolve().parents[2]
@@ -46,14 +46,14 @@ def cpu_machine(monkeypatch: pytest.MonkeyPatch) -> dict:
     """This machine as device_info reports a CPU-only one (no torch import, no child process)."""
     info = json.loads(json.dumps(CPU_ONLY))
     monkeypatch.setattr(stage, "device_info", lambda python=None, timeout=120.0: info)
-    monkeypatch.setattr("advisor.probe.missing_requirements", lambda: [])
+    monkeypatch.setattr("advisor.pipeline.probe.missing_requirements", lambda: [])
     return info
 
 
 def test_no_gpu_is_refused_in_one_line_with_exit_2(tmp_path: Path, monkeypatch, cpu_machine) -> None:
     tiny_project(tmp_path, "torchrun --nproc_per_node 4 train.py train.yaml", TRAIN)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("advisor.probe.launcher.launch", _no_launch)
+    monkeypatch.setattr("advisor.pipeline.probe.launcher.launch", _no_launch)
     for args in (
         ["check", ".", "--verify"],
         ["verify", "."],
@@ -88,7 +88,7 @@ def test_a_cpu_probe_the_ram_cannot_hold_is_skipped(tmp_path: Path, monkeypatch,
         "max_length: 512\n",
     )
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("advisor.probe.launcher.launch", _no_launch)
+    monkeypatch.setattr("advisor.pipeline.probe.launcher.launch", _no_launch)
     result = CliRunner().invoke(app, ["check", ".", "--verify", "--verify-device", "cpu", "--format", "text"])
     assert result.exit_code == 0, result.output
     assert "verify launch.sh: skipped" in result.stdout

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from advisor import cache
+from advisor.core import cache
 from tests.conftest import REPO
 
 PROJECT = {

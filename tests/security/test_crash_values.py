@@ -263,7 +263,7 @@ def _boom(*args: object, **kwargs: object) -> None:
 
 def test_internal_error_is_one_line_and_exit_3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _write(tmp_path, {"args.yaml": "output_dir: out\n"})
-    monkeypatch.setattr("advisor.check.run_check", _boom)
+    monkeypatch.setattr("advisor.pipeline.check.run_check", _boom)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("GPU_ADVISE_DEBUG", raising=False)
     result = CliRunner().invoke(app, ["check", "--exit-zero", "args.yaml"])
@@ -276,7 +276,7 @@ def test_internal_error_is_one_line_and_exit_3(tmp_path: Path, monkeypatch: pyte
 
 def test_debug_environment_reraises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _write(tmp_path, {"args.yaml": "output_dir: out\n"})
-    monkeypatch.setattr("advisor.check.run_check", _boom)
+    monkeypatch.setattr("advisor.pipeline.check.run_check", _boom)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GPU_ADVISE_DEBUG", "1")
     result = CliRunner().invoke(app, ["check", "args.yaml"])
@@ -289,7 +289,7 @@ def test_keyboard_interrupt_exits_130_with_a_message(tmp_path: Path, monkeypatch
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("advisor.check.run_check", interrupted)
+    monkeypatch.setattr("advisor.pipeline.check.run_check", interrupted)
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(app, ["check", "args.yaml"])
     assert result.exit_code == 130

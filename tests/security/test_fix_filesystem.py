@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import advisor.fix as fixmod
-from advisor.boundary import ProjectBoundary
+import advisor.engine.fix as fixmod
 from advisor.cli import app
-from advisor.findings import Edit, Finding, Fix
-from advisor.fix import apply_fixes
-from advisor.sources.document import Location
+from advisor.core.document import Location
+from advisor.core.findings import Edit, Finding, Fix
+from advisor.engine.fix import apply_fixes
+from advisor.sources.boundary import ProjectBoundary
 from tests.conftest import write_files
 
 ARGS = "dataloader_num_workers: 0\ndataloader_prefetch_factor: 2  # prefetch\noutput_dir: out\n"

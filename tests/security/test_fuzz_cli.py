@@ -67,7 +67,7 @@ def test_a_crash_is_reported(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
     def boom(*args: object, **kwargs: object) -> None:
         raise ZeroDivisionError("planted")
 
-    monkeypatch.setattr("advisor.check.run_check", boom)
+    monkeypatch.setattr("advisor.pipeline.check.run_check", boom)
     monkeypatch.setenv("GPU_ADVISE_DEBUG", "1")
     report = fuzz.run_fuzz(6, seed=1, files=[], save=tmp_path)
     # an extensionless file of random bytes ("config") is no file gpu-advise reads: skipped, said, exit 0

@@ -74,7 +74,7 @@ def test_a_crash_is_caught_shrunk_and_saved(monkeypatch: pytest.MonkeyPatch, tmp
         if b"BOOM" in Path("train.py").read_bytes():
             raise ZeroDivisionError("planted")
 
-    monkeypatch.setattr("advisor.check.run_check", boom)
+    monkeypatch.setattr("advisor.pipeline.check.run_check", boom)
     files = {**BASE, "launch.sh": b"torchrun train.py\n", "train.py": b"import os\nx = 1\nBOOM = 2\ny = 3\n"}
     report = fuzz.run_campaign(1, seed=1, save=tmp_path, examples=_one(files), shrink_budget=40)
     assert [r.category for _, r in report.failures] == ["crash"]
@@ -91,7 +91,7 @@ def test_a_crash_is_caught_shrunk_and_saved(monkeypatch: pytest.MonkeyPatch, tmp
 
 
 def test_a_hang_is_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("advisor.check.run_check", lambda *a, **k: time.sleep(60))
+    monkeypatch.setattr("advisor.pipeline.check.run_check", lambda *a, **k: time.sleep(60))
     started = time.perf_counter()
     report = fuzz.run_campaign(2, seed=1, examples=_one(BASE), hard_limit=1, shrink_budget=0)
     assert [r.category for _, r in report.failures] == ["hang", "hang"]
@@ -104,7 +104,7 @@ def test_a_write_beside_the_project_is_a_failure(monkeypatch: pytest.MonkeyPatch
         Path("../outside/victim.txt").write_text("overwritten")
         raise SystemExit(0)
 
-    monkeypatch.setattr("advisor.check.run_check", write)
+    monkeypatch.setattr("advisor.pipeline.check.run_check", write)
     report = fuzz.run_campaign(1, seed=1, examples=_one(BASE), shrink_budget=0)
     assert [r.category for _, r in report.failures] == ["write-outside"]
     assert "victim.txt" in report.failures[0][1].signature
@@ -124,7 +124,7 @@ def test_what_reaches_the_output_is_judged(
         print(printed())
         raise SystemExit(0)
 
-    monkeypatch.setattr("advisor.check.run_check", echo)
+    monkeypatch.setattr("advisor.pipeline.check.run_check", echo)
     files = {"args.yaml": 'output_dir: "\x1b[2J\u202e"\n'.encode()}
     report = fuzz.run_campaign(1, seed=1, examples=_one(files), shrink_budget=0)
     assert [r.category for _, r in report.failures] == [category]

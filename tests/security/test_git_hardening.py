@@ -7,7 +7,7 @@ when git lazily fetches a missing object; hooks, fsmonitor, pager, credential he
 GIT_DIR, replace refs, a `git` in the checked folder. The script writes a marker file; the marker must
 never appear, and the check must still answer clearly (GA101, or a one-line error naming what is
 missing). Where a knob guards a git command gpu-advise does not run today, the test runs that command
-twice: plain git runs the program (the plant works), the hardened command of advisor/revision/git.py
+twice: plain git runs the program (the plant works), the hardened command of advisor/plan/revision/git.py
 does not.
 """
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.revision.git import RevisionError, git_command, git_env, run_git
+from advisor.plan.revision.git import RevisionError, git_command, git_env, run_git
 from tests.conftest import write_files
 from tests.gate.conftest import git, needs_git
 

@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from advisor.cli import app
-from advisor.report.escape import escape_text, strict_json
+from advisor.core.escape import escape_text, strict_json
 
 TITLE = "\x1b]0;pwned\x07"
 CLEAR = "\x1b[2J"
@@ -151,7 +151,7 @@ def test_strict_json_never_writes_nan_or_infinity() -> None:
 
 def test_plan_json_turns_a_non_finite_value_into_null_with_a_note(tmp_path: Path, monkeypatch) -> None:
     import advisor.report.plan_view as plan_view
-    from advisor.provenance import Value
+    from advisor.core.provenance import Value
 
     (tmp_path / "train.yaml").write_text("output_dir: out\n", encoding="utf-8")
     derived = [("run.hours", Value(float("inf"), source="derived")), ("run.x", Value(float("nan")))]
@@ -240,7 +240,7 @@ def test_invisible_characters_are_shown_in_every_format(
 
 
 def test_escape_text_covers_every_invisible_character() -> None:
-    """The ranges of advisor/report/escape.py against unicodedata, over the whole code space."""
+    """The ranges of advisor/core/escape.py against unicodedata, over the whole code space."""
     missed = [cp for cp in range(0x110000) if _unprintable(chr(cp)) and escape_text(chr(cp)) == chr(cp)]
     assert not missed, [hex(cp) for cp in missed[:20]]
     assert escape_text("a\U000e0041b") == "a\\U000e0041b" and escape_text("\udc80") == "\\udc80"

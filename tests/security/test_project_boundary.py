@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from advisor.boundary import project_boundary
 from advisor.cli import app
-from advisor.settings import Settings
+from advisor.sources.boundary import project_boundary
+from advisor.sources.settings import Settings
 
 SECRET = "OUTSIDE_SECRET_7f3a9c"  # a key only the outside file holds: GA002 would name it if it were read
 OUTSIDE_DS = json.dumps(
@@ -375,7 +375,7 @@ def test_base_revision_files_are_inside_their_own_tree(
     ],
 )
 def test_base_revision_names_that_would_leave_the_temporary_folder(name: str, safe: bool) -> None:
-    from advisor.revision import _safe_name
+    from advisor.plan.revision import _safe_name
 
     assert _safe_name(name) is safe
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.check import CheckOptions, build_plans, resolve_settings
-from advisor.probe.spec import run_digest
+from advisor.pipeline.check import CheckOptions, build_plans, resolve_settings
+from advisor.pipeline.probe.spec import run_digest
 from tests.conftest import REPO
 from tests.probe.conftest import tiny_project
 

@@ -19,10 +19,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.engine import HELPERS
-from advisor.evaluator import Evaluator
-from advisor.expr import BudgetError, Limits, parse
-from advisor.rule_helpers import show_text, text_of
+from advisor.core.expr import BudgetError, Limits, parse
+from advisor.core.rule_helpers import show_text, text_of
+from advisor.engine.evaluator import Evaluator
+from advisor.engine.rule_engine import HELPERS
 from tests.conftest import REPO
 
 
@@ -117,7 +117,7 @@ _VALUES = st.recursive(
 
 
 def _show(value: Any) -> str:
-    """How message templates showed values before the text was bounded (advisor/rule_helpers.py)."""
+    """How message templates showed values before the text was bounded (advisor/core/rule_helpers.py)."""
     if isinstance(value, bool) or value is None:
         return str(value)
     if isinstance(value, float):

@@ -21,11 +21,11 @@ import pytest
 from typer.testing import CliRunner
 
 from advisor.cli import app
-from advisor.engine import HELPERS
-from advisor.evaluator import Evaluator
-from advisor.expr import BudgetError, EvalError, ExprError, Limits, parse, references
-from advisor.provenance import Namespace, Value
-from advisor.sources.document import Location
+from advisor.core.document import Location
+from advisor.core.expr import BudgetError, EvalError, ExprError, Limits, parse, references
+from advisor.core.provenance import Namespace, Value
+from advisor.engine.evaluator import Evaluator
+from advisor.engine.rule_engine import HELPERS
 from tests.conftest import REPO
 
 runner = CliRunner()
@@ -389,7 +389,7 @@ def test_references_list_dotted_names_and_helper_calls() -> None:
 
 def test_built_in_rules_read_only_fact_namespaces_and_their_items() -> None:
     """The hook a fact catalogue check plugs into: every name an expression reads, with its field."""
-    from advisor.engine import builtin_rules_dir, load_rule_file
+    from advisor.engine.rule_engine import builtin_rules_dir, load_rule_file
     from advisor.facts.registry import BUILD_ORDER
 
     namespaces = {"training", "accelerate", "deepspeed", "launch", "env", "model", "settings", "thresholds"}

@@ -1,4 +1,4 @@
-"""Issue 17 items 1 and 6, issue 18 item 1: every write goes through advisor/safe_write.py.
+"""Issue 17 items 1 and 6, issue 18 item 1: every write goes through advisor/core/safe_write.py.
 
 Before: `--output`, `baseline --output`, `--verify-report`, the cache and the probe wrote to a
 predictable temporary (`.NAME.<pid>.tmp`, `.NAME.tmp`) and followed a link planted there, so the
@@ -93,7 +93,7 @@ def test_a_link_planted_at_the_old_temporary_names_is_not_followed(
 
 def test_the_verify_report_writer_does_not_follow_a_planted_link(tmp_path: Path, victim: Path) -> None:
     """--verify-report needs a probe run; its writer (Verification.write) is called as check calls it."""
-    from advisor.probe.stage import Verification
+    from advisor.pipeline.probe.stage import Verification
 
     target = tmp_path / "measured.json"
     (tmp_path / ".measured.json.tmp").symlink_to(victim)

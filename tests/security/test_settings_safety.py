@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.settings import SettingsError, load_settings
+from advisor.sources.settings import SettingsError, load_settings
 from tests.conftest import write_files
 from tests.gate.conftest import cli
 

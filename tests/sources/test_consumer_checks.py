@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from advisor.core.document import Location
+from advisor.core.findings import Finding
 from advisor.facts.document import document_facts
-from advisor.findings import Finding
-from advisor.sources.document import Location
 from advisor.sources.read import read_document
 
 AXOLOTL = (
@@ -107,7 +107,7 @@ def test_keyless_fingerprint_survives_lines_added_above() -> None:
 
 
 def test_keyless_fingerprint_end_to_end_with_a_suppression_comment(tmp_path: Path, monkeypatch) -> None:
-    from advisor.check import CheckOptions, run_check
+    from advisor.pipeline.check import CheckOptions, run_check
 
     # a directive on the line above names the line it covers: "no GA201 finding on line 2"
     text = "# gpu-advise: ignore[GA201]\noutput_dir: out\nper_device_train_batch_size: 4\n"

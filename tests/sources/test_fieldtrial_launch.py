@@ -1,6 +1,6 @@
 """Launch forms from the 2026-12-01 field trial on held-out repositories (Qwen, DeepSpeedExamples,
 ms-swift): which files a run reads. Each project is a small hand-written copy of the upstream
-form, cited where it is used; the checks go through advisor.check.run_check, as a user's files do."""
+form, cited where it is used; the checks go through advisor.pipeline.check.run_check, as a user's files do."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.check import CheckOptions, run_check
-from advisor.results import CheckResult
+from advisor.pipeline.check import CheckOptions, run_check
+from advisor.report.results import CheckResult
 from tests.conftest import write_files
 
 TORCH_SCRIPT = "import torch\n"

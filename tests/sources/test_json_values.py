@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from advisor.core.document import Span
 from advisor.sources import json_file
-from advisor.sources.document import Span
 from advisor.sources.json_file import JsonSyntaxError, parse_json
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.sources.document import Span
+from advisor.core.document import Span
 from advisor.sources.launch import LaunchCommand, LaunchScript, Word, read_launch
 
 REPO = Path(__file__).resolve().parents[2]
@@ -727,8 +727,8 @@ def test_span_ends_do_not_change_equality() -> None:
     [(3, 10, "8"), (3, 27, "8"), (3, 43, '"29500"'), (4, 10, "1e-5"), (4, 19, "$N"), (2, 3, "4")],
 )
 def test_fix_replaces_exactly_the_value_span(tmp_path: Path, line: int, col: int, replaced: str) -> None:
-    from advisor.findings import Edit
-    from advisor.fix import load_source, plan_edit
+    from advisor.core.findings import Edit
+    from advisor.engine.fix import load_source, plan_edit
 
     path = tmp_path / "run.sh"
     path.write_bytes(
@@ -741,8 +741,8 @@ def test_fix_replaces_exactly_the_value_span(tmp_path: Path, line: int, col: int
 
 
 def test_fix_refuses_a_word_whose_end_is_not_known(tmp_path: Path) -> None:
-    from advisor.findings import Edit
-    from advisor.fix import FixError, load_source, plan_edit
+    from advisor.core.findings import Edit
+    from advisor.engine.fix import FixError, load_source, plan_edit
 
     path = tmp_path / "run.sh"
     path.write_text("#!/bin/bash\nbash -c \"torchrun --nproc_per_node 4\"'$(nproc)' train.py\n")

@@ -28,8 +28,8 @@ NOT_LAUNCHER_SUBJECTS = {
 }
 # ...and those whose subject is an expression, each once: (file, the expression as ast.unparse writes it)
 NOT_LAUNCHER_EXPRESSIONS = {
-    ("advisor/plan.py", "(node.module or '').split('.')[0]"),  # `from trl import ...` in the script
-    ("advisor/plan.py", "a.name.split('.')[0]"),  # `import trl`
+    ("advisor/plan/run_plan.py", "(node.module or '').split('.')[0]"),  # `from trl import ...` in the script
+    ("advisor/plan/run_plan.py", "a.name.split('.')[0]"),  # `import trl`
     ("advisor/facts/run.py", "str(dist.value).lower()"),  # LLaMA-Factory's dist_config.name (deepspeed)
 }
 

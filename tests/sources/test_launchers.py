@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from advisor.check import CheckOptions, build_plans
 from advisor.facts import run_names
-from advisor.settings import Settings
+from advisor.pipeline.check import CheckOptions, build_plans
 from advisor.sources import launchers
 from advisor.sources.launch import LaunchCommand, read_launch
 from advisor.sources.launchers.spec import LauncherSpec
+from advisor.sources.settings import Settings
 from tests.conftest import write_files
 
 TRAIN_ARGS = "per_device_train_batch_size: 2\noutput_dir: out\n"

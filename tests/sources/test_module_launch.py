@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from advisor.check import CheckOptions, run_check
 from advisor.facts import run_names
+from advisor.pipeline.check import CheckOptions, run_check
 from tests.conftest import git_project
 
 TRAIN_SFT = """\

@@ -1,7 +1,7 @@
 """advisor/sources/settings_quick.py accepts only what the schema accepts, and builds the same Settings.
 
 It keeps pydantic off a cold check (issue 18 item 11); these tests keep its table in step with
-advisor/settings_types.py, so a field added or constrained there falls back to the schema until it is
+advisor/core/settings_types.py, so a field added or constrained there falls back to the schema until it is
 added here too, and never means something else on the quick path.
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from advisor import records, settings_types
-from advisor.schema import settings as schema
+from advisor.core import records, settings_types
+from advisor.sources.schema import settings as schema
 from advisor.sources.settings_quick import FIELDS, RUN_FIELDS, THRESHOLD_FIELDS, quick_settings
 from tests.conftest import REPO
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advisor.findings import Edit
-from advisor.fix import load_source, plan_edit
+from advisor.core.findings import Edit
+from advisor.engine.fix import load_source, plan_edit
 from advisor.sources.json_file import parse_json
 from advisor.sources.yaml_file import parse_yaml
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor.sources.document import Span
+from advisor.core.document import Span
 from advisor.sources.yaml_file import YamlTabError, YamlValueError, parse_yaml, yaml_error_span
 from tests.conftest import CORPUS
 
@@ -136,8 +136,8 @@ def test_numbers_beyond_any_setting_are_refused_at_the_value(value: str, refused
 
 
 def test_refused_number_reaches_the_plan_as_unknown(tmp_path: Path) -> None:
-    from advisor.discover import DocumentCache, discover
-    from advisor.plan import build_plan
+    from advisor.plan.discover import DocumentCache, discover
+    from advisor.plan.run_plan import build_plan
 
     path = tmp_path / "accelerate.yaml"
     path.write_text("distributed_type: MULTI_GPU\nnum_processes: .inf\n")

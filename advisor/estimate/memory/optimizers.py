@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from advisor.records import record
+from advisor.core.records import record
 
 __all__ = ["OptimizerProfile", "has_optimizer_profile", "optimizer_profile"]
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import Literal
 
+from advisor.core.records import record, replace
 from advisor.estimate import constants as K
 from advisor.estimate.memory import terms
 from advisor.estimate.memory.optimizers import optimizer_profile
 from advisor.estimate.memory.resolve import ResolvedSetup, resolve_setup
 from advisor.estimate.memory.setup import MemoryEstimate, MemoryItem, Phase, Term, TrainingSetup
-from advisor.records import record, replace
 
 __all__ = ["PhaseTerms", "estimate_memory", "phase_terms", "what_if"]
 

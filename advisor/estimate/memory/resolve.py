@@ -9,11 +9,11 @@ plus a bf16 autocast output is fp32).
 
 from __future__ import annotations
 
+from advisor.core.records import record
 from advisor.estimate.memory.lora import PEFT_DEFAULT_TARGETS, targeted
 from advisor.estimate.memory.optimizers import OptimizerProfile, optimizer_profile
 from advisor.estimate.memory.setup import TrainingSetup
 from advisor.estimate.params import ParamCount
-from advisor.records import record
 
 __all__ = ["DtypeFacts", "ResolvedSetup", "dtype_bytes", "resolve_setup"]
 

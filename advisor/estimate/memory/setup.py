@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any, Literal, get_args
 
+from advisor.core.records import field, field_types, record
 from advisor.estimate.params import ParamCount
-from advisor.records import field, field_types, record
 
 Offload = Literal["none", "cpu", "nvme"]
 Metric = Literal["allocated", "reserved", "nvidia-smi"]

@@ -8,12 +8,12 @@ temporaries), "every phase" (distributed buffers that churn throughout).
 
 from __future__ import annotations
 
+from advisor.core.records import record
 from advisor.estimate import constants as K
 from advisor.estimate.memory.activations import layer_bytes, logits_bytes, outside_bytes
 from advisor.estimate.memory.lora import lora_params
 from advisor.estimate.memory.resolve import ResolvedSetup, dtype_bytes
 from advisor.estimate.memory.setup import Phase, Term
-from advisor.records import record
 
 __all__ = ["Placement", "Trainables", "placement", "trainables"]
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from advisor.core.records import replace
 from advisor.estimate.params.families import ARCHS, Arch, Lin, flag
 from advisor.estimate.params.shapes import LinearShape, ParamCount
-from advisor.records import replace
 
 __all__ = ["count_from_table"]
 

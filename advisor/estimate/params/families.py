@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Literal
 
-from advisor.records import field, record, replace
+from advisor.core.records import field, record, replace
 
 Config = Mapping[str, Any]
 Dims = Mapping[str, int]
@@ -33,7 +33,8 @@ def flag(value: Flag, cfg: Config) -> bool:
     return value(cfg) if callable(value) else bool(value)
 
 
-# Records (advisor.records: no __init__ compiled until a class is used often), not stdlib dataclasses, and no
+# Records (advisor.core.records: no __init__ compiled until a class is used often), not stdlib dataclasses,
+# and no
 # postponed annotations in this module: the table is built at import, and both a dataclass's generated
 # __init__ and string annotations (compiled into ForwardRefs) cost milliseconds on every cold start
 @record(frozen=True, slots=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from advisor.records import field, record
+from advisor.core.records import field, record
 
 __all__ = ["LinearShape", "ParamCount", "UnknownModelTypeError"]
 

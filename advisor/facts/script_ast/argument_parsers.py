@@ -57,7 +57,7 @@ def find_argument_parsers(
 ) -> tuple[ArgumentParsing, ...]:
     """The parsers built in ``scope`` (the whole tree by default). ``lookup(qualified)`` gives
     (class node, its module's classes, its module's resolve, its file) for a class of a project module
-    (advisor.discover.ProjectModules.lookup_class), read like a local one; None: unresolved."""
+    (advisor.plan.discover.ProjectModules.lookup_class), read like a local one; None: unresolved."""
     classes: dict[str, ast.ClassDef] = {}
     bound: dict[str, ast.expr] = {}
     for node in ast.walk(tree):

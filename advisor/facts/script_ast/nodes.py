@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from advisor.expr import dotted_path
+from advisor.core.expr import dotted_path
 from advisor.facts.script_ast.vocabulary import EXIT_CALLS, MAIN_RANK_VALUES
 
 

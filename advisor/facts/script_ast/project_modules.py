@@ -1,5 +1,5 @@
 """The training script's argument parsers with the project's own modules it imports read
-(advisor.discover.ProjectModules): its dataclasses looked up there like local ones, or the parser of the
+(advisor.plan.discover.ProjectModules): its dataclasses looked up there like local ones, or the parser of the
 project function its top level calls (lm-sys/FastChat @0e6d3e4b: fastchat/train/train_mem.py calls
 fastchat.train.train.train(), whose HfArgumentParser is at fastchat/train/train.py:259; train_lora.py
 imports ModelArguments from there). Anything not found stays unresolved, and the flags unjudged.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from advisor.records import record
+from advisor.core.records import record
 
 MAX_SCRIPT_BYTES = 2 * 1024 * 1024
 

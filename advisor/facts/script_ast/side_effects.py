@@ -85,6 +85,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
+from advisor.core.records import field, record
 from advisor.facts.script_ast.argument_parsers import find_argument_parsers
 from advisor.facts.script_ast.load_calls import find_load_calls
 from advisor.facts.script_ast.nodes import (
@@ -121,7 +122,6 @@ from advisor.facts.script_ast.vocabulary import (
     TRAINER_RANK_AWARE,
     BranchGuards,
 )
-from advisor.records import field, record
 
 
 @record(slots=True)

@@ -4,7 +4,7 @@ environment variable's count (NPROC_PER_NODE); one process per visible GPU."""
 
 from __future__ import annotations
 
-from advisor.provenance import Value
+from advisor.core.provenance import Value
 from advisor.sources.launchers.protocol import ProcessCount, RunInputs
 
 

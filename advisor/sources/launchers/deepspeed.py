@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from advisor.provenance import Value
+from advisor.core.provenance import Value
 from advisor.sources.launchers.counting import flag_count, launch_count, one_node, per_visible_gpu
 from advisor.sources.launchers.protocol import ProcessCount, RunInputs
 from advisor.sources.launchers.spec import Flags, LauncherSpec, Processes

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from advisor.provenance import Value
-from advisor.records import record
-from advisor.sources.document import Location
+from advisor.core.document import Location
+from advisor.core.provenance import Value
+from advisor.core.records import record
 from advisor.sources.launchers.spec import LauncherSpec
 
 

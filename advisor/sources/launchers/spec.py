@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal, TypeVar
 
-from advisor.records import field, record
+from advisor.core.records import field, record
 
 # How the words after the launcher are read:
 # "script": launcher flags, then the training script (or -m module), then the script's own flags;

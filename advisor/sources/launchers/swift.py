@@ -12,7 +12,7 @@ lines 259-267, DEEPSPEED_PRESETS below), a file shipped inside ms-swift, not one
 
 from __future__ import annotations
 
-from advisor.provenance import Value
+from advisor.core.provenance import Value
 from advisor.sources.launchers.counting import env_count, env_nodes
 from advisor.sources.launchers.protocol import ProcessCount, RunInputs
 from advisor.sources.launchers.spec import LauncherSpec, Processes

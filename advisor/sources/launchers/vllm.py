@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from advisor.provenance import Value
+from advisor.core.provenance import Value
 from advisor.sources.launchers.counting import one_node
 from advisor.sources.launchers.protocol import ProcessCount, RunInputs
 from advisor.sources.launchers.spec import Flags, LauncherSpec, Processes

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from advisor.core.document import KeyPath, Span
 from advisor.sources import launchers
-from advisor.sources.document import KeyPath, Span
 from advisor.sources.launchers import starts_launcher
 from advisor.sources.launchers.spec import Flags, LauncherSpec
 from advisor.sources.shell.expand import Field, Var

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from advisor.records import record
+from advisor.core.records import record
 from advisor.sources.shell.lexer import WS, Part, Src
 from advisor.sources.shell.model import Word
 from advisor.sources.shell.piece import Piece

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from advisor.records import replace
-from advisor.sources.document import KeyPath, SourceProblem, Span
+from advisor.core.document import KeyPath, SourceProblem, Span
+from advisor.core.records import replace
 from advisor.sources.shell.arith import ArithEval, trim
 from advisor.sources.shell.arrays import array_elements, count_piece, element_pieces, first_element
 from advisor.sources.shell.commands import LauncherReading, is_cmd_name, is_flag

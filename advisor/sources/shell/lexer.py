@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from advisor.records import field, record
+from advisor.core.records import field, record
 
 if TYPE_CHECKING:
     from advisor.sources.shell.piece import Piece

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from advisor.records import field, record
-from advisor.sources.document import Span
+from advisor.core.document import Span
+from advisor.core.records import field, record
 
 
 @record(frozen=True, slots=True)

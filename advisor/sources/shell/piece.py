@@ -3,7 +3,7 @@ and every expansion hold (its own module so that the lexer and the expansion imp
 
 from __future__ import annotations
 
-from advisor.records import record
+from advisor.core.records import record
 
 
 @record(slots=True)

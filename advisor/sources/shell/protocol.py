@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from advisor.sources.document import KeyPath, Span
+from advisor.core.document import KeyPath, Span
 from advisor.sources.shell.expand import Field
 from advisor.sources.shell.lexer import Part, Src, Tok
 from advisor.sources.shell.model import Word

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advisor.sources.document import Document, SourceProblem, Span
+from advisor.core.document import Document, SourceProblem, Span
 from advisor.sources.shell.expand import TooLarge
 from advisor.sources.shell.interpreter import Shell
 from advisor.sources.shell.lexer import JUNK_RE, MAX_COMMANDS, Src

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import bisect
 
-from advisor.sources.document import Span
+from advisor.core.document import Span
 from advisor.sources.shell.expand import Field
 from advisor.sources.shell.model import Word
 

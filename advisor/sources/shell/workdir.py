@@ -11,7 +11,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-from advisor.sources.document import Span
+from advisor.core.document import Span
 from advisor.sources.shell.model import Workdir
 
 # `$(dirname "$0")`, `$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)`, `$(dirname $(realpath $0))`:

@@ -1,0 +1,239 @@
+"""One check's context: what the stages read about the project, found once per check and carried down.
+
+Before it, each stage found its own: the project boundary was computed at nine call sites, the settings
+that govern a file were looked up by the facts, by the plan and by the pipeline, and the facts read
+training scripts and walked folders for pins through module-level caches keyed by path (stale in a
+long-lived process: `versions.clear_caches()`). A `CheckContext` is built by the pipeline at the start
+of a check (`advisor.pipeline.check`) and carried on each run's plan (`plan.context`); what it finds it keeps
+for that check only, so a second check in the same process reads the files again.
+
+The reads themselves stay in the sources layer (the safe reader, the pins reader, the settings
+loader): this module only decides when they happen (once per thing per check) and keeps the answer.
+Its memo can be filled up front (`CheckContext.preset`), so a fact's unit test needs no file system.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from advisor.core.records import field, record
+
+if TYPE_CHECKING:
+    from advisor.sources.boundary import ProjectBoundary
+    from advisor.sources.pins import Pin
+    from advisor.sources.settings import Settings, SettingsScope
+
+T = TypeVar("T")
+
+
+@record(frozen=True, slots=True)
+class CheckContext:
+    """The settings (and the per-file scope), the project boundary, the current folder, and the memo
+    of what was read or derived from the project's files during this check (keys are (kind, what))."""
+
+    scope: SettingsScope
+    boundary: ProjectBoundary
+    cwd: Path
+    memo: dict[tuple[Any, ...], Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def build(cls, scope: SettingsScope, seeds: Sequence[Path]) -> CheckContext:
+        """The context of a check of `seeds` under `scope` (its boundary: the seeds' projects plus the
+        top settings' allowed roots, advisor.sources.boundary.project_boundary)."""
+        context = cls(scope, _boundary(scope.top, seeds), _cwd())
+        context.memo[_boundary_key(scope.top, seeds)] = (scope.top, context.boundary)
+        return context
+
+    @classmethod
+    def with_boundary(cls, scope: SettingsScope, boundary: ProjectBoundary) -> CheckContext:
+        """A context whose boundary is computed elsewhere (the base revision's tree:
+        advisor.pipeline.check)."""
+        return cls(scope, boundary, _cwd())
+
+    @classmethod
+    def standalone(cls, path: Path | None = None) -> CheckContext:
+        """A context for a caller outside a check (one document's facts in a test, a library user): the
+        default settings and the boundary of `path`'s project (or the current folder's)."""
+        from advisor.sources.settings import Settings, SettingsScope
+
+        return cls.build(SettingsScope.single(Settings()), [path] if path is not None else [])
+
+    @classmethod
+    def preset(
+        cls,
+        boundary: ProjectBoundary,
+        *,
+        cwd: Path = Path("/"),
+        settings: dict[Path, Settings | None] | None = None,
+        pins: dict[Path, dict[str, Pin]] | None = None,
+        texts: dict[Path, str | None] | None = None,
+    ) -> CheckContext:
+        """A context whose answers are given, not read (unit tests of facts): settings by folder, the
+        pins that apply to a folder, script texts by path. Anything not given is read as usual."""
+        from advisor.sources.settings import Settings, SettingsScope
+
+        context = cls(SettingsScope.single(Settings()), boundary, cwd)
+        for folder, found in (settings or {}).items():
+            context.memo[("settings", str(folder))] = found
+        for folder, folder_pins in (pins or {}).items():
+            context.memo[("pins", folder)] = dict(folder_pins)
+        for path, text in (texts or {}).items():
+            context.memo[("text", path)] = text
+        return context
+
+    @property
+    def settings(self) -> Settings:
+        """The settings of the check as a whole (the checked paths' common folder)."""
+        return self.scope.top
+
+    def derived(self, kind: str, key: Any, build: Callable[[], T]) -> T:
+        """build(), once per (kind, key) in this check: a parsed script, an analysis of one."""
+        slot = (kind, key)
+        if slot not in self.memo:
+            self.memo[slot] = build()
+        value: T = self.memo[slot]
+        return value
+
+    def boundary_for(self, settings: Settings | None, seeds: Sequence[Path]) -> ProjectBoundary:
+        """The boundary of `seeds` under `settings` (a run's own or a file's nearest settings: their
+        allowed roots may differ from the check's), computed once per settings and seeds."""
+        from advisor.sources.settings import Settings
+
+        chosen = settings if settings is not None else self.derived("default-settings", None, Settings)
+        key = _boundary_key(chosen, seeds)
+        found = self.memo.get(key)
+        if found is None:
+            found = (chosen, _boundary(chosen, seeds))  # the settings kept: their id is part of the key
+            self.memo[key] = found
+        boundary: ProjectBoundary = found[1]
+        return boundary
+
+    def settings_near(self, path: Path | str) -> Settings | None:
+        """The settings file found from the folder of the file at `path` upwards (advisor.sources.settings
+        .find_settings), or None when it cannot be read; once per folder."""
+        folder = os.path.dirname(os.path.abspath(path))
+        return self.derived("settings", folder, lambda: _find_settings(self.scope, folder))
+
+    def pins_near(self, folder: Path) -> dict[str, Pin]:
+        """The nearest pin per package from `folder` up to its project root (the folder holding `.git`,
+        at most advisor.sources.pins.MAX_FOLDERS_UP folders), each folder read once per check."""
+        here = folder.resolve()
+        if ("pins", here) in self.memo:
+            found: dict[str, Pin] = self.memo[("pins", here)]
+            return found
+        out: dict[str, Pin] = {}
+        for each in _project_folders(here):
+            if ("folder-pins", each) not in self.memo:
+                self.memo[("folder-pins", each)] = _read_pins(each)
+            for name, pin in self.memo[("folder-pins", each)].items():
+                out.setdefault(name, pin)
+        self.memo[("pins", here)] = out
+        return out
+
+    def script_text(self, path: Path, limit: int) -> str | None:
+        """A script's text through the safe reader (None when it cannot be read), once per check."""
+        return self.derived("text", path, lambda: _read_text(path, limit))
+
+
+def _boundary_key(settings: Settings, seeds: Sequence[Path]) -> tuple[str, int, tuple[Path, ...]]:
+    """A boundary depends on each seed only through the folder it resolves into (advisor.sources.boundary
+    .project_root: the work tree above it, or that folder): files of one folder share it."""
+    return "boundary", id(settings), tuple(_seed_folder(s) for s in seeds)
+
+
+def _seed_folder(seed: Path) -> Path:
+    try:
+        real = Path(os.path.realpath(os.path.expanduser(seed)))
+        return real if real.is_dir() else real.parent
+    except (OSError, ValueError, RuntimeError):
+        return Path(os.path.abspath(seed))
+
+
+def _boundary(settings: Settings, seeds: Sequence[Path]) -> ProjectBoundary:
+    from advisor.sources.boundary import project_boundary
+
+    return project_boundary(settings, seeds)
+
+
+def _cwd() -> Path:
+    try:
+        return Path.cwd()
+    except OSError:  # the current folder was removed
+        return Path("/")
+
+
+def _find_settings(scope: SettingsScope, folder: str) -> Settings | None:
+    from advisor.sources.settings import SettingsError
+
+    try:
+        return scope.found_near(folder)  # the scope's lookup: each folder's settings file read once
+    except (SettingsError, OSError, ValueError):
+        return None
+
+
+def _project_folders(start: Path) -> list[Path]:
+    from advisor.sources.pins import MAX_FOLDERS_UP  # a file deeper than this below its root: no pins
+
+    out = []
+    for folder in (start, *start.parents)[:MAX_FOLDERS_UP]:
+        out.append(folder)
+        try:
+            if (folder / ".git").exists():
+                break
+        except OSError:
+            break
+    return out
+
+
+def _read_pins(folder: Path) -> dict[str, Pin]:
+    from advisor.sources.pins import read_folder_pins
+
+    return read_folder_pins(folder)
+
+
+def _read_text(path: Path, limit: int) -> str | None:
+    from advisor.sources.read import ReadRefused, read_text_file
+
+    try:
+        return read_text_file(path, limit)
+    except (ReadRefused, OSError, UnicodeDecodeError):
+        return None
+
+
+# The check under way, for the facts of a document (a document is not part of one run's plan; run facts
+# read `plan.context`). Set by the pipeline around a check; outside one, each caller gets a standalone
+# context (advisor.plan.context.context_for).
+_ACTIVE: ContextVar[CheckContext | None] = ContextVar("gpu_advise_check_context", default=None)
+
+
+@contextlib.contextmanager
+def active(context: CheckContext) -> Iterator[CheckContext]:
+    """Make `context` the one document facts read while the block runs."""
+    token = _ACTIVE.set(context)
+    try:
+        yield context
+    finally:
+        _ACTIVE.reset(token)
+
+
+def plan_boundary(plan: Any) -> ProjectBoundary:
+    """The boundary of one run (advisor.plan.run_plan.RunPlan): its root file's project plus the allowed
+    roots of
+    the run's own settings, from the check's context (computed once per settings and root file)."""
+    root = plan.spec.root.path
+    return context_for(root, plan).boundary_for(plan.project, [root])
+
+
+def context_for(path: Path | None = None, plan: Any = None) -> CheckContext:
+    """The context of the check under way: the plan's, else the active one, else a standalone one for
+    `path` (a caller outside a check)."""
+    carried = getattr(plan, "context", None) if plan is not None else None
+    if isinstance(carried, CheckContext):
+        return carried
+    current = _ACTIVE.get()
+    return current if current is not None else CheckContext.standalone(path)
