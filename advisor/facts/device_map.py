@@ -20,6 +20,7 @@ from typing import Any
 from advisor.core.document import Location
 from advisor.core.paths import relative
 from advisor.plan.context import context_for
+from advisor.plan.run_plan import RunPlan
 from advisor.sources import launchers
 from advisor.sources.python_source import parsed
 
@@ -58,7 +59,7 @@ def _spreading_sites(text: str) -> tuple[tuple[int, int, str], ...]:
     return tuple(sorted(out))
 
 
-def distributed_device_maps(plan: Any, world_size: Any) -> list[dict[str, Any]]:
+def distributed_device_maps(plan: RunPlan, world_size: Any) -> list[dict[str, Any]]:
     """Each spreading device_map of the training script, when the launch starts more than one
     process (a plain `python` run is one process: GA602's business)."""
     doc = plan.spec.script
@@ -74,6 +75,6 @@ def distributed_device_maps(plan: Any, world_size: Any) -> list[dict[str, Any]]:
     return [
         {"location": Location(path, line, col), "value": value, "processes": world_size}
         for line, col, value in context_for(doc.path, plan).derived(
-            "device-map-sites", doc.path, lambda: _spreading_sites(doc.text)
+            "device-map-sites", doc.path, lambda: _spreading_sites(doc.text or "")
         )
     ]

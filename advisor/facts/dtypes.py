@@ -29,6 +29,7 @@ from advisor.facts.load_calls import (
     written_value,
 )
 from advisor.facts.precision import _truth, deepspeed_mode, training_mode
+from advisor.plan.run_plan import RunPlan
 from advisor.sources import launchers
 
 __all__ = [
@@ -115,7 +116,7 @@ def _auto(checkpoint: str | None, why: str, origin: Location | None = None) -> D
 _TRL_IMPORT = re.compile(r"^\s*(?:from|import)\s+trl\b", re.MULTILINE)
 
 
-def trl_trains(plan: Any) -> bool:
+def trl_trains(plan: RunPlan) -> bool:
     """TRL's trainer loads and wraps the model: the `trl` launcher, a script that imports trl, or a TRL
     recipe with no script to say otherwise."""
     launcher = plan.launch.known_value("launcher") if plan.launch is not None else None
@@ -128,11 +129,11 @@ def trl_trains(plan: Any) -> bool:
     return dialect is not None and dialect.value == "trl"
 
 
-def load_dtype(plan: Any, names: dict[str, Any], checkpoint: str | None) -> DtypeFact:
+def load_dtype(plan: RunPlan, names: dict[str, Any], checkpoint: str | None) -> DtypeFact:
     """The dtype from_pretrained loads the weights in."""
     t = plan.training
-    dialect = t.known_value("dialect")
-    dialect = dialect.value if dialect is not None else "hf"
+    known = t.known_value("dialect")
+    dialect = known.value if known is not None else "hf"
     if dialect == "llamafactory":
         return _auto(
             checkpoint, "LLaMA-Factory loads with torch_dtype='auto' (llamafactory 0.9.5 loader.py:155)"
@@ -186,7 +187,7 @@ def load_dtype(plan: Any, names: dict[str, Any], checkpoint: str | None) -> Dtyp
     return DtypeFact(None, "no dtype/torch_dtype in the files, and no training script that loads the model")
 
 
-def quantization(plan: Any, names: dict[str, Any]) -> DtypeFact:
+def quantization(plan: RunPlan, names: dict[str, Any]) -> DtypeFact:
     """nf4 / int8 base weights (bitsandbytes), from the recipe's flags or the script's from_pretrained."""
     t = plan.training
     for keys, kind in (
@@ -226,7 +227,7 @@ def quantization(plan: Any, names: dict[str, Any]) -> DtypeFact:
     return DtypeFact(None, "no quantization")
 
 
-def quant_storage(plan: Any, names: dict[str, Any]) -> DtypeFact:
+def quant_storage(plan: RunPlan, names: dict[str, Any]) -> DtypeFact:
     """bnb_4bit_quant_storage: a float dtype lets FSDP2 shard the 4-bit weights; None = uint8 (default)."""
     t = plan.training
     dialect = t.known_value("dialect")
@@ -249,7 +250,7 @@ def quant_storage(plan: Any, names: dict[str, Any]) -> DtypeFact:
     return DtypeFact(None, "bnb_4bit_quant_storage not set: uint8")
 
 
-def mode_fact(plan: Any, names: dict[str, Any]) -> DtypeFact:
+def mode_fact(plan: RunPlan, names: dict[str, Any]) -> DtypeFact:
     """The 16-bit mode the trainer asks for (bf16 | fp16), "fp32" when it asks for none, None unknown."""
     prec = names.get("precision")
     mode_v = prec.entry("mode") if prec is not None else None
@@ -278,7 +279,7 @@ def mode_fact(plan: Any, names: dict[str, Any]) -> DtypeFact:
     return DtypeFact(None, "no file sets the precision")
 
 
-def autocast_fact(plan: Any, names: dict[str, Any], deepspeed: bool) -> DtypeFact:
+def autocast_fact(plan: RunPlan, names: dict[str, Any], deepspeed: bool) -> DtypeFact:
     """Autocast on (in which dtype) or off, as the trainer decides it."""
     mode = mode_fact(plan, names)
     if deepspeed:
@@ -293,7 +294,7 @@ def autocast_fact(plan: Any, names: dict[str, Any], deepspeed: bool) -> DtypeFac
 _KBIT_PREPARE = re.compile(r"\bprepare_model_for_kbit_training\s*\(")
 
 
-def kbit_preparation(plan: Any) -> DtypeFact:
+def kbit_preparation(plan: RunPlan) -> DtypeFact:
     """Whether PEFT's prepare_model_for_kbit_training runs on a quantized base (it casts every
     non-quantized parameter to fp32 and turns on gradient checkpointing): "yes" / "no" / None unknown."""
     dialect = plan.training.known_value("dialect")
@@ -314,7 +315,7 @@ def kbit_preparation(plan: Any) -> DtypeFact:
 
 
 def run_dtypes(
-    plan: Any,
+    plan: RunPlan,
     names: dict[str, Any],
     *,
     strategy: str,

@@ -15,6 +15,7 @@ from advisor.core.provenance import Value
 from advisor.core.records import record
 from advisor.facts.load_calls import call_where, condition_flag, conditional, load_calls, script_model
 from advisor.facts.namespace_entries import truth
+from advisor.plan.run_plan import RunPlan
 
 # The key each training dialect names the model with (advisor.plan.run_plan.TRAINING_ALIASES reads them as
 # model_name_or_path): axolotl's base_model, LLaMA-Factory's model_name_or_path, ms-swift's --model.
@@ -35,7 +36,7 @@ class ModelNaming:
     assumption: str | None = None  # a choice the estimate states (the setting over the files' name)
 
 
-def run_model(plan: Any, names: dict[str, Any]) -> ModelNaming:
+def run_model(plan: RunPlan, names: dict[str, Any]) -> ModelNaming:
     written = plan.model.value("name") if plan.model is not None else None
     files = plan.training.entry(MODEL_FIELD) if plan.training is not None else None
     files_name = files.value if isinstance(files, Value) and files.known else None
@@ -58,7 +59,7 @@ def run_model(plan: Any, names: dict[str, Any]) -> ModelNaming:
     return ModelNaming(None, reason=_unnamed(plan, names, unresolved))
 
 
-def _setting(plan: Any) -> Value | None:
+def _setting(plan: RunPlan) -> Value | None:
     run = plan.settings
     model = getattr(run, "model", None)
     if not isinstance(model, str) or not model.strip():
@@ -74,12 +75,13 @@ def _setting(plan: Any) -> Value | None:
     return Value(model, origin, "settings", note="the run's model setting ([[runs]])")
 
 
-def _unnamed(plan: Any, names: dict[str, Any], why: str | None) -> str:
+def _unnamed(plan: RunPlan, names: dict[str, Any], why: str | None) -> str:
     """'no model is named' (or why the script's load cannot be followed) and what names one for this
     run: the key its dialect reads, a flag its script's parser takes, else the run's settings entry."""
     head = f"the model cannot be told: {why}" if why else "no model is named"
     t = plan.training
-    dialect = t.value("dialect").value if t is not None and t.value("dialect") is not None else None
+    written = t.value("dialect") if t is not None else None
+    dialect = written.value if written is not None else None
     key = DIALECT_KEYS.get(str(dialect))
     if key is not None:
         return f"{head}; write {key}: ORG/NAME"
@@ -101,7 +103,7 @@ def _library_takes_model(bases: list[str]) -> bool:
     return any(b.rsplit(".", 1)[-1] == "ModelConfig" for b in bases)
 
 
-def _setting_hint(plan: Any) -> str:
+def _setting_hint(plan: RunPlan) -> str:
     """`model = "ORG/NAME"` in the run's [[runs]] entry of the settings file that governs it, or
     `gpu-advise estimate RUN --model ORG/NAME`."""
     import os
@@ -134,7 +136,7 @@ FP16_ONLY_NAME = re.compile(r"(?i)(?:^|[-_./])(gptq|awq|int4|int8)(?:$|[-_./])")
 FP16_ONLY_CONFIG = re.compile(r"\b(GPTQConfig|AwqConfig)\s*\(")
 
 
-def fp16_only_base(plan: Any, names: dict[str, Any]) -> Value | None:
+def fp16_only_base(plan: RunPlan, names: dict[str, Any]) -> Value | None:
     """Why the base model runs in fp16 only (GPTQ / AWQ kernels: the checkpoint's scales and the kernels'
     activations are fp16), or None: a model name with GPTQ/AWQ/Int4/Int8 (Qwen/Qwen-7B-Chat-Int4), or a
     GPTQConfig/AwqConfig in the script's from_pretrained that is in force (a condition on one flag is

@@ -87,7 +87,7 @@ class PlacementFacts(
 FAST_NETWORK_GBS = 50.0
 
 
-def tensor_parallel_size(plan: Any) -> Value | None:
+def tensor_parallel_size(plan: RunPlan) -> Value | None:
     """The tensor-parallel degree written anywhere in the run (accelerate parallelism_config,
     axolotl tensor_parallel_size, DeepSpeed tensor_parallel.autotp_size)."""
     places = [
@@ -108,7 +108,7 @@ def tensor_parallel_size(plan: Any) -> Value | None:
     return None
 
 
-def _size(plan: Any, key: str) -> Value | None:
+def _size(plan: RunPlan, key: str) -> Value | None:
     e = plan.launch.lookup(key)
     if isinstance(e, Value) and e.known and not isinstance(e.value, bool):
         try:
@@ -212,7 +212,7 @@ def _count_detail(item: dict[str, Any], machine_name: str | None) -> str:
 
 
 def count_problems(
-    plan: Any,
+    plan: RunPlan,
     per_node: Any,
     selected: list[int] | None,
     selection_origin: Any,
@@ -289,7 +289,7 @@ def count_problems(
     return out
 
 
-def _shards(plan: Any) -> bool:
+def _shards(plan: RunPlan) -> bool:
     """The run is set up for FSDP or DeepSpeed (accelerate's distributed_type, a DeepSpeed file, fsdp)."""
     dist = str(plan.accelerate.distributed_type or "").upper()
     fsdp = plan.training.lookup("fsdp")
@@ -300,7 +300,7 @@ def _shards(plan: Any) -> bool:
     )
 
 
-def process_count_fix(plan: Any, per_node: Any, n_visible: int) -> Value | None:
+def process_count_fix(plan: RunPlan, per_node: Any, n_visible: int) -> Value | None:
     """GA304's fix: the written process count (torchrun --nproc_per_node, accelerate
     num_processes, deepspeed --num_gpus, NPROC_PER_NODE), as a Value at its position whose value is
     the number of visible GPUs. None where the count is not a plain number written in one place

@@ -50,13 +50,13 @@ def _origin(v: Value | None) -> Location | None:
     return v.origin if v is not None else None
 
 
-def _distributed_type(plan: Any) -> str | None:
+def _distributed_type(plan: RunPlan) -> str | None:
     """accelerate's merged distributed_type (file, then --multi_gpu / --use_deepspeed / --use_fsdp)."""
     v = plan.accelerate.known_value("distributed_type")
     return str(v.value).upper() if v is not None and v.value not in (None, "") else None
 
 
-def accelerate_deepspeed(plan: Any) -> bool:
+def accelerate_deepspeed(plan: RunPlan) -> bool:
     """accelerate's deepspeed_config section is in force: distributed_type DEEPSPEED, or no
     distributed_type while a DeepSpeed file is used."""
     dist = _distributed_type(plan)
@@ -68,12 +68,12 @@ def accelerate_deepspeed(plan: Any) -> bool:
     )
 
 
-def accelerate_fsdp(plan: Any) -> bool:
+def accelerate_fsdp(plan: RunPlan) -> bool:
     """accelerate's fsdp_config section is in force: distributed_type FSDP."""
     return _distributed_type(plan) == "FSDP"
 
 
-def _script_zero_stage(plan: Any) -> Value | None:
+def _script_zero_stage(plan: RunPlan) -> Value | None:
     """A script's own --zero_stage N (DeepSpeed-Chat, OpenRLHF) when no DeepSpeed file is read."""
     if plan.spec.deepspeed is not None:
         return None
@@ -86,7 +86,7 @@ def _script_zero_stage(plan: Any) -> Value | None:
     return None
 
 
-def zero_stage(plan: Any) -> Value | None:
+def zero_stage(plan: RunPlan) -> Value | None:
     """The ZeRO stage in force: the DeepSpeed file's, else accelerate's zero_stage (only when
     accelerate runs DeepSpeed), else a script's own --zero_stage flag."""
     places = [(plan.deepspeed, "zero_optimization.stage")]
@@ -121,7 +121,7 @@ def _fsdp_off(value: Any) -> bool:
     return isinstance(value, str) and value.strip().lower() in {"no_shard", "false", "none"}
 
 
-def _fsdp(plan: Any) -> Value | None:
+def _fsdp(plan: RunPlan) -> Value | None:
     if accelerate_fsdp(plan):
         return plan.accelerate.known_value("distributed_type")
     if _distributed_type(plan) == "DEEPSPEED":
@@ -136,7 +136,7 @@ def _fsdp(plan: Any) -> Value | None:
     return None
 
 
-def _deepspeed_unread(plan: Any) -> str | None:
+def _deepspeed_unread(plan: RunPlan) -> str | None:
     """DeepSpeed is on but no DeepSpeed config was read: the ZeRO stage (so the strategy) is unknown."""
     if plan.spec.deepspeed is not None:
         return None
@@ -159,7 +159,7 @@ def _deepspeed_unread(plan: Any) -> str | None:
     return None
 
 
-def fsdp_sharding(plan: Any) -> Value:
+def fsdp_sharding(plan: RunPlan) -> Value:
     """FULL_SHARD / SHARD_GRAD_OP / NO_SHARD / HYBRID_SHARD / HYBRID_SHARD_ZERO2 for an FSDP run.
 
     Read from accelerate's fsdp_sharding_strategy (name or 1-based number) or
@@ -206,7 +206,7 @@ def fsdp_sharding(plan: Any) -> Value:
     )
 
 
-def offload(plan: Any) -> tuple[Value | None, Value | None]:
+def offload(plan: RunPlan) -> tuple[Value | None, Value | None]:
     """(optimizer offload, parameter offload): the Value that turns each on, if any.
 
     `"device": "none"` (and accelerate's `offload_*_device: none`) is no offload.

@@ -21,6 +21,7 @@ from advisor.core.document import Document, Location, pointer
 from advisor.core.suggest import close_matches
 from advisor.facts.script_ast import MAX_SCRIPT_BYTES, ArgumentParsing, analyse_script
 from advisor.plan.context import CheckContext, context_for
+from advisor.plan.run_plan import RunPlan
 
 # Launchers whose script flags do not go to the script's own argparse (keys.py says why).
 _NOT_SCRIPT_FLAGS = frozenset({"vllm", "axolotl", "llamafactory", "trl"})
@@ -401,7 +402,7 @@ def config_key_items(doc: Document, consumers: list[ScriptJudge]) -> dict[str, l
     return out
 
 
-def parser_fact(plan: Any, shown: Path) -> dict[str, Any] | None:
+def parser_fact(plan: RunPlan, shown: Path) -> dict[str, Any] | None:
     """`script.parser`: the run's script's one argument parser, the names it accepts and where each comes
     from (own fields by class; library bases by qualified name), and how the run hands it its file."""
     script = plan.spec.script
@@ -426,7 +427,9 @@ def parser_fact(plan: Any, shown: Path) -> dict[str, Any] | None:
         "drops_unknown": parsing.drops_unknown is not None,
         "fields": {f: c.name for c in reversed(parsing.classes) for f in c.fields},
         "library_bases": list(parsing.library_bases),
-        "config_file": str(training.path) if how is not None else None,
+        "config_file": str(training.path) if training is not None and how is not None else None,
         "config_passed": how,
-        "config_judged": how is not None and config_consumers(training, context) is not None,
+        "config_judged": training is not None
+        and how is not None
+        and config_consumers(training, context) is not None,
     }
