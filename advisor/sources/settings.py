@@ -76,7 +76,7 @@ def parse_settings(text: str, path: Path) -> Settings:
             raise LookupError
     from advisor.sources.settings_quick import quick_settings
 
-    quick = quick_settings(data, path)  # the common keys with plain values, without pydantic
+    quick = quick_settings(data, path)  # the common keys with plain values, without the validator
     if quick is not None:
         _check_bounds(quick, text, path)
         return quick

@@ -1,9 +1,9 @@
-"""Project settings that need no pydantic: the common keys with plain values, checked here.
+"""Project settings checked without the full validator: the common keys with plain values, checked here.
 
-Validating `.gpu-advise.toml` with advisor.sources.schema.settings imports pydantic and builds the model
-(~100 ms
-of a ~180 ms check): on a fresh CI runner, whose cache is empty, that was the whole gap between a cold and
-a warm start once the catalogs ship prebuilt (issue 18 item 11). `quick_settings` accepts a settings
+Validating `.gpu-advise.toml` with advisor.sources.schema.settings (advisor.core.datacodec.validate over the
+settings records) costs ~10 ms of imports and ~1 ms for the first file on this machine: on a fresh CI runner,
+whose cache is empty, that is start-up a warm run does not pay (issue 18 item 11; when the validator was
+pydantic it was ~100 ms of a ~180 ms check). `quick_settings` accepts a settings
 table only when every key is one of FIELDS, written as the file documents it (kebab-case), and every value
 has exactly the type and bounds the schema declares; anything else (an unknown or misspelt key, a
 snake_case alias, a string where a number goes, a value out of bounds, a key added to the schema but not
