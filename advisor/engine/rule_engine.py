@@ -450,7 +450,7 @@ def _builtin_key(files: list[Path]) -> object:
     from advisor.core.cache import content_stamps
     from advisor.facts import catalogue
 
-    return content_stamps([*files, *catalogue.source_files()])
+    return [*content_stamps(files), ("fact catalogue", catalogue.digest())]
 
 
 def prebuilt_rules(directory: Path) -> tuple[object, list[dict[str, Any]]]:
@@ -487,7 +487,7 @@ def _load_dir(directory: Path) -> tuple[CompiledRule, ...]:
             return built
     try:
         # the rules were checked against the catalogue when they were stored: a new one checks them again
-        stamps = file_stamps([*files, *catalogue.source_files()])
+        stamps = [*file_stamps(files), ("fact catalogue", catalogue.digest())]
     except OSError as exc:
         raise RuleError(f"{directory}: cannot read rule files: {exc.strerror or exc}") from None
     return cached(

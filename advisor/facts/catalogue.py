@@ -9,7 +9,7 @@ uses read:
   (advisor/facts/references.py): an unknown name, a comparison of a string fact with a number, or a call
   of an unknown helper is refused with the rule file, its line and a did-you-mean;
 - `gpu-advise facts` and docs/facts.md (tools/gen_fact_docs.py) list them;
-- the rule cache is keyed by the files that declare them (`source_files`).
+- the rule caches are keyed by a digest of the declarations (`digest`).
 
 Types: `int`, `float`, `number` (int or float), `bool`, `str`, `list`, `list[int]`, `list[str]`,
 `list[dict]`, `dict`, `any`, unions with `|`. Every fact may also read as None (unset or unknown).
@@ -116,9 +116,31 @@ def namespaces(scope: Scope) -> dict[str, NamespaceDecl]:
 
 
 def source_files() -> list[Path]:
-    """The modules that declare the namespaces (and this one): what the checked rules depend on."""
+    """The modules that declare the namespaces (and this one)."""
     modules = {cls.__module__ for cls in CLASSES} | {__name__, "advisor.facts.declare"}
     return sorted(Path(str(sys.modules[m].__file__)) for m in modules)
+
+
+@cache
+def digest() -> str:
+    """What rules checked at load depend on: every declaration (namespace, scope, fact, type, unit, items,
+    key data), not the builders' code. The rule caches are keyed by it rather than by the ~35 declaring
+    modules' contents, which a cold start would otherwise hash on every run."""
+    from hashlib import blake2b
+
+    plain = [
+        (
+            ns.name,
+            ns.scope,
+            ns.requires,
+            ns.keys_from,
+            ns.open,
+            ns.extra_keys,
+            [(f.name, f.type, f.unit, f.items) for f in ns.facts],
+        )
+        for ns in NAMESPACES
+    ]
+    return blake2b(repr(plain).encode(), digest_size=16).hexdigest()
 
 
 @cache
