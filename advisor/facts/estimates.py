@@ -6,7 +6,11 @@ The `estimates` namespace (what GA401-GA405, the run summary and `gpu-advise est
     reason             why there is no estimate (model not found offline, world size unknown, ...)
     model, params      the model as resolved (hub id or path) and its exact parameter count
     method, strategy   full | lora | qlora; none | ddp | zero1-3 | fsdp | fsdp_grad_op (as estimated)
-    peak_vram_gib      predicted peak per GPU, nvidia-smi metric (at the model name's location)
+    peak_vram_gib      predicted peak per GPU on the device, nvidia-smi metric (at the model name's location):
+                       reserved + CUDA context + NCCL; the figure the fit verdict compares with the card
+    peak_allocated_gib the live tensors at the peak (torch.cuda.max_memory_allocated)
+    peak_reserved_gib  allocated + the caching allocator's overhead (torch.cuda.max_memory_reserved)
+    memory_figures     the three with their bands and which one the verdict uses (advisor.facts.memory_kinds)
     low_gib, high_gib  the uncertainty band around it
     gpu_memory_gib     usable memory of one GPU of the machine
     fraction           peak / usable
@@ -51,6 +55,7 @@ from advisor.facts.estimate_inputs import (
     PlanInputs,
     plan_inputs,
 )
+from advisor.facts.memory_kinds import memory_figures
 from advisor.facts.peak_memory import peak_of, reference_gib
 
 if TYPE_CHECKING:
@@ -80,7 +85,21 @@ class EstimatesFacts(
     dp_size = fact(int, "data-parallel processes estimated", unit="processes")
     micro_batch = fact(int, "micro batch estimated", unit="samples")
     seq_len = fact(int, "sequence length estimated", unit="tokens")
-    peak_vram_gib = fact(float, "predicted peak per GPU (nvidia-smi)", unit="GiB")
+    peak_vram_gib = fact(
+        float,
+        "peak per GPU on the device (nvidia-smi): reserved + CUDA context + NCCL; what the verdict compares",
+        unit="GiB",
+    )
+    peak_allocated_gib = fact(
+        float, "predicted peak of the live tensors per GPU (torch.cuda.max_memory_allocated)", unit="GiB"
+    )
+    peak_reserved_gib = fact(
+        float, "peak_allocated_gib + the caching allocator's overhead (max_memory_reserved)", unit="GiB"
+    )
+    memory_figures = fact(
+        dict,
+        "{allocated, reserved, device}: {gib, low_gib, high_gib, reads}; fit_uses: the one the verdict uses",
+    )
     hard_peak_gib = fact(float, "the peak without paged optimizer state", unit="GiB")
     paged_gib = fact(float, "optimizer state a paged optimizer can spill", unit="GiB")
     low_gib = fact(float, "low end of the uncertainty band", unit="GiB")
@@ -157,6 +176,9 @@ class Analysis:
     verdict: str | None
     items: list[dict[str, Any]]
     hard_peak: float = 0.0  # without paged optimizer state (CUDA unified memory spills to the host)
+    allocated: float = 0.0  # the live tensors at the peak; peak is the device figure (facts.memory_kinds)
+    reserved: float = 0.0  # allocated + the caching allocator's overhead
+    band: float = 0.0  # the relative uncertainty of each figure
     single_peak: float | None = None
     ddp_peak: float | None = None
     no_offload_peak: float | None = None  # the same run with offload turned off (when it offloads)
@@ -272,6 +294,8 @@ def analyse(
     m = estimate_memory(replace(setup, metric="nvidia-smi"))
     items = [{"name": it.name, "gib": round(it.gib, 2), "note": it.note} for it in m.items]
     peak, low, high = m.peak_smi_gib, m.low_gib, m.high_gib
+    allocated, reserved = m.peak_allocated_gib, m.peak_reserved_gib
+    band = m.high_gib / peak - 1.0 if peak else 0.0
     if reference_copy:
         ref = reference_gib(setup)
         items.insert(
@@ -285,6 +309,7 @@ def analyse(
         m.items.insert(1, MemoryItem(name="reference model", gib=ref, note="frozen copy in the load dtype"))
         scale = (peak + ref) / peak if peak else 1.0
         peak, low, high = peak + ref, low * scale, high * scale
+        allocated, reserved = allocated + ref, reserved + ref  # a static tensor: no allocator overhead
     usable = float(machine.memory_gib) if machine is not None else setup.gpu_memory_gib
     if usable is not None and reserved_fraction > 0:
         usable *= 1.0 - reserved_fraction
@@ -302,6 +327,9 @@ def analyse(
         items=items,
         assumptions=list(m.assumptions),
         hard_peak=hard,
+        allocated=allocated,
+        reserved=reserved,
+        band=band,
     )
     if setup.offload_optimizer != "none" or setup.offload_params != "none":
         an.no_offload_peak = peak_of(
@@ -485,6 +513,9 @@ def _fill(ns: EstimatesFacts, inputs: PlanInputs, an: Analysis) -> None:
     put("seq_len", s.seq_len)
     put("peak_vram_gib", round(an.peak, 1), at, note="nvidia-smi peak per GPU")
     put("hard_peak_gib", round(an.hard_peak, 1), at, note="without paged optimizer state")
+    put("peak_allocated_gib", round(an.allocated, 1), note="torch.cuda.max_memory_allocated")
+    put("peak_reserved_gib", round(an.reserved, 1), note="torch.cuda.max_memory_reserved")
+    put("memory_figures", memory_figures(an.allocated, an.reserved, an.peak, an.band, 1))
     put("paged_gib", round(an.memory.soft_gib, 1))
     put("low_gib", round(an.low, 1))
     put("high_gib", round(an.high, 1))

@@ -565,6 +565,7 @@ def summarize(plan: RunPlan, names: dict[str, Any]) -> RunSummary:
         from advisor.facts.estimates import summary_notes
 
         summary.peak_vram_gib = estimates.peak_vram_gib
+        summary.memory = estimates.memory_figures
         summary.gpu_memory_gib = estimates.gpu_memory_gib
         summary.est_hours_single_gpu = estimates.hours_single_gpu
         summary.est_hours = estimates.hours

@@ -192,6 +192,7 @@ def _report(
     dtype_sources: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     from advisor.facts.estimates import analyse, verdict_for
+    from advisor.facts.memory_kinds import memory_figures
 
     an = analyse(
         setup,
@@ -252,6 +253,8 @@ def _report(
             "phase": an.memory.phase,
             "host_gib": round(an.memory.host_gib, 2),
             "paged_gib": round(an.memory.soft_gib, 2),
+            # peak_gib is the device figure; the three a trainer or a monitor may report, apart
+            **memory_figures(an.allocated, an.reserved, an.peak, an.band, 2),
         },
         "dtypes": dtype_rows(an.memory.dtypes, dtype_sources or {}),
         "breakdown": an.items,

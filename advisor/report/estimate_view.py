@@ -128,6 +128,42 @@ def rich_table(headers: list[str], rows: list[list[tuple[str, str | None]]], rig
     return [line.rstrip() for line in buffer.getvalue().splitlines()]
 
 
+_FIGURE_LABEL = {"allocated": "allocated", "reserved": "reserved", "device": "on the device"}
+# the breakdown items each figure adds to the one before (advisor/estimate/memory/peak.py estimate_memory)
+_ADDED_BY = {"reserved": ("allocator overhead",), "device": ("CUDA context", "paged optimizer states")}
+
+
+def _breakdown_rows(
+    mem: dict[str, Any], breakdown: list[dict[str, Any]]
+) -> list[list[tuple[str, str | None]]]:
+    """The breakdown items with the allocated, reserved and device peaks as subtotals, each with its band
+    and the number it compares with (advisor.facts.memory_kinds); the one the fit verdict uses in bold."""
+    top = max((it["gib"] for it in breakdown), default=0.0)
+
+    def figure(kind: str) -> list[tuple[str, str | None]]:
+        fig, used = mem[kind], kind == mem["fit_uses"]
+        return [
+            (f"peak {_FIGURE_LABEL[kind]}", "bold" if used else None),
+            (f"{fig['gib']:.1f}", "bold" if used else None),
+            (f"band {fig['low_gib']:.1f} .. {fig['high_gib']:.1f}", None),
+            (fig["reads"] + ("; the fit verdict uses this" if used else ""), "dim"),
+        ]
+
+    rows: list[list[tuple[str, str | None]]] = []
+    pending = list(_FIGURE_LABEL)
+    for it in breakdown:
+        name = str(it["name"])
+        for kind in ("reserved", "device"):
+            if kind in pending and name.startswith(_ADDED_BY[kind]):
+                while pending[0] != kind:  # the subtotals before the first item this figure adds
+                    rows.append(figure(pending.pop(0)))
+        rows.append(
+            [(name, None), (f"{it['gib']:.2f}", None), (_bar(it["gib"], top), "cyan"), (it["note"], "dim")]
+        )
+    rows.extend(figure(kind) for kind in pending)
+    return rows
+
+
 def render_text(reports: list[dict[str, Any]], *, color: bool = False) -> str:
     from advisor.core.escape import escape_value
 
@@ -161,25 +197,8 @@ def render_text(reports: list[dict[str, Any]], *, color: bool = False) -> str:
         for d in rep.get("dtypes", []):
             out.line(f"{d['what'] + ':':<11}{d['dtype']}" + st(f"  ({d['source']})", "dim"))
         out.line()
-        out.line(st("Memory per GPU at the peak (nvidia-smi)", "bold"))
-        top = max((it["gib"] for it in rep["breakdown"]), default=0.0)
-        rows = [
-            [
-                (it["name"], None),
-                (f"{it['gib']:.2f}", None),
-                (_bar(it["gib"], top), "cyan"),
-                (it["note"], "dim"),
-            ]
-            for it in rep["breakdown"]
-        ]
-        rows.append(
-            [
-                ("peak", "bold"),
-                (f"{mem['peak_gib']:.1f}", "bold"),
-                (f"band {mem['low_gib']:.1f} .. {mem['high_gib']:.1f}", None),
-                (f"phase: {mem['phase']}", "dim"),
-            ]
-        )
+        out.line(st("Memory per GPU at the peak", "bold") + st(f"  phase: {mem['phase']}", "dim"))
+        rows = _breakdown_rows(mem, rep["breakdown"])
         if mem["host_gib"]:
             rows.append(
                 [
@@ -198,7 +217,12 @@ def render_text(reports: list[dict[str, Any]], *, color: bool = False) -> str:
             ]
             if names:
                 parts.append(st(verdict, VERDICT_STYLE[verdict]) + ": " + ", ".join(names))
-        out.line(st("Verdict per GPU: ", "bold") + "; ".join(parts))
+        out.line(
+            st("Verdict per GPU", "bold")
+            + st(f" (peak {_FIGURE_LABEL[mem['fit_uses']]} vs usable memory)", "dim")
+            + st(": ", "bold")
+            + "; ".join(parts)
+        )
         if rep["what_if"]:
             out.line("What each knob saves at the peak:")
             for w in rep["what_if"][:6]:

@@ -40,11 +40,14 @@ class RunSummary:
     notes: list[str] = field(default_factory=list)
     measured: dict[str, Any] | None = None  # --verify: what the probe measured for this run
     hardware_card: str | None = None  # the machine's GPUs, e.g. "4x H100-NVL 94 GB" (Machine.card)
+    # the allocated / reserved / device peaks and which one the verdict uses (advisor.facts.memory_kinds)
+    memory: dict[str, Any] | None = None
 
     def as_json(self) -> dict[str, Any]:
         out = asdict(self)
-        if self.measured is None:
-            del out["measured"]
+        for key in ("measured", "memory"):
+            if out[key] is None:
+                del out[key]
         return out
 
 
