@@ -19,6 +19,8 @@ from typing import Any
 
 from advisor.core.document import Location
 from advisor.core.paths import relative
+from advisor.facts.load_calls import field_value
+from advisor.facts.script_ast.load_calls import find_field_keywords
 from advisor.plan.context import context_for
 from advisor.plan.run_plan import RunPlan
 from advisor.sources import launchers
@@ -59,9 +61,19 @@ def _spreading_sites(text: str) -> tuple[tuple[int, int, str], ...]:
     return tuple(sorted(out))
 
 
+def _field_sites(text: str) -> tuple[Any, ...]:
+    """Each `device_map=<parsed field>` (`script_args.device_map`, whose dataclass default or the run's
+    flag decides the map: TRL's example scripts take it from ScriptArguments)."""
+    tree = parsed(text)
+    if tree is None:
+        return ()
+    return find_field_keywords(tree, lambda n: (n.lineno, n.col_offset + 1), "device_map")
+
+
 def distributed_device_maps(plan: RunPlan, world_size: Any) -> list[dict[str, Any]]:
     """Each spreading device_map of the training script, when the launch starts more than one
-    process (a plain `python` run is one process: GA602's business)."""
+    process (a plain `python` run is one process: GA602's business): a literal, or a parsed field
+    whose value in this run (the run's flag or config key, else the field's default) spreads."""
     doc = plan.spec.script
     if doc is None or not isinstance(getattr(doc, "text", None), str):
         return []
@@ -72,9 +84,13 @@ def distributed_device_maps(plan: RunPlan, world_size: Any) -> list[dict[str, An
     ):
         return []
     path = Path(relative(doc.path)) if doc.path.is_absolute() else doc.path  # as script facts show it
+    context = context_for(doc.path, plan)
+    sites = list(context.derived("device-map-sites", doc.path, lambda: _spreading_sites(doc.text or "")))
+    for ref in context.derived("device-map-fields", doc.path, lambda: _field_sites(doc.text or "")):
+        v = field_value(plan, ref)
+        if v is not None and isinstance(v.value, str) and v.value in SPREADING:
+            sites.append((ref.line, ref.col, v.value))
     return [
         {"location": Location(path, line, col), "value": value, "processes": world_size}
-        for line, col, value in context_for(doc.path, plan).derived(
-            "device-map-sites", doc.path, lambda: _spreading_sites(doc.text or "")
-        )
+        for line, col, value in sorted(set(sites))[:MAX_SITES]
     ]

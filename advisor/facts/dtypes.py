@@ -22,9 +22,11 @@ from advisor.core.provenance import Value
 from advisor.core.records import record
 from advisor.facts.load_calls import (
     bnb_kind,
+    call_fields,
     call_where,
     condition_flag,
     conditional,
+    field_value,
     load_calls,
     written_value,
 )
@@ -140,13 +142,20 @@ def load_dtype(plan: RunPlan, names: dict[str, Any], checkpoint: str | None) -> 
         )
     calls = load_calls(names)
     for call in calls:  # a literal in the script is what the consumer gets
+        fields = call_fields(plan, call)
         for key in ("dtype", "torch_dtype"):
             text = call["kwargs"].get(key)
             d = dtype_name(text)
+            where = call_where(call, key)
+            if d is None and key in fields:
+                # `torch_dtype=model_args.torch_dtype`: the run's flag, else the dataclass default
+                v = field_value(plan, fields[key])
+                d = dtype_name(v.value) if v is not None else None
+                where = f"{where} as {v.note}" if v is not None else where
             if d == "auto":
-                return _auto(checkpoint, call_where(call, key), call["location"])
+                return _auto(checkpoint, where, call["location"])
             if d is not None:
-                return DtypeFact(d, call_where(call, key), call["location"])
+                return DtypeFact(d, where, call["location"])
     for key in (
         "model_init_kwargs.dtype",
         "model_init_kwargs.torch_dtype",
@@ -203,6 +212,14 @@ def quantization(plan: RunPlan, names: dict[str, Any]) -> DtypeFact:
         kind = "nf4" if str(v.value).strip() == "4" else "int8"
         return DtypeFact(kind, _where(v, "quantization_bit"), v.origin)
     for call in load_calls(names):
+        fields = call_fields(plan, call)
+        for flag, kind in (("load_in_4bit", "nf4"), ("load_in_8bit", "int8")):
+            # `load_in_4bit=script_args.load_in_4bit`, `BitsAndBytesConfig(load_in_4bit=args.load_in_4bit)`:
+            # the run's flag, else the dataclass default
+            for key in (flag, f"quantization_config.{flag}"):
+                v = field_value(plan, fields[key]) if key in fields else None
+                if v is not None and _truth(v) is True:
+                    return DtypeFact(kind, f"{call_where(call, key)} as {v.note}", call["location"])
         for key, text in call["kwargs"].items():
             bnb = bnb_kind(text)
             if bnb is None:

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import ast
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from advisor.core.document import Location
+from advisor.core.paths import relative
 from advisor.core.provenance import Namespace, Value
 
 if TYPE_CHECKING:
@@ -30,6 +33,75 @@ def load_calls(names: dict[str, Any]) -> list[dict[str, Any]]:
         return []
     # Unsloth's FastLanguageModel.from_pretrained is not a transformers load (the estimator says so)
     return [c for c in calls if "Fast" not in str(c.get("callee", "")).split(".")[0]]
+
+
+def shown_path(path: Path) -> Path:
+    """A script's path as the script facts show it (relative to the current folder)."""
+    return Path(relative(path)) if path.is_absolute() else path
+
+
+def script_facts(plan: RunPlan) -> Any:
+    """The training script's ScriptFacts (the analysis the `script` namespace is built from, cached)."""
+    from advisor.facts.script_ast import analyse_script
+    from advisor.plan.context import context_for
+
+    doc = plan.spec.script
+    if doc is None or not isinstance(doc.text, str):
+        return None
+    text = doc.text
+    return context_for(doc.path, plan).derived("script-facts", doc.path, lambda: analyse_script(text))
+
+
+def script_trainer(plan: RunPlan) -> Any:
+    """The preference trainer the training script instantiates (script_ast/trainers.py), or None."""
+    from advisor.facts.script_ast.trainers import preference_trainer
+    from advisor.plan.context import context_for
+    from advisor.sources.python_source import parsed
+
+    doc = plan.spec.script
+    if doc is None or not isinstance(doc.text, str):
+        return None
+    text = doc.text
+
+    def read() -> Any:
+        tree = parsed(text)
+        return preference_trainer(tree) if tree is not None else None
+
+    return context_for(doc.path, plan).derived("preference-trainer", doc.path, read)
+
+
+def call_fields(plan: RunPlan, call: dict[str, Any]) -> dict[str, Any]:
+    """The parsed fields the keyword arguments of a from_pretrained call read (`device_map=
+    script_args.device_map` -> {"device_map": FieldReference}), found by the call's position."""
+    facts = script_facts(plan)
+    loc = call.get("location")
+    if facts is None or loc is None:
+        return {}
+    for c in facts.load_calls:
+        if (c.line, c.col) == (loc.line, loc.col):
+            return dict(c.fields)
+    return {}
+
+
+def field_value(plan: RunPlan, ref: Any) -> Value | None:
+    """The value a parsed field has in this run: what the run writes for it (a launch flag or a config key,
+    under any of its flag names), else the script's own literal default (the dataclass field, the
+    add_argument default); None when neither is known."""
+    flags = list(dict.fromkeys([*ref.flags, ref.key]))
+    spelled = list(dict.fromkeys([*flags, *(f.replace("_", "-") for f in flags)]))
+    written = _written(plan.training, spelled)
+    if written is not None:
+        key, v = written
+        if not v.known:
+            return None
+        shown = f"--{key}" if v.source == "launch" else key
+        return Value(v.value, v.origin, v.source, note=f"{shown}, read as {ref.text}")
+    if ref.default is None:
+        return None
+    value, line, col, declared = ref.default
+    doc = plan.spec.script
+    origin = Location(shown_path(doc.path), line, col) if doc is not None else None
+    return Value(value, origin, "script", note=f"the default of {declared}, read as {ref.text}")
 
 
 def call_where(call: dict[str, Any], key: str) -> str:

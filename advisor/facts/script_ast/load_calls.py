@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from advisor.facts.script_ast.nodes import kwarg, last_id
-from advisor.facts.script_ast.results import LoadCall, ModelArgument
+from advisor.facts.script_ast.results import FieldReference, LoadCall, ModelArgument
 
 # from_pretrained keyword arguments that decide the memory of the loaded model (LoadCall)
 LOAD_KWARGS = frozenset(
@@ -29,6 +29,9 @@ LOAD_KWARGS = frozenset(
 MODEL_CLASS = re.compile(r"AutoModel\w*|\w*Model|\w+For[A-Z]\w*")
 _NOT_MODEL_CLASS = re.compile(r"Peft|Fast|Tokenizer|Processor|Config|FeatureExtractor")
 _MAX_FOLLOW = 4  # names bound to names bound to a literal: followed this far
+# the bitsandbytes options of a `quantization_config=BitsAndBytesConfig(...)` read from a parsed field
+_BNB_FIELDS = ("load_in_4bit", "load_in_8bit", "bnb_4bit_quant_storage")
+MAX_FIELD_SITES = 20
 
 
 def is_model_class(name: str | None) -> bool:
@@ -37,10 +40,7 @@ def is_model_class(name: str | None) -> bool:
 
 def find_load_calls(tree: ast.Module, pos: Any) -> tuple[LoadCall, ...]:
     """Every ``*.from_pretrained(...)`` call with its model-loading keyword arguments, in source order."""
-    bound: dict[str, list[ast.expr]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            bound.setdefault(node.targets[0].id, []).append(node.value)
+    bound = _bound_once(tree)
     defaults: _Defaults | None = None
     out = []
     for node in ast.walk(tree):
@@ -49,12 +49,16 @@ def find_load_calls(tree: ast.Module, pos: Any) -> tuple[LoadCall, ...]:
         if node.func.attr != "from_pretrained":
             continue
         kwargs = []
+        fields: list[tuple[str, FieldReference]] = []
         for kw in node.keywords:
             if kw.arg in LOAD_KWARGS:
                 value = kw.value
                 if isinstance(value, ast.Name) and len(bound.get(value.id, ())) == 1:
                     value = bound[value.id][0]
                 kwargs.append((kw.arg, ast.unparse(value)[:2000]))
+                if defaults is None:
+                    defaults = _Defaults(tree, pos)
+                fields.extend(_kwarg_fields(kw.arg, kw.value, bound, defaults, pos))
         line, col = pos(node)
         star = any(kw.arg is None for kw in node.keywords)
         model = None
@@ -63,8 +67,98 @@ def find_load_calls(tree: ast.Module, pos: Any) -> tuple[LoadCall, ...]:
             if defaults is None:
                 defaults = _Defaults(tree, pos)
             model = _model_argument(arg, bound, defaults, pos)
-        out.append(LoadCall(ast.unparse(node.func)[:200], line, col, tuple(kwargs), star, model))
+        out.append(
+            LoadCall(ast.unparse(node.func)[:200], line, col, tuple(kwargs), star, model, tuple(fields))
+        )
     return tuple(sorted(out, key=lambda c: (c.line, c.col)))
+
+
+def find_field_keywords(tree: ast.Module, pos: Any, name: str) -> tuple[FieldReference, ...]:
+    """Each `name=<parsed field>` keyword of any call and `"name": <parsed field>` entry of a dict literal
+    (`model_kwargs = dict(device_map=script_args.device_map)`), in source order, at most MAX_FIELD_SITES."""
+    bound = _bound_once(tree)
+    defaults: _Defaults | None = None
+    out: list[FieldReference] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            values = [kw.value for kw in node.keywords if kw.arg == name]
+        elif isinstance(node, ast.Dict):
+            values = [
+                v
+                for k, v in zip(node.keys, node.values, strict=True)
+                if isinstance(k, ast.Constant) and k.value == name
+            ]
+        else:
+            continue
+        for value in values:
+            if defaults is None:
+                defaults = _Defaults(tree, pos)
+            ref = _field_reference(value, bound, defaults, pos)
+            if ref is not None:
+                out.append(ref)
+                if len(out) >= MAX_FIELD_SITES:
+                    return tuple(sorted(out, key=lambda r: (r.line, r.col)))
+    return tuple(sorted(out, key=lambda r: (r.line, r.col)))
+
+
+def _bound_once(tree: ast.Module) -> dict[str, list[ast.expr]]:
+    bound: dict[str, list[ast.expr]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            bound.setdefault(node.targets[0].id, []).append(node.value)
+    return bound
+
+
+def _kwarg_fields(
+    name: str, value: ast.expr, bound: dict[str, list[ast.expr]], defaults: _Defaults, pos: Any
+) -> list[tuple[str, FieldReference]]:
+    """The parsed fields a from_pretrained keyword reads: the keyword itself (`device_map=args.device_map`)
+    or, for quantization_config=BitsAndBytesConfig(...), its bitsandbytes options."""
+    ref = _field_reference(value, bound, defaults, pos)
+    if ref is not None:
+        return [(name, ref)]
+    if name != "quantization_config":
+        return []
+    for _ in range(_MAX_FOLLOW):
+        if not (isinstance(value, ast.Name) and len(bound.get(value.id, ())) == 1):
+            break
+        value = bound[value.id][0]
+    if not (isinstance(value, ast.Call) and last_id(value.func) == "BitsAndBytesConfig"):
+        return []
+    out = []
+    for kw in value.keywords:
+        if kw.arg in _BNB_FIELDS:
+            inner = _field_reference(kw.value, bound, defaults, pos)
+            if inner is not None:
+                out.append((f"quantization_config.{kw.arg}", inner))
+    return out
+
+
+def _field_reference(
+    arg: ast.expr, bound: dict[str, list[ast.expr]], defaults: _Defaults, pos: Any
+) -> FieldReference | None:
+    """`args.X` (through names bound once, and `getattr(torch, args.X)`) as the field X it reads."""
+    line, col = pos(arg)
+    text = ast.unparse(arg)[:200]
+    value = arg
+    for _ in range(_MAX_FOLLOW):
+        if isinstance(value, ast.Name) and len(bound.get(value.id, ())) == 1:
+            value = bound[value.id][0]
+        elif (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and value.func.id == "getattr"
+            and len(value.args) == 2
+            and last_id(value.args[0]) == "torch"
+        ):
+            value = value.args[1]  # getattr(torch, model_args.torch_dtype)
+        else:
+            break
+    if not (isinstance(value, ast.Attribute) and _is_arguments(value.value)):
+        return None
+    key = value.attr
+    default, flags = defaults.of(key, arg, constants=True)
+    return FieldReference(text, line, col, key, flags, default)
 
 
 def _model_argument(arg: ast.expr, bound: dict[str, list[ast.expr]], defaults: _Defaults, pos: Any) -> Any:
@@ -104,6 +198,8 @@ class _Defaults:
     def __init__(self, tree: ast.Module, pos: Any) -> None:
         self.pos = pos
         self.found: dict[str, list[tuple[str, int, int, str]]] = {}
+        # every literal default (str, bool, int, float), for the fields a keyword argument reads
+        self.constants: dict[str, list[tuple[object, int, int, str]]] = {}
         self.flags: dict[str, tuple[str, ...]] = {}
         self.fire = False
         self.functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
@@ -120,9 +216,13 @@ class _Defaults:
                 self.functions.append(node)
 
     def _put(self, name: str, value: ast.expr, declared: str) -> None:
-        if isinstance(value, ast.Constant) and isinstance(value.value, str):
-            line, col = self.pos(value)
-            self.found.setdefault(name, []).append((value.value[:1000], line, col, declared))
+        if not (isinstance(value, ast.Constant) and isinstance(value.value, str | bool | int | float)):
+            return
+        line, col = self.pos(value)
+        literal = value.value[:1000] if isinstance(value.value, str) else value.value
+        self.constants.setdefault(name, []).append((literal, line, col, declared))
+        if isinstance(literal, str):
+            self.found.setdefault(name, []).append((literal, line, col, declared))
 
     def _class(self, node: ast.ClassDef) -> None:
         for stmt in node.body:
@@ -149,9 +249,10 @@ class _Defaults:
         if default is not None:
             self._put(dest, default, long or dest)
 
-    def of(self, key: str, arg: ast.expr) -> tuple[tuple[str, int, int, str] | None, tuple[str, ...]]:
-        """(the one literal default of `key`, the flags that set it)."""
-        found = list(self.found.get(key, ()))
+    def of(self, key: str, arg: ast.expr, constants: bool = False) -> tuple[Any, tuple[str, ...]]:
+        """(the one literal default of `key` (a string; any literal with `constants`), the flags that set
+        it)."""
+        found: list[Any] = list((self.constants if constants else self.found).get(key, ()))
         if self.fire:  # fire.Fire(train): the parameter of the innermost function around the call
             around = [f for f in self.functions if any(n is arg for n in ast.walk(f))]
             func = around[-1] if around else None  # ast.walk is breadth-first: the innermost comes last
@@ -161,9 +262,11 @@ class _Defaults:
                 params += func.args.kwonlyargs
                 values += list(func.args.kw_defaults)
                 for p, v in zip(params, values, strict=True):
-                    if p.arg == key and isinstance(v, ast.Constant) and isinstance(v.value, str):
+                    kinds = (str, bool, int, float) if constants else (str,)
+                    if p.arg == key and isinstance(v, ast.Constant) and isinstance(v.value, kinds):
                         line, col = self.pos(v)
-                        found = [(v.value[:1000], line, col, f"{func.name}({key}=...)")]
+                        literal = v.value[:1000] if isinstance(v.value, str) else v.value
+                        found = [(literal, line, col, f"{func.name}({key}=...)")]
         flags = self.flags.get(key, (key,))
         if len({f[0] for f in found}) != 1:
             return None, flags

@@ -35,6 +35,20 @@ class ModelArgument:
 
 
 @record(frozen=True, slots=True)
+class FieldReference:
+    """A keyword argument whose value is a flag / dataclass field the script parses (`device_map=
+    script_args.device_map`, `torch_dtype=model_args.torch_dtype`): the field's name, the command-line names
+    that set it and the script's own literal default for it (a str, bool or number), read, never run."""
+
+    text: str  # the argument as written, e.g. "script_args.device_map"
+    line: int  # 1-based position of the argument
+    col: int
+    key: str
+    flags: tuple[str, ...] = ()
+    default: tuple[object, int, int, str] | None = None  # (value, line, col, "ScriptArguments.device_map")
+
+
+@record(frozen=True, slots=True)
 class LoadCall:
     """A ``*.from_pretrained(...)`` call and its model-loading keyword arguments as source text (a name
     bound once by a plain assignment is replaced by the text of its value), for the memory estimator."""
@@ -45,6 +59,8 @@ class LoadCall:
     kwargs: tuple[tuple[str, str], ...]  # (dtype | torch_dtype | quantization_config | ..., source text)
     has_star_kwargs: bool  # a **kwargs argument may carry any of them
     model: ModelArgument | None = None  # what it loads, for a model class (not a tokenizer, config, adapter)
+    # keywords read from a parsed field: ("device_map", ...), ("quantization_config.load_in_4bit", ...)
+    fields: tuple[tuple[str, FieldReference], ...] = ()
 
 
 @record(frozen=True, slots=True)
