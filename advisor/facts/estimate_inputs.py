@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.core.document import Location
 from advisor.core.provenance import Value
 from advisor.core.records import field, record
+from advisor.facts.load_calls import script_trainer
 from advisor.facts.lora_inputs import lora_targets, modules_to_save, script_lora, script_wraps_peft
 from advisor.facts.namespace_entries import (
     MAX_COUNT,
@@ -45,7 +46,7 @@ RUN_LENGTH_UNKNOWN = (
 )
 
 PREFERENCE_STAGES = {"dpo", "kto", "orpo", "simpo"}
-REFERENCE_FREE = {"orpo", "simpo", "cpo"}
+REFERENCE_FREE = {"orpo", "simpo", "cpo"}  # loss types and trainers without a reference model
 # axolotl's `rl:` (axolotl 0.19.0 utils/schemas/enums.py:31-41, core/builders/rl.py:54-86): dpo and ipo run
 # TRL's DPOTrainer with the reference model, orpo and simpo (CPOTrainer) have none, kto runs KTOTrainer.
 AXOLOTL_PREFERENCE_RL = {"dpo", "ipo", "kto", "orpo", "simpo"}
@@ -515,8 +516,11 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
     kind = str(stage.value).lower() if stage is not None and stage.known else None
     if rl is not None and rl in AXOLOTL_PREFERENCE_RL:
         kind = rl
+    trainer = script_trainer(plan)  # the script's own CPOTrainer / DPOTrainer / SimPOTrainer(...)
+    if kind is None and trainer is not None:
+        kind = trainer.kind
     preference = written(t, "beta", "pref_beta", "max_prompt_length") is not None or (
-        kind is not None and (kind in PREFERENCE_STAGES or kind in AXOLOTL_PREFERENCE_RL)
+        kind is not None and (kind in PREFERENCE_STAGES or kind in AXOLOTL_PREFERENCE_RL or kind == "cpo")
     )
     seqs_per_micro = micro
     if preference:
@@ -532,11 +536,16 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
             a.append(
                 "preference training: chosen and rejected sequences in every micro-batch (2x the sequences)"
             )
+        # DPOConfig's reference_free only changes the loss: the trainer still builds the reference model
+        # (trl 0.19.1 trainer/dpo_trainer.py:321-327; 1.16 has no reference_free); precomputed log-probs
+        # free it (dpo_trainer.py:323; trl 1.16 dpo_trainer.py:909, outside FSDP)
         ref_free = (
             any(x in loss for x in REFERENCE_FREE)
-            or kind in {"orpo", "simpo"}
-            or truth(written(t, "precompute_ref_log_probs", "reference_free")) is True
+            or kind in REFERENCE_FREE
+            or truth(written(t, "precompute_ref_log_probs")) is True
         )
+        if ref_free and trainer is not None and trainer.kind in REFERENCE_FREE:
+            a.append(f"{trainer.name} loads no reference model")
         if method == "full" and not ref_free:
             out.reference_copy = True
             a.append(

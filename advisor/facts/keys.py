@@ -136,6 +136,13 @@ def _key_items(doc: Document) -> dict[str, list[dict[str, Any]]]:
         _check_section(doc, dialect, section, node, out, budget)
     if consumers is not None:
         _judge_top_level_by_scripts(doc, consumers, out)
+    elif doc.consumers and out["unknown_keys"]:
+        # judged alone, the keys the reading scripts' own dataclasses declare are still theirs (issue 20
+        # item 10: a SimPOConfig subclass adding gamma_beta_ratio)
+        from advisor.facts.script_flags import own_fields
+
+        own = own_fields(doc)
+        out["unknown_keys"] = [i for i in out["unknown_keys"] if not (_is_top_level(i) and i["key"] in own)]
     return out
 
 

@@ -325,6 +325,21 @@ def config_consumers(doc: Document, context: CheckContext | None = None) -> list
     return out
 
 
+def own_fields(doc: Document, context: CheckContext | None = None) -> frozenset[str]:
+    """The fields the scripts that read ``doc`` declare in their own dataclasses (a `SimPOConfig(CPOConfig)`
+    or `SimPOConfig(TrainingArguments)` adding `gamma_beta_ratio`), whether or not their parsers can be read
+    whole: when the file is judged alone, these keys are the scripts' and known."""
+    if not doc.consumers:
+        return frozenset()
+    checked = context or context_for(doc.path)
+    out: set[str] = set()
+    for script, _how in doc.consumers:
+        parsing = _analysed(script, checked)
+        if isinstance(parsing, ArgumentParsing):
+            out |= parsing.fields
+    return frozenset(out)
+
+
 def _file_verdict(
     key: str,
     how: str,
