@@ -16,6 +16,7 @@ from advisor.facts import topology
 from advisor.facts.declare import FactNamespace, fact
 from advisor.facts.device_map import distributed_device_maps
 from advisor.facts.namespace_entries import entry_origin
+from advisor.facts.world_size import machine_count
 from advisor.sources import launchers
 
 if TYPE_CHECKING:
@@ -78,6 +79,17 @@ class PlacementFacts(
     busbw_gbs = fact(float, "all-reduce bus bandwidth over the job's GPUs", unit="GB/s")
     intra_node_link = fact(str, "nvlink or pcie between the job's GPUs")
     slow_interconnect = fact(bool, "the job's GPUs talk over PCIe though NVLink exists")
+    job_processes = fact(
+        int,
+        "processes in the job on the given machine: the world size, or where the files do not write the "
+        "count, one per GPU the run sees there (assumed_on says so)",
+        unit="processes",
+    )
+    assumed_on = fact(
+        str,
+        "where the files do not write the process count, the GPUs it is judged on ('the 4 GPUs of 4xL40S')",
+    )
+    assumed_because = fact(str, "why the count is not written ('$NPROC_PER_NODE is not set in the script')")
 
 
 # Below this all-reduce busbw (GB/s) a network is "not fast" for FSDP/ZeRO-3: with H100-class
@@ -370,6 +382,22 @@ def placement_facts(plan: RunPlan, batch: BatchFacts) -> PlacementFacts:
     if isinstance(per_node, int) and n_visible is not None:
         ns.visible_count = Value(n_visible, selection_origin, "derived")
     first = selection_origin or proc_origin
+    world = batch.world_size
+    if isinstance(world, int):
+        ns.job_processes = Value(world, entry_origin(batch, "world_size"), "derived")
+    # where the files do not write the count, the link facts are judged with the count the launcher
+    # gives on this machine (one per GPU), and say so; GA304's count problems above are not
+    counted = batch.entry("processes_per_node")
+    assumed = machine_count(plan, counted if isinstance(counted, Value) else None, bool(batch.pinned))
+    if assumed is not None:
+        origin = proc_origin or plan.root_location
+        note = f"one process per GPU: {assumed.on}"
+        ns.assumed_on = Value(assumed.on, origin, "derived", note=note)
+        ns.assumed_because = Value(assumed.because, origin, "derived")
+        if not isinstance(per_node, int):
+            per_node = assumed.per_node
+        if isinstance(batch.nodes, int):
+            ns.job_processes = Value(assumed.per_node * batch.nodes, origin, "derived", note=note)
     if machine is None or not isinstance(per_node, int):
         return ns
     assert count is not None  # the machine's GPU count, set above with the machine

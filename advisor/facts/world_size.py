@@ -15,6 +15,8 @@ from typing import Any
 
 from advisor.core.document import Location
 from advisor.core.provenance import Namespace, Value
+from advisor.core.records import record
+from advisor.core.rule_helpers import plural
 from advisor.facts.counts import count, count_value
 from advisor.facts.gpu_visibility import gpu_exclusion, machine_gpu_count, visible_gpus
 from advisor.facts.namespace_entries import entry_origin, value_entry
@@ -352,3 +354,68 @@ def processes(plan: RunPlan) -> tuple[Value, Value, bool]:
         return Value(None, None, "derived", unknown=why), Value(1, None, "default"), True
     counted = launcher.processes(_Run(plan))
     return counted.per_node, counted.nodes, counted.pinned
+
+
+# ------------------------------------------------------------------------------------------------
+# The count on the machine given with -H, where the files do not write it
+# ------------------------------------------------------------------------------------------------
+
+
+@record(frozen=True, slots=True)
+class MachineCount:
+    """The processes per node a run starts on the machine it is checked for, where its files do not
+    write the count: one per GPU it can see there. on: 'the 4 GPUs of 4xL40S'; because: why the files
+    do not settle it ('$NPROC_PER_NODE is not set in the script')."""
+
+    per_node: int
+    on: str
+    because: str
+
+
+def _configures_sharding(plan: RunPlan) -> bool:
+    """A DeepSpeed config or FSDP in the run: something a distributed launcher starts, one process per
+    GPU (a DeepSpeed JSON checked on its own, a TrainingArguments file naming one)."""
+    fsdp = plan.training.lookup("fsdp")
+    return plan.spec.deepspeed is not None or (isinstance(fsdp, Value) and fsdp.known and bool(fsdp.value))
+
+
+def machine_count(plan: RunPlan, per_node: Value | None, pinned: bool) -> MachineCount | None:
+    """The count the findings that depend on it are judged with when the files do not write it, on the
+    machine the check is given (-H or the settings' hardware); None when the files write it, or no
+    machine is given (then nothing is assumed).
+
+    - the launcher takes every visible GPU (a bare `deepspeed`, `accelerate launch` without a config):
+      the count it gives on that machine (already the world size, pinned=False);
+    - the count is a shell value the script's caller supplies (`--nproc_per_node=$NPROC_PER_NODE` with
+      the variable unset, a script argument): one process per GPU the run can see there;
+    - no launch at all, but a DeepSpeed config or FSDP (a standalone ZeRO-3 JSON): the same.
+    A count that is written but wrong ("0", a hostfile problem) is not replaced."""
+    machine = plan.hardware
+    if machine is None or per_node is None:
+        return None
+    visible = visible_gpus(plan)
+    if visible.ids is None and visible.unknown is not None:
+        return None  # CUDA_VISIBLE_DEVICES=$GPUS: which GPUs, and how many, is not known
+    if visible.ids is not None:
+        n = len(visible.ids)
+        on = f"the {plural(n, 'GPU')} {visible.via or 'the script'} selects on {machine.name}"
+    else:
+        n = machine.gpus.count
+        on = f"the {plural(n, 'GPU')} of {machine.name}"
+    if per_node.known:
+        if pinned or count(per_node) is None:
+            return None
+        # every_visible_gpu (and deepspeed --exclude) write "{reason}: {what it comes to}"
+        because = (per_node.note or "the launcher takes every visible GPU").rsplit(": ", 1)[0]
+        return MachineCount(
+            int(per_node.value), f"the {plural(per_node.value, 'GPU')} of {machine.name}", because
+        )
+    launcher = implied_launcher(plan)
+    if launcher is None:
+        if not _configures_sharding(plan):
+            return None
+    else:
+        spec = launchers.spec_of(launcher)
+        if spec.is_interpreter or spec.serves or not (per_node.unknown or "").startswith("$"):
+            return None
+    return MachineCount(n, on, per_node.unknown or "the process count is not written")
