@@ -351,3 +351,19 @@ def test_a_dpo_script_with_no_preference_key_written_still_has_its_reference_mod
     run = _estimate(root)
     assert _reference_model(run)
     assert any("chosen and rejected" in a for a in run["assumptions"])
+
+
+def test_a_field_the_script_rewrites_before_the_load_is_not_read_as_its_default(tmp_path):
+    script = DM_SCRIPT.format(default='"auto"').replace(
+        "model = AutoModel",
+        'if training_args.local_rank != -1:\n    script_args.device_map = {"": training_args.local_rank}\n'
+        "model = AutoModel",
+    )
+    root = _project(
+        tmp_path,
+        {
+            "launch.sh": "#!/bin/bash\naccelerate launch --num_processes 4 train.py --output_dir out\n",
+            "train.py": script,
+        },
+    )
+    assert _at(_findings(root)[1], "GA603") == []

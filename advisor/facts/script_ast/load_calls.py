@@ -102,10 +102,21 @@ def find_field_keywords(tree: ast.Module, pos: Any, name: str) -> tuple[FieldRef
 
 
 def _bound_once(tree: ast.Module) -> dict[str, list[ast.expr]]:
+    """Names by the values plain assignments bind them to; an attribute the script assigns
+    (`script_args.device_map = {"": local_rank}`) is listed under ".attr", so a field it rewrites is
+    not read as its default."""
     bound: dict[str, list[ast.expr]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             bound.setdefault(node.targets[0].id, []).append(node.value)
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for t in ast.walk(target):
+                    if isinstance(t, ast.Attribute) and isinstance(t.ctx, ast.Store):
+                        bound.setdefault(f".{t.attr}", []).append(node.value or t)
+        elif isinstance(node, ast.Call) and last_id(node.func) == "setattr":
+            bound.setdefault(".?", []).append(node)  # setattr(args, name, value): any field may change
     return bound
 
 
@@ -157,6 +168,8 @@ def _field_reference(
     if not (isinstance(value, ast.Attribute) and _is_arguments(value.value)):
         return None
     key = value.attr
+    if f".{key}" in bound or ".?" in bound:
+        return None  # the script sets the field itself: which value the load sees is not followed
     default, flags = defaults.of(key, arg, constants=True)
     return FieldReference(text, line, col, key, flags, default)
 
