@@ -173,3 +173,26 @@ def test_standalone_zero2_json_is_not_reported(tmp_path: Path) -> None:
     root = project(tmp_path, {"ds.json": ZERO3.replace('"stage": 3', '"stage": 2')})
     _, findings = check(root, "-H", "4xL40S", "ds.json")
     assert "GA302" not in by_rule(findings)
+
+
+# --- the other link rules judged on the same assumption say so too ------------------------------------
+
+
+def test_tensor_parallel_json_on_its_own_says_the_count_is_assumed(tmp_path: Path) -> None:
+    ds = '{"zero_optimization": {"stage": 2}, "tensor_parallel": {"autotp_size": 2}}\n'
+    root = project(tmp_path, {"ds.json": ds})
+    _, findings = check(root, "-H", "4xL40S", "ds.json")
+    tp = by_rule(findings)["GA306"]
+    assert (tp["file"], tp["line"], tp["severity"]) == ("ds.json", 1, "warning")
+    assert "TP groups 0,1 and 2,3" in tp["message"]
+    assert "judged on the 4 GPUs of 4xL40S, one process per GPU" in tp["message"]
+
+
+def test_selected_gpus_across_nvlink_pairs_with_an_unset_count(tmp_path: Path) -> None:
+    launch = "#!/bin/bash\nCUDA_VISIBLE_DEVICES=0,2 torchrun --nproc_per_node=$NPROC_PER_NODE train.py\n"
+    root = project(tmp_path, {"launch.sh": launch, "train.py": "print('train')\n"})
+    _, findings = check(root, "-H", "4xA100-80GB-NVL-pairs", ".")
+    placed = by_rule(findings)["GA301"]
+    assert (placed["file"], placed["line"], placed["severity"]) == ("launch.sh", 2, "warning")
+    assert "judged on the 2 GPUs CUDA_VISIBLE_DEVICES selects on 4xA100-80GB-NVL-pairs" in placed["message"]
+    no_error(findings)
