@@ -137,6 +137,11 @@ def _full_digest(value: object) -> str:
     return blake2b(repr(value).encode(), digest_size=32).hexdigest()
 
 
+def value_digest(value: object) -> str:
+    """A digest of plain data (tuples, lists, strings, numbers) by its repr, without importing hashlib."""
+    return _full_digest(value)
+
+
 def entry_path(folder: Path, name: str, slot: str, key: object) -> Path:
     """`name-<slot digest>-<key digest>.json`: one slot per interpreter version, one entry per key."""
     return folder / f"{name}-{_digest((slot, sys.version_info[:2]))}-{_digest((key, FORMAT))}.json"

@@ -126,7 +126,7 @@ def digest() -> str:
     """What rules checked at load depend on: every declaration (namespace, scope, fact, type, unit, items,
     key data), not the builders' code. The rule caches are keyed by it rather than by the ~35 declaring
     modules' contents, which a cold start would otherwise hash on every run."""
-    from hashlib import blake2b
+    from advisor.core.cache import value_digest
 
     plain = [
         (
@@ -140,7 +140,7 @@ def digest() -> str:
         )
         for ns in NAMESPACES
     ]
-    return blake2b(repr(plain).encode(), digest_size=16).hexdigest()
+    return value_digest(plain)
 
 
 @cache
