@@ -102,21 +102,32 @@ def untrusted(folder: Path, slot: str) -> bool:
 
 def _content_digest(path: Path) -> str | None:
     """BLAKE2b of a regular file's bytes (bounded, never blocking on a FIFO); None for anything else."""
+    data = _regular_bytes(path, getattr(os, "O_CLOEXEC", 0))
+    return None if data is None else blake2b(data, digest_size=32).hexdigest()
+
+
+def _regular_bytes(path: Path, flags: int, *, owner: bool = False) -> bytes | None:
+    """The bytes of a regular file of at most MAX_ENTRY_BYTES (read up to one more: a file that grew is
+    the caller's to refuse), opened without blocking on a FIFO; with `owner`, only one the reading user
+    owns. None for anything else or an error."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | flags)
     except OSError:
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY_BYTES:
+        if (
+            not stat.S_ISREG(st.st_mode)
+            or st.st_size > MAX_ENTRY_BYTES
+            or (owner and st.st_uid != os.geteuid())
+        ):
             return None
         with os.fdopen(fd, "rb", closefd=False) as fh:
-            data = fh.read(MAX_ENTRY_BYTES + 1)
+            return fh.read(MAX_ENTRY_BYTES + 1)
     except OSError:
         return None
     finally:
         os.close(fd)
-    return blake2b(data, digest_size=32).hexdigest()
 
 
 def file_stamps(files: Iterable[Path]) -> list[tuple[str, int, int | str]]:
@@ -276,25 +287,8 @@ def cached(
 def _read(entry: Path, header: dict[str, Any], *, owner: bool = True) -> dict[str, Any] | None:
     """The entry's mapping when it is a regular file of sane size, valid JSON and has the header asked for
     (and, with `owner`, is owned by the user reading it: package data belongs to whoever installed it)."""
-    try:
-        fd = os.open(entry, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if (
-            not stat.S_ISREG(st.st_mode)
-            or st.st_size > MAX_ENTRY_BYTES
-            or (owner and st.st_uid != os.geteuid())
-        ):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            raw = fh.read(MAX_ENTRY_BYTES + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if len(raw) > MAX_ENTRY_BYTES:
+    raw = _regular_bytes(entry, getattr(os, "O_NOFOLLOW", 0), owner=owner)
+    if raw is None or len(raw) > MAX_ENTRY_BYTES:
         return None
     try:
         stored = json.loads(raw)
