@@ -72,6 +72,10 @@ class TrainingSetup:
     # FSDP2 shards 4-bit weights only in a floating quant_storage (bnb_4bit_quant_storage bf16); uint8
     # Params4bit stay whole on every GPU (accelerate 1.15 utils/fsdp_utils.py:789-811)
     quantized_sharded: bool = True
+    # bytes per logit element the training loop keeps alive through backward and the optimizer step: 0 when
+    # it drops the model outputs first (HF Trainer/TRL compute_loss, torchtune's `del logits`), 2 or 4 when
+    # a loop of its own holds `outputs` (fp32 logits up to transformers 4.44); None = unknown (assumed 0)
+    kept_logits_bytes: int | None = None
     gpu_memory_gib: float | None = None  # usable memory per GPU, for the fit verdict
     cuda_context_gib: float | None = None  # None -> constants.CUDA_CONTEXT_GIB
     metric: Metric = "nvidia-smi"
