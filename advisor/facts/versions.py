@@ -1,8 +1,9 @@
 """Which release of each library a file is judged against, and what that release accepts.
 
-The release comes from the project's ``target-versions`` setting, else from the pins nearest the file
-(advisor.sources.pins, walking up to the project root: the folder holding ``.git``; the check's context
-reads them, advisor.plan.context), else it is the
+The release comes from the project's ``target-versions`` setting, else from the pins nearest the training
+script that reads the file (or receives its flags), then nearest the file (advisor.sources.pins, walking
+up to the project root: the folder holding ``.git``; the check's context reads them, advisor.plan.context),
+else it is the
 current release our key data was generated from. ``advisor/data/keys/versions.json`` (written by
 ``tools/gen_known_keys.py --versions`` from every minor's sources) says, per class, in which releases
 each key exists and in which it is deprecated; it is read lazily, once.
@@ -153,16 +154,28 @@ def _satisfies(version: tuple[int, ...], op: str, want: tuple[int, ...] | str) -
     return a >= b and len(want) > 1 and version[: len(want) - 1] == want[:-1]
 
 
-def targets_for(path: Path, settings: Any = None, context: CheckContext | None = None) -> dict[str, Target]:
+def targets_for(
+    path: Path, settings: Any = None, context: CheckContext | None = None, script: Path | None = None
+) -> dict[str, Target]:
     """{package: Target} for a file: ``target-versions`` first, then pins, else the current release.
-    The pins are the check's (`context`, advisor.plan.context: read once per folder and check)."""
+    The pins are the check's (`context`, advisor.plan.context: read once per folder and check), found from
+    the folder of ``script`` upwards when a training script reads the file or receives its flags: a
+    sub-project (``sft/requirements.txt`` beside ``sft/train.py``) runs in the environment it pins, wherever
+    the launch script or recipe that feeds it lies (``scripts/run.sh``, ``configs/sft.yaml``); the file's own
+    folders then give the packages the script's do not pin."""
     wanted = dict(getattr(settings, "target_versions", None) or {})
     folder = Path(os.path.abspath(path)).parent
+    near = Path(os.path.abspath(script)).parent if script is not None else None
     checked = context or context_for(path)
     items = tuple(sorted(wanted.items()))
-    return dict(
-        checked.derived("targets", (folder, items), lambda: _targets(checked.pins_near(folder), items))
-    )
+
+    def build() -> tuple[tuple[str, Target], ...]:
+        pins = dict(checked.pins_near(near)) if near is not None else {}
+        for package, pin in checked.pins_near(folder).items():
+            pins.setdefault(package, pin)
+        return _targets(pins, items)
+
+    return dict(checked.derived("targets", (folder, near, items), build))
 
 
 def _targets(

@@ -51,7 +51,12 @@ class Pin:
 
     @property
     def where(self) -> str:
-        return f"{self.path.name}:{self.line}"
+        """``sft/requirements.txt:3``: the path from the current folder, as the report shows paths, so that
+        a sub-project's pin is told from the root's; only its name when it lies outside that folder."""
+        from advisor.core.paths import relative
+
+        shown = relative(self.path)
+        return f"{self.path.name if shown.startswith('../') else shown}:{self.line}"
 
 
 def _norm(name: str) -> str:
