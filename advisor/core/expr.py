@@ -74,23 +74,34 @@ class BudgetError(EvalError):
 class Expression:
     """A checked expression. `parse` checks it at once; `deferred` on first use of `tree`, for text that
     passed `parse` before (the cached catalog: a check reads few of its messages, so most are never parsed).
+    A `checked` one (the package's prebuilt catalog: `parse` checked that very text when the package was
+    built, and its key is the rule files' content) is only parsed on first use, not checked again.
     """
 
-    __slots__ = ("_helpers", "_limits", "_tree", "source")
+    __slots__ = ("_checked", "_helpers", "_limits", "_tree", "source")
 
     def __init__(
-        self, source: str, tree: ast.expr | None, helpers: Collection[str] = (), limits: Limits | None = None
+        self,
+        source: str,
+        tree: ast.expr | None,
+        helpers: Collection[str] = (),
+        limits: Limits | None = None,
+        checked: bool = False,
     ) -> None:
         self.source = source
         self._tree = tree
         self._helpers = helpers
         self._limits = limits or LIMITS
+        self._checked = checked
 
     @property
     def tree(self) -> ast.expr:
         """The checked body of the `ast.Expression`; raises ExprError for a deferred one that is refused."""
         if self._tree is None:
-            self._tree = parse(self.source, self._helpers, self._limits).tree
+            if self._checked:
+                self._tree = ast.parse(self.source.strip(), mode="eval").body
+            else:
+                self._tree = parse(self.source, self._helpers, self._limits).tree
         return self._tree
 
     def __repr__(self) -> str:
@@ -193,11 +204,14 @@ def parse(source: str, helpers: Collection[str], limits: Limits = LIMITS) -> Exp
     return Expression(source, module.body)
 
 
-def deferred(source: str, helpers: Collection[str], limits: Limits = LIMITS) -> Expression:
-    """An expression parsed and checked when first evaluated (an ExprError then is an EvalError)."""
+def deferred(
+    source: str, helpers: Collection[str], limits: Limits = LIMITS, *, checked: bool = False
+) -> Expression:
+    """An expression parsed (and, unless `checked` already, checked) when first evaluated (an ExprError
+    then is an EvalError)."""
     if not isinstance(source, str):
         raise ExprError(f"an expression must be text, not {type(source).__name__}")
-    return Expression(source, None, helpers, limits)
+    return Expression(source, None, helpers, limits, checked)
 
 
 def _at(node: ast.AST) -> tuple[int, int]:

@@ -102,9 +102,16 @@ class _Compiler:
     """Parses one rule's expressions; a refusal names the rule file, the line and the field."""
 
     def __init__(
-        self, spec: RuleSpec, path: Path, lines: dict[str, int], text: str | None, eager: bool
+        self,
+        spec: RuleSpec,
+        path: Path,
+        lines: dict[str, int],
+        text: str | None,
+        eager: bool,
+        checked: bool = False,
     ) -> None:
         self.eager = eager
+        self.checked = checked
         self.spec = spec
         self.path = path
         self.lines = lines
@@ -127,7 +134,7 @@ class _Compiler:
 
     def expression(self, source: Any, part: str) -> Expression:
         try:
-            return parse(source, HELPERS) if self.eager else deferred(source, HELPERS)
+            return parse(source, HELPERS) if self.eager else deferred(source, HELPERS, checked=self.checked)
         except ExprError as exc:
             raise self.fail(part, str(exc), source if isinstance(source, str) else None) from None
 
@@ -170,12 +177,14 @@ def compile_rule(
     text: str | None = None,
     *,
     eager: bool = True,
+    checked: bool = False,
 ) -> CompiledRule:
     """Parse and check every expression of a validated rule; raises RuleError with the file and line.
 
-    eager=False (a rule from the cache, checked when it was stored) parses each expression on first use."""
+    eager=False (a rule from the cache, checked when it was stored) parses each expression on first use;
+    checked=True too (the package's prebuilt catalog) does not run the expression whitelist again."""
     lines = dict(lines or {})
-    c = _Compiler(spec, path, lines, text, eager)
+    c = _Compiler(spec, path, lines, text, eager, checked and not eager)
     for req in spec.requires:
         c.dotted(req, "requires")
     for alt in (spec.at or "").split(" or "):
@@ -426,7 +435,9 @@ def _rules_to_data(rules: tuple[CompiledRule, ...], base: Path | None = None) ->
 
 def _rules_from_data(data: Any, base: Path | None = None) -> tuple[CompiledRule, ...]:
     """The cached catalog: validated specs as data; their expressions are parsed and checked again, each on
-    first use (a check evaluates every `when` but renders few messages)."""
+    first use (a check evaluates every `when` but renders few messages). With `base` (the package's prebuilt
+    catalog, keyed by the rule files' content and checked when the package was built) they are parsed on
+    first use and not checked again; the runtime cache, which another process could have written, is."""
     from advisor.core.datacodec import DataError, decode
 
     if not isinstance(data, list):
@@ -439,18 +450,25 @@ def _rules_from_data(data: Any, base: Path | None = None) -> tuple[CompiledRule,
                 raise DataError("a prebuilt rule's path is not a file name")
             path = base / path
         out.append(
-            compile_rule(decode(RuleSpec, d["spec"]), path, decode(dict[str, int], d["lines"]), eager=False)
+            compile_rule(
+                decode(RuleSpec, d["spec"]),
+                path,
+                decode(dict[str, int], d["lines"]),
+                eager=False,
+                checked=base is not None,
+            )
         )
     return tuple(out)
 
 
 def _builtin_key(files: list[Path]) -> object:
-    """What the prebuilt catalog is keyed by: the rule files' names, sizes and contents, and the fact
-    catalogue the rules were checked against."""
+    """What the prebuilt catalog is keyed by: the rule files' names, sizes and contents. The fact catalogue
+    the rules were checked against is the code of the same package, built with them (the runtime cache,
+    which any version of the package may share, keys by its digest too): leaving it out keeps the
+    catalogue's ~20 modules' declarations from being generated on every start of an installed package."""
     from advisor.core.cache import content_stamps
-    from advisor.facts import catalogue
 
-    return [*content_stamps(files), ("fact catalogue", catalogue.digest())]
+    return content_stamps(files)
 
 
 def prebuilt_rules(directory: Path) -> tuple[object, list[dict[str, Any]]]:
@@ -477,14 +495,14 @@ def _from_prebuilt(directory: Path, files: list[Path]) -> tuple[CompiledRule, ..
 def _load_dir(directory: Path) -> tuple[CompiledRule, ...]:
     """Compile a folder of rule files (through the on-disk cache: a pre-commit hook pays this on
     every commit, and validating the catalog costs more than checking a typical project)."""
-    from advisor.core.cache import cached, file_stamps
-    from advisor.facts import catalogue
-
     files = sorted(directory.glob("*.yaml"))
     if directory == builtin_rules_dir():  # an installed wheel: decoded at build time
         built = _from_prebuilt(directory, files)
         if built is not None:
             return built
+    from advisor.core.cache import cached, file_stamps
+    from advisor.facts import catalogue
+
     try:
         # the rules were checked against the catalogue when they were stored: a new one checks them again
         stamps = [*file_stamps(files), ("fact catalogue", catalogue.digest())]
