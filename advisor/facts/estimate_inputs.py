@@ -236,6 +236,24 @@ def _dtype_inputs(
     return kw, rd
 
 
+def _kept_logits(plan: RunPlan, precision: str | None, a: list[str]) -> int | None:
+    """Bytes per logit the training loop keeps through backward (advisor.facts.training_loop)."""
+    from advisor.facts.training_loop import logits_kept_bytes, loop_outputs
+
+    loop = loop_outputs(plan)
+    if loop.kept is None:
+        a.append(
+            f"{loop.source}: assumed it drops the model outputs before backward, as HF Trainer/TRL do "
+            "(a loop that keeps `outputs` holds its logits through backward)"
+        )
+        return None
+    if not loop.kept:
+        return 0
+    kept = logits_kept_bytes(plan, 4 if precision == "fp32" else 2)
+    a.append(loop.source + (" (fp32: transformers <= 4.44 upcasts them in forward)" if kept == 4 else ""))
+    return kept
+
+
 def _fsdp_version(plan: RunPlan) -> int:
     """accelerate's fsdp_version (1 unless a file says 2; LLaMA-Factory v1's dist_config name fsdp2)."""
     for ns, key in (
@@ -607,6 +625,7 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
         # TRL's SFTConfig.activation_offloading moves saved activations to the CPU (trl 1.16
         # trainer/sft_config.py:291, sft_trainer.py:1190)
         "activation_offloading": bool(truth(written(t, "activation_offloading"))),
+        "kept_logits_bytes": _kept_logits(plan, dtype_kw.get("precision"), a),
     }
     if strategy in {"zero1", "zero2", "zero3"}:
         for key in ("reduce_bucket_size", "allgather_bucket_size", "stage3_prefetch_bucket_size"):

@@ -4,11 +4,12 @@
     peak_reserved  = peak_allocated + ALLOCATOR_FRAG * (the churning part: everything but static terms)
     peak_smi       = peak_reserved + CUDA context (+ NCCL for multi-GPU) + paged optimizer state
 
-backward start   saved activations + logits/loss buffers + one layer's working set (its gradient
-                 temporaries, recompute, dequant buffer) (+ gradients when they persist: gradient
-                 accumulation, zero_grad(set_to_none=False)) + autocast weight copies
-end of backward  all gradients + one layer's working set (+ a tied embedding's gradient)
-optimizer step   gradients + optimizer temporaries (+ DeepSpeed's fp32 gradient partition)
+backward start   saved activations + the larger of the logits/loss buffers and one layer's working set
+                 (its gradient temporaries, recompute, dequant buffer) plus the logits a loop of its own
+                 keeps (+ gradients when they persist: gradient accumulation, zero_grad(set_to_none=False))
+                 + autocast weight copies
+end of backward  all gradients + one layer's working set (+ a tied embedding's gradient) (+ kept logits)
+optimizer step   gradients + optimizer temporaries (+ DeepSpeed's fp32 gradient partition) (+ kept logits)
 """
 
 from __future__ import annotations
@@ -61,20 +62,24 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
     grads_persist = (s.grad_accum > 1 or not s.zero_grad_set_to_none) and not s.optimizer_in_backward
     ddp_buckets, live = terms.distributed_buffers(r, train, shards)
     logits = terms.logits(r, head_grad, grads_persist)
+    kept = terms.kept_logits(r)
     # one layer's working set: its gradient temporaries, its recompute under checkpointing, a quantized
-    # Linear's dequant buffer. benchmarks/simulate.py shows the loss backward freeing the logits before it
-    # (Trainer/TRL drop the outputs before backward): the larger of the two, not their sum, in allocated
-    # bytes. The calibration rows do not bear that out (memory median 8.8% -> 12.8%, issue 21 notes): the
-    # sum is kept until the cause (loops that keep the outputs, the reserved figure) is known.
+    # Linear's dequant buffer. The loss backward frees the logits/loss buffers before it runs when the loop
+    # has dropped the model outputs (HF Trainer/TRL compute_loss returns the loss only: transformers 5.24
+    # trainer.py:2172/2217, 4.44 trainer.py:3363/3388; torchtune `del logits`), as benchmarks/simulate.py
+    # measures: the larger of the two, not their sum. A loop that keeps `outputs` holds its logits beside
+    # the layer's working set, at the end of backward and through the optimizer step.
     dequant = terms.dequant_buffer(r)
     layer_work = act.work.bytes + act.last_layer + dequant.bytes
     beyond = Term(
         act.work.name,
-        layer_work,
+        max(0.0, layer_work + kept.bytes - logits.bytes),
         act.work.phases,
         "one layer's gradient temporaries"
         + (" + its recompute" if act.last_layer else "")
-        + (f" + the {dequant.name}" if dequant.bytes else ""),
+        + (f" + the {dequant.name}" if dequant.bytes else "")
+        + (" + the kept logits" if kept.bytes else "")
+        + " beyond the logits/loss buffers, freed before it",
     )
     backward = [
         act.saved,
@@ -103,8 +108,9 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
             (terms.END,),
             "the embedding's V x h gradient before it is added to the lm_head's (beyond layer temporaries)",
         ),
+        kept,
     ]
-    phases = {terms.BACKWARD: backward, terms.END: end, terms.STEP: [grads, step]}
+    phases = {terms.BACKWARD: backward, terms.END: end, terms.STEP: [grads, step, kept]}
     return PhaseTerms(r, [weights, opt.term, ddp_buckets], [live], phases, train.count, host, opt.soft)
 
 

@@ -271,6 +271,18 @@ def logits(r: ResolvedSetup, head_grad: float, grads_persist: bool) -> Term:
     return Term("logits + loss", live, (BACKWARD,), note)
 
 
+def kept_logits(r: ResolvedSetup) -> Term:
+    """The logits a training loop of its own keeps alive through backward and the optimizer step (its
+    `outputs` still bound): `outputs.logits`, tokens x vocab at s.kept_logits_bytes per element."""
+    s = r.s
+    per = s.kept_logits_bytes or 0
+    if s.task != "causal_lm" or s.loss == "fused" or s.liger_kernel:
+        per = 0  # no tokens x vocab tensor in the outputs
+    x = float(per * r.tokens * r.pc.vocab)
+    note = f"outputs.logits kept by the training loop ({per} B per token x vocab)" if x else ""
+    return Term("kept logits", x, (END, STEP), note)
+
+
 def autocast_copies(r: ResolvedSetup, shards: Placement) -> Term:
     """16-bit casts of fp32 weights that autocast saves for backward (all matmul weights)."""
     pc = r.pc
