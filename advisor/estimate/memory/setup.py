@@ -76,6 +76,10 @@ class TrainingSetup:
     # it drops the model outputs first (HF Trainer/TRL compute_loss, torchtune's `del logits`), 2 or 4 when
     # a loop of its own holds `outputs` (fp32 logits up to transformers 4.44); None = unknown (assumed 0)
     kept_logits_bytes: int | None = None
+    # every batch the same shape (packed, or padded to max_length): True; padded to the longest in the batch
+    # or unpadded batch-1 samples: False (the caching allocator's reserved memory grows with each new longest
+    # batch, pytorch#96995); None = unknown
+    fixed_length: bool | None = None
     gpu_memory_gib: float | None = None  # usable memory per GPU, for the fit verdict
     cuda_context_gib: float | None = None  # None -> constants.CUDA_CONTEXT_GIB
     metric: Metric = "nvidia-smi"
@@ -187,6 +191,7 @@ class MemoryEstimate:
     phases_gib: dict[str, float]  # dynamic part of each phase
     host_gib: float = 0.0  # offloaded to CPU RAM / NVMe per process
     soft_gib: float = 0.0  # paged (unified-memory) optimizer state: not in torch stats, can spill to CPU
+    growth_gib: float = 0.0  # reserved-memory growth on variable-length batches: the band's upper part
     trainable_params: int
     dtypes: dict[str, str] = field(default_factory=dict)  # the storage/compute/optimizer dtypes assumed
     fits: bool | None = None
