@@ -20,7 +20,13 @@ The memory metric is read off the estimate's breakdown: nvidia-smi rows take the
 context the row's own source measured, when it gives one), reserved rows drop the CUDA context, allocated and
 active rows also drop the allocator overhead; paged optimizer state lives outside the torch allocator.
 
-Run: python benchmarks/calibration.py [--kind memory|time] [--rows GT01,T24] [--json OUT] [--in-process]
+Both sets print a per-source table (rows, median |error| for memory and throughput, unanswered rows). The
+held-out set (`--set heldout`: benchmarks/data/heldout/<ID>/, sources the estimator was never calibrated on,
+listed in benchmarks/data/README.md) is run the same way and reported on its own, never mixed into the
+default calibration headline.
+
+Run: python benchmarks/calibration.py [--set calibration|heldout] [--kind memory|time] [--rows GT01,T24]
+     [--json OUT] [--in-process]
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from typing import Any
 
 DATA = Path(__file__).resolve().parent / "data"
 KINDS = ("memory", "time")
+SETS = {"calibration": KINDS, "heldout": ("heldout",)}  # the folders under DATA each set reads
 CONTEXT_ITEM = "CUDA context"  # breakdown item names start with these (advisor/estimate/memory.py)
 ALLOCATOR_ITEM = "allocator overhead"
 
@@ -76,6 +83,7 @@ class Result:
     time_reason: str | None = None
     notes: list[str] = field(default_factory=list)
     implied_mfu: float | None = None  # the estimate's MFU scaled by measured / estimated throughput
+    source: str = "?"  # the publication the row comes from (source_set, else source without its commit)
 
     @property
     def plausible_time(self) -> bool:
@@ -97,10 +105,10 @@ def _rel(estimate: float | None, measured: float | None) -> float | None:
     return (estimate - measured) / measured
 
 
-def load_rows(root: Path = DATA, only: set[str] | None = None) -> list[Row]:
-    """Every row folder (one holding meta.json) under root/memory and root/time, sorted by id."""
+def load_rows(root: Path = DATA, only: set[str] | None = None, folders: tuple[str, ...] = KINDS) -> list[Row]:
+    """Every row folder (one holding meta.json) under root/<folder> for each folder, sorted by id."""
     rows = []
-    for kind in KINDS:
+    for kind in folders:
         for meta_path in sorted((root / kind).glob("*/meta.json")):
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
             rid = str(meta.get("id", meta_path.parent.name))
@@ -206,6 +214,7 @@ def evaluate(row: Row, in_process: bool = False) -> Result:
         expressible=row.expressible,
         translated=bool(meta.get("translated_settings")),
         outcome=meta.get("outcome"),
+        source=source_of(meta),
     )
     report, error = run_estimate(row, in_process)
     mem, time = meta.get("memory"), meta.get("time")
@@ -246,6 +255,14 @@ def evaluate(row: Row, in_process: bool = False) -> Result:
             )
     res.notes = [a for a in report.get("assumptions") or [] if a.startswith("tokens per sample")]
     return res
+
+
+def source_of(meta: dict[str, Any]) -> str:
+    """The row's publication: its source_set, else its source with the commit and query dropped."""
+    if meta.get("source_set"):
+        return str(meta["source_set"])
+    src = str(meta.get("source") or "?")
+    return src.split("@", 1)[0].split("#", 1)[0]
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -356,12 +373,50 @@ def report(results: list[Result]) -> dict[str, Any]:
         print("  throughput rows left out (the measurement implies more than the GPU's dense peak):")
         for r in implausible:
             print(f"    {r.id}: implied MFU {r.implied_mfu:.2f}, error {_err(r.tps_error)}")
+    out["per_source"] = per_source(head)
     apart = [r for r in results if not r.expressible]
     if apart:
         print("\nrows that cannot be written as configs (not in the headline):")
         for r in apart:
             print(f"  {r.id}: memory {_err(r.memory_error)} throughput {_err(r.tps_error)}")
     return out
+
+
+def per_source(results: list[Result]) -> dict[str, dict[str, Any]]:
+    """Print and return, per source: rows, memory and throughput median |error| and unanswered rows."""
+    by: dict[str, list[Result]] = {}
+    for r in results:
+        by.setdefault(r.source, []).append(r)
+    print("\nper source (rows written as configs):")
+    print(
+        f"  {'source':44} {'rows':>4} | {'mem n':>5} {'median':>7} | {'tok/s n':>7} {'median':>7} | "
+        "unanswered"
+    )
+    table: dict[str, dict[str, Any]] = {}
+    for name in sorted(by):
+        rows = by[name]
+        mem = summary([r.memory_error for r in rows if r.memory_error is not None])
+        tps = summary([r.tps_error for r in rows if r.tps_error is not None and r.plausible_time])
+        asked_mem = sum(r.memory_measured is not None for r in rows)
+        asked_tps = sum(r.tps_measured is not None for r in rows)
+        no_mem = sum(r.memory_measured is not None and r.memory_estimate is None for r in rows)
+        no_tps = sum(r.tps_measured is not None and r.tps_estimate is None for r in rows)
+        table[name] = {
+            "rows": len(rows),
+            "memory": mem,
+            "throughput": tps,
+            "memory_unanswered": f"{no_mem}/{asked_mem}",
+            "throughput_unanswered": f"{no_tps}/{asked_tps}",
+        }
+
+        def med(s: dict[str, float | int]) -> str:
+            return f"{s['median']:6.1f}%" if s.get("n") else "      -"
+
+        print(
+            f"  {name[:44]:44} {len(rows):4d} | {mem.get('n', 0):5d} {med(mem)} | {tps.get('n', 0):7d} "
+            f"{med(tps)} | memory {no_mem}/{asked_mem}, time {no_tps}/{asked_tps}"
+        )
+    return table
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -371,13 +426,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write the per-row results and the headline here")
     ap.add_argument("--in-process", action="store_true", help="the CLI runner instead of a subprocess")
     ap.add_argument("--data", type=Path, default=DATA, help="the folder of row folders")
+    ap.add_argument(
+        "--set",
+        choices=sorted(SETS),
+        default="calibration",
+        help="calibration (memory/, time/: the default headline) or heldout (sources never fitted on)",
+    )
     args = ap.parse_args(argv)
     only = {s.strip() for s in args.rows.split(",")} if args.rows else None
-    rows = [r for r in load_rows(args.data, only) if args.kind is None or r.meta.get(args.kind)]
+    rows = [
+        r for r in load_rows(args.data, only, SETS[args.set]) if args.kind is None or r.meta.get(args.kind)
+    ]
+    print(f"set: {args.set} ({len(rows)} rows)")
     results = [evaluate(r, args.in_process) for r in rows]
     head = report(results)
     if args.json:
         data = {
+            "set": args.set,
             "headline": head,
             "rows": [asdict(r) | {"memory_error": r.memory_error, "tps_error": r.tps_error} for r in results],
         }
