@@ -236,6 +236,28 @@ def _dtype_inputs(
     return kw, rd
 
 
+def _fixed_length(plan: RunPlan) -> bool | None:
+    """Whether every batch has one shape (the caching allocator's growth, memory-model.md 6.10): packed or
+    padded to max_length; the trainers' collators pad to the longest in the batch (trl 0.26
+    sft_trainer.py:195 pad(...), pad_to_multiple_of None; HF DataCollatorForSeq2Seq padding=True)."""
+    t = plan.training
+    if any(truth(written(t, k)) for k in ("packing", "sample_packing", "neat_packing")):
+        return True
+    if truth(written(t, "pad_to_max_length")) or str(getattr(written(t, "padding"), "value", "")).lower() in (
+        "max_length",
+        "true",
+    ):
+        return True
+    if truth(written(t, "padding_free")):
+        return False
+    dialect = t.known_value("dialect") if t is not None else None
+    from advisor.facts.dtypes import trl_trains
+
+    if (dialect is not None and dialect.value in ("trl", "axolotl", "llamafactory")) or trl_trains(plan):
+        return False
+    return None
+
+
 def _kept_logits(plan: RunPlan, precision: str | None, a: list[str]) -> int | None:
     """Bytes per logit the training loop keeps through backward (advisor.facts.training_loop)."""
     from advisor.facts.training_loop import logits_kept_bytes, loop_outputs
@@ -626,6 +648,7 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
         # trainer/sft_config.py:291, sft_trainer.py:1190)
         "activation_offloading": bool(truth(written(t, "activation_offloading"))),
         "kept_logits_bytes": _kept_logits(plan, dtype_kw.get("precision"), a),
+        "fixed_length": _fixed_length(plan),
     }
     if strategy in {"zero1", "zero2", "zero3"}:
         for key in ("reduce_bucket_size", "allgather_bucket_size", "stage3_prefetch_bucket_size"):

@@ -32,17 +32,20 @@ FIT_USES = "device"
 
 
 def memory_figures(
-    allocated: float, reserved: float, device: float, band: float, digits: int
+    allocated: float, reserved: float, device: float, band: float, digits: int, growth: float = 0.0
 ) -> dict[str, Any]:
     """{allocated, reserved, device}: {gib, low_gib, high_gib, reads}, and fit_uses: the figure the verdict
     compares with the usable memory. `band` is the model's relative uncertainty (the same for each figure:
-    peak.py applies it to whichever metric it is asked for)."""
+    peak.py applies it to whichever metric it is asked for); `growth` (GiB) is the caching allocator's
+    growth on variable-length batches (MemoryEstimate.growth_gib), the upper part of the reserved and
+    device bands only: the live tensors do not grow."""
     out: dict[str, Any] = {}
     for kind, gib in zip(KINDS, (allocated, reserved, device), strict=True):
+        extra = growth if kind != "allocated" else 0.0
         out[kind] = {
             "gib": round(gib, digits),
             "low_gib": round(gib * (1.0 - band), digits),
-            "high_gib": round(gib * (1.0 + band), digits),
+            "high_gib": round(gib * (1.0 + band) + extra, digits),
             "reads": READS[kind],
         }
     out["fit_uses"] = FIT_USES

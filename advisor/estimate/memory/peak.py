@@ -140,6 +140,37 @@ def _dtype_summary(r: ResolvedSetup) -> dict[str, str]:
     return out
 
 
+def _allocator_growth(pt: PhaseTerms, assumptions: list[str]) -> float:
+    """Reserved memory the caching allocator adds when batches change shape (issue 21 section 2).
+
+    With batches padded to their longest (TRL's and HF's collators) or unpadded batch-1 samples, each new
+    longest batch asks for larger logits/loss and layer blocks than any cached one; the allocator keeps the
+    old segments and maps new ones (pytorch#96995, the motivation of expandable_segments), so reserved
+    memory exceeds the live set by at least one more copy of the largest transient working set. The live
+    set stays as estimated: the growth is the upper part of the reserved and device bands.
+    """
+    s = pt.resolved.s
+    if s.fixed_length is not False:
+        return 0.0
+    transient = max(
+        (tm.bytes for ts in pt.phases.values() for tm in ts if tm.name in _TRANSIENT),
+        default=0.0,
+    )
+    if transient <= 0:
+        return 0.0
+    assumptions.append(
+        "batches are not padded to one length: each new longest batch needs larger logits/loss blocks than "
+        "the caching allocator holds, and it keeps the old segments (pytorch#96995): reserved memory may "
+        f"grow by {transient / K.GIB:.2f} GiB or more over the estimate (the band's upper part); "
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True avoids it"
+    )
+    return transient
+
+
+# the terms that are allocated and freed within every step and scale with the batch's tokens
+_TRANSIENT = ("logits + loss", "backward working set", "last layer recompute + backward working set")
+
+
 def estimate_memory(setup: TrainingSetup) -> MemoryEstimate:
     pt = phase_terms(setup)
     s, r = setup, pt.resolved
@@ -188,6 +219,7 @@ def estimate_memory(setup: TrainingSetup) -> MemoryEstimate:
     band = K.BAND_BASE
     if s.method == "qlora" or (s.strategy in ("fsdp", "fsdp_grad_op", "zero2", "zero3") and r.n > 1):
         band = K.BAND_SHARDED_OR_QUANT
+    growth = _allocator_growth(pt, A)  # apart from the band: memory_figures(growth=) adds it to reserved
     fits: bool | None = None
     verdict: Literal["fits", "borderline", "oom"] | None = None
     if s.gpu_memory_gib is not None:
@@ -212,6 +244,7 @@ def estimate_memory(setup: TrainingSetup) -> MemoryEstimate:
         phases_gib={_PHASE_LABELS[k]: v / gi for k, v in totals.items()},
         host_gib=pt.host / gi,
         soft_gib=soft / gi,
+        growth_gib=growth / gi,
         trainable_params=pt.trainable,
         dtypes=_dtype_summary(r),
         fits=fits,
