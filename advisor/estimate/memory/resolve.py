@@ -122,9 +122,21 @@ class ResolvedSetup:
         return dtype_bytes(self.dtypes.compute)
 
     @property
+    def fsdp_param_dtype(self) -> bool:
+        """FSDP gathers fp32 shards in MixedPrecision's param_dtype (accelerate 1.16 utils/dataclasses.py
+        1981-2011 set_mixed_precision: MixedPrecision(param_dtype=dtype, reduce_dtype=dtype)): forward
+        computes with 16-bit weights, so activations follow the compute dtype, not the fp32 storage."""
+        return self.fsdp and self.n > 1 and self.dtypes.storage == "fp32" and self.autocast
+
+    @property
     def br(self) -> int:
-        """Residual stream bytes: the storage dtype (fp32 after prepare_model_for_kbit_training)."""
-        return 4 if self.qlora_fp32_stream else dtype_bytes(self.dtypes.storage)
+        """Residual stream bytes: the storage dtype (fp32 after prepare_model_for_kbit_training), the
+        compute dtype when FSDP gathers fp32 shards in its param_dtype (the embedding output is 16-bit)."""
+        if self.qlora_fp32_stream:
+            return 4
+        if self.fsdp_param_dtype:
+            return dtype_bytes(self.dtypes.compute)
+        return dtype_bytes(self.dtypes.storage)
 
     @property
     def lin_out(self) -> int:
