@@ -12,7 +12,7 @@ write) are reported separately and never enter the headline.
 meta.json (see benchmarks/data/README.md):
     memory: {metric: nvidia-smi | reserved | allocated | active, value_gib, cuda_context_gib?, components?}
     time:   {metric: tokens_per_s | samples_per_s | step_s, value, scope: global | per_gpu,
-             tokens_per_sample? (samples_per_s), tokens_per_step? (step_s)}
+             tokens_per_sample? (samples_per_s), tokens_per_step? (step_s), grade? (its own, else the row's)}
     outcome: fits | oom | unknown (the measured run is not the HF recipe);  grade A/B/C
     source: repository:path@commit or URL;  translation, notes
 
@@ -84,6 +84,11 @@ class Result:
     notes: list[str] = field(default_factory=list)
     implied_mfu: float | None = None  # the estimate's MFU scaled by measured / estimated throughput
     source: str = "?"  # the publication the row comes from (source_set, else source without its commit)
+    time_grade: str | None = None  # the throughput's own grade (meta time.grade), else the row's
+
+    @property
+    def tps_grade(self) -> str:
+        return self.time_grade or self.grade
 
     @property
     def plausible_time(self) -> bool:
@@ -215,6 +220,7 @@ def evaluate(row: Row, in_process: bool = False) -> Result:
         translated=bool(meta.get("translated_settings")),
         outcome=meta.get("outcome"),
         source=source_of(meta),
+        time_grade=(meta.get("time") or {}).get("grade"),
     )
     report, error = run_estimate(row, in_process)
     mem, time = meta.get("memory"), meta.get("time")
@@ -350,7 +356,7 @@ def report(results: list[Result]) -> dict[str, Any]:
         t = [
             r.tps_error
             for r in head
-            if r.grade.startswith(grade) and r.tps_error is not None and r.plausible_time
+            if r.tps_grade.startswith(grade) and r.tps_error is not None and r.plausible_time
         ]
         print(_fmt_summary(f"grade {grade}: memory", summary(m)))
         print(_fmt_summary(f"grade {grade}: throughput", summary(t)))
