@@ -45,6 +45,7 @@ __all__ = [
     "quant_storage",
     "quantization",
     "run_dtypes",
+    "trl_release",
     "trl_trains",
 ]
 
@@ -311,14 +312,45 @@ def autocast_fact(plan: RunPlan, names: dict[str, Any], deepspeed: bool) -> Dtyp
 _KBIT_PREPARE = re.compile(r"\bprepare_model_for_kbit_training\s*\(")
 
 
-def kbit_preparation(plan: RunPlan) -> DtypeFact:
+def trl_release(plan: RunPlan) -> tuple[int, int] | None:
+    """The (major, minor) TRL release the run is judged against: its pin, else the current release."""
+    from advisor.facts import versions
+    from advisor.plan.context import context_for
+
+    doc = plan.spec.script or plan.spec.training or plan.spec.root
+    if doc is None or getattr(doc, "path", None) is None:
+        return None
+    checked = context_for(doc.path, plan)
+    target = versions.targets_for(doc.path, checked.settings_near(doc.path), checked).get("trl")
+    if target is None:
+        return None
+    parts = [int(x) for x in re.findall(r"\d+", target.release)[:2]]
+    return (parts[0], parts[1]) if len(parts) == 2 else None
+
+
+def _trl_prepares(plan: RunPlan, sharded: bool) -> bool:
+    """TRL <= 0.25's SFTTrainer prepares a non-sharded 4-bit or 8-bit model itself (trl 0.25
+    models/utils.py:583 prepare_peft_model); from 0.26 it only wraps it (sft_trainer.py:703)."""
+    release = trl_release(plan)
+    return release is not None and release <= (0, 25) and not sharded
+
+
+def kbit_preparation(plan: RunPlan, sharded: bool = False) -> DtypeFact:
     """Whether PEFT's prepare_model_for_kbit_training runs on a quantized base (it casts every
-    non-quantized parameter to fp32 and turns on gradient checkpointing): "yes" / "no" / None unknown."""
+    non-quantized parameter to fp32 and turns on gradient checkpointing): "yes" / "no" / None unknown;
+    "norms" for TRL <= 0.25's own version, which upcasts the norms only. `sharded`: FSDP or ZeRO-3, where
+    the trainers skip it (the 4-bit weights are loaded on cpu/meta)."""
     dialect = plan.training.known_value("dialect")
     if dialect is not None and dialect.value == "llamafactory":
         # LLaMA-Factory's own prepare_model_for_training upcasts only layer norms, on request
         # (llamafactory 0.9.5 model/model_utils/checkpointing.py:143-155)
         return DtypeFact("no", "LLaMA-Factory does not call prepare_model_for_kbit_training")
+    if dialect is not None and dialect.value == "axolotl":
+        # axolotl's LoRA/QLoRA path calls it unless QLoRA under FSDP or ZeRO-3 (axolotl
+        # src/axolotl/loaders/model.py:1003-1023@067b021c)
+        if sharded:
+            return DtypeFact("no", "axolotl skips prepare_model_for_kbit_training under FSDP/ZeRO-3")
+        return DtypeFact("yes", "axolotl calls prepare_model_for_kbit_training (loaders/model.py:1021)")
     doc = plan.spec.script
     if doc is not None and isinstance(doc.text, str):
         if _KBIT_PREPARE.search(doc.text[:2_000_000]):
@@ -326,7 +358,17 @@ def kbit_preparation(plan: RunPlan) -> DtypeFact:
         if _TRL_IMPORT.search(doc.text[:2_000_000]) is None:
             return DtypeFact("no", f"{doc.path.name} does not call prepare_model_for_kbit_training")
     if trl_trains(plan):
-        # TRL's SFTTrainer wraps a quantized model with get_peft_model only (trl 1.16 sft_trainer.py:870)
+        if _trl_prepares(plan, sharded):
+            # TRL's own prepare_model_for_kbit_training casts only norm weights to fp32 (trl 0.25
+            # models/utils.py:488-497), then under bf16 casts embeddings/lm_head back to bf16
+            # (models/utils.py:549-556, 606-607): the residual stream stays 16-bit
+            return DtypeFact(
+                "norms",
+                "TRL <= 0.25 prepares the quantized model itself: norms upcast to fp32 only "
+                "(trl 0.25 models/utils.py:497, 583)",
+            )
+        # TRL's SFTTrainer wraps a quantized model with get_peft_model only (trl 0.26 sft_trainer.py:703,
+        # 1.16 sft_trainer.py:870); TRL <= 0.25 skips its preparation for sharded QLoRA (models/utils.py:583)
         return DtypeFact("no", "TRL's SFTTrainer does not call prepare_model_for_kbit_training")
     return DtypeFact(None, "unknown")
 
@@ -374,8 +416,31 @@ def run_dtypes(
         if off is not None and _truth(off) is False and storage.dtype is not None:
             trainable = DtypeFact(storage.dtype, _where(off, "autocast_adapter_dtype"), off.origin)
         elif quant.dtype is not None and trl_trains(plan):
-            # TRL casts the adapters of a quantized model to bf16 (trl 1.16 trainer/sft_trainer.py:908-911)
-            trainable = DtypeFact("bf16", "TRL casts QLoRA adapters to bf16 (sft_trainer.py:908)")
+            release = trl_release(plan)
+            sharded = strategy in {"fsdp", "fsdp_grad_op", "zero3"}
+            if release is not None and release <= (0, 25):
+                if sharded and storage.dtype is not None:
+                    # sharded QLoRA: get_peft_model(autocast_adapter_dtype=False) (trl 0.25
+                    # models/utils.py:601) keeps the adapters in the load dtype
+                    why = "TRL <= 0.25 sharded QLoRA: adapters in the load dtype"
+                    trainable = DtypeFact(storage.dtype, why)
+                # else PEFT's fp32 adapters: TRL <= 0.25 has no bf16 cast of its own
+            else:
+                # TRL casts the adapters of a quantized model to bf16 (trl 0.26 sft_trainer.py:713-718,
+                # 1.16 trainer/sft_trainer.py:908-911)
+                trainable = DtypeFact("bf16", "TRL casts QLoRA adapters to bf16 (sft_trainer.py:908)")
+            if (
+                release is not None
+                and release <= (0, 25)
+                and not sharded
+                and quant.dtype == "nf4"
+                and compute.dtype == "bf16"
+                and storage.dtype == "fp32"
+            ):
+                # peft_module_casting_to_bf16 casts fp32 embeddings/lm_head to bf16 under bf16 (trl 0.25
+                # models/utils.py:549-556, 606-607): the non-quantized weights and the residual are bf16
+                why = "TRL <= 0.25 casts fp32 embeddings/lm_head to bf16 (models/utils.py:606)"
+                storage = DtypeFact("bf16", why)
     fsdp = strategy in {"fsdp", "fsdp_grad_op"}
     if fsdp and method == "full" and quant.dtype is None and compute.dtype in {"bf16", "fp16"}:
         # accelerate holds FSDP's trainable parameters in fp32 when mixed precision is on, whatever the load

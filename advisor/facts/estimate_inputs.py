@@ -231,7 +231,7 @@ def _dtype_inputs(
     if method == "qlora":
         from advisor.facts.dtypes import kbit_preparation
 
-        prepared = kbit_preparation(plan).dtype
+        prepared = kbit_preparation(plan, sharded=strategy in {"fsdp", "fsdp_grad_op", "zero3"}).dtype
         kw["prepare_kbit_training"] = None if prepared is None else prepared == "yes"
     return kw, rd
 

@@ -1,0 +1,74 @@
+"""prepare_model_for_kbit_training by trainer and version (issue 21 section 2).
+
+TRL <= 0.25's SFTTrainer prepares a non-sharded quantized model itself: its own
+prepare_model_for_kbit_training casts the norms to fp32 only (trl 0.25 models/utils.py:488-497, called at
+583), peft_module_casting_to_bf16 casts fp32 embeddings/lm_head to bf16 under bf16 (549-556, 606-607), and
+the adapters keep PEFT's fp32. TRL 0.26 only wraps the model (sft_trainer.py:703) and casts the adapters to
+bf16 (713-718). axolotl's LoRA/QLoRA path calls PEFT's prepare_model_for_kbit_training (loaders/model.py
+1003-1023@067b021c), which casts every non-quantized parameter to fp32.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from advisor.cli import app
+from tests.conftest import write_files
+
+runner = CliRunner()
+
+_SFT = (
+    "model_name_or_path: meta-llama/Llama-2-7b-hf\nuse_peft: true\nlora_r: 16\nload_in_4bit: true\n"
+    "bf16: true\nper_device_train_batch_size: 1\nmax_length: 1024\ngradient_checkpointing: true\n"
+    "attn_implementation: sdpa\noptim: adamw_torch_fused\n"
+)
+
+
+def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str]) -> dict:
+    write_files(tmp_path, files)
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["estimate", ".", "-H", "1xH100", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    (run,) = json.loads(result.stdout)["runs"]
+    return run
+
+
+def _rows(run: dict) -> dict[str, str]:
+    return {d["what"]: d["dtype"] for d in run["dtypes"]}
+
+
+def _weights(run: dict) -> float:
+    return next(b["gib"] for b in run["breakdown"] if b["name"] == "weights")
+
+
+@pytest.mark.parametrize("load", ["bfloat16", "float32"])
+def test_trl_before_and_after_0_26(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, load: str) -> None:
+    recipe = _SFT + f"dtype: {load}\n"
+    old = _run(tmp_path / "a", monkeypatch, {"sft.yaml": recipe, "requirements.txt": "trl==0.25.0\n"})
+    new = _run(tmp_path / "b", monkeypatch, {"sft.yaml": recipe, "requirements.txt": "trl==0.26.0\n"})
+    assert _rows(old)["trainable"] == "fp32" and _rows(new)["trainable"] == "bf16"
+    if load == "float32":
+        # TRL <= 0.25 casts the fp32 embeddings and lm_head to bf16; 0.26 leaves them as loaded
+        assert _rows(old)["weights"].startswith("bf16") and _rows(new)["weights"].startswith("fp32")
+        assert _weights(new) - _weights(old) > 0.45  # 2 x 32000 x 4096 x 2 B = 0.49 GiB
+    else:
+        assert _rows(old)["weights"].startswith("bf16") and _rows(new)["weights"].startswith("bf16")
+    # neither upcasts every non-quantized weight (PEFT's prepare_model_for_kbit_training would)
+    assert not [a for a in old["assumptions"] if "prepare_model_for_kbit_training" in a and "assumed" in a]
+
+
+def test_axolotl_qlora_calls_peft_preparation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = (
+        "base_model: meta-llama/Llama-2-7b-hf\nadapter: qlora\nload_in_4bit: true\nlora_r: 16\n"
+        "lora_target_linear: true\nsequence_len: 1024\nmicro_batch_size: 1\ngradient_accumulation_steps: 1\n"
+        "bf16: true\ngradient_checkpointing: true\nflash_attention: true\noptimizer: adamw_torch_fused\n"
+        "datasets:\n  - path: tatsu-lab/alpaca\n    type: alpaca\n"
+    )
+    run = _run(tmp_path, monkeypatch, {"qlora.yml": cfg})
+    note = next(b["note"] for b in run["breakdown"] if b["name"] == "weights")
+    assert "unquantized x 4 B" in note  # every non-quantized parameter in fp32
+    assert not [a for a in run["assumptions"] if a.startswith("QLoRA: assumed PEFT prepare_model")]
