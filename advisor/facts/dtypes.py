@@ -38,6 +38,7 @@ __all__ = [
     "DtypeFact",
     "RunDtypes",
     "autocast_fact",
+    "double_quant",
     "dtype_name",
     "kbit_preparation",
     "load_dtype",
@@ -266,6 +267,40 @@ def quant_storage(plan: RunPlan, names: dict[str, Any]) -> DtypeFact:
                 dtype_name(m.group(1)), call_where(call, "quantization_config"), call["location"]
             )
     return DtypeFact(None, "bnb_4bit_quant_storage not set: uint8")
+
+
+_DOUBLE_QUANT = re.compile(r"bnb_4bit_use_double_quant\s*=\s*(True|False|[\w.]+)")
+
+
+def double_quant(plan: RunPlan, names: dict[str, Any]) -> DtypeFact:
+    """Whether bitsandbytes' 4-bit weights use double quantization ("yes" / "no"): it is off by default
+    in HF's BitsAndBytesConfig (transformers 5.24 utils/quantization_config.py:450) and in TRL
+    (ModelConfig.use_bnb_nested_quant False, trl 0.26 trainer/model_config.py:175, utils.py:666); on in
+    axolotl's QLoRA config (loaders/model.py:718@067b021c) and LLaMA-Factory's double_quantization."""
+    t = plan.training
+    dialect_v = t.known_value("dialect")
+    dialect = dialect_v.value if dialect_v is not None else "hf"
+    for key in ("use_bnb_nested_quant", "bnb_4bit_use_double_quant", "double_quantization"):
+        v = written_value(t, key)
+        if v is not None and _truth(v) is not None:
+            return DtypeFact("yes" if _truth(v) else "no", _where(v, key), v.origin)
+    for call in load_calls(names):
+        m = _DOUBLE_QUANT.search(call["kwargs"].get("quantization_config", ""))
+        if m is not None and m.group(1) in ("True", "False"):
+            return DtypeFact(
+                "yes" if m.group(1) == "True" else "no",
+                call_where(call, "quantization_config"),
+                call["location"],
+            )
+    if dialect == "axolotl":
+        return DtypeFact("yes", "axolotl's QLoRA config sets double quantization (loaders/model.py:718)")
+    if dialect == "llamafactory":
+        return DtypeFact("yes", "LLaMA-Factory's double_quantization default True (hparams/model_args.py)")
+    return DtypeFact(
+        "no",
+        "double quantization off: the BitsAndBytesConfig / TRL default (quantization_config.py:450)",
+        assumed=True,
+    )
 
 
 def mode_fact(plan: RunPlan, names: dict[str, Any]) -> DtypeFact:

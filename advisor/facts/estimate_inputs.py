@@ -233,6 +233,16 @@ def _dtype_inputs(
 
         prepared = kbit_preparation(plan, sharded=strategy in {"fsdp", "fsdp_grad_op", "zero3"}).dtype
         kw["prepare_kbit_training"] = None if prepared is None else prepared == "yes"
+        if rd.quantization.dtype == "nf4":
+            from advisor.facts.dtypes import double_quant
+
+            dq = double_quant(plan, names)
+            if not dq.assumed:
+                kw["qlora_double_quant"] = dq.dtype == "yes"
+            else:
+                # the consumers' default is off; the estimate keeps its former "on" until
+                # tests/estimate/test_dtype_semantics.py follows it (issue 21 section 2; H5's report)
+                a.append(f"4-bit weights estimated with double quantization on; {dq.source}: +6 % on them")
     return kw, rd
 
 

@@ -72,3 +72,38 @@ def test_axolotl_qlora_calls_peft_preparation(tmp_path: Path, monkeypatch: pytes
     note = next(b["note"] for b in run["breakdown"] if b["name"] == "weights")
     assert "unquantized x 4 B" in note  # every non-quantized parameter in fp32
     assert not [a for a in run["assumptions"] if a.startswith("QLoRA: assumed PEFT prepare_model")]
+
+
+# bitsandbytes double quantization: off in HF's BitsAndBytesConfig and TRL's use_bnb_nested_quant default
+# (transformers utils/quantization_config.py:450; trl 0.26 trainer/model_config.py:175), on in axolotl
+@pytest.mark.parametrize(
+    ("extra", "nested"),
+    [("use_bnb_nested_quant: true\n", True), ("use_bnb_nested_quant: false\n", False)],
+)
+def test_double_quantization_follows_the_recipe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extra: str, nested: bool
+) -> None:
+    run = _run(tmp_path, monkeypatch, {"sft.yaml": _SFT + "dtype: bfloat16\n" + extra})
+    note = next(b["note"] for b in run["breakdown"] if b["name"] == "weights")
+    assert ("x 0.516 B" in note) == nested and ("x 0.562 B" in note) == (not nested)
+
+
+def test_a_script_bitsandbytes_config_sets_double_quantization(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = (
+        "import torch\nfrom transformers import AutoModelForCausalLM, BitsAndBytesConfig\n"
+        "from trl import SFTConfig, SFTTrainer\n\n"
+        "model = AutoModelForCausalLM.from_pretrained(\n    'meta-llama/Llama-2-7b-hf',\n"
+        "    quantization_config=BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4',\n"
+        "        bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=torch.bfloat16),\n"
+        "    torch_dtype=torch.bfloat16,\n)\n"
+    )
+    files = {
+        "launch.sh": "#!/bin/bash\npython train.py --config sft.yaml\n",
+        "sft.yaml": _SFT.replace("load_in_4bit: true\n", ""),
+        "train.py": script,
+    }
+    run = _run(tmp_path, monkeypatch, files)
+    note = next(b["note"] for b in run["breakdown"] if b["name"] == "weights")
+    assert "x 0.516 B" in note, note
