@@ -107,3 +107,15 @@ def test_a_script_bitsandbytes_config_sets_double_quantization(
     run = _run(tmp_path, monkeypatch, files)
     note = next(b["note"] for b in run["breakdown"] if b["name"] == "weights")
     assert "x 0.516 B" in note, note
+
+
+def test_bitsandbytes_before_0_43_2_is_stated_not_counted() -> None:
+    """MatMul4Bit kept every 4-bit Linear's input for backward before bitsandbytes PR #1270 (0.43.2);
+    the pins this tool reads do not include bitsandbytes, so the estimate says what an older one adds."""
+    from advisor.estimate import TrainingSetup, estimate_memory, resolve_model
+
+    pc = resolve_model("meta-llama/Llama-2-7b-hf").count()
+    s = TrainingSetup(model=pc, method="qlora", micro_batch=1, seq_len=1024, gradient_checkpointing=False)
+    (said,) = [a for a in estimate_memory(s).assumptions if "PR #1270" in a]
+    # q/k/v, o_proj, gate/up and down_proj inputs: (2 x 4096 + 4096 + 11008) x 2 B x 32 layers x 1024
+    assert f"+{(3 * 4096 + 11008) * 2 * 32 * 1024 / 2**30:.2f} GiB" in said

@@ -70,6 +70,9 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
     # measures: the larger of the two, not their sum. A loop that keeps `outputs` holds its logits beside
     # the layer's working set, at the end of backward and through the optimizer step.
     dequant = terms.dequant_buffer(r)
+    bnb = terms.bnb_input_note(r)
+    if bnb is not None:
+        r.assumptions.append(bnb)
     layer_work = act.work.bytes + act.last_layer + dequant.bytes
     beyond = Term(
         act.work.name,

@@ -297,6 +297,23 @@ def autocast_copies(r: ResolvedSetup, shards: Placement) -> Term:
     )
 
 
+def bnb_input_note(r: ResolvedSetup) -> str | None:
+    """What bitsandbytes before 0.43.2 adds, stated, not counted: its MatMul4Bit kept every 4-bit Linear's
+    input for backward whenever the input needed a gradient (ctx.tensors = (A, B); fixed in
+    bitsandbytes PR #1270, 0.43.2, to (None, B)). The release is not read from the pins."""
+    if r.s.method != "qlora" or not r.hf or r.dtypes.quant == "int8":
+        return None
+    pc = r.pc
+    widths = {lin.feeds_from: lin.d_in for lin in pc.linears if not lin.name.startswith(("router",))}
+    per_token = r.cb * sum(widths.values())  # one compute-dtype copy of each distinct Linear input
+    layers = 1 if r.gc else pc.layers
+    extra = per_token * layers * r.tokens / K.GIB
+    return (
+        "bitsandbytes >= 0.43.2 assumed: before it (PR #1270) every 4-bit Linear also keeps its input for "
+        f"backward (+{extra:.2f} GiB here{', in the recomputed layer' if r.gc else ''})"
+    )
+
+
 def dequant_buffer(r: ResolvedSetup) -> Term:
     x = 0.0
     if r.s.method == "qlora":
