@@ -80,6 +80,11 @@ class TrainingSetup:
     # or unpadded batch-1 samples: False (the caching allocator's reserved memory grows with each new longest
     # batch, pytorch#96995); None = unknown
     fixed_length: bool | None = None
+    # FSDP1 units that hold frozen and trainable (LoRA) weights in one flat parameter (use_orig_params=True
+    # with a loop of its own; HF Trainer wraps LoRA leaves apart): each keeps a full-size flat gradient
+    fsdp_mixed_units: bool = False
+    # accelerate's GradientAccumulationPlugin(sync_each_batch=True): no no_sync between micro-batches
+    sync_each_batch: bool = False
     gpu_memory_gib: float | None = None  # usable memory per GPU, for the fit verdict
     cuda_context_gib: float | None = None  # None -> constants.CUDA_CONTEXT_GIB
     metric: Metric = "nvidia-smi"
