@@ -260,12 +260,49 @@ def _fixed_length(plan: RunPlan) -> bool | None:
         return True
     if truth(written(t, "padding_free")):
         return False
-    dialect = t.known_value("dialect") if t is not None else None
     from advisor.facts.dtypes import trl_trains
+    from advisor.facts.training_loop import loop_outputs
+
+    if loop_outputs(plan).own:
+        return None  # the script collates its own batches
+    dialect = t.known_value("dialect") if t is not None else None
 
     if (dialect is not None and dialect.value in ("trl", "axolotl", "llamafactory")) or trl_trains(plan):
         return False
     return None
+
+
+def _fsdp_units(plan: RunPlan, strategy: str, method: str, a: list[str]) -> dict[str, bool]:
+    """FSDP1 units mixing frozen and LoRA weights, and accelerate's sync_each_batch (memory-model.md 6.6):
+    a loop of its own under FSDP1 with use_orig_params=True wraps the base weights and the adapters of a
+    block in one FlatParameter; HF Trainer wraps LoRA leaves apart (transformers distributed/fsdp.py:279)."""
+    out: dict[str, bool] = {}
+    t = plan.training
+    sync = value_at(t, "accelerator_config.gradient_accumulation_kwargs.sync_each_batch")
+    if truth(sync):
+        out["sync_each_batch"] = True
+    if strategy not in {"fsdp", "fsdp_grad_op"} or method != "lora" or _fsdp_version(plan) != 1:
+        return out
+    orig = None
+    for ns, key in (
+        (plan.accelerate, "fsdp_config.fsdp_use_orig_params"),
+        (t, "fsdp_config.use_orig_params"),
+        (t, "fsdp_config.fsdp_use_orig_params"),
+    ):
+        v = value_at(ns, key)
+        if v is not None and truth(v) is not None:
+            orig = truth(v)
+            break
+    from advisor.facts.training_loop import loop_outputs
+
+    if orig and loop_outputs(plan).own:
+        out["fsdp_mixed_units"] = True
+        a.append(
+            "FSDP1 with use_orig_params and the script's own loop: each wrapped block holds its frozen "
+            "weights and LoRA adapters in one FlatParameter, whose gradient is full-size (torch "
+            "distributed/fsdp/fully_sharded_data_parallel.py:208-213)"
+        )
+    return out
 
 
 def _kept_logits(plan: RunPlan, precision: str | None, a: list[str]) -> int | None:
@@ -659,6 +696,7 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
         "activation_offloading": bool(truth(written(t, "activation_offloading"))),
         "kept_logits_bytes": _kept_logits(plan, dtype_kw.get("precision"), a),
         "fixed_length": _fixed_length(plan),
+        **_fsdp_units(plan, strategy, method, a),
     }
     if strategy in {"zero1", "zero2", "zero3"}:
         for key in ("reduce_bucket_size", "allgather_bucket_size", "stage3_prefetch_bucket_size"):

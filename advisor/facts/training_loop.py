@@ -31,6 +31,7 @@ class LoopOutputs:
 
     kept: bool | None
     source: str
+    own: bool = False  # the script runs its own loop (calls backward itself), not a Trainer's
 
 
 def _is_backward(call: ast.Call) -> bool:
@@ -104,9 +105,10 @@ def custom_loop_outputs(tree: ast.Module, script: str) -> LoopOutputs | None:
                             True,
                             f"{script}:{n.lineno} calls backward while `{name}` (the model output) is "
                             "still bound: its logits stay live through backward and the optimizer step",
+                            own=True,
                         )
     if found:
-        return LoopOutputs(False, f"{script}'s own loop frees the model output before backward")
+        return LoopOutputs(False, f"{script}'s own loop frees the model output before backward", own=True)
     return None
 
 

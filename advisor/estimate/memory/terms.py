@@ -183,12 +183,33 @@ def optimizer_states(
     return OptimizerStates(Term("optimizer states", o, ("static",), note), soft, host, offloaded)
 
 
+def mixed_units(r: ResolvedSetup) -> float:
+    """Parameters in FSDP1 units that hold frozen base weights and LoRA adapters in one FlatParameter:
+    with use_orig_params=True the unit's gradient is the whole flat parameter's size ("recommended to avoid
+    ... higher than expected gradient memory usage", torch 2.13 distributed/fsdp/fully_sharded_data_parallel
+    .py:208-213). HF Trainer wraps LoRA leaves in units of their own (transformers distributed/fsdp.py:276-
+    279, peft utils/other.py:1294-1307 fsdp_auto_wrap_policy), so only a loop of its own pays it."""
+    s = r.s
+    if not (s.fsdp_mixed_units and r.fsdp and r.n > 1 and s.method == "lora" and r.lora_r):
+        return 0.0
+    return float(r.pc.per_layer * r.pc.layers)
+
+
 def gradients(r: ResolvedSetup, train: Trainables, shards: Placement) -> tuple[float, float, str]:
     """(all gradients on the GPU, the lm_head/embedding gradient, note)."""
     s, pc = r.s, r.pc
-    per = (train.count - train.saved) * train.grad_bytes
+    per: float = (train.count - train.saved) * train.grad_bytes
     per += train.saved * (train.grad_bytes if r.dtypes.master else train.saved_bytes)
+    flat = mixed_units(r)
+    if flat:
+        per = flat * r.wb + train.saved * train.saved_bytes  # the flat parameter's dtype: the base's
     g = per / (shards.n if shards.grads else 1)
+    if flat:
+        note = (
+            f"FSDP units mixing frozen and LoRA weights: {flat / 1e9:.2f}B x {r.wb} B full-size flat "
+            f"gradients, sharded /{shards.n}"
+        )
+        return g, 0.0, note
     if s.optimizer_in_backward or r.opt.label.startswith(("LOMO", "AdaLomo")):
         g = pc.largest_tensor * train.grad_bytes if r.full else g
         note = "optimizer step fused into backward: ~largest tensor's gradient"
@@ -392,10 +413,12 @@ def _fsdp_working_set(r: ResolvedSetup, train: Trainables) -> tuple[float, str]:
             f"FSDP working set: {'embeddings + lm_head' if r.hf else 'embedding or lm_head'} + "
             f"{K.FSDP_LIVE_UNITS} unsharded layers + one unsharded layer gradient"
         )
-    if s.grad_accum > 1 and r.full:
-        live += pc.total * 2.0 * (1 - 1 / n)
+    flat = mixed_units(r)
+    if s.grad_accum > 1 and (r.full or flat) and not s.sync_each_batch:
+        live += (pc.total if r.full else flat) * 2.0 * (1 - 1 / n)
         r.assumptions.append(
             "FSDP with gradient accumulation: assumed accelerate's no_sync, which keeps unsharded "
-            "gradients between micro-batches (accelerate issue #2035)"
+            "gradients between micro-batches (accelerate issue #2035; sync_each_batch=True turns it off, "
+            "accelerate 1.16 accelerator.py:1245-1257)"
         )
     return live, note
