@@ -3,12 +3,12 @@
 
 HF Trainer and the TRL trainers call `loss = self.compute_loss(model, inputs)`; compute_loss binds
 `outputs = model(**inputs)` and returns only the loss (transformers 5.24 trainer.py:2172 and 2217, 4.44
-trainer.py:3363 and 3388), so the logits are freed by the loss backward before the last checkpointed
-layer is recomputed. torchtune's recipes `del logits` before `loss.backward()` ("free logits otherwise it
-peaks backward memory"). A loop of the user's own that binds `output = model(...)` and calls
-`output.loss.backward()` holds `output.logits` through backward and the optimizer step (Answer.AI
-fsdp_qlora train.py@05ed9f2a: `output = model(...)`, `loss = output.loss`, `loss.backward()`,
-`optimizer.step()`, then `output = None`).
+trainer.py:3363 and 3388; TRL's SFTTrainer override too, trl 0.26 sft_trainer.py:1240), so the logits
+are freed by the loss backward before the last checkpointed layer is recomputed. torchtune's recipes
+`del logits` before `loss.backward()` ("free logits otherwise it peaks backward memory"). A loop of the
+user's own that binds `output = model(...)` and calls `output.loss.backward()` holds `output.logits`
+through backward and the optimizer step (Answer.AI fsdp_qlora train.py@05ed9f2a: `output = model(...)`,
+`loss = output.loss`, `loss.backward()`, `optimizer.step()`, then `output = None`).
 
 Nothing is executed: the script is parsed (advisor.sources.python_source.parsed).
 """
@@ -85,10 +85,23 @@ def _scope_keeps(scope: ast.AST, backward_line: int) -> str | None:
     return None
 
 
+def _trainer_methods(tree: ast.Module) -> set[int]:
+    """ids of the methods of classes derived from a *Trainer: their backward is the Trainer's loop."""
+    out: set[int] = set()
+    for cls in ast.walk(tree):
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        bases = [b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "") for b in cls.bases]
+        if any(str(b).endswith("Trainer") for b in bases):
+            out.update(id(n) for n in ast.walk(cls) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
+    return out
+
+
 def custom_loop_outputs(tree: ast.Module, script: str) -> LoopOutputs | None:
-    """The script's own loop (a `.backward(` call), or None when it has none."""
+    """The script's own loop (a `.backward(` call outside a Trainer subclass), or None when it has none."""
     functions = ast.FunctionDef | ast.AsyncFunctionDef
-    scopes: list[ast.AST] = [n for n in ast.walk(tree) if isinstance(n, functions)]
+    skip = _trainer_methods(tree)
+    scopes: list[ast.AST] = [n for n in ast.walk(tree) if isinstance(n, functions) and id(n) not in skip]
     scopes.append(tree)
     found = False
     for scope in scopes:

@@ -150,3 +150,20 @@ def test_the_loop_in_the_script_sets_the_kept_logits(
     assert got - estimate_memory(base).peak_allocated_gib == pytest.approx(
         expect.peak_allocated_gib - drop.peak_allocated_gib, abs=0.02
     )
+
+
+def test_a_trainer_subclass_calling_backward_is_the_trainers_loop() -> None:
+    """A training_step override inside a Trainer subclass is HF Trainer's loop, not a loop of its own."""
+    import ast
+
+    from advisor.facts.training_loop import custom_loop_outputs
+
+    text = (
+        "from transformers import Trainer\n\n\nclass MyTrainer(Trainer):\n"
+        "    def training_step(self, model, inputs, num_items_in_batch=None):\n"
+        "        outputs = model(**inputs)\n        loss = outputs.loss\n"
+        "        self.accelerator.backward(loss)\n        return loss.detach()\n"
+    )
+    assert custom_loop_outputs(ast.parse(text), "train.py") is None
+    own = custom_loop_outputs(ast.parse(text.replace("(Trainer)", "")), "train.py")
+    assert own is not None and own.kept and own.own
