@@ -281,7 +281,8 @@ def _fsdp_units(plan: RunPlan, strategy: str, method: str, a: list[str]) -> dict
     sync = value_at(t, "accelerator_config.gradient_accumulation_kwargs.sync_each_batch")
     if truth(sync):
         out["sync_each_batch"] = True
-    if strategy not in {"fsdp", "fsdp_grad_op"} or method != "lora" or _fsdp_version(plan) != 1:
+    fsdp1 = strategy in {"fsdp", "fsdp_grad_op"} and _fsdp_version(plan) == 1
+    if not fsdp1 or method not in {"lora", "qlora"}:
         return out
     orig = None
     for ns, key in (
@@ -295,7 +296,13 @@ def _fsdp_units(plan: RunPlan, strategy: str, method: str, a: list[str]) -> dict
             break
     from advisor.facts.training_loop import loop_outputs
 
-    if orig and loop_outputs(plan).own:
+    if orig and loop_outputs(plan).own and method == "qlora":
+        a.append(
+            "FSDP1 with use_orig_params and the script's own loop: blocks holding 4-bit weights and LoRA "
+            "adapters in one FlatParameter keep a full-size flat gradient, unknown here, because its size "
+            "depends on the 4-bit storage packing; only the adapters' gradients are counted"
+        )
+    elif orig and loop_outputs(plan).own:
         out["fsdp_mixed_units"] = True
         a.append(
             "FSDP1 with use_orig_params and the script's own loop: each wrapped block holds its frozen "
