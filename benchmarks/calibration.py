@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -263,6 +264,15 @@ def evaluate(row: Row, in_process: bool = False) -> Result:
     return res
 
 
+def unanswered_by_cause(results: list[Result]) -> dict[str, list[str]]:
+    """Row ids per reason, with the quoted names (models, optimizers) folded so one cause is one line."""
+    causes: dict[str, list[str]] = {}
+    for r in results:
+        cause = re.sub(r"'[^']*'", "'...'", r.reason or "no answer")
+        causes.setdefault(cause, []).append(r.id)
+    return dict(sorted(causes.items(), key=lambda kv: -len(kv[1])))
+
+
 def source_of(meta: dict[str, Any]) -> str:
     """The row's publication: its source_set, else its source with the commit and query dropped."""
     if meta.get("source_set"):
@@ -375,6 +385,13 @@ def report(results: list[Result]) -> dict[str, Any]:
         print(f"    {r.id}: {r.reason}")
     for r in no_time:
         print(f"    {r.id}: time: {r.time_reason}")
+    causes = unanswered_by_cause(unanswered)
+    out["unanswered_by_cause"] = causes
+    if causes:
+        print("  rows with no estimate, by cause (quoted names folded):")
+        for cause, ids in causes.items():
+            more = ", ..." if len(ids) > 6 else ""
+            print(f"    {len(ids):3d}  {cause[:100]}  ({', '.join(ids[:6])}{more})")
     if implausible:
         print("  throughput rows left out (the measurement implies more than the GPU's dense peak):")
         for r in implausible:

@@ -94,3 +94,20 @@ def test_the_set_flag_runs_only_the_heldout_rows_and_prints_them_per_source(tmp_
 def test_a_row_without_source_set_is_grouped_by_its_source_without_the_commit() -> None:
     assert CAL.source_of({"source": "owner/repo:README.md@" + "0" * 40}) == "owner/repo:README.md"
     assert CAL.source_of({"source_set": "litgpt config_hub", "source": "x"}) == "litgpt config_hub"
+
+
+def test_unanswered_rows_are_grouped_by_cause_with_the_names_folded() -> None:
+    def res(rid: str, reason: str) -> object:
+        return CAL.Result(id=rid, grade="B", expressible=True, translated=False, reason=reason)
+
+    causes = CAL.unanswered_by_cause(
+        [
+            res("A", "model 'x/a' not found offline"),
+            res("B", "optimizer 'galore_adamw' has no memory profile"),
+            res("C", "model 'y/b' not found offline"),
+        ]
+    )
+    assert causes == {
+        "model '...' not found offline": ["A", "C"],
+        "optimizer '...' has no memory profile": ["B"],
+    }
