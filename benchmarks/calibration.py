@@ -274,11 +274,14 @@ def unanswered_by_cause(results: list[Result]) -> dict[str, list[str]]:
 
 
 def source_of(meta: dict[str, Any]) -> str:
-    """The row's publication: its source_set, else its source with the commit and query dropped."""
+    """The row's publication: its source_set, else its source with the commit and query dropped (a
+    result file, .json/.csv, stands for its folder: one benchmark publishes one file per run)."""
     if meta.get("source_set"):
         return str(meta["source_set"])
-    src = str(meta.get("source") or "?")
-    return src.split("@", 1)[0].split("#", 1)[0]
+    src = str(meta.get("source") or "?").split("@", 1)[0].split("#", 1)[0]
+    if src.endswith((".json", ".csv")) and "/" in src.split(":", 1)[-1]:
+        src = src.rsplit("/", 1)[0]
+    return src
 
 
 def _pct(values: list[float], q: float) -> float:

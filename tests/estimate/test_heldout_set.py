@@ -94,6 +94,8 @@ def test_the_set_flag_runs_only_the_heldout_rows_and_prints_them_per_source(tmp_
 def test_a_row_without_source_set_is_grouped_by_its_source_without_the_commit() -> None:
     assert CAL.source_of({"source": "owner/repo:README.md@" + "0" * 40}) == "owner/repo:README.md"
     assert CAL.source_of({"source_set": "litgpt config_hub", "source": "x"}) == "litgpt config_hub"
+    run = "huggingface/peft:method_comparison/MetaMathQA/results/lora--llama-3.2-3B-rank32.json@" + "1" * 40
+    assert CAL.source_of({"source": run}) == "huggingface/peft:method_comparison/MetaMathQA/results"
 
 
 def test_unanswered_rows_are_grouped_by_cause_with_the_names_folded() -> None:
