@@ -8,7 +8,14 @@ Sources, in order:
    org, and listed aliases such as ``-Instruct`` variants with the same architecture), plus two rules: an
    unlisted ``-Instruct``/``-Chat``/``-it``/``-Base`` variant of a listed id of the same org, and a mirror in
    ``unsloth/`` or ``NousResearch/`` under the upstream repo name (``-bnb-4bit``: a pre-quantized copy);
-4. with ``online=True`` only: ``hf_hub_download(repo_id, "config.json")`` (config only, never weights).
+4. with ``online=True`` only: ``hf_hub_download(repo_id, "config.json")`` (config only, never weights);
+5. with ``from_name=True`` only, what the name says (advisor.estimate.model_names), stated in ``assumption``:
+   the base model a cached model card (``base_model:``), adapter config (``base_model_name_or_path``) or
+   config.json without a ``model_type`` (``_name_or_path``) names; the repo a re-upload copies once its dtype
+   or quantization tag is taken off (``microsoft/phi-4-bf16``, ``Qwen/Qwen3-32B-FP8``); else the catalog
+   model of the same family and size (``OpenHermes-2.5-Mistral-7B``, ``org/Llama-3.1-8B-Instruct-my-sft``,
+   ``Qwen2.5-7B-Instruct-2501``, ``TheBloke/Llama-2-7B-GPTQ``): "assumed Qwen/Qwen2.5-7B's shapes: the name
+   has family qwen2.5 and size 7B".
 
 When ``model.safetensors`` or a complete ``model.safetensors.index.json`` set of shards sits next to the
 config, the 8-byte-length-prefixed JSON headers are read (no tensor data) and give the exact count.
@@ -19,6 +26,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import struct
 from functools import lru_cache
 from pathlib import Path
@@ -68,6 +76,9 @@ class ModelInfo:
     # "bnb-4bit" for a catalog hit through a pre-quantized mirror (unsloth/...-bnb-4bit): its checkpoint loads
     # as bitsandbytes 4-bit whatever the recipe says
     prequantized: str | None = None
+    # how the config was chosen when the name was not found as written (the first of `notes`): the estimate
+    # states it as an assumption
+    assumption: str | None = None
 
     def count(self) -> ParamCount:
         """count_params(config), with the exact total from local safetensors when those exist."""
@@ -131,6 +142,7 @@ class _Hit:
     hub_id: str
     note: str | None = None
     prequantized: str | None = None
+    assumed: bool = False  # chosen from what the name says: the note is an assumption of the estimate
 
 
 def _catalog_lookup(name: str) -> _Hit | None:
@@ -340,10 +352,17 @@ def model_files_outside(name_or_path: str, boundary: ProjectBoundary) -> str | N
 
 
 def resolve_model(
-    name_or_path: str, online: bool = False, boundary: ProjectBoundary | None = None
+    name_or_path: str,
+    online: bool = False,
+    boundary: ProjectBoundary | None = None,
+    from_name: bool = False,
+    depth: int = 0,
 ) -> ModelInfo | None:
     """Find the config.json for a local path or hub id; None when no source has it. With ``boundary``
-    (a model named by a project's file), a local folder whose files lead out of it is not read."""
+    (a model named by a project's file), a local folder whose files lead out of it is not read. With
+    ``from_name``, a name found nowhere as written is resolved by what its cached card or its name says
+    (source 5 above), and ``assumption`` says so: a caller that passes it shows that line with the
+    estimate, so that the choice is never silent."""
     name = str(name_or_path).strip()
     if not name:
         return None
@@ -365,20 +384,199 @@ def resolve_model(
         cached = _from_hf_cache(repo)
         if cached is not None:
             info = _info_from_file(name, cached, "hf-cache", repo)
-            if info is not None:
+            if info is not None and not (from_name and _names_its_origin(info.config)):
                 return info
     if hit is not None:
-        models = _catalog()[0]
-        return ModelInfo(
-            name=name,
-            hub_id=hit.hub_id,
-            source="catalog",
-            config=dict(models[hit.hub_id]),
-            notes=[hit.note] if hit.note else [],
-            prequantized=hit.prequantized,
-        )
-    if online and _looks_like_repo_id(name):
+        return _catalog_info(name, hit)
+    if not _looks_like_repo_id(name):
+        return None
+    base = _cached_base_model(name) if from_name else None
+    if base is not None and depth < MAX_BASE_HOPS:
+        based_on, why = base
+        info = resolve_model(based_on, online, boundary, from_name=True, depth=depth + 1)
+        if info is not None:
+            note = f"assumed {info.hub_id or based_on}'s shapes: {why}"
+            return replace(info, name=name, notes=[note, *info.notes], assumption=note)
+    if online:
         downloaded = _from_hub(name)
         if downloaded is not None:
             return _info_from_file(name, downloaded, "hub", name)
+    named = _by_name(name) if from_name else None
+    return _catalog_info(name, named) if named is not None else None
+
+
+MAX_BASE_HOPS = 2  # a card naming a base whose card names another: followed twice, never in a loop
+
+
+def _catalog_info(name: str, hit: _Hit) -> ModelInfo:
+    models = _catalog()[0]
+    return ModelInfo(
+        name=name,
+        hub_id=hit.hub_id,
+        source="catalog",
+        config=dict(models[hit.hub_id]),
+        notes=[hit.note] if hit.note else [],
+        prequantized=hit.prequantized,
+        assumption=hit.note if hit.assumed else None,
+    )
+
+
+# ---- what the name says -------------------------------------------------------------------------
+def _by_name(name: str) -> _Hit | None:
+    """A re-upload of a listed repo (its dtype or quantization tag taken off), else the listed model of
+    the family and size the name writes; the note says which and why."""
+    from advisor.estimate.model_names import parse_name, quantization_note, stripped_name
+
+    parts = parse_name(name)
+    said = [n for n in (quantization_note(parts),) if n]
+    if parts.dtype:
+        said.append(f"'{parts.dtype}' is the dtype it was saved in")
+    copied = stripped_name(name)
+    hit = _catalog_lookup(copied) if copied else None
+    if hit is not None:
+        why = "; ".join([f"the name is {copied}'s with its tags", *said])
+        return _Hit(hit.hub_id, note=f"assumed {hit.hub_id}'s shapes: {why}", assumed=True)
+    found = _family_and_size(parts)
+    if found is None:
+        return None
+    hub_id, family = found
+    why = f"the name has family {family} and size {parts.size.upper() if parts.size else ''}"
+    if parts.date:
+        why += f" (the date tag '{parts.date}' marks a release of that model)"
+    note = f"assumed {hub_id}'s shapes: " + "; ".join([why, *said])
+    return _Hit(hub_id, note=note, assumed=True)
+
+
+def _family_label(tokens: tuple[str, ...]) -> str:
+    """('qwen', '2.5') -> qwen2.5, ('llama', '3.1') -> llama-3.1, ('mistral', 'small') -> mistral-small."""
+    head, *rest = tokens
+    if rest and head in _JOINED_FAMILIES and rest[0][:1].isdigit():
+        head, rest = head + rest[0], rest[1:]
+    return "-".join([head, *rest])
+
+
+# families whose version is written joined to the name (Qwen2.5, SmolLM2, Falcon3, OLMo-2 is not): as written
+_JOINED_FAMILIES = frozenset({"qwen", "smollm", "falcon", "internlm", "baichuan", "starcoder"})
+
+
+@lru_cache(maxsize=1)
+def _family_index() -> dict[tuple[tuple[str, ...], str], list[tuple[tuple[str, ...], str]]]:
+    """{(family tokens, size): [(tokens after the size, hub id)]} over the catalog's models (not its
+    aliases: an alias is a fine-tune's name, which says nothing of another fine-tune of that name)."""
+    from advisor.estimate.model_names import parse_name
+
+    out: dict[tuple[tuple[str, ...], str], list[tuple[tuple[str, ...], str]]] = {}
+    for hub_id in _catalog()[0]:
+        parts = parse_name(hub_id)
+        if parts.size is None or not parts.before:
+            continue
+        out.setdefault((parts.before, parts.size), []).append((parts.after, hub_id))
+    return out
+
+
+def _family_and_size(parts: Any) -> tuple[str, str] | None:
+    """The listed model whose family ends the tokens before the size (``openhermes 2.5 mistral`` | 7b), or
+    else starts those after it (``zephyr`` | 7b | ``gemma sft``); the longest family wins, then the entry
+    whose other tokens the name shares (v0.2, instruct), then the plainest (Mistral-7B-v0.1 before v0.3)."""
+    from advisor.estimate.model_names import ROLE_TOKENS
+
+    if parts.size is None:
+        return None
+    index = _family_index()
+    matches: list[tuple[str, ...]] = []
+    for n in range(len(parts.before), 0, -1):
+        if (parts.before[-n:], parts.size) in index:
+            matches.append(parts.before[-n:])
+            break
+    if not matches:
+        for n in range(len(parts.after), 0, -1):
+            if (parts.after[:n], parts.size) in index:
+                matches.append(parts.after[:n])
+                break
+    if not matches:
+        return None
+    family = matches[0]
+    wanted = set(parts.tokens)
+
+    def rank(entry: tuple[tuple[str, ...], str]) -> tuple[int, int, tuple[str, ...], str]:
+        after, hub_id = entry
+        extra = tuple(t for t in after if t not in wanted and t not in ROLE_TOKENS)
+        roles = sum(1 for t in after if t in ROLE_TOKENS and t not in wanted)
+        return len(extra), roles, extra, hub_id
+
+    _after, hub_id = min(index[(family, parts.size)], key=rank)
+    return hub_id, _family_label(family)
+
+
+def _cached_base_model(repo_id: str) -> tuple[str, str] | None:
+    """(base model, why) from the files of ``repo_id`` in the local HF cache: its model card's
+    ``base_model`` (the Hub's model-card metadata, huggingface_hub ModelCardData.base_model), an
+    adapter_config.json's ``base_model_name_or_path`` (PEFT's), or a config.json with no ``model_type`` but
+    a ``_name_or_path``. Only the cache is read; nothing when the repo was never cached."""
+    if not (_hub_cache_dir() / f"models--{repo_id.replace('/', '--')}").is_dir():
+        return None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+    from advisor.sources.read import ReadRefused, read_text_file
+
+    def cached(filename: str) -> str | None:
+        found = try_to_load_from_cache(repo_id, filename, cache_dir=str(_hub_cache_dir()))
+        if not isinstance(found, str) or not Path(found).is_file():
+            return None
+        try:
+            return read_text_file(Path(found), 1024 * 1024)
+        except (OSError, UnicodeDecodeError, ReadRefused):
+            return None
+
+    config = _json_object(cached("config.json"))
+    if config is not None and _names_its_origin(config):
+        base = str(config["_name_or_path"])
+        return base, f"its cached config.json has no model_type and names _name_or_path {base}"
+    adapter = _json_object(cached("adapter_config.json"))
+    if adapter is not None and _is_repo_name(adapter.get("base_model_name_or_path")):
+        base = str(adapter["base_model_name_or_path"])
+        return base, f"its cached adapter_config.json names base_model_name_or_path {base}"
+    card = cached("README.md")
+    base_model = _card_base_model(card) if card else None
+    if base_model is not None:
+        return base_model, f"its cached model card names base_model {base_model}"
+    return None
+
+
+def _names_its_origin(config: dict[str, Any]) -> bool:
+    """A config.json that cannot be counted (no model_type) but names the repo it was saved from."""
+    return not config.get("model_type") and _is_repo_name(config.get("_name_or_path"))
+
+
+def _json_object(text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _is_repo_name(value: Any) -> bool:
+    return isinstance(value, str) and _looks_like_repo_id(value.strip()) and "/" in value
+
+
+def _card_base_model(text: str) -> str | None:
+    """``base_model: org/name`` (or the first item of its list) in the card's YAML front matter."""
+    if not text.startswith("---"):
+        return None
+    end = text.find("\n---", 3)
+    lines = text[3 : end if end > 0 else len(text)].splitlines()
+    for i, line in enumerate(lines):
+        m = re.match(r"base_model\s*:\s*(.*)$", line)
+        if m is None:
+            continue
+        value = m.group(1).strip().strip("'\"")
+        if not value and i + 1 < len(lines):
+            item = re.match(r"\s*-\s*(.+)$", lines[i + 1])
+            value = item.group(1).strip().strip("'\"") if item else ""
+        return value if _is_repo_name(value) else None
     return None
