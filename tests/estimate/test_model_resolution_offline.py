@@ -100,6 +100,19 @@ def test_mistral_small_3_is_in_the_catalog() -> None:
     assert fine_tune is not None and fine_tune.hub_id == "mistralai/Mistral-Small-24B-Base-2501"
 
 
+def test_gpt_oss_is_counted_as_transformers_builds_it() -> None:
+    # tests/corpus2's axolotl gpt-oss recipes train openai/gpt-oss-20b; transformers 5.24 GptOssForCausalLM on
+    # the meta device holds 20,914,757,184 parameters: sinks and router biases included
+    info = resolve_model("openai/gpt-oss-20b")
+    assert info is not None and info.config["model_type"] == "gpt_oss"
+    count = info.count()
+    assert count.total == 20_914_757_184
+    layer = {lin.name: lin for lin in count.linears}
+    assert (
+        layer["experts.gate_proj"].count == 32 and layer["experts.gate_proj"].bias
+    )  # gate_up_proj, per expert
+
+
 def test_name_parts() -> None:
     parts = parse_name("Qwen/Qwen3-30B-A3B-Instruct-2507")
     assert (parts.before, parts.size, parts.date) == (("qwen", "3"), "30b-a3b", "2507")

@@ -320,6 +320,31 @@ _register(
         dropout_keys=(("attention_dropout",), ("resid_pdrop",), ("embd_pdrop",)),
     ),
 )
+
+
+def _gpt_oss_extra(cfg: Config, d: Dims) -> int:
+    """Per layer: one attention sink per head (self_attn.sinks) and the router's bias (mlp.router.bias)."""
+    return d["L"] * (d["nh"] + int(cfg.get("num_local_experts") or 0))
+
+
+# gpt-oss (transformers 5.24 models/gpt_oss/modeling_gpt_oss.py): q/k/v/o with bias (attention_bias), routed
+# experts only, their fused gate_up_proj (h -> 2i) and down_proj with biases (GptOssExperts), a router
+# Linear with bias; untied lm_head. openai/gpt-oss-20b counts 20,914,757,184 (transformers on meta)
+_register(
+    ("gpt_oss",),
+    replace(
+        LLAMA,
+        attn=split_attn(qkv_bias=key("attention_bias", True), o_bias=key("attention_bias", True)),
+        mlp=gated_mlp(bias=True),
+        moe=Moe(
+            experts=("num_local_experts",),
+            top_k=("num_experts_per_tok", "experts_per_token"),
+            top_k_default=4,
+            expert_intermediate=(),
+        ),
+        extra=_gpt_oss_extra,
+    ),
+)
 # Phi-3.5-MoE: LayerNorm with bias, attention bias from the config, lm_head bias (modeling_phimoe.py)
 _register(
     ("phimoe",),
