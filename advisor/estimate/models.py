@@ -266,10 +266,18 @@ def _looks_like_repo_id(name: str) -> bool:
     return 1 <= len(parts) <= 2 and all(parts) and not name.startswith((".", "~")) and " " not in name
 
 
+def _cached_repo_dir(repo_id: str) -> bool:
+    """Whether the HF cache holds a folder for the repo; a name no folder can have (too long) is not."""
+    try:
+        return (_hub_cache_dir() / f"models--{repo_id.replace('/', '--')}").is_dir()
+    except (OSError, ValueError):
+        return False
+
+
 def _from_hf_cache(repo_id: str) -> Path | None:
     if not _looks_like_repo_id(repo_id):
         return None
-    if not (_hub_cache_dir() / f"models--{repo_id.replace('/', '--')}").is_dir():
+    if not _cached_repo_dir(repo_id):
         return None  # cheap check first: no huggingface_hub import when the repo was never cached
     try:
         from huggingface_hub import try_to_load_from_cache
@@ -405,6 +413,8 @@ def resolve_model(
     return _catalog_info(name, named) if named is not None else None
 
 
+# the Hub's repo names are at most 96 characters an org and a name: a longer string is no model's name
+MAX_NAME_CHARS = 256
 MAX_BASE_HOPS = 2  # a card naming a base whose card names another: followed twice, never in a loop
 
 
@@ -427,6 +437,8 @@ def _by_name(name: str) -> _Hit | None:
     the family and size the name writes; the note says which and why."""
     from advisor.estimate.model_names import parse_name, quantization_note, stripped_name
 
+    if len(name) > MAX_NAME_CHARS:
+        return None
     parts = parse_name(name)
     said = [n for n in (quantization_note(parts),) if n]
     if parts.dtype:
@@ -513,7 +525,7 @@ def _cached_base_model(repo_id: str) -> tuple[str, str] | None:
     ``base_model`` (the Hub's model-card metadata, huggingface_hub ModelCardData.base_model), an
     adapter_config.json's ``base_model_name_or_path`` (PEFT's), or a config.json with no ``model_type`` but
     a ``_name_or_path``. Only the cache is read; nothing when the repo was never cached."""
-    if not (_hub_cache_dir() / f"models--{repo_id.replace('/', '--')}").is_dir():
+    if not _cached_repo_dir(repo_id):
         return None
     try:
         from huggingface_hub import try_to_load_from_cache

@@ -194,3 +194,10 @@ def test_estimate_states_the_assumption(tmp_path: Path, _empty_hf_cache: Path) -
         check=False,
     )
     assert "assumed Qwen/Qwen2.5-7B's shapes: the name has family qwen2.5 and size 7B" in proc.stdout
+
+
+def test_a_name_no_repo_can_have_is_unknown_not_a_crash() -> None:
+    # a path component over NAME_MAX made the cache lookup raise ENAMETOOLONG
+    name = "acme/" + "7b-" * 2000
+    assert resolve_model(name) is None
+    assert resolve_model(name, from_name=True) is None
