@@ -197,3 +197,27 @@ def test_fix_renames_only_to_what_the_pinned_release_reads(tmp_path):
     # 4.44 copies evaluation_strategy into eval_strategy; warmup_ratio stays (no 5.6 rename at 4.44)
     assert "eval_strategy: steps" in fixed and "evaluation_strategy" not in fixed
     assert "warmup_ratio: 0.1" in fixed
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("sft/pyproject.toml", '[project]\nname = "sft"\ndependencies = ["transformers==5.6.0", "torch"]\n'),
+        (
+            "sft/environment.yml",
+            "name: sft\ndependencies:\n  - python=3.11\n  - pip:\n    - transformers==5.6.0\n",
+        ),
+        (
+            "sft/setup.py",
+            "from setuptools import setup\nsetup(name='sft', install_requires=['transformers==5.6.0'])\n",
+        ),
+        ("sft/requirements-train.txt", "transformers==5.6.0\n"),
+    ],
+)
+def test_a_newer_sub_project_pin_removes_what_the_root_pin_keeps(tmp_path, name, text):
+    # root 4.44, sub-project 5.6: overwrite_output_dir (removed in 5.0) is a GA005 there, warmup_ratio and
+    # logging_dir deprecated (GA007), whatever pin file the sub-project uses
+    files = {"requirements.txt": "transformers==4.44.2\n", name: text, "sft/configs/train.yaml": RECIPE}
+    found = _check(tmp_path, files)
+    assert _rules(found) == [("GA005", 2), ("GA005", 4), ("GA007", 3), ("GA007", 6)]
+    assert all("5.6" in message for rule, _f, _n, message in found if rule == "GA007")
