@@ -76,7 +76,7 @@ NAMES: list[tuple[str, str, str | None]] = [
     ("mistral-community/Mixtral-8x22B-v0.1", C1, "mistralai/Mixtral-8x22B-v0.1"),
     ("mistralai/Mixtral-8x7B-v0.1", C1, "mistralai/Mixtral-8x7B-v0.1"),
     ("open-r1/Qwen2.5-Math-7B-RoPE-300k", C2, None),
-    ("openai/gpt-oss-20b", C2, None),
+    ("openai/gpt-oss-20b", C1, None),
     ("openlm-research/open_llama_3b_v2", C1, "openlm-research/open_llama_3b"),
     ("teknium/OpenHermes-2.5-Mistral-7B", C1, "mistralai/Mistral-7B-v0.1"),
     # public recipes and model cards that train these (repository named)

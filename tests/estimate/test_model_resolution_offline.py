@@ -101,8 +101,8 @@ def test_mistral_small_3_is_in_the_catalog() -> None:
 
 
 def test_gpt_oss_is_counted_as_transformers_builds_it() -> None:
-    # tests/corpus2's axolotl gpt-oss recipes train openai/gpt-oss-20b; transformers 5.24 GptOssForCausalLM on
-    # the meta device holds 20,914,757,184 parameters: sinks and router biases included
+    # ../shared/corpus's axolotl gpt-oss recipes train openai/gpt-oss-20b; transformers 5.24
+    # GptOssForCausalLM on the meta device holds 20,914,757,184 parameters: sinks and router biases included
     info = resolve_model("openai/gpt-oss-20b")
     assert info is not None and info.config["model_type"] == "gpt_oss"
     count = info.count()
