@@ -16,7 +16,7 @@ from advisor.core.document import Location
 from advisor.core.provenance import Value
 from advisor.core.records import field, record
 from advisor.facts.load_calls import script_trainer
-from advisor.facts.lora_inputs import lora_targets, modules_to_save, script_lora, script_wraps_peft
+from advisor.facts.lora_inputs import lora_targets, modules_to_save, not_read_script, peft_wrap, script_lora
 from advisor.facts.namespace_entries import (
     MAX_COUNT,
     absurd,
@@ -102,15 +102,17 @@ def _method(plan: RunPlan, quant: str | None) -> tuple[str | None, str | None]:
     t = plan.training
     derived = plan.model.method if plan.model.method in {"full", "lora", "qlora"} else "full"
     lora_flags = ("use_peft_lora", "use_lora", "lora_enable", "use_peft")
-    lora = (
-        derived in {"lora", "qlora"}
-        or any(truth(written(t, k)) for k in lora_flags)
-        or script_wraps_peft(plan)
-    )
+    wraps, undecided = peft_wrap(plan)
+    lora = derived in {"lora", "qlora"} or any(truth(written(t, k)) for k in lora_flags) or wraps is True
     if truth(written(t, "q_lora")) or derived == "qlora":
         return "qlora", None
     if quant is not None and lora:
         return "qlora", None
+    if not lora and wraps is None:
+        return None, f"whether the run trains LoRA adapters is unknown: {undecided}"
+    unread = not_read_script(plan) if quant is not None else None
+    if unread is not None:
+        return None, f"whether the run trains LoRA adapters on its quantized base is unknown: {unread}"
     if quant is not None:
         kind = "an 8-bit" if quant == "int8" else "a 4-bit"
         return (

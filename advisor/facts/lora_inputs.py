@@ -27,29 +27,76 @@ def _script_tree(doc: Any, needle: str) -> ast.Module | None:
 
 
 def script_wraps_peft(plan: RunPlan) -> bool:
-    """The training script calls get_peft_model outside any `if` (FastChat train_lora.py:165): LoRA
-    whatever the flags say. Read from the AST, never run; a conditional call is left to the flags."""
+    """The training script calls get_peft_model where the run takes it: outside any `if` (FastChat
+    train_lora.py:165), or on a branch the run's flags decide is taken (artidoro/qlora qlora.py
+    get_accelerate_model: `if not args.full_finetune: model = get_peft_model(model, config)`, full_finetune
+    a dataclass field with default False). Read from the AST, never run."""
+    return peft_wrap(plan)[0] is True
+
+
+def peft_wrap(plan: RunPlan) -> tuple[bool | None, str | None]:
+    """(whether the run wraps its model with get_peft_model, why it is unknown): True when one call is
+    outside any conditional or on branches the run's flags take; False when the script has no call or every
+    call sits on a branch not taken; None with the reason when a branch around a call is not decided by the
+    run's known flags (a script variable, a flag with no known value)."""
     doc = plan.spec.script
     tree = _script_tree(doc, "get_peft_model(")
     if tree is None:
-        return False
+        return False, None
+    name = getattr(getattr(doc, "path", None), "name", "the script")
+    nodes = list(ast.walk(tree))  # ast.walk keeps its own queue: no recursion
+    parents = {child: node for node in nodes for child in ast.iter_child_nodes(node)}
+    calls = [n for n in nodes if isinstance(n, ast.Call) and _called(n) == "get_peft_model"]
+    undecided: str | None = None
+    for call in calls:
+        taken, why = _call_taken(plan, call, parents, tree, name)
+        if taken is True:
+            return True, None
+        if taken is None and undecided is None:
+            undecided = why
+    return (None, undecided) if undecided is not None else (False, None)
 
-    # an explicit stack, not recursion: a deep expression (`X = 1+1+...+1`, 980 terms) must not raise
-    # RecursionError; the children of a conditional (If/IfExp/Try/While/For/Match) are never visited
-    conditional = (ast.If, ast.IfExp, ast.Try, ast.While, ast.For, ast.Match)
-    stack: list[ast.AST] = [tree]
-    while stack:
-        node = stack.pop()
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, conditional):
-                continue
-            if isinstance(child, ast.Call):
-                f = child.func
-                name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-                if name == "get_peft_model":
-                    return True
-            stack.append(child)
-    return False
+
+def not_read_script(plan: RunPlan) -> str | None:
+    """Why the run's own training script says nothing here: the launch starts a .py file that was not read
+    (not in the project, outside its boundary); None when it was read or the launch starts none."""
+    cmd = plan.spec.command
+    word = getattr(cmd, "script", None)
+    text = getattr(word, "text", None)
+    if plan.spec.script is not None or cmd is None or getattr(cmd, "subcommand", False):
+        return None
+    if not isinstance(text, str) or getattr(cmd, "module", False) or not text.endswith(".py"):
+        return None
+    return f"the training script {text} the launch starts was not read (not found in the project)"
+
+
+def _call_taken(
+    plan: RunPlan, call: ast.Call, parents: dict[ast.AST, ast.AST], tree: ast.Module, name: str
+) -> tuple[bool | None, str | None]:
+    """Whether the run reaches `call`: each `if`/conditional expression around it decided by the run's
+    flags (a function body counts as run: the script calls its own functions)."""
+    child: ast.AST = call
+    node = parents.get(call)
+    while node is not None:
+        if isinstance(node, ast.If | ast.IfExp):
+            in_body = child in node.body if isinstance(node, ast.If) else child is node.body
+            in_test = child is node.test
+            if not in_test:
+                decided = _decide(plan, node.test, tree)
+                test = ast.unparse(node.test)[:80]
+                if decided is None:
+                    return None, (
+                        f"get_peft_model at {name}:{call.lineno} runs only when `{test}` is "
+                        f"{in_body}, which the run's known flags do not decide"
+                    )
+                if decided != in_body:
+                    return False, None
+        elif isinstance(node, ast.While | ast.For | ast.AsyncFor | ast.Match) or (
+            isinstance(node, ast.Try) and child not in node.body
+        ):
+            return None, f"get_peft_model at {name}:{call.lineno} is inside a {type(node).__name__}"
+        child, node = node, parents.get(node)
+    return True, None
 
 
 def lora_targets(plan: RunPlan) -> list[str] | None:
@@ -315,21 +362,111 @@ def _call_modules_to_save(
     return names, None
 
 
-def _decide(plan: RunPlan, test: ast.AST) -> bool | None:
-    """An `if` condition decided from the run's known flags (`lora_args.q_lora`, `not x`, `a or b`, a
-    constant); None when any part it depends on is not known (a script variable such as is_chat_model)."""
+def _decide(plan: RunPlan, test: ast.AST, tree: ast.Module | None = None) -> bool | None:
+    """An `if` condition decided from the run's known flags (`lora_args.q_lora`, `not x`, `a or b`,
+    `args.bits == 4`, a constant); None when any part it depends on is not known (a script variable such as
+    is_chat_model). `tree`: the script, whose own argparse/dataclass defaults give a flag not written."""
     if isinstance(test, ast.Constant):
         return bool(test.value)
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        v = _decide(plan, test.operand)
+        v = _decide(plan, test.operand, tree)
         return None if v is None else not v
     if isinstance(test, ast.BoolOp):
-        vals = [_decide(plan, v) for v in test.values]
+        vals = [_decide(plan, v, tree) for v in test.values]
         stop = isinstance(test.op, ast.Or)  # `or` is decided by any True, `and` by any False
         if any(v is stop for v in vals):
             return stop
         return None if any(v is None for v in vals) else not stop
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        return _compare(plan, test, tree)
     if (isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name)) or isinstance(test, ast.Name):
-        flag = test.attr if isinstance(test, ast.Attribute) else test.id
-        return truth(written(plan.training, flag))
+        return truth(_flag(plan, test, tree))
     return None
+
+
+def _flag(plan: RunPlan, node: ast.AST, tree: ast.Module | None) -> Value | None:
+    """The run's value of the flag `args.x` / `x` names: written (a file, the launch), else the script's
+    own default for it (read here: run_plan keeps only the defaults of keys the estimator reads)."""
+    flag = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+    if not flag:
+        return None
+    v = written(plan.training, flag)
+    if v is not None or tree is None:
+        return v
+    return _script_default(plan, tree, flag)
+
+
+def _compare(plan: RunPlan, test: ast.Compare, tree: ast.Module | None) -> bool | None:
+    """`flag == 4`, `flag != "full"`, `flag in ("lora", "qlora")`: a flag with a known value against a
+    literal; None otherwise."""
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    if isinstance(left, ast.Constant) and not isinstance(right, ast.Constant):
+        left, right = right, left
+    if not isinstance(left, ast.Attribute | ast.Name):
+        return None
+    v = _flag(plan, left, tree)
+    if v is None or not v.known:
+        return None
+    try:
+        want = ast.literal_eval(right)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    got = v.value
+    if isinstance(want, bool | int | float) and isinstance(got, str):
+        got = {"true": True, "false": False}.get(got.strip().lower(), got)
+        try:
+            got = type(want)(got) if not isinstance(got, bool) else got
+        except (TypeError, ValueError):
+            return None
+    if isinstance(op, ast.Eq | ast.Is):
+        return bool(got == want)
+    if isinstance(op, ast.NotEq | ast.IsNot):
+        return bool(got != want)
+    if isinstance(op, ast.In | ast.NotIn) and isinstance(want, list | tuple | set | frozenset):
+        return (got in want) == isinstance(op, ast.In)
+    return None
+
+
+_STORE_DEFAULTS = {"store_true": False, "store_false": True}
+
+
+def _script_default(plan: RunPlan, tree: ast.Module, flag: str) -> Value | None:
+    """The script's own default of `flag`: a dataclass field (`full_finetune: bool = field(default=False)`,
+    `x: int = 4`) or `parser.add_argument("--flag", default=..., action="store_true")`; None when the script
+    declares it nowhere or more than once with different defaults."""
+    path = getattr(plan.spec.script, "path", None)
+    found: list[tuple[Any, ast.AST]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == flag:
+            got = node.value
+            if isinstance(got, ast.Call) and _called(got) == "field":
+                got = next((k.value for k in got.keywords if k.arg == "default"), None)
+            if got is not None:
+                found.append((got, got))
+        elif isinstance(node, ast.Call) and _called(node) == "add_argument":
+            names = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            dest = next((k.value for k in node.keywords if k.arg == "dest"), None)
+            flags = {n.lstrip("-").replace("-", "_") for n in names if n.startswith("--")}
+            if isinstance(dest, ast.Constant):
+                flags = {str(dest.value)}
+            if flag not in flags:
+                continue
+            kw = {k.arg: k.value for k in node.keywords if k.arg}
+            action = kw.get("action")
+            if "default" in kw:
+                found.append((kw["default"], node))
+            elif isinstance(action, ast.Constant) and action.value in _STORE_DEFAULTS:
+                found.append((ast.Constant(_STORE_DEFAULTS[action.value]), node))
+            else:
+                found.append((ast.Constant(None), node))  # argparse's default None
+    values = []
+    for expr, where in found:
+        try:
+            values.append((ast.literal_eval(expr), where))
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return None
+    if not values or any(v != values[0][0] for v, _ in values):
+        return None
+    value, where = values[0]
+    loc = Location(path, getattr(where, "lineno", 1), getattr(where, "col_offset", 0) + 1) if path else None
+    return Value(value, loc, "script", note=f"the script's own default of {flag}")
