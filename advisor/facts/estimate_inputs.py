@@ -27,7 +27,7 @@ from advisor.facts.namespace_entries import (
     value_at,
     written,
 )
-from advisor.facts.unmodelled import axolotl_rl, unmodelled_reason
+from advisor.facts.unmodelled import axolotl_rl, low_rank_optimizer, unmodelled_reason
 from advisor.sources.known_keys import SEQ_KEYS
 
 if TYPE_CHECKING:
@@ -673,10 +673,15 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
         ds_opt = value_at(plan.deepspeed, "optimizer.type")
         if ds_opt is not None and ds_opt.known and isinstance(ds_opt.value, str):
             optim_name = ds_opt.value
+    low_rank_kw: dict[str, Any] = {}
     if optim_name is not None:
         from advisor.estimate.memory import has_optimizer_profile
 
-        if not has_optimizer_profile(optim_name):
+        low_rank_kw, why = low_rank_optimizer(plan, optim_name)
+        if why is not None:
+            out.reason = why
+            return out
+        if not low_rank_kw and not has_optimizer_profile(optim_name):
             out.reason = f"optimizer '{optim_name}' has no memory profile"
             return out
     h = pc.hidden
@@ -693,6 +698,7 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
         "gradient_checkpointing": _gradient_checkpointing(plan, a),
         **dtype_kw,
         "optimizer": optim_name,
+        **low_rank_kw,  # GaLore's rank and targets (advisor.facts.unmodelled.low_rank_optimizer)
         "strategy": strategy,
         "world_size": out.dp if strategy != "none" else 1,
         "offload_optimizer": _offload(names, "offload_optimizer"),

@@ -155,3 +155,45 @@ def unmodelled_reason(plan: RunPlan, names: dict[str, Any]) -> str | None:
         # wrong by a factor, and an error must never come from an unmodelled stack
         return f"Unsloth ({unsloth}): its kernels and offloaded checkpointing are not modelled"
     return None
+
+
+def low_rank_optimizer(plan: RunPlan, optim_name: str) -> tuple[dict[str, Any], str | None]:
+    """The estimator's inputs for a GaLore `optim` (advisor.estimate.memory.optimizers.low_rank_profile):
+    ({optim_rank, optim_target_modules, optimizer_in_backward}, why it has no estimate). The rank is
+    `optim_args`' rank= (transformers 5.24 trainer_optimizer.py:370, parsed as k=v pairs split on commas);
+    without optim_target_modules the Trainer raises ValueError (trainer_optimizer.py:121-122); a regex
+    string is not matched against the model's module names here."""
+    from advisor.estimate.memory.optimizers import LOW_RANK_OPTIMIZERS
+
+    key = optim_name.strip().lower().replace("-", "_")
+    if key not in LOW_RANK_OPTIMIZERS:
+        return {}, None
+    t = plan.training
+    tv = written(t, "optim_target_modules")
+    if tv is None or not tv.known or tv.value in (None, "", []):
+        return {}, (
+            f"optimizer '{optim_name}' has no memory profile without optim_target_modules (the Trainer "
+            "raises ValueError: transformers trainer_optimizer.py:121-122)"
+        )
+    raw = tv.value
+    if isinstance(raw, str):
+        if raw.replace("_", "-").strip().lower() != "all-linear":
+            return {}, f"optimizer '{optim_name}': optim_target_modules {raw!r} is a regex, not matched here"
+        targets = ["all-linear"]
+    elif isinstance(raw, list) and all(isinstance(x, str) for x in raw):
+        targets = [str(x) for x in raw]
+    else:
+        return {}, f"optimizer '{optim_name}': optim_target_modules {raw!r} is not a list of names"
+    rank: int | None = None
+    args = written(t, "optim_args")
+    if args is not None and args.known and isinstance(args.value, str):
+        pairs = dict(p.split("=", 1) for p in args.value.replace(" ", "").split(",") if "=" in p)
+        if "rank" in pairs:
+            try:
+                rank = int(pairs["rank"])
+            except ValueError:
+                return {}, f"optimizer '{optim_name}': optim_args rank={pairs['rank']!r} is not an integer"
+    kw: dict[str, Any] = {"optim_rank": rank, "optim_target_modules": targets}
+    if key.endswith("layerwise"):
+        kw["optimizer_in_backward"] = True
+    return kw, None

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from advisor.core.records import record
 
-__all__ = ["OptimizerProfile", "has_optimizer_profile", "optimizer_profile"]
+if TYPE_CHECKING:
+    from advisor.estimate.params import LinearShape, ParamCount
+
+__all__ = [
+    "LOW_RANK_OPTIMIZERS",
+    "OptimizerProfile",
+    "has_optimizer_profile",
+    "low_rank_profile",
+    "optimizer_profile",
+]
 
 
 @record(frozen=True)
@@ -103,3 +112,72 @@ def optimizer_profile(name: str) -> OptimizerProfile | None:
 def has_optimizer_profile(name: str) -> bool:
     """True when the memory model knows how `name` (an HF `optim` string or class path) stores its state."""
     return optimizer_profile(name) is not None
+
+
+# GaLore through the HF Trainer (transformers 5.24 trainer_optimizer.py:351-378): galore_torch's GaLoreAdamW
+# for both names; the layer-wise one steps each parameter in its post-accumulate-grad hook and zeroes its
+# gradient there (trainer_optimizer.py:166-179), as optimizer_in_backward. rank defaults to 128
+# (trainer_optimizer.py:370). The 8-bit and Adafactor variants are not modelled.
+LOW_RANK_OPTIMIZERS = {"galore_adamw": "GaLore AdamW", "galore_adamw_layerwise": "GaLore AdamW (layer-wise)"}
+GALORE_DEFAULT_RANK = 128
+
+
+def _low_rank_key(name: str) -> str:
+    return name.strip().lower().replace("-", "_")
+
+
+def low_rank_profile(
+    name: str, pc: ParamCount, rank: int | None, targets: list[str] | None, a: list[str]
+) -> OptimizerProfile | None:
+    """GaLore's states as a multiple of the model's parameters, from the model's shapes: the Trainer puts
+    the weight of every nn.Linear that `optim_target_modules` names in GaLore's group and every other
+    parameter in a plain AdamW group (trainer_optimizer.py:137-162). For a targeted m x n weight (m >= n),
+    GaLoreProjector keeps the rank x n orthogonal matrix (galore_torch galore_projector.py project /
+    get_orthogonal_matrix: Vh[:rank], cast back to the weight's dtype) and AdamW's exp_avg / exp_avg_sq on
+    the projected m x rank gradient: rank * (2m + n) elements; the others 2 per parameter, all in the
+    parameter dtype. None when the name is not GaLore or no Linear is matched."""
+    key = _low_rank_key(name)
+    if key not in LOW_RANK_OPTIMIZERS or not targets or pc.total <= 0:
+        return None
+    r = rank if rank is not None and rank > 0 else GALORE_DEFAULT_RANK
+    if rank is None:
+        a.append(f"GaLore rank not given in optim_args: the Trainer's default {GALORE_DEFAULT_RANK}")
+    hit = galore_targets(pc, targets)
+    if not hit:
+        return None
+    low_rank = targeted_weights = 0
+    for lin, times in hit:
+        big, small = max(lin.d_in, lin.d_out), min(lin.d_in, lin.d_out)
+        rr = min(r, small)
+        low_rank += times * rr * (2 * big + small)
+        targeted_weights += times * lin.d_in * lin.d_out
+    elements = low_rank + 2 * (pc.total - targeted_weights)
+    names = ", ".join(sorted({lin.name for lin, _ in hit}))
+    label = (
+        f"{LOW_RANK_OPTIMIZERS[key]} rank {r} on {names}: rank x (2 max + min dim) per targeted weight, "
+        "AdamW's 2 states elsewhere"
+    )
+    return OptimizerProfile(label, None, elements / pc.total, "per_param")
+
+
+def galore_targets(pc: ParamCount, targets: list[str]) -> list[tuple[LinearShape, int]]:
+    """(Linear, how many of it in the model) for the Linear weights `optim_target_modules` names: a list
+    entry matches a module whose name contains it (transformers trainer_utils.py:1042-1046
+    check_target_module_exists), "all-linear" every nn.Linear, lm_head included (trainer_optimizer.py:133,
+    147); a regex string is not matched here."""
+    want = [t.strip() for t in targets if t.strip()]
+    all_linear = any(t.replace("_", "-").lower() == "all-linear" for t in want)
+    out: list[tuple[LinearShape, int]] = []
+    for lin in pc.linears:
+        if lin.name == "router" and not all_linear:
+            continue
+        full = f"{lin.feeds_from.split('_')[0]}.{lin.name}"  # attn.c_proj, mlp.w1: the block's own name
+        if all_linear or any(t in lin.name or t in full or t in lin.aliases for t in want):
+            per_layer_layers = pc.moe_layers if lin.count > 1 and pc.moe_layers else pc.layers
+            out.append((lin, lin.count * per_layer_layers))
+    if all_linear and pc.lm_head:
+        from advisor.estimate.params import LinearShape as Shape
+
+        head = Shape(name="lm_head", d_in=pc.hidden, d_out=pc.vocab, count=1)
+        out.append((head, 1))
+    return out

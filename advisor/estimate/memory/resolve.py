@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from advisor.core.records import record
 from advisor.estimate.memory.lora import PEFT_DEFAULT_TARGETS, targeted
-from advisor.estimate.memory.optimizers import OptimizerProfile, optimizer_profile
+from advisor.estimate.memory.optimizers import OptimizerProfile, low_rank_profile, optimizer_profile
 from advisor.estimate.memory.setup import TrainingSetup
 from advisor.estimate.params import ParamCount
 
@@ -247,7 +247,9 @@ def resolve_setup(s: TrainingSetup) -> ResolvedSetup:
         )
     else:
         opt_name = s.optimizer
-    opt = optimizer_profile(opt_name)
+    opt = optimizer_profile(opt_name) or low_rank_profile(
+        opt_name, pc, s.optim_rank, s.optim_target_modules, a
+    )
     if opt is None:
         a.append(f"optimizer '{opt_name}' has no memory profile: counted as AdamW (2 states)")
         opt = optimizer_profile("adamw_torch_fused")

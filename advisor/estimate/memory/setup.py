@@ -36,6 +36,9 @@ class TrainingSetup:
     precision: Literal["bf16", "fp16", "fp32"] | None = None
     amp: bool | None = None  # True: fp32 weights + autocast (no torch_dtype at load); False: 16-bit weights
     optimizer: str | None = None  # HF `optim` string (adamw_torch, adamw_torch_fused, paged_adamw_8bit, ...)
+    # GaLore's `optim_args` rank= and `optim_target_modules` (Linears it projects); None: not given
+    optim_rank: int | None = None
+    optim_target_modules: list[str] | None = None
     strategy: Literal["none", "ddp", "fsdp", "fsdp_grad_op", "zero1", "zero2", "zero3"] = "none"
     world_size: int = 1  # data-parallel shards
     offload_optimizer: Offload = "none"

@@ -1,0 +1,87 @@
+"""Training methods the estimator refused though common, now modelled from their source: GaLore through the
+HF Trainer (`optim: galore_adamw`, transformers 5.24 trainer_optimizer.py:351-378, galore_torch's
+GaLoreProjector): states from the model's shapes, the layer-wise variant freeing each gradient in its
+hook; without optim_target_modules the Trainer raises, so there is no estimate, with the reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from advisor.estimate import resolve_model
+from advisor.facts import run_names
+from advisor.facts.estimates import plan_inputs
+from advisor.pipeline.check import CheckOptions, build_plans, resolve_settings, run_check
+from tests.conftest import write_files
+
+LAUNCH = "#!/bin/bash\npython train.py sft.yaml\n"
+# a TRL SFT recipe with GaLore, in the form of the HF docs' GaLore example (optim, optim_target_modules,
+# optim_args), hand-written
+SFT = """\
+model_name_or_path: Qwen/Qwen2.5-1.5B
+dtype: bfloat16
+bf16: true
+max_length: 1024
+per_device_train_batch_size: 1
+gradient_accumulation_steps: {accum}
+gradient_checkpointing: true
+optim: {optim}
+{extra}"""
+
+
+@pytest.fixture(autouse=True)
+def _cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def _run(tmp_path: Path, optim: str, extra: str, accum: int = 4):
+    sft = SFT.format(optim=optim, extra=extra, accum=accum)
+    write_files(tmp_path, {"launch.sh": LAUNCH, "sft.yaml": sft, "train.py": "print('train')\n"})
+    options = CheckOptions(hardware="1xH100-SXM")
+    assert not run_check([Path(".")], options).errors
+    plans, _ = build_plans([tmp_path], options, resolve_settings([tmp_path], options))
+    (plan,) = plans
+    names = run_names(plan)
+    return plan_inputs(plan, names), names["estimates"]
+
+
+def _item(est, name: str) -> dict:
+    return next(i for i in est.entry("items").value if i["name"] == name)
+
+
+TARGETS = (
+    'optim_target_modules: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]\n'
+)
+
+
+def test_galore_states_follow_the_projected_shapes(tmp_path: Path) -> None:
+    inputs, est = _run(tmp_path, "galore_adamw", TARGETS + 'optim_args: "rank=64, update_proj_gap=200"\n')
+    assert inputs.reason is None and est.known is True
+    pc = resolve_model("Qwen/Qwen2.5-1.5B").count()
+    # rank x (2 x the larger + the smaller dimension) per projected weight, AdamW's 2 states elsewhere
+    low = sum(64 * (2 * max(x.d_in, x.d_out) + min(x.d_in, x.d_out)) for x in pc.linears) * pc.layers
+    weights = sum(x.d_in * x.d_out for x in pc.linears) * pc.layers
+    want = 2 * (low + 2 * (pc.total - weights))  # bf16 states, like the parameters
+    got = _item(est, "optimizer states")["gib"] * 2**30
+    assert got == pytest.approx(want, rel=0.01)
+    assert "GaLore AdamW rank 64" in _item(est, "optimizer states")["note"]
+
+
+def test_galore_default_rank_is_the_trainers_128(tmp_path: Path) -> None:
+    _, est = _run(tmp_path, "galore_adamw", TARGETS)
+    assert est.known is True
+    assert any("default 128" in x for x in est.assumptions)
+
+
+def test_layerwise_galore_frees_each_gradient_in_backward(tmp_path: Path) -> None:
+    inputs, est = _run(tmp_path, "galore_adamw_layerwise", TARGETS, accum=1)
+    assert est.known is True
+    assert inputs.setup.optimizer_in_backward is True
+
+
+def test_galore_without_target_modules_has_no_estimate(tmp_path: Path) -> None:
+    _, est = _run(tmp_path, "galore_adamw", "")
+    assert est.known is False
+    assert "optim_target_modules" in est.reason and "ValueError" in est.reason
