@@ -16,7 +16,14 @@ from advisor.core.document import Location
 from advisor.core.provenance import Value
 from advisor.core.records import field, record
 from advisor.facts.load_calls import script_trainer
-from advisor.facts.lora_inputs import lora_targets, modules_to_save, not_read_script, peft_wrap, script_lora
+from advisor.facts.lora_inputs import (
+    lora_targets,
+    modules_to_save,
+    not_read_script,
+    peft_method,
+    peft_wrap,
+    script_lora,
+)
 from advisor.facts.namespace_entries import (
     MAX_COUNT,
     absurd,
@@ -664,9 +671,15 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
         if out.dtypes.storage.assumed and master:
             a.append(f"DeepSpeed precision: {out.dtypes.storage.source}; fp32 master weights")
     lora_r = dropout = None
+    peft_kw: dict[str, Any] = {}
     if method != "full":
         lora_r = integer(script_lora(plan, "r") or written(t, "lora_r", "lora_rank", "lora_dim"))
         dropout = number(script_lora(plan, "lora_dropout") or written(t, "lora_dropout"))
+        # a PEFT method other than LoRA (IA3, AdaLoRA, prompt tuning, DoRA, ...) as the LoRA inputs it maps to
+        peft_kw, why = peft_method(plan, pc.model_type, a)
+        if why is not None:
+            out.reason = why
+            return out
     optim = written(t, "optim")
     optim_name = str(optim.value) if optim is not None and optim.known and optim.value else None
     if optim_name is None:
@@ -712,6 +725,7 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
         "kept_logits_bytes": _kept_logits(plan, dtype_kw.get("precision"), a),
         "fixed_length": _fixed_length(plan),
         **_fsdp_units(plan, strategy, method, a),
+        **peft_kw,
     }
     if strategy in {"zero1", "zero2", "zero3"}:
         for key in ("reduce_bucket_size", "allgather_bucket_size", "stage3_prefetch_bucket_size"):

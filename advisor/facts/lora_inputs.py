@@ -470,3 +470,175 @@ def _script_default(plan: RunPlan, tree: ast.Module, flag: str) -> Value | None:
     value, where = values[0]
     loc = Location(path, getattr(where, "lineno", 1), getattr(where, "col_offset", 0) + 1) if path else None
     return Value(value, loc, "script", note=f"the script's own default of {flag}")
+
+
+# PEFT's config classes other than LoraConfig (peft 0.21.2 tuners/<method>/config.py), by name
+_OTHER_PEFT = {
+    "AdaLoraConfig": "AdaLoRA",
+    "IA3Config": "IA3",
+    "PromptTuningConfig": "prompt tuning",
+    "PromptEncoderConfig": "P-tuning",
+    "PrefixTuningConfig": "prefix tuning",
+    "LoHaConfig": "LoHa",
+    "LoKrConfig": "LoKr",
+    "OFTConfig": "OFT",
+    "BOFTConfig": "BOFT",
+    "VeraConfig": "VeRA",
+    "FourierFTConfig": "FourierFT",
+    "HRAConfig": "HRA",
+    "LNTuningConfig": "LN tuning",
+    "AdaptionPromptConfig": "adaption prompt",
+    "VBLoRAConfig": "VB-LoRA",
+    "BoneConfig": "Bone",
+    "MissConfig": "MiSS",
+    "XLoraConfig": "X-LoRA",
+    "RandLoraConfig": "RandLora",
+    "ShiraConfig": "SHiRA",
+    "C3AConfig": "C3A",
+    "CPTConfig": "CPT",
+    "PolyConfig": "Poly",
+    "MultitaskPromptTuningConfig": "multitask prompt tuning",
+    "TrainableTokensConfig": "trainable tokens",
+}
+# Why a method's memory is not the LoRA model's: read from its layer's forward
+_NOT_MODELLED_WHY = {
+    "LoHa": "it builds each targeted Linear's whole delta weight (out x in) from its Hadamard factors in "
+    "every forward and F.linear keeps it for backward (peft 0.21.2 tuners/loha/layer.py:266-274)",
+    "LoKr": "it builds each targeted Linear's whole delta weight from its Kronecker factors in every forward "
+    "(peft 0.21.2 tuners/lokr/layer.py:256, 336)",
+    "OFT": "it multiplies each targeted weight by an orthogonal matrix built in every forward "
+    "(peft 0.21.2 tuners/oft/layer.py)",
+    "BOFT": "it multiplies each targeted weight by butterfly orthogonal factors built in every forward "
+    "(peft 0.21.2 tuners/boft/layer.py)",
+}
+# PEFT's IA3 targets when IA3Config names none (peft 0.21.2 utils/constants.py:197-235)
+IA3_DEFAULT_TARGETS = {
+    "llama": ["k_proj", "v_proj", "down_proj"],
+    "mistral": ["k_proj", "v_proj", "down_proj"],
+    "mixtral": ["k_proj", "v_proj", "w2"],
+    "gemma": ["q_proj", "v_proj", "down_proj"],
+    "gemma2": ["q_proj", "v_proj", "down_proj"],
+    "gemma3_text": ["q_proj", "v_proj", "down_proj"],
+    "qwen2": ["q_proj", "v_proj", "down_proj"],
+    "qwen3": ["q_proj", "v_proj", "down_proj"],
+    "phi": ["q_proj", "v_proj", "fc2"],
+    "gpt2": ["c_attn", "mlp.c_proj"],
+    "opt": ["q_proj", "k_proj", "fc2"],
+    "gpt_neox": ["query_key_value", "dense_4h_to_h"],
+}
+
+
+def peft_method(plan: RunPlan, model_type: str, a: list[str]) -> tuple[dict[str, Any], str | None]:
+    """The PEFT method a LoRA-wrapped run really trains, as the estimator's LoRA inputs it maps onto:
+    ({lora_r, lora_targets, lora_dropout} to use instead of LoraConfig's, why it has no estimate). ({}, None)
+    for plain LoRA. The script's PEFT config calls count where the run's flags reach them (an undecided
+    branch: no estimate, with the reason); DoRA from LoraConfig(use_dora=True), LLaMA-Factory `use_dora`
+    or axolotl `peft_use_dora`."""
+    doc = plan.spec.script
+    tree = _script_tree(doc, "Config(")
+    kinds: dict[str, ast.Call] = {}
+    if tree is not None:
+        name = getattr(getattr(doc, "path", None), "name", "the script")
+        nodes = list(ast.walk(tree))
+        parents = {child: node for node in nodes for child in ast.iter_child_nodes(node)}
+        undecided: list[str] = []
+        for call in (n for n in nodes if isinstance(n, ast.Call)):
+            called = _called(call)
+            if called != "LoraConfig" and called not in _OTHER_PEFT:
+                continue
+            taken, why = _call_taken(plan, call, parents, tree, name)
+            if taken is False:
+                continue
+            kinds.setdefault(called, call)  # on the run's path, or on a branch the flags do not decide
+            if taken is None and why:
+                undecided.append(f"{called} at {name}:{call.lineno}: {why}")
+        others = [k for k in kinds if k != "LoraConfig"]
+        if len(kinds) > 1 and undecided:
+            return {}, f"which PEFT method the run trains is unknown: {undecided[0]}"
+        if len(kinds) > 1:
+            return (
+                {},
+                f"the script builds {' and '.join(sorted(kinds))} on the run's path: which one it trains "
+                "is unknown",
+            )
+        if others:
+            return _other_method(plan, others[0], kinds[others[0]], model_type, name, nodes, a)
+    dora = _dora(plan, kinds.get("LoraConfig"), tree)
+    if dora is not None:
+        a.append(
+            f"DoRA ({dora}): counted as LoRA; not counted, a lower bound: the magnitude vector (d_out per "
+            "targeted Linear) and, per targeted Linear, the base output and the scaled LoRA output DoRA "
+            "keeps for "
+            "the magnitude's gradient, 2 x d_out values per token (peft 0.21.2 tuners/lora/dora.py:163-165), "
+            "plus one dense weight-norm temporary per Linear (dora.py:143-152)"
+        )
+    return {}, None
+
+
+def _dora(plan: RunPlan, call: ast.Call | None, tree: ast.Module | None) -> str | None:
+    v = written(plan.training, "use_dora", "peft_use_dora")
+    if v is not None and truth(v):
+        return f"{v.origin.file.name}:{v.origin.line}" if v.origin else "use_dora"
+    kw = next((k.value for k in call.keywords if k.arg == "use_dora"), None) if call is not None else None
+    if kw is None:
+        return None
+    got = _decide(plan, kw, tree) if not isinstance(kw, ast.Constant) else bool(kw.value)
+    return f"LoraConfig(use_dora=...) at line {kw.lineno}" if got else None
+
+
+def _other_method(
+    plan: RunPlan, config: str, call: ast.Call, model_type: str, name: str, nodes: list[Any], a: list[str]
+) -> tuple[dict[str, Any], str | None]:
+    method = _OTHER_PEFT[config]
+    where = f"{config} at {name}:{call.lineno}"
+    path = getattr(plan.spec.script, "path", None)
+    kw = {k.arg: k.value for k in call.keywords if k.arg}
+    opaque = bool(call.args) or any(k.arg is None for k in call.keywords)
+
+    def literal(key: str) -> Any:
+        v = _lora_argument(plan, kw[key], path, nodes) if key in kw else None
+        return v.value if v is not None and v.known else None
+
+    if method == "AdaLoRA":
+        # AdaLoraConfig(init_r=12) (adalora/config.py:60); AdaLoraLayer.update_layer: lora_A r x in, lora_E
+        # r x 1, lora_B out x r (adalora/layer.py:69-73): LoRA's shapes at rank init_r, plus r per Linear
+        r = literal("init_r") if "init_r" in kw else (None if opaque else 12)
+        if not isinstance(r, int):
+            return {}, f"AdaLoRA ({where}): its init_r is not known statically"
+        out: dict[str, Any] = {"lora_r": r}
+        targets = literal("target_modules")
+        if isinstance(targets, list):
+            out["lora_targets"] = targets
+        dropout = literal("lora_dropout")
+        out["lora_dropout"] = float(dropout) if isinstance(dropout, int | float) else 0.0
+        a.append(
+            f"AdaLoRA ({where}): counted as LoRA of rank init_r {r} (adalora/layer.py:69-73); not counted, a "
+            "lower bound: the RankAllocator's three fp32 copies of every adapter parameter (ipt, "
+            "exp_avg_ipt, exp_avg_unc: adalora/layer.py:414-416)"
+        )
+        return out, None
+    if method == "IA3":
+        targets = literal("target_modules")
+        if not isinstance(targets, list):
+            targets = None if opaque or "target_modules" in kw else IA3_DEFAULT_TARGETS.get(model_type)
+        if targets is None:
+            return {}, f"IA3 ({where}): its target modules are not known statically"
+        a.append(
+            f"IA3 ({where}): one learned vector per targeted Linear (ia3/layer.py:56-66) counted as a rank-1 "
+            f"adapter on {', '.join(targets)} (d_in + d_out per Linear) and its saved input as a LoRA's: an "
+            "upper bound by a few MB"
+        )
+        return {"lora_r": 1, "lora_targets": list(targets), "lora_dropout": 0.0}, None
+    if method in {"prompt tuning", "P-tuning", "prefix tuning"}:
+        n = literal("num_virtual_tokens")
+        shown = f"{n} virtual tokens" if isinstance(n, int) else "its virtual tokens"
+        a.append(
+            f"{method} ({where}): the base model frozen, the gradient carried back through every layer to "
+            "the "
+            f"virtual tokens; not counted, a lower bound: {shown} (num_virtual_tokens x hidden trainable "
+            "values, x 2 x layers for prefix tuning: prefix_tuning/model.py) and the longer sequences they "
+            "make"
+        )
+        return {"lora_targets": [], "lora_r": 1, "lora_dropout": 0.0}, None
+    why = _NOT_MODELLED_WHY.get(method, "its trainable parameters and activations are not modelled")
+    return {}, f"PEFT {method} ({where}) is not modelled: {why}"

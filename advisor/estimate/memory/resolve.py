@@ -303,7 +303,7 @@ def resolve_setup(s: TrainingSetup) -> ResolvedSetup:
         else:
             tl = s.lora_targets
             targets = targeted(pc, tl)
-            if not targets:
+            if not targets and tl:  # [] is no adapter at all (prompt/prefix tuning: the base frozen)
                 a.append(f"LoRA adapters unknown: the targets {tl} match no Linear of {pc.model_type}: {low}")
         if s.lora_dropout is None:
             dropout = 0.05 if s.framework == "hf" else 0.0
