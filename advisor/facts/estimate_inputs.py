@@ -686,14 +686,13 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
         ds_opt = value_at(plan.deepspeed, "optimizer.type")
         if ds_opt is not None and ds_opt.known and isinstance(ds_opt.value, str):
             optim_name = ds_opt.value
-    low_rank_kw: dict[str, Any] = {}
+    low_rank_kw, why = low_rank_optimizer(plan, optim_name or "")  # may set the optimizer (use_galore)
+    if why is not None:
+        out.reason = why
+        return out
     if optim_name is not None:
         from advisor.estimate.memory import has_optimizer_profile
 
-        low_rank_kw, why = low_rank_optimizer(plan, optim_name)
-        if why is not None:
-            out.reason = why
-            return out
         if not low_rank_kw and not has_optimizer_profile(optim_name):
             out.reason = f"optimizer '{optim_name}' has no memory profile"
             return out

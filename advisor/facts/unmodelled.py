@@ -33,7 +33,6 @@ UNMODELLED_KEYS = {
     "tune_mm_mlp_adapter": "projector-only training of a vision-language model",
     "freeze_backbone": "a partly frozen model",
     "freeze_trainable_layers": "a partly frozen model",
-    "use_galore": "the GaLore optimizer (low-rank optimizer states)",
     "use_apollo": "the APOLLO optimizer",
     "use_badam": "BAdam (one block trained at a time)",
     "use_adam_mini": "Adam-mini (blockwise second moments)",
@@ -165,10 +164,12 @@ def low_rank_optimizer(plan: RunPlan, optim_name: str) -> tuple[dict[str, Any], 
     string is not matched against the model's module names here."""
     from advisor.estimate.memory.optimizers import LOW_RANK_OPTIMIZERS
 
+    t = plan.training
+    if truth(written(t, "use_galore")):
+        return _llamafactory_galore(plan, optim_name)
     key = optim_name.strip().lower().replace("-", "_")
     if key not in LOW_RANK_OPTIMIZERS:
         return {}, None
-    t = plan.training
     tv = written(t, "optim_target_modules")
     if tv is None or not tv.known or tv.value in (None, "", []):
         return {}, (
@@ -195,5 +196,37 @@ def low_rank_optimizer(plan: RunPlan, optim_name: str) -> tuple[dict[str, Any], 
                 return {}, f"optimizer '{optim_name}': optim_args rank={pairs['rank']!r} is not an integer"
     kw: dict[str, Any] = {"optim_rank": rank, "optim_target_modules": targets}
     if key.endswith("layerwise"):
+        kw["optimizer_in_backward"] = True
+    return kw, None
+
+
+def _llamafactory_galore(plan: RunPlan, optim_name: str) -> tuple[dict[str, Any], str | None]:
+    """LLaMA-Factory's `use_galore` (0.9.3 train/trainer_utils.py _create_galore_optimizer): galore_target
+    (default "all": every Linear but lm_head, model_utils/misc.py:31-45 find_all_linear_modules; else
+    comma-separated names matched as substrings, trainer_utils.py:200-207), galore_rank (default 16,
+    hparams/finetuning_args.py:233-236), galore_layerwise (default False, :249-252: one optimizer per
+    parameter stepped in its hook); GaLoreAdamW for optim adamw_torch (trainer_utils.py:234-235), the 8-bit
+    and Adafactor variants not modelled."""
+    t = plan.training
+    optim = optim_name.strip().lower() or "adamw_torch"
+    if optim != "adamw_torch":
+        return (
+            {},
+            f"LLaMA-Factory GaLore with optim {optim_name}: its 8-bit / Adafactor variant is not modelled",
+        )
+    tv = written(t, "galore_target")
+    raw = tv.value if tv is not None and tv.known else "all" if tv is None else None
+    if not isinstance(raw, str):
+        return {}, "LLaMA-Factory GaLore: galore_target is not known statically"
+    names = [p.strip() for p in raw.split(",") if p.strip()]
+    targets = ["all-decoder-linear"] if names == ["all"] else names
+    rank = integer(written(t, "galore_rank"))
+    layerwise = bool(truth(written(t, "galore_layerwise")))
+    kw: dict[str, Any] = {
+        "optimizer": "galore_adamw_layerwise" if layerwise else "galore_adamw",
+        "optim_rank": rank if rank is not None else 16,
+        "optim_target_modules": targets,
+    }
+    if layerwise:
         kw["optimizer_in_backward"] = True
     return kw, None

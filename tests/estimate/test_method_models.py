@@ -85,3 +85,40 @@ def test_galore_without_target_modules_has_no_estimate(tmp_path: Path) -> None:
     _, est = _run(tmp_path, "galore_adamw", "")
     assert est.known is False
     assert "optim_target_modules" in est.reason and "ValueError" in est.reason
+
+
+# LLaMA-Factory's GaLore example (examples/extras/galore/llama3_full_sft.yaml), hand-written and cut down
+LF_GALORE = """\
+model_name_or_path: meta-llama/Meta-Llama-3-8B-Instruct
+stage: sft
+do_train: true
+finetuning_type: full
+use_galore: true
+galore_layerwise: {layerwise}
+galore_target: all
+galore_rank: 128
+dataset: alpaca_en_demo
+template: llama3
+cutoff_len: 2048
+per_device_train_batch_size: 1
+gradient_accumulation_steps: 1
+bf16: true
+output_dir: saves/llama3-8b/full/sft
+"""
+
+
+@pytest.mark.parametrize("layerwise", [True, False])
+def test_llamafactory_use_galore_is_galore_on_every_decoder_linear(tmp_path: Path, layerwise: bool) -> None:
+    write_files(tmp_path, {"galore.yaml": LF_GALORE.format(layerwise=str(layerwise).lower())})
+    options = CheckOptions(hardware="1xH100-SXM")
+    assert not run_check([Path(".")], options).errors
+    plans, _ = build_plans([tmp_path], options, resolve_settings([tmp_path], options))
+    (plan,) = plans
+    names = run_names(plan)
+    inputs, est = plan_inputs(plan, names), names["estimates"]
+    assert est.known is True
+    assert inputs.setup.optimizer == ("galore_adamw_layerwise" if layerwise else "galore_adamw")
+    assert inputs.setup.optim_rank == 128
+    assert inputs.setup.optimizer_in_backward is layerwise
+    note = _item(est, "optimizer states")["note"]
+    assert "rank 128" in note and "lm_head" not in note  # "all" is every Linear but lm_head

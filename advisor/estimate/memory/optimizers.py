@@ -166,7 +166,10 @@ def galore_targets(pc: ParamCount, targets: list[str]) -> list[tuple[LinearShape
     check_target_module_exists), "all-linear" every nn.Linear, lm_head included (trainer_optimizer.py:133,
     147); a regex string is not matched here."""
     want = [t.strip() for t in targets if t.strip()]
-    all_linear = any(t.replace("_", "-").lower() == "all-linear" for t in want)
+    # "all-decoder-linear": LLaMA-Factory's galore_target "all", every Linear but lm_head
+    # (llamafactory 0.9.3 model/model_utils/misc.py:31-45)
+    decoder = "all-decoder-linear" in want
+    all_linear = decoder or any(t.replace("_", "-").lower() == "all-linear" for t in want)
     out: list[tuple[LinearShape, int]] = []
     for lin in pc.linears:
         if lin.name == "router" and not all_linear:
@@ -175,7 +178,7 @@ def galore_targets(pc: ParamCount, targets: list[str]) -> list[tuple[LinearShape
         if all_linear or any(t in lin.name or t in full or t in lin.aliases for t in want):
             per_layer_layers = pc.moe_layers if lin.count > 1 and pc.moe_layers else pc.layers
             out.append((lin, lin.count * per_layer_layers))
-    if all_linear and pc.lm_head:
+    if all_linear and not decoder and pc.lm_head:
         from advisor.estimate.params import LinearShape as Shape
 
         head = Shape(name="lm_head", d_in=pc.hidden, d_out=pc.vocab, count=1)
