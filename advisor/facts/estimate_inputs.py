@@ -34,7 +34,7 @@ from advisor.facts.namespace_entries import (
     value_at,
     written,
 )
-from advisor.facts.unmodelled import axolotl_rl, low_rank_optimizer, unmodelled_reason
+from advisor.facts.unmodelled import axolotl_rl, low_rank_optimizer, method_notes, unmodelled_reason
 from advisor.sources.known_keys import SEQ_KEYS
 
 if TYPE_CHECKING:
@@ -508,6 +508,7 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
     if unmodelled is not None:
         out.reason = unmodelled
         return out
+    a.extend(method_notes(plan))  # estimated as another method (fp8 as bf16): which part is a bound
     rl = axolotl_rl(plan)
     batch = names["batch"]
     stage = written(t, "stage")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from advisor.facts.namespace_entries import integer, truth, written
+from advisor.facts.namespace_entries import integer, truth, value_at, written
 
 if TYPE_CHECKING:
     from advisor.plan.run_plan import RunPlan
@@ -230,3 +230,31 @@ def _llamafactory_galore(plan: RunPlan, optim_name: str) -> tuple[dict[str, Any]
     if layerwise:
         kw["optimizer_in_backward"] = True
     return kw, None
+
+
+def fp8_training(plan: RunPlan) -> str | None:
+    """Where the run trains its Linears in fp8 (accelerate `mixed_precision: fp8`, LLaMA-Factory / axolotl
+    `fp8: true`), or None."""
+    mp = value_at(plan.accelerate, "mixed_precision") if plan.accelerate is not None else None
+    if mp is not None and mp.known and str(mp.value).strip().lower() == "fp8":
+        return f"mixed_precision: fp8 at {mp.origin.file.name}:{mp.origin.line}" if mp.origin else "fp8"
+    v = written(plan.training, "fp8")
+    if v is not None and truth(v):
+        return f"fp8 at {v.origin.file.name}:{v.origin.line}" if v.origin else "fp8"
+    return None
+
+
+def method_notes(plan: RunPlan) -> list[str]:
+    """What an estimate of the run counts as another method, and which part of it is a bound."""
+    out: list[str] = []
+    fp8 = fp8_training(plan)
+    if fp8 is not None:
+        # accelerate converts every nn.Linear but the first and last to torchao's Float8Linear (accelerate
+        # 1.16 utils/ao.py:104-133); its matmul keeps the high-precision input and weight for backward
+        # (torchao float8/float8_linear.py matmul_with_hp_or_float8_args.forward save_for_backward)
+        out.append(
+            f"fp8 training ({fp8}): estimated as bf16 mixed precision: torchao's Float8Linear keeps the "
+            "weights, gradients and optimizer states in their dtype and saves the high-precision matmul "
+            "inputs for backward; its fp8 casts (one layer's at a time) are not counted"
+        )
+    return out

@@ -122,3 +122,15 @@ def test_llamafactory_use_galore_is_galore_on_every_decoder_linear(tmp_path: Pat
     assert inputs.setup.optimizer_in_backward is layerwise
     note = _item(est, "optimizer states")["note"]
     assert "rank 128" in note and "lm_head" not in note  # "all" is every Linear but lm_head
+
+
+def test_fp8_training_is_estimated_as_bf16_with_the_note(tmp_path: Path) -> None:
+    # LLaMA-Factory's examples/extras/fp8 recipe form (fp8: true), hand-written and cut down
+    yaml = LF_GALORE.format(layerwise="false").replace("use_galore: true\n", "fp8: true\n")
+    write_files(tmp_path, {"fp8.yaml": yaml})
+    options = CheckOptions(hardware="1xH100-SXM")
+    plans, _ = build_plans([tmp_path], options, resolve_settings([tmp_path], options))
+    (plan,) = plans
+    inputs = plan_inputs(plan, run_names(plan))
+    assert inputs.setup is not None
+    assert any(x.startswith("fp8 training (fp8 at fp8.yaml:") for x in inputs.assumptions)
