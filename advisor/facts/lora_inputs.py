@@ -207,6 +207,10 @@ def _lora_argument(plan: RunPlan, node: Any, path: Any, nodes: list[Any]) -> Val
     if isinstance(node, ast.Attribute | ast.Name):
         flag = node.attr if isinstance(node, ast.Attribute) else node.id
         v = written(plan.training, flag)
+        if v is None and isinstance(node, ast.Attribute) and nodes and isinstance(nodes[0], ast.Module):
+            # `r=args.rank`: a field of the script's own dataclass or argparse that the run does not
+            # write and the estimator's key list does not carry: its default
+            v = _script_default(plan, nodes[0], flag)
         if v is not None:
             return v if v.known else None
         if not isinstance(node, ast.Name):

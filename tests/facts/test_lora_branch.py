@@ -119,3 +119,16 @@ def test_script_not_read_is_unknown_not_a_base_without_adapters(tmp_path: Path) 
     assert inputs.setup is None
     reason = str(inputs.reason)
     assert "unknown" in reason and "qlora.py" in reason and "without LoRA adapters" not in reason
+
+
+def test_rank_from_a_flag_the_estimator_does_not_list(tmp_path: Path) -> None:
+    script = SCRIPT.format(test="not args.full_finetune").replace("lora_r: int", "adapter_rank: int")
+    script = script.replace("r=args.lora_r", "r=args.adapter_rank").replace("default=64", "default=32")
+    write_files(tmp_path, {"qlora.py": script, "launch.sh": LAUNCH.format(extra="")})
+    options = CheckOptions(hardware="1xH100-SXM")
+    plans, _ = build_plans([tmp_path], options, resolve_settings([tmp_path], options))
+    (plan,) = plans
+    assert plan_inputs(plan, run_names(plan)).setup.lora_r == 32  # the field's default, read from the script
+    write_files(tmp_path, {"launch.sh": LAUNCH.format(extra=" \\\n    --adapter_rank 8")})
+    plans, _ = build_plans([tmp_path], options, resolve_settings([tmp_path], options))
+    assert plan_inputs(plans[0], run_names(plans[0])).setup.lora_r == 8  # the launch's value
