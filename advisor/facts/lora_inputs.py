@@ -404,6 +404,8 @@ def _compare(plan: RunPlan, test: ast.Compare, tree: ast.Module | None) -> bool 
     """`flag == 4`, `flag != "full"`, `flag in ("lora", "qlora")`: a flag with a known value against a
     literal; None otherwise."""
     left, op, right = test.left, test.ops[0], test.comparators[0]
+    if ast.unparse(test).replace("'", '"') in {'__name__ == "__main__"', '"__main__" == __name__'}:
+        return True  # the script is run, not imported
     if isinstance(left, ast.Constant) and not isinstance(right, ast.Constant):
         left, right = right, left
     if not isinstance(left, ast.Attribute | ast.Name):

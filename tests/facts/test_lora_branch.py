@@ -132,3 +132,15 @@ def test_rank_from_a_flag_the_estimator_does_not_list(tmp_path: Path) -> None:
     write_files(tmp_path, {"launch.sh": LAUNCH.format(extra=" \\\n    --adapter_rank 8")})
     plans, _ = build_plans([tmp_path], options, resolve_settings([tmp_path], options))
     assert plan_inputs(plans[0], run_names(plans[0])).setup.lora_r == 8  # the launch's value
+
+
+def test_main_guard_is_taken(tmp_path: Path) -> None:
+    script = SCRIPT.format(test="not args.full_finetune") + (
+        '\n\nif __name__ == "__main__":\n    model = get_peft_model(None, LoraConfig(r=16))\n'
+    )
+    script = script.replace("        model = get_peft_model(model, config)\n", "")
+    write_files(tmp_path, {"qlora.py": script, "launch.sh": LAUNCH.format(extra="")})
+    options = CheckOptions(hardware="1xH100-SXM")
+    plans, _ = build_plans([tmp_path], options, resolve_settings([tmp_path], options))
+    inputs = plan_inputs(plans[0], run_names(plans[0]))
+    assert inputs.setup is not None and inputs.setup.method == "qlora"
