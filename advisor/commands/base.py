@@ -200,12 +200,17 @@ class FailOn(StrEnum):
     info = "info"
 
 
-def die(message: str) -> None:
-    """One line on stderr and exit 2. The message quotes user strings (a settings key, a rule name, a
-    path), so it is escaped whole: no newline to start an `::error` line in an Actions log, no ANSI."""
+def die(message: str | BaseException) -> None:
+    """The problem on stderr and exit 2: a message, or an error's lines (advisor.core.errors.problem_lines:
+    each problem of a descriptor file on a line of its own). Each line quotes user strings (a settings
+    key, a rule name, a path), so it is escaped whole: no newline to start an `::error` line in an
+    Actions log, no ANSI."""
+    from advisor.core.errors import problem_lines
     from advisor.core.escape import escape_text
 
-    typer.echo(escape_text(f"gpu-advise: {message}"), err=True)
+    lines = (message,) if isinstance(message, str) else problem_lines(message)
+    for line in lines:
+        typer.echo(escape_text(f"gpu-advise: {line}"), err=True)
     raise typer.Exit(2)
 
 

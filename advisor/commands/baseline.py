@@ -59,7 +59,7 @@ def write_baseline(
         finally:
             META_DEVICE_COUNTING.reset(counting)
     except (CheckError, SettingsError) as exc:
-        die(str(exc))
+        die(exc)
         return
     try:
         write_atomic(target, render_baseline(result.findings, target))

@@ -263,7 +263,7 @@ def check(
         elif unsafe_fixes:
             _say_available(result)
     except (CheckError, SettingsError) as exc:
-        die(str(exc))
+        die(exc)
         return
     finally:
         META_DEVICE_COUNTING.reset(counting)

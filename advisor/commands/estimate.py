@@ -149,7 +149,7 @@ def estimate(
                 )
             ]
     except EstimateError as exc:
-        die(str(exc))
+        die(exc)
         return
     if output_format is OutputFormat.json:
         from advisor.report.estimate_view import render_json

@@ -37,7 +37,7 @@ def hardware_show(name: Annotated[str, typer.Argument(help="Built-in name or des
     try:
         machine = load_hardware(name)
     except HardwareError as exc:
-        die(str(exc))
+        die(exc)
         return
     sys.stdout.write(machine_yaml(machine))
 
@@ -70,7 +70,7 @@ def hardware_detect(
         else:
             machine = detect()
     except (HardwareError, OSError, ReadRefused) as exc:
-        die(str(exc))
+        die(exc)
         return
     if name:
         machine = records.replace(machine, name=name)

@@ -36,7 +36,7 @@ def plan(
         settings = resolve_settings(seeds, options)
         plans, _ = build_plans(seeds, options, settings)
     except (CheckError, SettingsError) as exc:
-        die(str(exc))
+        die(exc)
         return
     from advisor.report.text import color_enabled
 

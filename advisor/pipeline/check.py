@@ -64,7 +64,7 @@ def _load_hardware(name: str, base: Path | None = None, named_by: SettingsRef | 
     try:
         return load_hardware(str(candidate) if _is_file(candidate) else name)
     except HardwareError as exc:
-        raise CheckError(str(exc)) from None
+        raise CheckError(str(exc), lines=exc.lines) from None
 
 
 def _names_a_file(name: str, path: Path) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from advisor.core.errors import CheckError
 from advisor.core.records import record, replace
 
 # GPUs the verdict is shown for when no --hardware is given: one per memory class.
@@ -27,7 +28,7 @@ LAYOUTS: tuple[tuple[str, str, bool], ...] = (
 MAX_FLAG_COUNT = 10**12
 
 
-class EstimateError(Exception):
+class EstimateError(CheckError):
     """The estimate cannot be made (exit code 2): unknown model, bad option, unknown hardware."""
 
 
@@ -74,7 +75,7 @@ def _load_machine(name: str | None) -> Any:
     try:
         return load_hardware(name)
     except HardwareError as exc:
-        raise EstimateError(str(exc)) from None
+        raise EstimateError(str(exc), lines=exc.lines) from None
 
 
 def _resolve(name: str, online: bool) -> tuple[Any, Any]:

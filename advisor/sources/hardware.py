@@ -83,13 +83,20 @@ class HardwareError(Exception):
     """
 
     def __init__(
-        self, message: str, *, file: str | None = None, line: int | None = None, col: int | None = None
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        col: int | None = None,
+        lines: tuple[str, ...] = (),
     ) -> None:
         super().__init__(message)
         self.message = message
         self.file = file
         self.line = line
         self.col = col
+        self.lines = lines or (message,)  # several problems of one descriptor: one line each
 
     def __str__(self) -> str:
         return self.message
@@ -309,7 +316,9 @@ def _parse_descriptor(text: str, source: str, *, default_name: str | None = None
             first = first or err
             lines.append(err.message)
         assert first is not None
-        raise HardwareError("\n".join(lines), file=first.file, line=first.line, col=first.col) from None
+        raise HardwareError(
+            "\n".join(lines), file=first.file, line=first.line, col=first.col, lines=tuple(lines)
+        ) from None
 
 
 class _CaseInsensitive(dict[str, Machine]):
