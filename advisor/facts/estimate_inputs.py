@@ -580,7 +580,9 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
     if outside is not None:
         out.reason = f"model {outside}"
         return out
-    info = resolve_model(name.value, online=bool(getattr(plan, "online", False)), boundary=boundary)
+    info = resolve_model(
+        name.value, online=bool(getattr(plan, "online", False)), boundary=boundary, from_name=True
+    )
     if info is None:
         hint = "" if getattr(plan, "online", False) else "; --online fetches its config.json from the Hub"
         out.reason = (
@@ -589,6 +591,8 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
         )
         return out
     out.info = info
+    if info.assumption:  # resolved by what the name says (advisor/estimate/model_names.py)
+        out.assumptions.append(info.assumption)
     try:
         pc = info.count()
     except UnknownModelTypeError as exc:

@@ -81,7 +81,8 @@ def _load_machine(name: str | None) -> Any:
 def _resolve(name: str, online: bool) -> tuple[Any, Any]:
     from advisor.estimate import UnknownModelTypeError, catalog_ids, resolve_model
 
-    info = resolve_model(name, online=online)
+    # a name found nowhere as written is resolved by what it says, and the estimate says so (info.assumption)
+    info = resolve_model(name, online=online, from_name=True)
     if info is None:
         hint = (
             "the Hub did not answer either"
@@ -347,7 +348,7 @@ def build_model_report(req: Request) -> dict[str, Any]:
 
         ids = list(range(n))
         busbw = topology.slowest_link_busbw_gbs(machine, ids)
-    extra = []
+    extra = [info.assumption] if info.assumption else []
     if req.precision in {"bf16", "fp16"}:
         extra.append(f"model loaded in {req.precision} (torch_dtype), no fp32 master weights")
     return _report(

@@ -178,10 +178,6 @@ def test_cards_naming_each_other_are_followed_twice_at_most(_empty_hf_cache: Pat
 # ---- the estimate says it -------------------------------------------------------------------------
 
 
-# Waits for advisor/pipeline/estimate_run.py._resolve (and facts/estimate_inputs.py, SHARED by H5/H6/H7) to
-# call resolve_model(..., from_name=True) and put info.assumption among the estimate's assumptions:
-# requested in helper H4's report. strict: the mark must go when that lands.
-@pytest.mark.xfail(strict=True, reason="the estimate's callers do not pass from_name yet")
 def test_estimate_states_the_assumption(tmp_path: Path, _empty_hf_cache: Path) -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO), "HF_HUB_CACHE": str(_empty_hf_cache)}
     proc = subprocess.run(
