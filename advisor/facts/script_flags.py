@@ -146,7 +146,9 @@ def _judge(
     # HfArgumentParser adds --no_X for a bool field defaulting to True; argparse takes a unique prefix
     if key.startswith("no_") and key[3:] in known:
         return "present", "", None
-    prefixed = [k for k in known if k.startswith(key)]
+    # (the key itself is no prefix of itself: a removed or deprecated field still listed in `known` at
+    # another release, --evaluation_strategy, must reach the verdicts below)
+    prefixed = [k for k in known if k.startswith(key) and k != key]
     if len(prefixed) == 1:
         return "present", "", None
     for state in ("deprecated", "removed"):
@@ -166,6 +168,13 @@ def _judge(
     labels = ", ".join(t.label for t, _ in statuses)
     detail = f"is an argument of none of its dataclasses{added}" + (f" at {labels}" if labels else "")
     return "unknown", detail, guess[0] if guess else None
+
+
+def _added(detail: str) -> str:
+    """' (added in transformers 4.45)' of an unknown flag's detail: why a flag of a later release is
+    unknown at the pinned one; '' when the release that added it is not the reason."""
+    start = detail.find(" (added in ")
+    return detail[start : detail.index(")", start) + 1] if start >= 0 else ""
 
 
 def script_flag_items(doc: Document, context: CheckContext | None = None) -> dict[str, list[dict[str, Any]]]:
@@ -198,7 +207,8 @@ def script_flag_items(doc: Document, context: CheckContext | None = None) -> dic
             continue
         from advisor.facts import versions
 
-        targets = versions.targets_for(doc.path, settings, checked)
+        # the environment the script runs in: its folder's pins first (a sub-project's requirements.txt)
+        targets = versions.targets_for(doc.path, settings, checked, script=path)
         if any(p not in targets for p, _ in sources):
             continue
         pre_parsed = _pre_parsed(path, checked)
@@ -272,7 +282,8 @@ def _judge_command(
                     "location": location,
                     "key": key,
                     "suggestion": guess,
-                    "message": f"--{key} is not an argument of {shown} ({classes}){hint}{consequence}",
+                    "message": f"--{key} is not an argument of {shown} ({classes}){_added(detail)}{hint}"
+                    f"{consequence}",
                     "severity": "error",
                 }
             )
@@ -318,7 +329,7 @@ def config_consumers(doc: Document, context: CheckContext | None = None) -> list
         sources = _library_sources(parsing)
         if sources is None:
             return None
-        targets = versions.targets_for(doc.path, settings, checked)
+        targets = versions.targets_for(doc.path, settings, checked, script=script)
         if any(p not in targets for p, _ in sources):
             return None
         out.append((script, how, parsing, sources, targets))

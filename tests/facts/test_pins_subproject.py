@@ -22,13 +22,11 @@ import pytest
 from advisor.facts import versions
 from tests.conftest import REPO, write_files
 
-# Waits for advisor/facts/script_flags.py (no helper's file): pass the script it reads to
-# versions.targets_for(..., script=...) at its two calls (launch flags, config_consumers); in _judge, do not
-# count a key as an argparse prefix of itself; say the release in the unknown flag's message; give a
-# script-judged deprecated key its `rename` (facts/key_renames.rename_for). Requested in helper H4's
-# report. strict: the mark must go when that lands.
+# Waits for advisor/facts/script_flags.py to give a script-judged deprecated key its `rename`
+# (facts/key_renames.rename_for), as facts/keys.py does for a file judged alone. strict: the mark must go
+# when that lands.
 NEEDS_SCRIPT_PINS = pytest.mark.xfail(
-    strict=True, reason="script_flags.py does not pass the training script to versions.targets_for yet"
+    strict=True, reason="a key judged through the script's parser has no rename for --fix yet"
 )
 
 # HfArgumentParser over the script's own dataclass and TrainingArguments (the form of
@@ -134,7 +132,6 @@ def test_recipe_in_the_sub_project_is_judged_at_its_pin(tmp_path):
     assert "use eval_strategy" in found[1][3]
 
 
-@NEEDS_SCRIPT_PINS
 def test_flags_of_a_launch_script_outside_the_sub_project_use_the_scripts_pin(tmp_path):
     files = {**ROOT_PIN, **SUB_PIN, "sft/train.py": TRAIN.replace("READ", REFUSES), "scripts/run.sh": FLAGS}
     found = _check(tmp_path, files)
@@ -145,7 +142,6 @@ def test_flags_of_a_launch_script_outside_the_sub_project_use_the_scripts_pin(tm
     assert "--eval_strategy" in found[1][3]
 
 
-@NEEDS_SCRIPT_PINS
 def test_a_dropping_parser_drops_the_flag_its_pinned_release_lacks(tmp_path):
     files = {**ROOT_PIN, **SUB_PIN, "sft/train.py": TRAIN.replace("READ", DROPS), "scripts/run.sh": FLAGS}
     found = _check(tmp_path, files)
@@ -161,7 +157,6 @@ def test_flags_of_a_launch_script_inside_the_sub_project(tmp_path):
     assert [r for r in _rules(found) if r[0] != "GA007"] == [("GA002", 7)]
 
 
-@NEEDS_SCRIPT_PINS
 def test_deprecated_flag_at_the_pinned_release_is_said(tmp_path):
     # argparse's unique-prefix match must not take --evaluation_strategy as a prefix of itself: at 4.44 it
     # is accepted with a deprecation warning (training_args.py of 4.44.2 __post_init__), a GA007
@@ -170,7 +165,6 @@ def test_deprecated_flag_at_the_pinned_release_is_said(tmp_path):
     assert ("GA007", 6) in _rules(_check(tmp_path, files))
 
 
-@NEEDS_SCRIPT_PINS
 def test_recipe_outside_the_sub_project_is_judged_at_the_scripts_pin(tmp_path):
     files = {
         **ROOT_PIN,
