@@ -6,7 +6,9 @@ checked with the rules that test selects. Second corpus (tests/corpus2): labels.
 
 Recall = labelled problems found / labelled problems. False alarms: in the first corpus, a
 TRUE_NEGATIVES rule that fired; in the second, a `not_raise` rule that fired plus each finding at
-warning or above on a clean file.
+warning or above on a clean file. Third corpus (tests/corpus3): whole runs, labels/*.yaml, evaluated by
+tests/core/test_corpus3.py; printed per repository with false alarms by severity (an error that is not a
+`raise` label, and a `not_raise` rule that fired).
 
     HF_HUB_OFFLINE=1 python3 benchmarks/corpus_recall.py
 """
@@ -74,6 +76,39 @@ def second_corpus() -> tuple[int, int, list[str], list[str]]:
     return labels, labels - len(missed), missed, alarms
 
 
+def third_corpus() -> None:
+    from collections import Counter, defaultdict
+
+    from tests.core.test_corpus3 import evaluate
+
+    results = evaluate()
+    if not results:
+        print("third corpus (tests/corpus3): no stored labelled entries yet")
+        return
+    by_repo: dict[str, list] = defaultdict(list)
+    for r in results:
+        by_repo[r.repo].append(r)
+    labels = sum(r.labels for r in results)
+    missed = sum(len(r.missed) for r in results)
+    found = labels - missed
+    recall = found / labels if labels else 0.0
+    alarms = Counter(r.severity[k] for r in results for k in {*r.unlabelled_errors, *r.unwanted})
+    print(
+        f"third corpus (tests/corpus3): {len(results)} entries, {len(by_repo)} repositories, "
+        f"recall {found}/{labels} = {recall:.1%}, false alarms {dict(alarms) or 0}"
+    )
+    for repo, entries in sorted(by_repo.items()):
+        n = sum(r.labels for r in entries)
+        m = sum(len(r.missed) for r in entries)
+        sev = Counter(r.severity[k] for r in entries for k in {*r.unlabelled_errors, *r.unwanted})
+        print(f"  {repo}: found {n - m}/{n}, false alarms {dict(sev) or 0}")
+        for r in entries:
+            for rule, file, line in r.missed:
+                print(f"    missed: {r.name} {rule} {file}:{line}")
+            for k in sorted({*r.unlabelled_errors, *r.unwanted}):
+                print(f"    false alarm: {r.name} {k[0]} {k[1]}:{k[2]} ({r.severity[k]})")
+
+
 def main() -> int:
     from tests.conftest import CORPUS
 
@@ -90,6 +125,7 @@ def main() -> int:
             print(f"  missed: {m}")
         for a in alarms:
             print(f"  false alarm: {a}")
+    third_corpus()
     return 0
 
 
