@@ -246,12 +246,9 @@ def _dtype_inputs(
             from advisor.facts.dtypes import double_quant
 
             dq = double_quant(plan, names)
-            if not dq.assumed:
-                kw["qlora_double_quant"] = dq.dtype == "yes"
-            else:
-                # the consumers' default is off; the estimate keeps its former "on" until
-                # tests/estimate/test_dtype_semantics.py follows it (issue 21 section 2; H5's report)
-                a.append(f"4-bit weights estimated with double quantization on; {dq.source}: +6 % on them")
+            kw["qlora_double_quant"] = dq.dtype == "yes"
+            if dq.assumed:  # not written: the consumer's default, said
+                a.append(f"4-bit double quantization {'on' if dq.dtype == 'yes' else 'off'}: {dq.source}")
     return kw, rd
 
 

@@ -256,7 +256,7 @@ def _report(
             "host_gib": round(an.memory.host_gib, 2),
             "paged_gib": round(an.memory.soft_gib, 2),
             # peak_gib is the device figure; the three a trainer or a monitor may report, apart
-            **memory_figures(an.allocated, an.reserved, an.peak, an.band, 2),
+            **memory_figures(an.allocated, an.reserved, an.peak, an.band, 2, growth=an.memory.growth_gib),
         },
         "dtypes": dtype_rows(an.memory.dtypes, dtype_sources or {}),
         "breakdown": an.items,
