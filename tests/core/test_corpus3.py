@@ -13,6 +13,8 @@ benchmarks/corpus_recall.py prints the same figures per repository.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,13 +68,22 @@ def relative(path: Path, folder: Path) -> str:
 
 
 def check_entry(name: str, entry: dict[str, Any]) -> EntryResult:
-    folder = CORPUS3 / name
+    """Checks a copy of the entry outside this repository, as its own project: inside it the project
+    root would be this checkout's git work tree (advisor/sources/boundary.py project_root), so the pins
+    of this project's pyproject.toml and its git history (GA108's baseline) would leak into the verdicts."""
     here = Path.cwd()
-    os.chdir(folder)
-    try:
-        result = run_check([Path(".")], CheckOptions(hardware=entry.get("hardware")))
-    finally:
-        os.chdir(here)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / name
+        shutil.copytree(CORPUS3 / name, folder)
+        os.chdir(folder)
+        try:
+            result = run_check([Path(".")], CheckOptions(hardware=entry.get("hardware")))
+        finally:
+            os.chdir(here)
+        return _judge(name, entry, result, folder)
+
+
+def _judge(name: str, entry: dict[str, Any], result: Any, folder: Path) -> EntryResult:
     assert not result.errors, (name, result.errors)
     severity = {
         (f.rule, relative(f.location.file, folder), f.location.line): f.severity for f in result.findings
