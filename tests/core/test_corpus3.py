@@ -28,9 +28,10 @@ from advisor.pipeline.check import CheckOptions, run_check
 CORPUS3 = Path(__file__).resolve().parents[1] / "corpus3"
 LABELS = CORPUS3 / "labels"
 PERMISSIVE = {"Apache-2.0", "MIT", "BSD-3-Clause", "BSD-2-Clause"}
-# Measured recall at the end of the field trial's first pass, minus a small margin so that one
-# relabelled entry does not break the suite; raise it as the misses are fixed.
-MIN_RECALL = 0.0
+# Measured 23/24 = 95.8 % over 18 entries of 14 repositories at fe2c9fe (benchmarks/corpus_recall.py),
+# minus a margin so that one more miss in an entry still being labelled does not break the suite;
+# raise it as the misses are fixed.
+MIN_RECALL = 0.9
 
 Key = tuple[str, str, int]  # (rule, file relative to the entry, line)
 
