@@ -72,7 +72,9 @@ def test_estimate_json_has_the_three_figures_and_the_verdict_uses_the_device_one
     assert (mem["device"]["low_gib"], mem["device"]["high_gib"]) == (mem["low_gib"], mem["high_gib"])
     # each figure is the one before plus what the breakdown says it adds
     reserved_minus_allocated = mem["reserved"]["gib"] - mem["allocated"]["gib"]
-    assert reserved_minus_allocated == pytest.approx(_item(data, "allocator overhead"), abs=0.02)
+    assert reserved_minus_allocated == pytest.approx(
+        _item(data, "allocator overhead") + _item(data, "freed logits still reserved"), abs=0.02
+    )
     assert mem["device"]["gib"] - mem["reserved"]["gib"] == pytest.approx(
         _item(data, "CUDA context"), abs=0.02
     )

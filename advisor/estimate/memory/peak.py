@@ -43,6 +43,9 @@ class PhaseTerms:
     trainable: int
     host: float  # bytes offloaded to CPU RAM / NVMe
     soft: float  # paged optimizer state (CUDA unified memory)
+    # reserved, not allocated: the freed logits/loss blocks the caching allocator still holds while the
+    # last checkpointed layer is recomputed (see estimate_memory)
+    held_after_free: float = 0.0
 
 
 def phase_terms(setup: TrainingSetup) -> PhaseTerms:
@@ -74,6 +77,7 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
     if bnb is not None:
         r.assumptions.append(bnb)
     layer_work = act.work.bytes + act.last_layer + dequant.bytes
+    held = min(logits.bytes, layer_work + kept.bytes)  # what the sum counts beyond the larger of the two
     beyond = Term(
         act.work.name,
         max(0.0, layer_work + kept.bytes - logits.bytes),
@@ -114,7 +118,7 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
         kept,
     ]
     phases = {terms.BACKWARD: backward, terms.END: end, terms.STEP: [grads, step, kept]}
-    return PhaseTerms(r, [weights, opt.term, ddp_buckets], [live], phases, train.count, host, opt.soft)
+    return PhaseTerms(r, [weights, opt.term, ddp_buckets], [live], phases, train.count, host, opt.soft, held)
 
 
 _ALWAYS_SHOWN = {
@@ -187,7 +191,15 @@ def estimate_memory(setup: TrainingSetup) -> MemoryEstimate:
     live = sum(tm.bytes for tm in live_terms)
     alloc = static + dyn + live
     frag = K.ALLOCATOR_FRAG * (dyn + live)
-    reserved = alloc + frag
+    # The allocated peak at backward start is the larger of the logits/loss buffers and the recomputed
+    # layer (the loss backward frees the first before the second runs: benchmarks/simulate.py). The
+    # figures users compare with are mostly reserved or nvidia-smi ones, and those measured peaks follow the
+    # sum: the caching allocator keeps the freed blocks cached (they go back to the driver only on
+    # empty_cache) and the layer's tensors, of other sizes, are mostly new segments. On the 71 calibration
+    # rows and on the 141 held-out memory rows of sources never calibrated on, holding them in reserved
+    # memory gives median |error| 9.1 % / 20.5 % against 12.2 % / 22.2 % without (issue 21 notes).
+    held = pt.held_after_free if phase == terms.BACKWARD else 0.0
+    reserved = alloc + frag + held
     ctx = (s.cuda_context_gib if s.cuda_context_gib is not None else K.CUDA_CONTEXT_GIB) * K.GIB
     nccl = K.NCCL_GIB * K.GIB if (s.world_size > 1 and s.strategy != "none") else 0.0
     smi = reserved + ctx + nccl + soft
@@ -199,6 +211,14 @@ def estimate_memory(setup: TrainingSetup) -> MemoryEstimate:
     gi = K.GIB
     shown = [tm for tm in (*static_terms, *phases[phase], *live_terms) if _shown(tm, phase, soft)]
     items = [MemoryItem(name=tm.name, gib=tm.bytes / gi, note=tm.note) for tm in shown]
+    if s.metric in ("reserved", "nvidia-smi") and held:
+        items.append(
+            MemoryItem(
+                name="freed logits still reserved",
+                gib=held / gi,
+                note="the caching allocator holds the logits/loss blocks while the last layer is recomputed",
+            )
+        )
     if s.metric in ("reserved", "nvidia-smi"):
         items.append(
             MemoryItem(
