@@ -102,16 +102,10 @@ class _Compiler:
     """Parses one rule's expressions; a refusal names the rule file, the line and the field."""
 
     def __init__(
-        self,
-        spec: RuleSpec,
-        path: Path,
-        lines: dict[str, int],
-        text: str | None,
-        eager: bool,
-        checked: bool = False,
+        self, spec: RuleSpec, path: Path, lines: dict[str, int], text: str | None, eager: bool
     ) -> None:
         self.eager = eager
-        self.checked = checked
+        self.checked = False  # a deferred expression's whitelist ran already (the prebuilt catalog)
         self.spec = spec
         self.path = path
         self.lines = lines
@@ -181,10 +175,11 @@ def compile_rule(
 ) -> CompiledRule:
     """Parse and check every expression of a validated rule; raises RuleError with the file and line.
 
-    eager=False (a rule from the cache, checked when it was stored) parses each expression on first use;
-    checked=True too (the package's prebuilt catalog) does not run the expression whitelist again."""
+    eager=False (a rule from the cache) parses each expression on first use; checked=True (the package's
+    prebuilt catalog) skips the expression whitelist, which ran at build time."""
     lines = dict(lines or {})
-    c = _Compiler(spec, path, lines, text, eager, checked and not eager)
+    c = _Compiler(spec, path, lines, text, eager)
+    c.checked = checked and not eager
     for req in spec.requires:
         c.dotted(req, "requires")
     for alt in (spec.at or "").split(" or "):
@@ -435,9 +430,9 @@ def _rules_to_data(rules: tuple[CompiledRule, ...], base: Path | None = None) ->
 
 def _rules_from_data(data: Any, base: Path | None = None) -> tuple[CompiledRule, ...]:
     """The cached catalog: validated specs as data; their expressions are parsed and checked again, each on
-    first use (a check evaluates every `when` but renders few messages). With `base` (the package's prebuilt
-    catalog, keyed by the rule files' content and checked when the package was built) they are parsed on
-    first use and not checked again; the runtime cache, which another process could have written, is."""
+    first use (a check evaluates every `when` but renders few messages); with `base` (the package's prebuilt
+    catalog, checked when the package was built) parsed only: the runtime cache, which another process could
+    have written, is checked again."""
     from advisor.core.datacodec import DataError, decode
 
     if not isinstance(data, list):
@@ -449,23 +444,14 @@ def _rules_from_data(data: Any, base: Path | None = None) -> tuple[CompiledRule,
             if path.name != str(path):
                 raise DataError("a prebuilt rule's path is not a file name")
             path = base / path
-        out.append(
-            compile_rule(
-                decode(RuleSpec, d["spec"]),
-                path,
-                decode(dict[str, int], d["lines"]),
-                eager=False,
-                checked=base is not None,
-            )
-        )
+        spec, lines = decode(RuleSpec, d["spec"]), decode(dict[str, int], d["lines"])
+        out.append(compile_rule(spec, path, lines, eager=False, checked=base is not None))
     return tuple(out)
 
 
 def _builtin_key(files: list[Path]) -> object:
-    """What the prebuilt catalog is keyed by: the rule files' names, sizes and contents. The fact catalogue
-    the rules were checked against is the code of the same package, built with them (the runtime cache,
-    which any version of the package may share, keys by its digest too): leaving it out keeps the
-    catalogue's ~20 modules' declarations from being generated on every start of an installed package."""
+    """The prebuilt catalog's key: the rule files' names, sizes and contents. The fact catalogue is the same
+    package's code, built with them (the runtime cache, which any version may share, keys by its digest)."""
     from advisor.core.cache import content_stamps
 
     return content_stamps(files)
