@@ -5,6 +5,7 @@ in the script), and modules_to_save (fully trained copies)."""
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from advisor.core.document import Location
@@ -26,6 +27,15 @@ def _script_tree(doc: Any, needle: str) -> ast.Module | None:
     return parsed(text)
 
 
+@lru_cache(maxsize=8)
+def _indexed(tree: ast.Module) -> tuple[list[ast.AST], dict[ast.AST, ast.AST]]:
+    """Every node of a script's tree (ast.walk keeps its own queue: no recursion) and each node's parent,
+    built once per tree (python_tree keeps the tree of a text): the readers below each look for calls and
+    the branches around them. Read only; never changed by a caller."""
+    nodes = list(ast.walk(tree))
+    return nodes, {child: node for node in nodes for child in ast.iter_child_nodes(node)}
+
+
 def script_wraps_peft(plan: RunPlan) -> bool:
     """The training script calls get_peft_model where the run takes it: outside any `if` (FastChat
     train_lora.py:165), or on a branch the run's flags decide is taken (artidoro/qlora qlora.py
@@ -44,8 +54,7 @@ def peft_wrap(plan: RunPlan) -> tuple[bool | None, str | None]:
     if tree is None:
         return False, None
     name = getattr(getattr(doc, "path", None), "name", "the script")
-    nodes = list(ast.walk(tree))  # ast.walk keeps its own queue: no recursion
-    parents = {child: node for node in nodes for child in ast.iter_child_nodes(node)}
+    nodes, parents = _indexed(tree)
     calls = [n for n in nodes if isinstance(n, ast.Call) and _called(n) == "get_peft_model"]
     undecided: str | None = None
     for call in calls:
@@ -151,7 +160,7 @@ def _script_lora_settings(plan: RunPlan) -> dict[str, Value] | None:
     if tree is None:
         return None
     path = getattr(doc, "path", None)
-    nodes = list(ast.walk(tree))  # ast.walk keeps its own queue: no recursion
+    nodes, _ = _indexed(tree)
     calls = [n for n in nodes if isinstance(n, ast.Call) and _called(n) == "LoraConfig"]
     if not calls:
         return None
@@ -270,11 +279,10 @@ def _script_modules_to_save(plan: RunPlan, a: list[str]) -> list[str] | None:
     tree = _script_tree(doc, "modules_to_save")
     if tree is None:
         return None
-    nodes = list(ast.walk(tree))
+    nodes, parents = _indexed(tree)
     calls = [n for n in nodes if isinstance(n, ast.Call) and _called(n) == "LoraConfig"]
     if not any(kw.arg == "modules_to_save" for c in calls for kw in c.keywords):
         return None
-    parents = {child: node for node in nodes for child in ast.iter_child_nodes(node)}
     name = getattr(getattr(doc, "path", None), "name", "script")
     got: list[tuple[list[str] | None, str | None]] = []  # (names, why unknown) per call
     for call in calls:
@@ -442,7 +450,7 @@ def _script_default(plan: RunPlan, tree: ast.Module, flag: str) -> Value | None:
     declares it nowhere or more than once with different defaults."""
     path = getattr(plan.spec.script, "path", None)
     found: list[tuple[Any, ast.AST]] = []
-    for node in ast.walk(tree):
+    for node in _indexed(tree)[0]:
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == flag:
             got = node.value
             if isinstance(got, ast.Call) and _called(got) == "field":
@@ -545,8 +553,7 @@ def peft_method(plan: RunPlan, model_type: str, a: list[str]) -> tuple[dict[str,
     kinds: dict[str, ast.Call] = {}
     if tree is not None:
         name = getattr(getattr(doc, "path", None), "name", "the script")
-        nodes = list(ast.walk(tree))
-        parents = {child: node for node in nodes for child in ast.iter_child_nodes(node)}
+        nodes, parents = _indexed(tree)
         undecided: list[str] = []
         for call in (n for n in nodes if isinstance(n, ast.Call)):
             called = _called(call)
