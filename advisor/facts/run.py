@@ -295,7 +295,7 @@ def run_facts(plan: RunPlan, batch: BatchFacts) -> RunFacts:
     missing = [
         {"location": r.named_at, "raw": r.raw, "role": r.role}
         for r in plan.spec.references
-        if r.path is None and r.outside is None
+        if r.path is None and r.outside is None and r.written is None
     ]
     ns.missing_references = Value(missing, None, "derived")
     # files named by the run that lie outside the project boundary: not read (advisor/sources/boundary.py)

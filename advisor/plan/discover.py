@@ -46,6 +46,7 @@ class Reference:
     role: str  # "accelerate", "training_args", "deepspeed", "script", "fsdp_config"
     outside: str | None = None  # why the file is not read: it lies outside the project boundary
     looked: str = "beside the file and up to the project root"  # where it was looked for, in words
+    written: str | None = None  # absent, but the launch script writes it before the command ("launch.sh:4")
 
 
 @record(slots=True)
@@ -512,6 +513,8 @@ def _attach_from_command(run: RunSpec, doc: Document, command: Any, cache: Docum
     def _ref(doc: Document, raw: str, span: Span, role: str, cache: DocumentCache) -> Reference:
         ref = resolve_in(doc, raw, span, role, cache, bases, None)
         ref.looked = _looked(bases)
+        if ref.path is None and ref.outside is None:
+            ref.written = _written_before(doc, command, raw, bases, cache.boundary)
         return ref
 
     args = command.launcher_args
@@ -563,6 +566,23 @@ def _attach_from_command(run: RunSpec, doc: Document, command: Any, cache: Docum
                 _note_unanalysed(doc, run.script, command.script.span)
     _link_config_to_script(run, training_word)
     _attach_nested(run, cache)
+
+
+def _written_before(
+    doc: Document, command: Any, raw: str, bases: list[Path], boundary: ProjectBoundary | None
+) -> str | None:
+    """Where the launch script writes the file `raw` names before `command` runs (`cat <<EOF > cfg.yaml`
+    then `accelerate launch train.py cfg.yaml`: advisor/sources/shell/interpreter.py `note_written`), as
+    "launch.sh:4"; None when it does not. Both paths are compared from the folders their commands run in."""
+    written = getattr(doc.data, "written", None) or []
+    wanted = {os.path.normpath(b / os.path.expanduser(raw)) for b in bases}
+    for w in written:
+        if (w.span.line, w.span.col) >= (command.span.line, command.span.col):
+            break
+        places = command_bases(doc.path, w.workdir, boundary)
+        if any(os.path.normpath(b / os.path.expanduser(w.path)) in wanted for b in places):
+            return f"{doc.path.name}:{w.span.line}"
+    return None
 
 
 def _module_ref(doc: Document, dotted: str, span: Span, cache: DocumentCache) -> Reference | None:

@@ -47,7 +47,7 @@ from advisor.sources.shell.lexer import (
     raw_b,
     valid_after_name,
 )
-from advisor.sources.shell.model import LaunchCommand, Word
+from advisor.sources.shell.model import LaunchCommand, Word, WrittenFile
 from advisor.sources.shell.piece import Piece
 from advisor.sources.shell.read_builtin import read_builtin
 from advisor.sources.shell.substitution import command_substitution
@@ -63,6 +63,7 @@ from advisor.sources.shell.wrappers import (
 _RESERVED_OPEN = {"if", "while", "until", "{"}
 _VAR_USE_RE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 _RESERVED_CLOSE = {"fi", "done", "esac", "}"}
+_WRITE_REDIRS = frozenset({">", ">|", ">>", "&>", "&>>"})
 _RESERVED_SKIP = {"then", "do", "else", "elif", "!"}
 _LEADING = _RESERVED_OPEN | _RESERVED_SKIP
 
@@ -75,6 +76,7 @@ class Shell(LauncherReading):
         self.vars: dict[str, Var] = {}
         self.exported: dict[str, None] = {}
         self.commands: list[LaunchCommand] = []
+        self.written: list[WrittenFile] = []
         self.key_spans: dict[KeyPath, Span] = {}
         self.value_spans: dict[KeyPath, Span] = {}
         self.depth = 0
@@ -543,6 +545,7 @@ class Shell(LauncherReading):
             for a in assigns:
                 self.do_assign(a)
             return
+        self.note_written(rest, redirs)
         before = self.bad_substitutions
         prefix: dict[str, Var] = {}
         for a in assigns:
@@ -560,6 +563,20 @@ class Shell(LauncherReading):
         env = self.env_now()
         env.update(prefix)
         self.dispatch(fields, env, start_off)
+
+    def note_written(self, words: list[Tok], redirs: list[tuple[Tok, Tok | None]]) -> None:
+        """Files this command creates or appends to: its output redirections' targets (bash manual,
+        Redirections: `>`, `>|`, `>>`, `&>`, `&>>`) and `tee`'s file operands, in the order of the text (a
+        function's body is taken where it is written, as its launch commands are). A target whose name is not
+        known statically is left out."""
+        targets = [(tgt, op) for op, tgt in redirs if tgt is not None and op.value in _WRITE_REDIRS]
+        if self.plain(words[0]) == "tee":
+            targets += [(w, w) for w in words[1:] if not (self.plain(w) or "").startswith("-")]
+        for tgt, at in targets:
+            text = self.static_text(tgt)
+            if text and text not in ("/dev/null", "/dev/stdout", "/dev/stderr"):
+                span = self.span(at.src.off(at.start))
+                self.written.append(WrittenFile(text, span, self.dirs.current))
 
     def change_dir(self, name: str, args: list[Tok], off: int) -> None:
         """`cd DIR`, `pushd DIR`, `popd`: where the next commands' relative paths resolve. The words are

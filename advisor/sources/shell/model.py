@@ -45,8 +45,19 @@ class LaunchCommand:
     workdir: Workdir | None = None  # None: the folder the script is started from
 
 
+@record(frozen=True, slots=True)
+class WrittenFile:
+    """A file the script writes by a redirection (`cat <<EOF > ds.json`, `echo ... >> cfg.yaml`) or `tee`:
+    it exists for the commands after it even when the repository does not hold it."""
+
+    path: str  # as expanded, relative to `workdir`'s folder
+    span: Span  # the redirection operator (or the `tee` word)
+    workdir: Workdir | None = None  # where the writing command runs (None: the folder the script starts in)
+
+
 @record(slots=True)
 class LaunchScript:
     commands: list[LaunchCommand] = field(default_factory=list)
+    written: list[WrittenFile] = field(default_factory=list)  # in the order the script writes them
     sbatch: dict[str, Word] = field(default_factory=dict)
     variables: dict[str, Word] = field(default_factory=dict)

@@ -52,6 +52,7 @@ def _read(text: str, doc: Document, problems: list[SourceProblem]) -> None:
     except TooLarge:
         shell.problem("the script expands to too much text to follow statically; the rest is not read", 0)
     script.commands = shell.commands[:MAX_COMMANDS]
+    script.written = shell.written
     script.variables = {k: v.word for k, v in shell.vars.items()}
     for k, v in shell.vars.items():
         shell.key_spans[("variables", k)] = shell.span(v.key_off)
