@@ -110,6 +110,13 @@ def _key_items(doc: Document) -> dict[str, list[dict[str, Any]]]:
         for kind, items in script_flag_items(doc).items():
             out[kind].extend(items)
         return out
+    from advisor.facts.script_layout import layout_key_items
+
+    layout = layout_key_items(doc)  # the script loads it itself and hands its sections on (issue 20 item 7)
+    if layout is not None:
+        for kind, items in layout.items():
+            out[kind].extend(items)
+        return out
     dialect = dialect_of(doc)
     if dialect is None or not isinstance(doc.data, dict):
         return out
@@ -201,9 +208,9 @@ def _check_section(
                 if verdict["kind"] != "present":
                     item = {"location": _loc(doc, path), "key": key, "message": verdict["message"]}
                     if verdict["kind"] == "unknown":
-                        item.update(
-                            suggestion=verdict.get("suggestion"), severity="error" if strict else None
-                        )
+                        item["message"] += _unknown_release_note(versioned, strict)
+                        severity = "error" if strict and not _unknown_releases(versioned) else None
+                        item.update(suggestion=verdict.get("suggestion"), severity=severity)
                     else:
                         item["severity"] = None
                         if not section and at is None:
@@ -216,6 +223,8 @@ def _check_section(
         removal = kk.removed_key(dialect, key, section)
         if removal is not None and verdict is not None and _predates(versioned or [], removal):
             removal = None  # the project pins a release before the removal or deprecation: not for it yet
+        if removal is not None and removal.package in _unknown_releases(versioned):
+            removal = None  # a git commit of the package: whether it still has the key cannot be known
         if removal is not None:
             replacement = f"; use {removal.replacement}" if removal.replacement else ""
             verb = "is deprecated since" if removal.status == "deprecated" else "was removed in"
@@ -250,13 +259,16 @@ def _check_section(
                 continue
             hint = f" (did you mean '{guess}'?)" if guess else ""
             consequence = "it refuses unknown keys" if strict else "the key is silently ignored"
+            unsure = _unknown_releases(versioned)
+            message = f"'{key}' is not {where}{_release_note(versioned)}{hint}"
             out["unknown_keys"].append(
                 {
                     "location": _loc(doc, path),
                     "key": key,
                     "suggestion": guess,
-                    "message": f"'{key}' is not {where}{_release_note(versioned)}{hint}: {consequence}",
-                    "severity": "error" if strict else None,
+                    "message": message
+                    + (_unknown_release_note(versioned, strict) if unsure else f": {consequence}"),
+                    "severity": "error" if strict and not unsure else None,
                 }
             )
             continue
@@ -330,9 +342,32 @@ def _versioned_sources(
             return None
         # the one str value is _TRL_CLASSES ("*"): every class of the package
         out.append((target, versions.class_names(package) if isinstance(classes, str) else classes))
-    if not any(t.pinned for t, _ in out):
+    if not any(t.pinned or not t.known for t, _ in out):
         return None
     return out
+
+
+def _unknown_releases(sources: list[tuple[Any, tuple[str, ...]]] | None) -> dict[str, Any]:
+    """{package: Target} of the judged packages whose release cannot be known (a git commit is pinned)."""
+    return {t.package: t for t, _ in sources or () if not t.known}
+
+
+def _unknown_release_note(sources: list[tuple[Any, tuple[str, ...]]] | None, strict: bool) -> str:
+    """Why a key no shipped release has is still not known to be refused: the tree pinned may have it."""
+    unsure = _unknown_releases(sources)
+    if not unsure:
+        return ""
+    from advisor.facts import versions
+
+    spans = []
+    for package in unsure:
+        shipped = versions.releases(package)
+        spans.append(f"{package} {versions.minor(shipped[0])} to {versions.minor(shipped[-1])}")
+    refused = "refused at start" if strict else "silently ignored"
+    return (
+        f": no release we have data for has it ({', '.join(spans)}), and which release the pinned tree is "
+        f"cannot be known, so whether it reads the key is unknown (where it does not, the key is {refused})"
+    )
 
 
 def _release_tuple(text: str) -> tuple[int, ...] | None:

@@ -378,6 +378,12 @@ def _build_training(plan: RunPlan, spec: RunSpec) -> None:
                 if isinstance(key, str) and key not in plan.env:
                     plan.env.set(key, _doc_value(doc, ("env", key), str(value), "training_args"))
 
+    if doc is not None:  # a config the script loads itself, its TrainingArguments section (issue 20 item 7)
+        from advisor.facts.script_layout import training_values
+
+        for key, value in training_values(doc, plan.context):
+            plan.training.set(aliases.get(key, key), value)
+
     command = spec.command
     if command is not None and command.launcher in SCRIPT_LAUNCHERS:
         for key, word in command.script_args.items():
