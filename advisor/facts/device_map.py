@@ -9,6 +9,11 @@ sees the same GPUs, so "auto" (and the other dispatch strategies of transformers
 "balanced", "balanced_low_0", "sequential") maps the layers over all of them. A map to the
 process's own GPU (`{"": PartialState().local_process_index}`, `{"": local_rank}`, TRL's
 `get_kbit_device_map()`) has one entry and is what the fix writes.
+
+A site under an `if` that the run's flags decide against is not the run's (simplescaling/s1 train/sft.py:37:
+`device_map: "auto"` only `if "70B" in config.model_name`, the launch naming a 32B model); one under a
+condition they do not decide is kept with that condition in words and a warning's severity: the run may not
+reach it (advisor/facts/branches.py).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Any
 
 from advisor.core.document import Location
 from advisor.core.paths import relative
+from advisor.facts.branches import reached
 from advisor.facts.load_calls import field_value
 from advisor.facts.script_ast.load_calls import find_field_keywords
 from advisor.plan.context import context_for
@@ -90,7 +96,21 @@ def distributed_device_maps(plan: RunPlan, world_size: Any) -> list[dict[str, An
         v = field_value(plan, ref)
         if v is not None and isinstance(v.value, str) and v.value in SPREADING:
             sites.append((ref.line, ref.col, v.value))
-    return [
-        {"location": Location(path, line, col), "value": value, "processes": world_size}
-        for line, col, value in sorted(set(sites))[:MAX_SITES]
-    ]
+    tree = parsed(doc.text or "")
+    out: list[dict[str, Any]] = []
+    for line, col, value in sorted(set(sites)):
+        taken, why = reached(plan, tree, line, col) if tree is not None else (True, "")
+        if taken is False:
+            continue
+        item: dict[str, Any] = {
+            "location": Location(path, line, col),
+            "value": value,
+            "processes": world_size,
+        }
+        item["branch"] = why if taken is None else None
+        if taken is None:
+            item["severity"] = "warning"  # the run may not reach it: no error on what is not known
+        out.append(item)
+        if len(out) >= MAX_SITES:
+            break
+    return out

@@ -5,11 +5,14 @@ in the script), and modules_to_save (fully trained copies)."""
 from __future__ import annotations
 
 import ast
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from advisor.core.document import Location
 from advisor.core.provenance import Value
+from advisor.facts.branches import called as _called
+from advisor.facts.branches import decide as _decide
+from advisor.facts.branches import indexed as _indexed
+from advisor.facts.branches import script_default as _script_default
 from advisor.facts.namespace_entries import truth, written
 from advisor.sources.python_source import parsed
 
@@ -25,15 +28,6 @@ def _script_tree(doc: Any, needle: str) -> ast.Module | None:
     if not isinstance(text, str) or needle not in text or len(text) > _MAX_SCRIPT_CHARS:
         return None
     return parsed(text)
-
-
-@lru_cache(maxsize=8)
-def _indexed(tree: ast.Module) -> tuple[list[ast.AST], dict[ast.AST, ast.AST]]:
-    """Every node of a script's tree (ast.walk keeps its own queue: no recursion) and each node's parent,
-    built once per tree (python_tree keeps the tree of a text): the readers below each look for calls and
-    the branches around them. Read only; never changed by a caller."""
-    nodes = list(ast.walk(tree))
-    return nodes, {child: node for node in nodes for child in ast.iter_child_nodes(node)}
 
 
 def script_wraps_peft(plan: RunPlan) -> bool:
@@ -136,11 +130,6 @@ _LORA_CONFIG_KEYS = frozenset({"r", "target_modules", "lora_dropout"})
 # `r: int = field(default=8)`, :347 `lora_dropout: float = field(default=0.0)`)
 _PEFT_DEFAULTS: dict[str, Any] = {"r": 8, "lora_dropout": 0.0}
 _LITERAL = "the script's LoraConfig"
-
-
-def _called(node: ast.Call) -> str:
-    f = node.func
-    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
 
 
 def script_lora(plan: RunPlan, key: str) -> Value | None:
@@ -372,118 +361,6 @@ def _call_modules_to_save(
         + (f", the run's flags decide: {', '.join(taken)}" if taken else "")
     )
     return names, None
-
-
-def _decide(plan: RunPlan, test: ast.AST, tree: ast.Module | None = None) -> bool | None:
-    """An `if` condition decided from the run's known flags (`lora_args.q_lora`, `not x`, `a or b`,
-    `args.bits == 4`, a constant); None when any part it depends on is not known (a script variable such as
-    is_chat_model). `tree`: the script, whose own argparse/dataclass defaults give a flag not written."""
-    if isinstance(test, ast.Constant):
-        return bool(test.value)
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        v = _decide(plan, test.operand, tree)
-        return None if v is None else not v
-    if isinstance(test, ast.BoolOp):
-        vals = [_decide(plan, v, tree) for v in test.values]
-        stop = isinstance(test.op, ast.Or)  # `or` is decided by any True, `and` by any False
-        if any(v is stop for v in vals):
-            return stop
-        return None if any(v is None for v in vals) else not stop
-    if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        return _compare(plan, test, tree)
-    if (isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name)) or isinstance(test, ast.Name):
-        return truth(_flag(plan, test, tree))
-    return None
-
-
-def _flag(plan: RunPlan, node: ast.AST, tree: ast.Module | None) -> Value | None:
-    """The run's value of the flag `args.x` / `x` names: written (a file, the launch), else the script's
-    own default for it (read here: run_plan keeps only the defaults of keys the estimator reads)."""
-    flag = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
-    if not flag:
-        return None
-    v = written(plan.training, flag)
-    if v is not None or tree is None:
-        return v
-    return _script_default(plan, tree, flag)
-
-
-def _compare(plan: RunPlan, test: ast.Compare, tree: ast.Module | None) -> bool | None:
-    """`flag == 4`, `flag != "full"`, `flag in ("lora", "qlora")`: a flag with a known value against a
-    literal; None otherwise."""
-    left, op, right = test.left, test.ops[0], test.comparators[0]
-    if ast.unparse(test).replace("'", '"') in {'__name__ == "__main__"', '"__main__" == __name__'}:
-        return True  # the script is run, not imported
-    if isinstance(left, ast.Constant) and not isinstance(right, ast.Constant):
-        left, right = right, left
-    if not isinstance(left, ast.Attribute | ast.Name):
-        return None
-    v = _flag(plan, left, tree)
-    if v is None or not v.known:
-        return None
-    try:
-        want = ast.literal_eval(right)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return None
-    got = v.value
-    if isinstance(want, bool | int | float) and isinstance(got, str):
-        got = {"true": True, "false": False}.get(got.strip().lower(), got)
-        try:
-            got = type(want)(got) if not isinstance(got, bool) else got
-        except (TypeError, ValueError):
-            return None
-    if isinstance(op, ast.Eq | ast.Is):
-        return bool(got == want)
-    if isinstance(op, ast.NotEq | ast.IsNot):
-        return bool(got != want)
-    if isinstance(op, ast.In | ast.NotIn) and isinstance(want, list | tuple | set | frozenset):
-        return (got in want) == isinstance(op, ast.In)
-    return None
-
-
-_STORE_DEFAULTS = {"store_true": False, "store_false": True}
-
-
-def _script_default(plan: RunPlan, tree: ast.Module, flag: str) -> Value | None:
-    """The script's own default of `flag`: a dataclass field (`full_finetune: bool = field(default=False)`,
-    `x: int = 4`) or `parser.add_argument("--flag", default=..., action="store_true")`; None when the script
-    declares it nowhere or more than once with different defaults."""
-    path = getattr(plan.spec.script, "path", None)
-    found: list[tuple[Any, ast.AST]] = []
-    for node in _indexed(tree)[0]:
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == flag:
-            got = node.value
-            if isinstance(got, ast.Call) and _called(got) == "field":
-                got = next((k.value for k in got.keywords if k.arg == "default"), None)
-            if got is not None:
-                found.append((got, got))
-        elif isinstance(node, ast.Call) and _called(node) == "add_argument":
-            names = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-            dest = next((k.value for k in node.keywords if k.arg == "dest"), None)
-            flags = {n.lstrip("-").replace("-", "_") for n in names if n.startswith("--")}
-            if isinstance(dest, ast.Constant):
-                flags = {str(dest.value)}
-            if flag not in flags:
-                continue
-            kw = {k.arg: k.value for k in node.keywords if k.arg}
-            action = kw.get("action")
-            if "default" in kw:
-                found.append((kw["default"], node))
-            elif isinstance(action, ast.Constant) and action.value in _STORE_DEFAULTS:
-                found.append((ast.Constant(_STORE_DEFAULTS[action.value]), node))
-            else:
-                found.append((ast.Constant(None), node))  # argparse's default None
-    values = []
-    for expr, where in found:
-        try:
-            values.append((ast.literal_eval(expr), where))
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            return None
-    if not values or any(v != values[0][0] for v, _ in values):
-        return None
-    value, where = values[0]
-    loc = Location(path, getattr(where, "lineno", 1), getattr(where, "col_offset", 0) + 1) if path else None
-    return Value(value, loc, "script", note=f"the script's own default of {flag}")
 
 
 # PEFT's config classes other than LoraConfig (peft 0.21.2 tuners/<method>/config.py), by name

@@ -39,7 +39,7 @@ class PlacementFacts(
     device_map_distributed = fact(
         list[dict],
         "from_pretrained(device_map=...) in a multi-process run",
-        items=("location", "processes", "python", "value"),
+        items=("branch", "location", "processes", "python", "severity", "value"),
     )
     nvlink_groups = fact(list, "groups of GPU indices joined by NVLink")
     nvlink_busbw_gbs = fact(float, "all-reduce bus bandwidth over NVLink", unit="GB/s")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -104,7 +105,7 @@ def script_facts(plan: RunPlan) -> TrainingScriptFacts:
     path = _shown(doc.path)
     ns.path = Value(str(path), Location(path, 1, 1), "script")
     ns.uses_trainer = Value(facts.uses_trainer, None, "script")
-    effects, omitted = _bounded_side_effects(facts, path)
+    effects, omitted = _bounded_side_effects(facts, path, _not_reached(plan, text))
     ns.unguarded_side_effects = Value(effects, None, "script")
     ns.unguarded_side_effects_omitted = Value(omitted, None, "script")
     ns.device_map_auto = Value(
@@ -162,12 +163,24 @@ def _set_parser(ns: TrainingScriptFacts, plan: RunPlan, path: Path) -> None:
         ns.parser = Value(parser, parser["location"], "script")
 
 
-def _bounded_side_effects(facts: ScriptFacts, path: Path) -> tuple[list[dict[str, Any]], int]:
-    """The unguarded side effects, at most MAX_SITES_PER_KIND of each kind (the last one kept says how
-    many more of its kind there are), and the number left out."""
+def _not_reached(plan: RunPlan, text: str) -> Callable[[int, int], bool]:
+    """Whether the run does not reach a position of its script: an `if` around it that the run's known
+    flags decide against (`if model_args.lora:` with the field's default False, advisor/facts/branches.py)."""
+    from advisor.facts.branches import reached
+    from advisor.sources.python_source import parsed
+
+    tree = parsed(text)
+    return lambda line, col: tree is not None and reached(plan, tree, line, col)[0] is False
+
+
+def _bounded_side_effects(
+    facts: ScriptFacts, path: Path, not_reached: Callable[[int, int], bool] = lambda line, col: False
+) -> tuple[list[dict[str, Any]], int]:
+    """The unguarded side effects the run reaches, at most MAX_SITES_PER_KIND of each kind (the last one
+    kept says how many more of its kind there are), and the number left out."""
     by_kind: dict[str, list[Any]] = {}
     for effect in facts.side_effects:
-        if not effect.guarded:
+        if not effect.guarded and not not_reached(effect.line, effect.col):
             by_kind.setdefault(effect.kind, []).append(effect)
     items: list[dict[str, Any]] = []
     omitted = 0

@@ -1,0 +1,256 @@
+"""Whether a run reaches a line of its training script: the `if` conditions around the line, each decided
+from the run's known flag values (written in a file or the launch, else the script's own dataclass or
+argparse default), never by running the script.
+
+A condition is decided when every operand it depends on is known: a constant, a flag (`args.x`, `x`),
+`not`, `and`/`or` (decided by one side alone when that side settles it), a comparison (`==`, `!=`, `is`,
+`<`, `<=`, `>`, `>=`, chained) and membership (`in` / `not in` a literal container, or Python's substring
+test of one string in another: `"70B" in cfg.model_name`, simplescaling/s1 train/sft.py:37). Anything else
+(a script variable, a call, a flag with no known value) leaves it undecided, and so does a flag the
+launcher sets in every process at run time (a rank, the world size): its default is not its value there.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from advisor.core.document import Location
+from advisor.core.provenance import Value
+from advisor.facts.namespace_entries import truth, written
+
+if TYPE_CHECKING:
+    from advisor.plan.run_plan import RunPlan
+
+# torchrun/accelerate/deepspeed give each process its own value (LOCAL_RANK, RANK, WORLD_SIZE, the
+# deepspeed launcher's `--local_rank`): a default such as `local_rank: int = -1` is not the run's value
+_RUNTIME_PARTS = ("rank", "world_size", "process_index", "process_count", "n_gpu")
+_STORE_DEFAULTS = {"store_true": False, "store_false": True}
+_NO_VALUE = object()
+_ORDER: dict[type, Callable[[Any, Any], bool]] = {
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+}
+
+
+@lru_cache(maxsize=8)
+def indexed(tree: ast.Module) -> tuple[list[ast.AST], dict[ast.AST, ast.AST]]:
+    """Every node of a script's tree (ast.walk keeps its own queue: no recursion) and each node's parent,
+    built once per tree (python_tree keeps the tree of a text). Read only; never changed by a caller."""
+    nodes = list(ast.walk(tree))
+    return nodes, {child: node for node in nodes for child in ast.iter_child_nodes(node)}
+
+
+def called(node: ast.Call) -> str:
+    """The called name: `f` of `f(...)` and of `x.f(...)`."""
+    f = node.func
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+
+
+def decide(plan: RunPlan, test: ast.AST, tree: ast.Module | None = None) -> bool | None:
+    """An `if` condition decided from the run's known flags; None when any part it depends on is not known.
+    `tree`: the script, whose own argparse/dataclass defaults give a flag not written."""
+    if isinstance(test, ast.Constant):
+        return bool(test.value)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        v = decide(plan, test.operand, tree)
+        return None if v is None else not v
+    if isinstance(test, ast.BoolOp):
+        vals = [decide(plan, v, tree) for v in test.values]
+        stop = isinstance(test.op, ast.Or)  # `or` is decided by any True, `and` by any False
+        if any(v is stop for v in vals):
+            return stop
+        return None if any(v is None for v in vals) else not stop
+    if isinstance(test, ast.Compare):
+        return compare(plan, test, tree)
+    if (isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name)) or isinstance(test, ast.Name):
+        return truth(flag_value(plan, test, tree))
+    return None
+
+
+def flag_value(plan: RunPlan, node: ast.AST, tree: ast.Module | None) -> Value | None:
+    """The run's value of the flag `args.x` / `x` names: written (a file, the launch), else the script's
+    own default for it (read here: run_plan keeps only the defaults of keys the estimator reads). None for
+    a flag the launcher sets per process (a rank, the world size)."""
+    flag = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+    if not flag or any(part in flag.lower() for part in _RUNTIME_PARTS):
+        return None
+    v = written(plan.training, flag)
+    if v is not None or tree is None:
+        return v
+    return script_default(plan, tree, flag)
+
+
+def compare(plan: RunPlan, test: ast.Compare, tree: ast.Module | None) -> bool | None:
+    """`flag == 4`, `flag != "full"`, `flag in ("lora", "qlora")`, `"70B" in flag`, `flag >= 8`,
+    `0 < flag <= 4`: every operand a literal or a flag with a known value; None otherwise."""
+    if ast.unparse(test).replace("'", '"') in {'__name__ == "__main__"', '"__main__" == __name__'}:
+        return True  # the script is run, not imported
+    operands = [test.left, *test.comparators]
+    values = [_operand(plan, node, tree) for node in operands]
+    if any(v is _NO_VALUE for v in values):
+        return None
+    for i, op in enumerate(test.ops):
+        (left, right), (a, b) = operands[i : i + 2], values[i : i + 2]
+        a, b = _coerce(a, b, left), _coerce(b, a, right)
+        got = _apply(op, a, b)
+        if got is None:
+            return None
+        if not got:
+            return False
+    return True
+
+
+def _operand(plan: RunPlan, node: ast.AST, tree: ast.Module | None) -> Any:
+    """A literal's value, a known flag's value, else _NO_VALUE."""
+    if isinstance(node, ast.Attribute | ast.Name) and not (isinstance(node, ast.Name) and node.id == "None"):
+        v = flag_value(plan, node, tree)
+        return v.value if v is not None and v.known else _NO_VALUE
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _NO_VALUE
+
+
+def _coerce(value: Any, other: Any, node: ast.AST) -> Any:
+    """A flag's text as the literal it is compared with reads it (`--bits 4` against `4`, `--lora True`
+    against `True`): HfArgumentParser and argparse's `type=` convert it before the script compares."""
+    if isinstance(node, ast.Constant) or not isinstance(value, str):
+        return value
+    if isinstance(other, list | tuple | set | frozenset) and other:
+        other = next(iter(other))  # `--bits 4` against `(4, 8)`
+    if isinstance(other, bool):
+        return {"true": True, "false": False}.get(value.strip().lower(), value)
+    if isinstance(other, int | float):
+        try:
+            return type(other)(value)
+        except (TypeError, ValueError):
+            return value
+    return value
+
+
+def _apply(op: ast.cmpop, a: Any, b: Any) -> bool | None:
+    if isinstance(op, ast.Is | ast.IsNot) and not any(v is None or isinstance(v, bool) for v in (a, b)):
+        return None  # identity of other objects is not their value
+    if isinstance(op, ast.Eq | ast.Is):
+        return bool(a == b)
+    if isinstance(op, ast.NotEq | ast.IsNot):
+        return bool(a != b)
+    if isinstance(op, ast.In | ast.NotIn):
+        if isinstance(b, str):
+            found = a in b if isinstance(a, str) else None  # `"70B" in name`: Python's substring test
+        elif isinstance(b, list | tuple | set | frozenset | dict):
+            try:
+                found = a in b
+            except TypeError:  # an unhashable flag value against a set
+                return None
+        else:
+            return None
+        return None if found is None else found == isinstance(op, ast.In)
+    order = _ORDER.get(type(op))
+    if order is None:
+        return None
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (a, b))
+    if not numbers and not all(isinstance(v, str) for v in (a, b)):
+        return None
+    return bool(order(a, b))
+
+
+def script_default(plan: RunPlan, tree: ast.Module, flag: str) -> Value | None:
+    """The script's own default of `flag`: a dataclass field (`full_finetune: bool = field(default=False)`,
+    `x: int = 4`) or `parser.add_argument("--flag", default=..., action="store_true")`; None when the script
+    declares it nowhere or more than once with different defaults."""
+    path = getattr(plan.spec.script, "path", None)
+    found: list[tuple[Any, ast.AST]] = []
+    for node in indexed(tree)[0]:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == flag:
+            got = node.value
+            if isinstance(got, ast.Call) and called(got) == "field":
+                got = next((k.value for k in got.keywords if k.arg == "default"), None)
+            if got is not None:
+                found.append((got, got))
+        elif isinstance(node, ast.Call) and called(node) == "add_argument":
+            names = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            dest = next((k.value for k in node.keywords if k.arg == "dest"), None)
+            flags = {n.lstrip("-").replace("-", "_") for n in names if n.startswith("--")}
+            if isinstance(dest, ast.Constant):
+                flags = {str(dest.value)}
+            if flag not in flags:
+                continue
+            kw = {k.arg: k.value for k in node.keywords if k.arg}
+            action = kw.get("action")
+            if "default" in kw:
+                found.append((kw["default"], node))
+            elif isinstance(action, ast.Constant) and action.value in _STORE_DEFAULTS:
+                found.append((ast.Constant(_STORE_DEFAULTS[action.value]), node))
+            else:
+                found.append((ast.Constant(None), node))  # argparse's default None
+    values = []
+    for expr, where in found:
+        try:
+            values.append((ast.literal_eval(expr), where))
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return None
+    if not values or any(v != values[0][0] for v, _ in values):
+        return None
+    value, where = values[0]
+    loc = Location(path, getattr(where, "lineno", 1), getattr(where, "col_offset", 0) + 1) if path else None
+    return Value(value, loc, "script", note=f"the script's own default of {flag}")
+
+
+def conditions_at(tree: ast.Module, line: int, col: int | None = None) -> list[tuple[ast.expr, bool]]:
+    """The conditions a position (1-based line, 1-based column or None for the whole line) sits under,
+    outermost first, each with the value that reaches it: (test, True) in an `if`'s body or a conditional
+    expression's value, (test, False) in its `else`/`elif`. A function's body counts as run (the script
+    calls its own functions); loops and `try` are not conditions here."""
+    here = (line, (col - 1) if col is not None else None)
+    out: list[tuple[ast.expr, bool]] = []
+    for node in indexed(tree)[0]:
+        if isinstance(node, ast.If):
+            if _within(node.body, here):
+                out.append((node.test, True))
+            elif _within(node.orelse, here):
+                out.append((node.test, False))
+        elif isinstance(node, ast.IfExp) and here[1] is not None:
+            if _within([node.body], here):
+                out.append((node.test, True))
+            elif _within([node.orelse], here):
+                out.append((node.test, False))
+    out.sort(key=lambda c: (c[0].lineno, c[0].col_offset))
+    return out
+
+
+def _within(nodes: list[Any], here: tuple[int, int | None]) -> bool:
+    if not nodes:
+        return False
+    first, last = nodes[0], nodes[-1]
+    start = (first.lineno, first.col_offset)
+    end = (
+        last.end_lineno or last.lineno,
+        last.end_col_offset if last.end_col_offset is not None else 1 << 30,
+    )
+    line, col = here
+    if col is None:
+        return start[0] <= line <= end[0]
+    return start <= (line, col) < end
+
+
+def reached(plan: RunPlan, tree: ast.Module, line: int, col: int | None = None) -> tuple[bool | None, str]:
+    """(whether the run reaches the position, the conditions in words): False when a condition around it
+    is decided against it, None when one is not decided (then the words name it), True otherwise."""
+    undecided = ""
+    for test, wanted in conditions_at(tree, line, col):
+        got = decide(plan, test, tree)
+        shown = ast.unparse(test)[:80]
+        if got is None:
+            undecided = undecided or (
+                f"`{shown}` is {wanted} (line {test.lineno}), which the run's known flags do not decide"
+            )
+        elif got != wanted:
+            return False, f"`{shown}` (line {test.lineno}) is {got} in this run"
+    return (None, undecided) if undecided else (True, "")
