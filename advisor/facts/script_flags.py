@@ -277,14 +277,17 @@ def _judge_command(
                 {"location": location, "key": key, "message": base + consequence, "severity": None}
             )
         elif parsing.drops_unknown is None:
+            from advisor.facts import versions
+
+            unsure = versions.unknown_release_note(targets, (p for p, _ in sources))  # a git commit pinned
             out["unknown_keys"].append(
                 {
                     "location": location,
                     "key": key,
                     "suggestion": guess,
                     "message": f"--{key} is not an argument of {shown} ({classes}){_added(detail)}{hint}"
-                    f"{consequence}",
-                    "severity": "error",
+                    f"{consequence}{unsure}",
+                    "severity": None if unsure else "error",
                 }
             )
 
@@ -387,6 +390,7 @@ def config_key_items(doc: Document, consumers: list[ScriptJudge]) -> dict[str, l
     """The top-level keys of ``doc`` judged per run against its script's dataclasses; one finding per key
     however many runs read the file, naming the scripts that do not take it."""
     from advisor.core.paths import relative
+    from advisor.facts import versions
 
     out: dict[str, list[dict[str, Any]]] = {"unknown_keys": [], "removed_keys": [], "deprecated_keys": []}
     data = doc.data if isinstance(doc.data, dict) else {}
@@ -416,13 +420,18 @@ def config_key_items(doc: Document, consumers: list[ScriptJudge]) -> dict[str, l
             if refuses
             else ": the script keeps it aside unread"
         )
+        unsure = "".join(
+            dict.fromkeys(
+                versions.unknown_release_note(t, (p for p, _ in src)) for _s, _h, _p, src, t in consumers
+            )
+        )  # a git commit pinned: no error
         out["unknown_keys"].append(
             {
                 "location": location,
                 "key": key,
                 "suggestion": guess,
-                "message": f"'{key}' is not a field of {names} ({classes}){hint}{consequence}",
-                "severity": "error" if refuses else None,
+                "message": f"'{key}' is not a field of {names} ({classes}){hint}{consequence}{unsure}",
+                "severity": "error" if refuses and not unsure else None,
             }
         )
     return out

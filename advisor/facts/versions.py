@@ -7,6 +7,11 @@ else it is the
 current release our key data was generated from. ``advisor/data/keys/versions.json`` (written by
 ``tools/gen_known_keys.py --versions`` from every minor's sources) says, per class, in which releases
 each key exists and in which it is deprecated; it is read lazily, once.
+
+A pin whose release cannot be known (a git commit or branch, a local path: advisor.sources.pins
+``Pin.via``) gives a Target at ``ANY_RELEASE``: a key any shipped release has may be the tree's, so it is
+neither removed nor deprecated for it, and only a key no release has is unknown (at most a warning that
+names the commit: advisor.facts.keys).
 """
 
 from __future__ import annotations
@@ -25,21 +30,51 @@ from advisor.sources.pins import PACKAGES, Pin
 
 _DATA = PACKAGE_DIR / "data" / "keys" / "versions.json"
 
+# The index of a Target whose release cannot be known: key_status and keys_at read it as "some release"
+ANY_RELEASE = -1
+
 
 @record(frozen=True, slots=True)
 class Target:
     """The release of ``package`` a verdict is for, and why that one."""
 
     package: str
-    release: str  # a release we have key data for (the newest patch of its minor)
-    index: int  # its position in versions.json's releases of the package
+    # a release we have key data for (the newest patch of its minor); for an unknown one (index
+    # ANY_RELEASE) the current release, which consumers that only read a release number keep using
+    release: str
+    index: int  # its position in versions.json's releases of the package, or ANY_RELEASE
     why: str  # "pinned ==4.57.1 in requirements.txt:3", "target-versions", "current release"
-    pinned: bool
+    pinned: bool  # a release is pinned (not for an unknown one)
+
+    @property
+    def known(self) -> bool:
+        return self.index != ANY_RELEASE
 
     @property
     def label(self) -> str:
-        """``transformers 4.57 (pinned ==4.57.1 in requirements.txt:2)``: the data is per minor release."""
+        """``transformers 4.57 (pinned ==4.57.1 in requirements.txt:2)``: the data is per minor release;
+        ``trl, release unknown (pinned to git commit 69ad852 in setup.py:70)``."""
+        if not self.known:
+            return f"{self.package}, release unknown ({self.why})"
         return f"{self.package} {minor(self.release)} ({self.why})"
+
+
+def newest_target(package: str, pin: Pin) -> Target | None:
+    """A default branch (``git+https://github.com/huggingface/transformers.git``, no revision): pip installs
+    its newest commit, so the newest release we ship judges (the tree is at least that new today)."""
+    shipped = releases(package)
+    if not shipped:
+        return None
+    why = f"installed from the {pin.via} in {pin.where}, its newest commit: judged as the current release"
+    return Target(package, shipped[-1], len(shipped) - 1, why, True)
+
+
+def unknown_target(package: str, pin: Pin) -> Target | None:
+    """The Target of a pin whose release cannot be known: "unknown, because pinned to git commit 69ad852"."""
+    shipped = releases(package)
+    if not shipped:
+        return None
+    return Target(package, shipped[-1], ANY_RELEASE, f"pinned to {pin.via} in {pin.where}", False)
 
 
 @cache
@@ -103,7 +138,10 @@ def resolve_spec(package: str, spec: str, why: str) -> Target | None:
 
 # a release component of more than 18 digits is no release of these libraries (and int() of 4,301 digits
 # raises): the clause does not match and the pin is not used
-_CLAUSE_RE = re.compile(r"\s*(===|==|!=|~=|>=|<=|>|<)\s*v?(\d{1,18}(?:\.\d{1,18})*)(\.\*)?\s*")
+# (a post release, 0.41.2.post2, is its release's: the key data is per minor)
+_CLAUSE_RE = re.compile(
+    r"\s*(===|==|!=|~=|>=|<=|>|<)\s*v?(\d{1,18}(?:\.\d{1,18})*)(?:\.?post\d{1,9})?(\.\*)?\s*"
+)
 
 
 def _parse_spec(spec: str) -> list[tuple[str, tuple[int, ...] | str]] | None:
@@ -191,11 +229,72 @@ def _targets(
             target = resolve_spec(package, spec, f"target-versions {spec}")
         elif package in pins:
             pin = pins[package]
-            target = resolve_spec(package, pin.spec, f"pinned {pin.spec} in {pin.where}")
+            if not pin.spec and pin.newest:
+                target = newest_target(package, pin)
+            elif not pin.spec:
+                target = unknown_target(package, pin)
+            else:
+                shown = f"{pin.via} ({pin.spec})" if pin.via else pin.spec
+                target = resolve_spec(package, pin.spec, f"pinned {shown} in {pin.where}")
         target = target or current(package)
         if target is not None:
             out[package] = target
     return tuple(out.items())
+
+
+def pinned(
+    package: str, path: Path, context: CheckContext | None = None, script: Path | None = None
+) -> Pin | None:
+    """The pin of any package the pin files are read for (advisor.sources.pins.WANTED: bitsandbytes and
+    PyYAML besides the judged libraries) nearest the training script ``script``, then nearest ``path``."""
+    checked = context or context_for(path)
+    if script is not None:
+        near = checked.pins_near(Path(os.path.abspath(script)).parent).get(package)
+        if near is not None:
+            return near
+    return checked.pins_near(Path(os.path.abspath(path)).parent).get(package)
+
+
+def unknown_release_note(targets: dict[str, Target], packages: Any) -> str:
+    """For a key or flag no shipped release of ``packages`` has: why that is no error when one of them is
+    pinned to a tree whose release cannot be known (a git commit); "" when every release is known."""
+    unsure = [targets[p] for p in dict.fromkeys(packages) if p in targets and not targets[p].known]
+    if not unsure:
+        return ""
+    return "; " + ", ".join(t.label for t in unsure) + ": whether that tree has it cannot be known"
+
+
+def installs_below(spec: str, version: str) -> bool | None:
+    """Whether pip, which installs the newest release a specifier allows, installs one older than
+    ``version`` (a release that exists): True for ``==0.41.0`` or ``<0.43.2`` below it, False when nothing
+    bounds the spec from above (the newest release is not older than one that exists) or an exact pin is
+    at or above it; None when the answer needs the package's release list (``<0.44``, ``==0.43.*``) or the
+    spec cannot be read (an empty one: a git commit)."""
+    clauses = _parse_spec(spec) if spec else None
+    if clauses is None:
+        return None
+    want = tuple(int(x) for x in re.findall(r"\d+", version))
+    uppers: list[bool | None] = []
+    for op, bound in clauses:
+        if isinstance(bound, str):
+            if op == "==*":
+                uppers.append(None)
+            continue
+        n = max(len(bound), len(want))
+        b, w = _pad(bound, n), _pad(want, n)
+        if op in ("==", "==="):
+            return b < w
+        if op == "<":
+            uppers.append(True if b <= w else None)
+        elif op == "<=":
+            uppers.append(True if b < w else None)
+        elif op == "~=":
+            uppers.append(None)
+    if not uppers:
+        return False
+    if any(u is True for u in uppers):
+        return True
+    return None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -233,7 +332,10 @@ class KeyStatus:
 
 
 def key_status(package: str, classes: tuple[str, ...], key: str, index: int) -> KeyStatus:
-    """The key at release ``index`` over the union of ``classes`` (the dataclasses a parser receives)."""
+    """The key at release ``index`` over the union of ``classes`` (the dataclasses a parser receives); at
+    ANY_RELEASE ``present`` when some shipped release has it (the tree may be that one), else ``never``."""
+    if index == ANY_RELEASE:
+        return KeyStatus("present" if key in keys_at(package, classes, index) else "never")
     shipped = releases(package)
     seen: list[int] = []
     deprecated = False
@@ -286,11 +388,11 @@ def _usable(package: str, classes: tuple[str, ...], replacement: str | None, ind
 
 
 def keys_at(package: str, classes: tuple[str, ...], index: int) -> frozenset[str]:
-    """Every key the union of ``classes`` accepts at release ``index``."""
+    """Every key the union of ``classes`` accepts at release ``index`` (at ANY_RELEASE: at some release)."""
     out: set[str] = set()
     for cls in classes:
         data = _class(package, cls)
         if data is None:
             continue
-        out.update(k for k, r in data["keys"].items() if _in_ranges(r, index))
+        out.update(k for k, r in data["keys"].items() if index == ANY_RELEASE or _in_ranges(r, index))
     return frozenset(out)

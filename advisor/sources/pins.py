@@ -3,9 +3,14 @@
 Read from the files people pin in, nearest folder first: lock files (uv.lock, poetry.lock, Pipfile.lock:
 exact versions), then requirements*.txt, pyproject.toml (PEP 621 dependencies and optional dependencies,
 poetry dependencies), environment.yml (conda and its pip list), setup.cfg (install_requires) and
-setup.py (the literal ``install_requires=[...]`` of its ``setup()`` call, read from the AST, never run).
+setup.py (the literal ``install_requires=[...]`` of its ``setup()`` call, and the ``_deps`` list that
+transformers' own setup.py idiom looks up through ``deps[...]`` / ``deps_list(...)``; read from the AST, never
+run), and last the shell scripts that pip-install (``install.sh``: advisor.sources.pins_shell).
 A pin is a specifier (``==4.57.1``, ``>=4.41,<5``, poetry ``^4.40``); which release it means is decided
-against the releases we ship key data for (advisor.facts.versions).
+against the releases we ship key data for (advisor.facts.versions). A PEP 508 direct reference
+(``trl @ git+https://github.com/huggingface/trl.git@69ad852``) pins what the URL names: a release for a tag
+(``@v0.14.0``), a wheel or sdist file name, a GitHub tag archive; otherwise (a commit, a branch, a local path)
+a pin whose release cannot be known (``Pin.spec`` empty, ``Pin.via`` saying why).
 """
 
 from __future__ import annotations
@@ -22,8 +27,11 @@ from advisor.core.records import record
 from advisor.sources.yaml_merge import PyYamlPin
 
 PACKAGES = ("transformers", "trl", "accelerate", "peft", "deepspeed")
-# read too, for the readers: PyYAML's release decides merge-key precedence (advisor/sources/yaml_merge.py)
-_WANTED = (*PACKAGES, "pyyaml")
+# read too: PyYAML's release decides merge-key precedence for the readers (advisor/sources/yaml_merge.py);
+# bitsandbytes' decides what a 4-bit Linear keeps for backward (before 0.43.2 its input: PR #1270), a fact
+# for the estimator (advisor.facts.versions.pinned)
+WANTED = (*PACKAGES, "pyyaml", "bitsandbytes")
+_WANTED = WANTED
 
 # lock files first: an exact version beats a range written elsewhere in the same folder
 PIN_FILES = (
@@ -38,16 +46,26 @@ PIN_FILES = (
     "setup.py",
 )
 MAX_PIN_FILE_BYTES = 2 * 1024 * 1024
+# shell scripts read per folder (install.sh and the like: advisor.sources.pins_shell), after PIN_FILES
+MAX_SHELL_FILES = 40
 
 _REQ_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(\(?[<>=!~^][^;#]*)?")
+# PEP 508 ``name [extras] @ url``: the URL runs to the first whitespace (a marker follows after " ;")
+_DIRECT_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*@\s*(\S+)")
 
 
 @record(frozen=True, slots=True)
 class Pin:
     package: str
-    spec: str  # as written, normalised to PEP 440 ("^4.40" becomes ">=4.40,<5")
+    spec: str  # as written, normalised to PEP 440 ("^4.40" becomes ">=4.40,<5"); "" when ``via`` is unknown
     path: Path
     line: int
+    # a direct reference, as the pin is shown: "git commit 69ad852", "git tag v0.14.0", "wheel x.whl";
+    # with an empty spec, its release cannot be known, unless it is the newest tree (below)
+    via: str = ""
+    # a repository's default branch (no revision, or @main / @master): pip installs its newest commit, a
+    # tree at least as new as the release current when it is installed
+    newest: bool = False
 
     @property
     def where(self) -> str:
@@ -79,6 +97,12 @@ def _poetry_spec(spec: str) -> str:
 
 
 def _from_requirement(text: str, path: Path, line: int, out: dict[str, Pin]) -> None:
+    direct = _DIRECT_RE.match(text)
+    if direct is not None:
+        name = _norm(direct.group(1))
+        if name in _WANTED and name not in out:
+            out[name] = _direct_pin(name, direct.group(3), path, line)
+        return
     m = _REQ_RE.match(text)
     if not m:
         return
@@ -92,8 +116,103 @@ def _from_requirement(text: str, path: Path, line: int, out: dict[str, Pin]) -> 
         out[name] = Pin(name, _poetry_spec(spec), path, line)
 
 
+# A revision that names a release: the libraries we read tag their releases v4.44.0 / 0.14.0
+_TAG_RE = re.compile(r"v?(\d+(?:\.\d+)+)")
+_COMMIT_RE = re.compile(r"[0-9a-fA-F]{7,40}")
+_URL_START = ("git+", "hg+", "svn+", "bzr+", "http://", "https://", "file:")
+_ARCHIVE_EXT = (".tar.gz", ".tar.bz2", ".tgz", ".zip")
+
+
+def direct_reference(url: str) -> tuple[str, str]:
+    """(spec, via) for a direct reference's URL as pip installs it: a VCS URL's revision is what follows the
+    path's last "@" (pip 23.2 _internal/vcs/versioncontrol.py:415-417, after urlsplit, so ``user@host`` is
+    no revision); a tag like ``v0.14.0`` is that release; a commit, a branch or no revision at all is a tree
+    whose release cannot be known (spec ""). A wheel's file name carries its version (name-version-...whl,
+    pip _internal/models/wheel.py:15-20), as does an sdist's or a GitHub tag archive's."""
+    from urllib.parse import unquote, urlsplit
+
+    url = url.strip().strip("'\"")
+    base = url.split("#", 1)[0]
+    scheme = base.split(":", 1)[0].lower()
+    try:
+        parts = urlsplit(base)
+    except ValueError:
+        return "", "a URL that cannot be read"
+    if "+" in scheme:  # git+https://..., the VCS forms pip takes
+        vcs = scheme.split("+", 1)[0]
+        if "@" not in parts.path:
+            return "", f"{vcs} default branch of {_shown(parts.path)}"
+        rev = unquote(parts.path.rsplit("@", 1)[1])
+        if rev in ("main", "master"):
+            return "", f"{vcs} default branch {rev} of {_shown(parts.path.rsplit('@', 1)[0])}"
+        tag = _TAG_RE.fullmatch(rev)
+        if tag:
+            return f"=={tag.group(1)}", f"{vcs} tag {rev}"
+        if _COMMIT_RE.fullmatch(rev):
+            return "", f"{vcs} commit {rev[:7]}"
+        return "", f"{vcs} ref {rev}"
+    name = unquote(parts.path.rstrip("/").rsplit("/", 1)[-1])
+    if scheme == "file" or "://" not in base:
+        return "", f"local path {name or base}"
+    if name.endswith(".whl"):
+        wheel = re.match(r"[^-]+-(\d+(?:\.\d+)+)-", name)
+        return (f"=={wheel.group(1)}", f"wheel {name}") if wheel else ("", f"wheel {name}")
+    stem = next((name[: -len(ext)] for ext in _ARCHIVE_EXT if name.endswith(ext)), None)
+    if stem is not None:
+        if "/archive/" in parts.path:  # github.com/<org>/<repo>/archive/[refs/tags/]<ref>.zip
+            tag = _TAG_RE.fullmatch(stem)
+            if tag and "/refs/heads/" not in parts.path:
+                return f"=={tag.group(1)}", f"archive of tag {stem}"
+            return "", f"archive of {stem}"
+        sdist = re.fullmatch(r"[A-Za-z0-9_.]+?-(\d+(?:\.\d+)+)", stem)
+        if sdist:
+            return f"=={sdist.group(1)}", f"sdist {name}"
+    return "", f"URL {name or base}"
+
+
+_NEWEST = "default branch"  # how direct_reference names a default branch: Pin.newest
+
+
+def _shown(repo_path: str) -> str:
+    return repo_path.strip("/").removesuffix(".git") or "the repository"
+
+
+def _url_name(url: str) -> str | None:
+    """The project a bare URL requirement installs (a requirements line ``git+https://...#egg=trl``): its
+    ``egg=`` fragment (pip 23.2 _internal/models/link.py:429), a wheel's or sdist's file name, else the
+    repository's own name when it is one of the libraries we read (huggingface/trl.git is trl; pip learns
+    the name by building the tree, which is never done here)."""
+    egg = re.search(r"[#&]egg=([A-Za-z0-9][A-Za-z0-9._-]*)", url)
+    if egg:
+        return _norm(egg.group(1))
+    base = url.split("#", 1)[0].split("?", 1)[0].rstrip("/")
+    if "+" in base.split(":", 1)[0] and "@" in base.rsplit("/", 1)[-1]:
+        base = base.rsplit("@", 1)[0]
+    last = base.rsplit("/", 1)[-1]
+    if "/archive/" in base:  # github.com/<org>/<repo>/archive/...: the repository's name
+        last = base.split("/archive/", 1)[0].rsplit("/", 1)[-1]
+    last = last.removesuffix(".git")
+    candidate = re.split(r"-\d", last, maxsplit=1)[0] if last.endswith((".whl", *_ARCHIVE_EXT)) else last
+    name = _norm(candidate)
+    return name if name in _WANTED else None
+
+
+def _from_url(url: str, path: Path, line: int, out: dict[str, Pin]) -> None:
+    url = url.strip()
+    if not url.startswith(_URL_START):
+        return  # a local folder (``-e .``): not one of the libraries we read, by its name
+    name = _url_name(url)
+    if name is not None and name not in out:
+        out[name] = _direct_pin(name, url, path, line)
+
+
+def _direct_pin(name: str, url: str, path: Path, line: int) -> Pin:
+    spec, via = direct_reference(url)
+    return Pin(name, spec, path, line, via, newest=via.split(" ", 1)[-1].startswith(_NEWEST))
+
+
 def _names_wanted(requirement: str) -> bool:
-    m = _REQ_RE.match(requirement)
+    m = _DIRECT_RE.match(requirement) or _REQ_RE.match(requirement)
     return m is not None and _norm(m.group(1)) in _WANTED
 
 
@@ -105,7 +224,12 @@ def _line_of(text: str, needle: str, start: int = 0) -> int:
 def _requirements(text: str, path: Path, out: dict[str, Pin]) -> None:
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.split(" #", 1)[0].strip()
-        if line and not line.startswith(("#", "-")):
+        editable = re.match(r"(?:-e|--editable)(?:\s+|=)(\S+)", line)
+        if editable:
+            _from_url(editable.group(1), path, n, out)
+        elif line.startswith(_URL_START):
+            _from_url(line.split()[0], path, n, out)
+        elif line and not line.startswith(("#", "-")):
             _from_requirement(line, path, n, out)
 
 
@@ -203,22 +327,107 @@ def _setup_cfg(text: str, path: Path, out: dict[str, Pin]) -> None:
 
 
 def _setup_py(text: str, path: Path, out: dict[str, Pin]) -> None:
-    """The string literals of ``install_requires=[...]`` in a ``setup(...)`` call; the file is parsed only."""
+    """The requirement strings of ``install_requires=`` / ``extras_require=`` in a ``setup(...)`` call; the
+    file is parsed only. Besides literals, the idiom of transformers' setup.py (copied by alignment-handbook,
+    open-r1, SPIN...): a ``_deps = ["accelerate==0.23.0", ...]`` list, a dict comprehension over it keyed by
+    each requirement's name (``deps = {b: a for a, b in (re.findall(r"^(([^!=<>~ ]+)...", x)[0] for x in
+    _deps)}``), and ``deps["accelerate"]`` or ``deps_list("accelerate", ...)`` (a function returning
+    ``[deps[p] for p in pkgs]``) in the requirement lists: each is the ``_deps`` string of that name."""
     tree = ast.parse(text)
     lists: dict[str, ast.expr] = {}
+    items: dict[str, list[ast.expr]] = {}  # extras["dev"] = ...: the values set item by item
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            lists[node.targets[0].id] = node.value
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name):
+                lists[target.id] = node.value
+            elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                items.setdefault(target.value.id, []).append(node.value)
+    tables = _deps_tables(lists)
+    helpers = _deps_helpers(tree, tables)
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
         for kw in node.keywords:
             if kw.arg not in ("install_requires", "extras_require"):
                 continue
-            value = lists.get(kw.value.id, kw.value) if isinstance(kw.value, ast.Name) else kw.value
-            for const in ast.walk(value):
-                if isinstance(const, ast.Constant) and isinstance(const.value, str):
-                    _from_requirement(const.value, path, getattr(const, "lineno", 1), out)
+            values = [kw.value]
+            if isinstance(kw.value, ast.Name):
+                values = [lists.get(kw.value.id, kw.value), *items.get(kw.value.id, ())]
+            for value in values:
+                for found, line in _requirement_strings(value, tables, helpers):
+                    _from_requirement(found, path, line, out)
+
+
+def _deps_key(requirement: str) -> str:
+    """The key transformers' setup.py gives a ``_deps`` string: the text before the first of ``!=<>~ []``
+    (setup.py ``re.findall(r"^(([^!=<>~ ]+)(?:[!=<>~ ].*)?$)", x)[0]``, group 2)."""
+    m = re.match(r"[^!=<>~ \[\]]+", requirement)
+    return m.group(0) if m else requirement
+
+
+def _deps_tables(lists: dict[str, ast.expr]) -> dict[str, dict[str, tuple[str, int]]]:
+    """{dict name: {key: (requirement, line)}} for each module-level dict comprehension over a literal list
+    of requirement strings."""
+    out: dict[str, dict[str, tuple[str, int]]] = {}
+    for name, value in lists.items():
+        if not isinstance(value, ast.DictComp):
+            continue
+        for sub in ast.walk(value):
+            source = lists.get(sub.id) if isinstance(sub, ast.Name) else None
+            if isinstance(source, ast.List | ast.Tuple):
+                strings = [
+                    (e.value, e.lineno)
+                    for e in source.elts
+                    if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                ]
+                if strings:
+                    out[name] = {_deps_key(text): (text, line) for text, line in strings}
+                    break
+    return out
+
+
+def _deps_helpers(tree: ast.Module, tables: dict[str, dict[str, tuple[str, int]]]) -> dict[str, str]:
+    """{function name: dict name} for ``def deps_list(*pkgs): return [deps[pkg] for pkg in pkgs]``: a
+    function subscripting a deps table with a name bound from its parameters."""
+    out: dict[str, str] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        for sub in ast.walk(node):
+            if (
+                isinstance(sub, ast.Subscript)
+                and isinstance(sub.value, ast.Name)
+                and sub.value.id in tables
+                and isinstance(sub.slice, ast.Name)
+            ):
+                out[node.name] = sub.value.id
+                break
+    return out
+
+
+def _requirement_strings(
+    value: ast.expr, tables: dict[str, dict[str, tuple[str, int]]], helpers: dict[str, str]
+) -> list[tuple[str, int]]:
+    """The requirement strings an install_requires / extras_require expression holds, in source order."""
+    found: list[tuple[str, int]] = []
+    looked_up: set[int] = set()  # the key constants of deps["x"] / deps_list("x"): names, not requirements
+    for node in ast.walk(value):
+        keys: list[ast.expr] = []
+        table: dict[str, tuple[str, int]] | None = None
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in tables:
+            table, keys = tables[node.value.id], [node.slice]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in helpers:
+            table, keys = tables[helpers[node.func.id]], list(node.args)
+        for key in keys:
+            looked_up.add(id(key))
+            if table is not None and isinstance(key, ast.Constant) and isinstance(key.value, str):
+                hit = table.get(key.value)
+                if hit is not None:
+                    found.append(hit)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in looked_up:
+            found.append((node.value, getattr(node, "lineno", 1)))
+    return found
 
 
 _READERS = {
@@ -237,11 +446,49 @@ def _files(folder: Path) -> list[Path]:
     out = [folder / name for name in PIN_FILES if name != "requirements.txt"]
     try:
         reqs = sorted(p for p in folder.glob("requirements*.txt"))
+        shells = sorted(folder.glob("*.sh"))
     except OSError:
-        reqs = []
+        reqs, shells = [], []
     # requirements.txt before requirements-dev.txt and the like; then the rest of the order above
     reqs.sort(key=lambda p: (p.name != "requirements.txt", p.name))
-    return out[:3] + reqs + out[3:]
+    # shell scripts last, the ones named for setting up (install.sh, setup_env.sh) first
+    shells.sort(key=lambda p: (not re.match(r"(install|setup|env|requirements)", p.name.lower()), p.name))
+    return out[:3] + reqs + out[3:] + shells[:MAX_SHELL_FILES]
+
+
+def _shell_pins(text: str, path: Path) -> dict[str, Pin]:
+    """The pins of a shell script's install commands (advisor.sources.pins_shell), the last install of a
+    package winning (pip replaces what an earlier line installed); ``-r FILE`` read from the script's
+    folder."""
+    from advisor.core.cache import cached
+    from advisor.sources.pins_shell import install_requests
+    from advisor.sources.read import ReadRefused, read_text_file
+
+    requests = cached(
+        "pins-shell",
+        str(path),
+        text,
+        lambda: install_requests(text),
+        to_data=lambda found: [list(r) for r in found],
+        from_data=lambda data: [(str(k), str(v), int(n)) for k, v, n in data],
+    )
+    out: dict[str, Pin] = {}
+    for kind, value, line in requests:
+        found: dict[str, Pin] = {}
+        if kind == "file":
+            listed = path.parent / value
+            try:
+                _requirements(read_text_file(listed, MAX_PIN_FILE_BYTES), listed, found)
+            except (ReadRefused, OSError, UnicodeDecodeError, ValueError):
+                continue
+        elif kind == "conda":
+            _from_requirement(value, path, line, found)  # conda's single "=" is read as ==
+        elif value.startswith(_URL_START):
+            _from_url(value, path, line, found)
+        else:
+            _from_requirement(value, path, line, found)
+        out.update(found)
+    return out
 
 
 def _cached_pins(reader: Any, text: str, path: Path) -> list[Pin]:
@@ -256,10 +503,12 @@ def _cached_pins(reader: Any, text: str, path: Path) -> list[Pin]:
     return cached(
         "pins",
         str(path),
-        (text, _WANTED),
+        (text, _WANTED, "via"),  # "via": entries before direct references were read are not taken
         build,
-        to_data=lambda pins: [[p.package, p.spec, p.line] for p in pins],
-        from_data=lambda data: [Pin(str(a), str(b), path, int(c)) for a, b, c in data],
+        to_data=lambda pins: [[p.package, p.spec, p.line, p.via, p.newest] for p in pins],
+        from_data=lambda data: [
+            Pin(str(a), str(b), path, int(c), str(d), e is True) for a, b, c, d, e in data
+        ],
     )
 
 
@@ -299,10 +548,15 @@ def read_folder_pins(folder: Path) -> dict[str, Pin]:
             text = read_text_file(path, MAX_PIN_FILE_BYTES)
         except (ReadRefused, OSError, UnicodeDecodeError):
             continue
-        if not any(name in text for name in PACKAGES) and "yaml" not in text.lower():
-            continue  # pins nothing we judge: not parsed (tomllib alone costs ~10 ms of start-up)
-        reader = _READERS.get(path.name, _requirements)
+        lowered = text.lower()
+        if not any(name in lowered for name in (*PACKAGES, "yaml", "bitsandbytes")):
+            continue  # pins nothing we read: not parsed (tomllib alone costs ~10 ms of start-up)
         try:
+            if path.suffix == ".sh":
+                for package, pin in _shell_pins(text, path).items():
+                    out.setdefault(package, pin)
+                continue
+            reader = _READERS.get(path.name, _requirements)
             for pin in _cached_pins(reader, text, path):
                 out.setdefault(pin.package, pin)
         except (ValueError, SyntaxError, RecursionError, MemoryError, TypeError, AttributeError):
