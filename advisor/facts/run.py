@@ -31,6 +31,11 @@ class RunFacts(FactNamespace, name="run", doc="How a run distributes its model, 
     missing_references = fact(
         list[dict], "files the run names that do not exist", items=("location", "raw", "role")
     )
+    unknown_references = fact(
+        list[dict],
+        "files the run names that are not in the project, opened from a working folder not known to be it",
+        items=("location", "raw", "reason", "role"),
+    )
     outside_references = fact(
         list[dict],
         "files the run names outside the project root",
@@ -295,9 +300,16 @@ def run_facts(plan: RunPlan, batch: BatchFacts) -> RunFacts:
     missing = [
         {"location": r.named_at, "raw": r.raw, "role": r.role}
         for r in plan.spec.references
-        if r.path is None and r.outside is None and r.written is None
+        if r.path is None and r.outside is None and r.written is None and r.unknown is None
     ]
     ns.missing_references = Value(missing, None, "derived")
+    # not in the project where it was looked for, but opened from a folder not known to be the project
+    unknown = [
+        {"location": r.named_at, "raw": r.raw, "role": r.role, "reason": r.unknown}
+        for r in plan.spec.references
+        if r.path is None and r.outside is None and r.written is None and r.unknown is not None
+    ]
+    ns.unknown_references = Value(unknown, None, "derived")
     # files named by the run that lie outside the project boundary: not read (advisor/sources/boundary.py)
     outside = [
         {"location": r.named_at, "raw": r.raw, "role": r.role, "reason": r.outside}

@@ -47,6 +47,9 @@ class Reference:
     outside: str | None = None  # why the file is not read: it lies outside the project boundary
     looked: str = "beside the file and up to the project root"  # where it was looked for, in words
     written: str | None = None  # absent, but the launch script writes it before the command ("launch.sh:4")
+    # absent here, but opened from a working folder that is not known to be this repository: why (then
+    # its absence is unknown, not an error: _cwd_unknown, _installed_tool_config)
+    unknown: str | None = None
 
 
 @record(slots=True)
@@ -65,6 +68,9 @@ class RunSpec:
     hostfile: Any = None  # advisor.sources.hostfile.Hostfile of `deepspeed --hostfile FILE`
     # the folder the launch command runs in, when its script (or config) resolves from one folder only
     workdir: Path | None = None
+    # why the folder the command runs in is not known to be this repository (a cd out of it or to a folder
+    # not known statically, files named in another checkout), when no relative file of the command is found
+    cwd_unknown: str | None = None
 
     @property
     def documents(self) -> list[Document]:
@@ -509,12 +515,16 @@ def _attach_from_command(run: RunSpec, doc: Document, command: Any, cache: Docum
     run.workdir = _workdir(command, bases, training_word)
     if run.workdir is not None:
         bases = [run.workdir]
+    else:
+        run.cwd_unknown = _cwd_unknown(doc, command, training_word, bases, cache)
 
     def _ref(doc: Document, raw: str, span: Span, role: str, cache: DocumentCache) -> Reference:
         ref = resolve_in(doc, raw, span, role, cache, bases, None)
         ref.looked = _looked(bases)
         if ref.path is None and ref.outside is None:
             ref.written = _written_before(doc, command, raw, bases, cache.boundary)
+            if ref.written is None and not os.path.isabs(os.path.expanduser(raw)):
+                ref.unknown = run.cwd_unknown
         return ref
 
     args = command.launcher_args
@@ -566,6 +576,42 @@ def _attach_from_command(run: RunSpec, doc: Document, command: Any, cache: Docum
                 _note_unanalysed(doc, run.script, command.script.span)
     _link_config_to_script(run, training_word)
     _attach_nested(run, cache)
+
+
+def _cwd_unknown(
+    doc: Document, command: Any, training_word: Any, bases: list[Path], cache: DocumentCache
+) -> str | None:
+    """Why the folder `command` runs in is not known to be this repository, when none of its relative files
+    is found from the folders it may run in (then _workdir found none): the script's `cd` goes to a folder
+    not known statically (`cd $LLAMA_FACTORY_DIR`) or out of the project, or the command names its config
+    by an absolute path outside the project (OpenBMB/MiniCPM finetune/llama_factory_example/single_node.sh:16
+    runs `src/train.py /root/ld/ld_project/LLaMA-Factory/examples/minicpm/minicpm_sft.yaml` from a
+    LLaMA-Factory checkout, README.md:8-10 and 98-100). None when the launch is taken to start in the
+    script's folder or a parent up to the project root, where a missing file is missing (GA004)."""
+    workdir = getattr(command, "workdir", None)
+    if workdir is not None and workdir.path is None:
+        return f"{workdir.reason} ({doc.path.name}:{workdir.span.line})"
+    if workdir is not None and os.path.isabs(workdir.path):
+        boundary = cache.boundary
+        if boundary is not None and not boundary.contains(Path(workdir.path)):
+            where = f"{doc.path.name}:{workdir.span.line}"
+            return f"the launch runs in {workdir.path} ({where}), outside the project"
+    words = [
+        training_word,
+        _deepspeed_word(command),
+        launchers.spec_of(command.launcher).accelerate_config_word(command.launcher_args),
+    ]
+    for word in words:
+        text = getattr(word, "text", None)
+        if not text or not os.path.isabs(os.path.expanduser(text)):
+            continue
+        _, outside = resolve_reference(text, doc.path, bases, cache.boundary)
+        if outside is not None:
+            return (
+                f"the command names {text} outside the project ({doc.path.name}:{word.span.line}): it is "
+                "written for a checkout elsewhere, whose folder it runs in"
+            )
+    return None
 
 
 def _written_before(
@@ -714,9 +760,34 @@ def _attach_nested(run: RunSpec, cache: DocumentCache) -> None:
             ref.looked = _looked([run.workdir])
         else:
             ref = _ref(holder, raw, span, "deepspeed", cache, key)
+            if ref.path is None and ref.outside is None and not os.path.isabs(os.path.expanduser(raw)):
+                ref.unknown = run.cwd_unknown or _installed_tool_config(run, holder)
         run.references.append(ref)
         if ref.path and run.deepspeed is None:
             run.deepspeed = cache.get(ref.path, "deepspeed")
+
+
+# Configs that only an installed tool reads, started from a folder of the user's choosing: LLaMA-Factory
+# (`llamafactory-cli train examples/train_lora/llama3_lora_sft.yaml` from its checkout, whose
+# examples/deepspeed/ds_z2_config.json its YAMLs name) and axolotl (deepspeed_configs/zero2.json of its
+# checkout). Their `deepspeed:` reaches TrainingArguments as written and is opened from that folder
+# (accelerate 1.15.0 utils/deepspeed.py:141-142 `os.path.exists(config_file_or_dict)`).
+_INSTALLED_TOOL_DIALECTS = {"llamafactory": "LLaMA-Factory", "llamafactory_v1": "LLaMA-Factory"}
+
+
+def _installed_tool_config(run: RunSpec, holder: Document) -> str | None:
+    """Why a config that no launch of the project runs has no known working folder: it is read by an
+    installed tool (LLaMA-Factory, axolotl) from wherever that tool is started; None for other configs,
+    whose relative paths are looked for beside them and up to the project root."""
+    if run.command is not None or holder is not run.training:
+        return None
+    tool = "axolotl" if holder.kind == "axolotl" else _INSTALLED_TOOL_DIALECTS.get(holder.dialect or "")
+    if tool is None:
+        return None
+    return (
+        f"{tool} opens it from the folder it is started in, and no launch script of the project runs this "
+        f"config (its own examples run from {tool}'s checkout)"
+    )
 
 
 def _looked(bases: list[Path]) -> str:
