@@ -110,3 +110,21 @@ def test_a_plain_training_yaml_alone_still_resolves_beside_itself(tmp_path: Path
         },
     )
     assert ga004(check(root, "configs/sft.yaml")) == [("configs/sft.yaml", 2, "error")]
+
+
+def test_an_axolotl_config_alone_names_a_file_of_the_axolotl_checkout(tmp_path: Path) -> None:
+    # axolotl's examples/*.yml name deepspeed_configs/zero2.json of its own checkout, run by `axolotl train`
+    config = (
+        "base_model: NousResearch/Meta-Llama-3-8B\n"
+        "sequence_len: 4096\n"
+        "micro_batch_size: 2\n"
+        "num_epochs: 1\n"
+        "deepspeed: deepspeed_configs/zero2.json\n"
+    )
+    root = project(tmp_path, {"examples/llama-3/fft.yml": config})
+    assert ga004(check(root, "examples/llama-3/fft.yml")) == []
+    # run by a launch of the project, from its folder: missing there is an error
+    (root / "train.sh").write_text(
+        "#!/bin/bash\naccelerate launch -m axolotl.cli.train examples/llama-3/fft.yml\n"
+    )
+    assert ga004(check(root, "train.sh")) == [("examples/llama-3/fft.yml", 5, "error")]
