@@ -115,9 +115,12 @@ def _judge(name: str, entry: dict[str, Any], result: Any, folder: Path) -> Entry
     wanted = {(lab["rule"], lab["file"], lab["line"]) for lab in entry.get("raise") or []}
     out.labels = len(wanted)
     out.missed = sorted(wanted - out.found)
-    quiet = {lab["rule"]: lab.get("file") for lab in entry.get("not_raise") or []}
+    # a `not_raise` label names a rule, optionally a file and a line (one wrong finding beside right ones)
+    quiet = [(lab["rule"], lab.get("file"), lab.get("line")) for lab in entry.get("not_raise") or []]
     out.unwanted = sorted(
-        k for k in out.found if k[0] in quiet and (quiet[k[0]] is None or quiet[k[0]] == k[1])
+        k
+        for k in out.found
+        if any(k[0] == r and f in (None, k[1]) and n in (None, k[2]) for r, f, n in quiet)
     )
     out.unlabelled_errors = sorted(k for k in out.errors if k not in wanted)
     return out
