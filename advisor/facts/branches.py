@@ -27,7 +27,21 @@ if TYPE_CHECKING:
 
 # torchrun/accelerate/deepspeed give each process its own value (LOCAL_RANK, RANK, WORLD_SIZE, the
 # deepspeed launcher's `--local_rank`): a default such as `local_rank: int = -1` is not the run's value
-_RUNTIME_PARTS = ("rank", "world_size", "process_index", "process_count", "n_gpu")
+_RUNTIME_FLAGS = frozenset(
+    {
+        "local_rank",
+        "rank",
+        "global_rank",
+        "node_rank",
+        "world_rank",
+        "world_size",
+        "local_world_size",
+        "process_index",
+        "local_process_index",
+        "num_processes",
+        "n_gpu",
+    }
+)
 _STORE_DEFAULTS = {"store_true": False, "store_false": True}
 _NO_VALUE = object()
 _ORDER: dict[type, Callable[[Any, Any], bool]] = {
@@ -78,7 +92,7 @@ def flag_value(plan: RunPlan, node: ast.AST, tree: ast.Module | None) -> Value |
     own default for it (read here: run_plan keeps only the defaults of keys the estimator reads). None for
     a flag the launcher sets per process (a rank, the world size)."""
     flag = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
-    if not flag or any(part in flag.lower() for part in _RUNTIME_PARTS):
+    if not flag or flag.lower() in _RUNTIME_FLAGS:
         return None
     v = written(plan.training, flag)
     if v is not None or tree is None:

@@ -127,3 +127,13 @@ def test_a_save_under_a_flag_whose_default_the_launch_keeps_is_not_the_runs(tmp_
     assert ga601_lines(check(root, "scripts/train.sh")) == [23]
     (root / "scripts/train.sh").write_text(llmzoo_launch(" --lora True"), encoding="utf-8")
     assert ga601_lines(check(root, "scripts/train.sh")) == [20, 21, 23]
+
+
+def test_a_flag_named_like_a_rank_but_set_by_the_user_is_decided(tmp_path: Path) -> None:
+    script = LLMZOO_SCRIPT.replace(
+        "lora: Optional[bool] = field(default=False)", "lora_rank: int = field(default=0)"
+    ).replace("if model_args.lora:", "if model_args.lora_rank > 0:")
+    root = project(tmp_path, {"scripts/train.sh": llmzoo_launch(), "train.py": script})
+    assert ga601_lines(check(root, "scripts/train.sh")) == [23]  # 0 > 0: not taken
+    (root / "scripts/train.sh").write_text(llmzoo_launch(" --lora_rank 8"), encoding="utf-8")
+    assert ga601_lines(check(root, "scripts/train.sh")) == [20, 21, 23]
