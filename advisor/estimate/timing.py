@@ -36,6 +36,7 @@ __all__ = [
     "default_mfu",
     "estimate_time",
     "flops_per_token",
+    "fp32_flops_per_token",
     "gpu_class_of",
     "tokens_per_micro_batch",
 ]
@@ -108,6 +109,14 @@ MFU_LORA_FACTOR = 0.9
 # 0.99-1.1); the dequantisation is timed instead with the weight streaming below (a memory-bound pass over
 # the 4-bit weights per forward and backward), which matters when micro-batches are short.
 MFU_QLORA_FACTOR = 1.0
+# fp32 matmuls on the CUDA cores (TF32 off: torch.backends.cuda.matmul.allow_tf32 is False by default since
+# PyTorch 1.12; TrainingArguments(tf32=None) keeps it) run at the catalog's non-tensor FP32 peak. SGEMM is
+# compute-bound and the memory-bound kernels around it shrink beside an 8x slower matmul, so the achieved
+# fraction is well above the tensor-core one: the median implied MFU of the fp32 rows of benchmarks/data
+# (HF docs BERT-large, 1x V100, no fp16: transformers perf_train_gpu_one.mdx@0016acf7 GT01-GT03, GT06, GT08;
+# batch 1-4, GA 1-4, checkpointing on and off, AdamW, Adafactor, 8-bit Adam): 0.62-0.89 of 15.7 TFLOPS,
+# median 0.75. Replaces the GPU class value; the method and compile factors still apply.
+MFU_FP32_SIMT = 0.75
 # Dequantising a 4-bit weight reads its codes and scales and writes the 16-bit tile the matmul reads again.
 DEQUANT_BYTES_PER_PARAM = 0.5 + 2.0 + 2.0
 # torch.compile (Inductor) fuses the pointwise and normalisation kernels around the matmuls: torchtune 3B on
@@ -272,6 +281,37 @@ def flops_per_token(setup: TrainingSetup, attention_span: float | None = None) -
     return f
 
 
+def fp32_flops_per_token(
+    setup: TrainingSetup, attention_span: float | None = None
+) -> tuple[float, list[str]]:
+    """Of flops_per_token, the FLOPs that run in fp32 while the rest of the run computes in 16 bits.
+
+    PEFT's prepare_model_for_kbit_training casts every non-quantized fp16/bf16 parameter to fp32 (peft 0.21.2
+    utils/other.py:205-209, every parameter not of class Params4bit), the lm_head included, and the embedding
+    output makes the residual stream fp32. A 4-bit Linear casts its input to the compute dtype and its output
+    back to the input's (bitsandbytes 0.45.0 nn/modules.py:478-484, Linear4bit.forward), so q, k and v come
+    out fp32: SDPA and eager attention then run in fp32, while flash-attention casts them back to 16 bits
+    (transformers 5.24 modeling_flash_attention_utils.py:595-597, fa_peft_integration_check). The lm_head
+    matmul runs on the fp32 stream and weight. Under autocast none of this holds: linear and SDPA are on
+    autocast's lower-precision list and run in its dtype.
+    """
+    r = resolve_setup(setup)
+    if not r.qlora_fp32_stream or r.precision == "fp32" or r.autocast:
+        return 0.0, []
+    pc = setup.model
+    k = 4.0 + (2.0 if r.gc else 0.0)
+    lm = float(pc.hidden * pc.vocab)
+    out = k * lm
+    parts = ["the lm_head"]
+    impl = setup.attn_implementation or "sdpa"  # transformers' default when torch has SDPA
+    if impl in ("sdpa", "eager"):
+        a = 3.0 + (1.0 if r.gc else 0.0)
+        span = float(attention_span if attention_span is not None else r.seq)
+        out += a * 4.0 * pc.layers * pc.q_dim * span * 0.5
+        parts.append(f"{impl} attention")
+    return out, parts
+
+
 def _optimizer_bytes_per_param(r: Any) -> float:
     """Bytes the optimizer step reads and writes per trainable parameter."""
     from advisor.estimate.memory.resolve import dtype_bytes  # the memory model's dtype sizes
@@ -312,9 +352,13 @@ def _weight_bytes_per_micro_batch(r: Any, pc: Any) -> float:
     return float(out)
 
 
-def _default_mfu_for(s: TrainingSetup, cls: str | None, gpu: str, assumptions: list[str]) -> float:
-    """The class MFU with the method and torch.compile factors applied."""
-    if cls is None:
+def _default_mfu_for(
+    s: TrainingSetup, cls: str | None, gpu: str, assumptions: list[str], simt: bool = False
+) -> float:
+    """The class MFU (the fp32 CUDA-core one for SIMT matmuls) with the method and compile factors applied."""
+    if simt:
+        value = MFU_FP32_SIMT
+    elif cls is None:
         value = K.MFU_FALLBACK
         assumptions.append(f"no MFU default for GPU class '{gpu}': assumed {K.MFU_FALLBACK}")
     else:
@@ -371,13 +415,17 @@ def estimate_time(
     mfu: float | None = None,
     data: DataLength | None = None,
     hbm_gbs: float | None = None,
+    fp32_tflops: float | None = None,
+    fp32_simt: bool = True,
 ) -> TimeEstimate:
     """Step time, throughput, scaling efficiency and run hours for `setup` on `world_size` GPUs.
 
     peak_tflops: dense BF16/FP16 peak per GPU (FP32-accumulate rate on GeForce). busbw_gbs: NCCL bus bandwidth
     of the fabric the job spans (GB/s). gpu_class: the GPU's catalog id or name (its class picks the MFU).
     grad_accum: if left at 1, the setup's grad_accum is used. mfu overrides the class default. data: what the
-    data says about tokens per sample. hbm_gbs: memory bandwidth (default: the catalog's).
+    data says about tokens per sample. hbm_gbs: memory bandwidth (default: the catalog's). fp32_tflops: the
+    rate fp32 matmuls run at on this GPU (for a run computing in fp32 it is peak_tflops itself; given, the
+    fp32 parts of a 16-bit run are timed at it); fp32_simt: that rate is the CUDA-core one (TF32 off).
     """
     r = resolve_setup(setup)
     A = list(r.assumptions)
@@ -395,10 +443,21 @@ def estimate_time(
     span = computed_mb / max(1, r.b)
     fpt = flops_per_token(setup, attention_span=span)
     cls = gpu_class_of(gpu_class)
-    mfu_v = mfu if mfu is not None else _default_mfu_for(s, cls, gpu_class, A)
+    all_fp32 = r.precision == "fp32"
+    simt = all_fp32 and fp32_simt
+    mfu_v = mfu if mfu is not None else _default_mfu_for(s, cls, gpu_class, A, simt=simt)
     achieved = peak_tflops * 1e12 * mfu_v
     if achieved <= 0:
         raise ValueError("peak_tflops must be positive")
+    fp32_fpt, fp32_parts = fp32_flops_per_token(setup, attention_span=span) if fp32_tflops else (0.0, [])
+    achieved_fp32 = 0.0
+    if fp32_fpt > 0 and fp32_tflops:
+        mfu_32 = mfu if mfu is not None else _default_mfu_for(s, cls, gpu_class, [], simt=fp32_simt)
+        achieved_fp32 = fp32_tflops * 1e12 * mfu_32
+        A.append(
+            f"{' and '.join(fp32_parts)} in fp32 (prepare_model_for_kbit_training's fp32 stream): timed at "
+            f"{fp32_tflops:g} TFLOPS x MFU {mfu_32:.2f}"
+        )
 
     tok_gpu_step = computed_mb * gas
     real_gpu_step = real_mb * gas
@@ -409,7 +468,10 @@ def estimate_time(
     t_weights = (
         gas * _weight_bytes_per_micro_batch(r, pc) / (hbm * 1e9 * ELEMENTWISE_HBM_EFFICIENCY) if hbm else 0.0
     )
-    t_compute = tok_gpu_step * fpt / achieved + t_overhead + t_weights
+    t_matmul = tok_gpu_step * (fpt - fp32_fpt) / achieved
+    if achieved_fp32 > 0:
+        t_matmul += tok_gpu_step * fp32_fpt / achieved_fp32
+    t_compute = t_matmul + t_overhead + t_weights
 
     full = s.method == "full"
     p_t = pc.total if full else lora_params(pc, r.lora_r, sorted(r.targets)) + r.saved
@@ -466,7 +528,7 @@ def estimate_time(
     A.append(f"tokens per sample: {basis}")
     A.append(
         f"MFU {mfu_v:.2f} of {peak_tflops:g} TFLOPS ("
-        + ("given" if mfu is not None else f"{cls or 'unknown'} GPU class")
+        + ("given" if mfu is not None else "fp32 CUDA cores" if simt else f"{cls or 'unknown'} GPU class")
         + (", LoRA/QLoRA factor" if s.method != "full" and mfu is None else "")
         + (", torch.compile" if s.torch_compile and mfu is None else "")
         + f"); fixed {LAYER_PASS_OVERHEAD_S * 1e3:.2f} ms per layer and pass"

@@ -254,12 +254,75 @@ def ddp_setup(setup: Any, dp: int) -> Any:
     )
 
 
-def peak_tflops(gpu: Any, precision: str | None) -> tuple[float | None, str | None]:
-    """Dense tensor peak for the run's precision, and an assumption to state when substituted."""
+def matmul_tf32(plan: RunPlan) -> bool | None:
+    """Whether HF TrainingArguments turns cuBLAS TF32 on for the run (None: it leaves torch's default).
+
+    transformers 5.24 training_args.py:1664-1686: with torch_compile, `tf32 is None and not fp16 or bf16`
+    enables TF32; then a written `tf32` sets it either way. torch's own default is off since 1.12
+    (torch.backends.cuda.matmul.allow_tf32 is False on a fresh torch 2.13 process).
+    """
+    from advisor.facts.precision import _truth
+
+    def flag(key: str) -> bool | None:
+        v = plan.training.known_value(key)
+        t = _truth(v) if v is not None else None
+        return t if isinstance(t, bool) else None
+
+    tf32 = flag("tf32")
+    if tf32 is not None:
+        return tf32
+    if flag("torch_compile") and (not flag("fp16") or flag("bf16")):
+        return True
+    return None
+
+
+def resolved_precision(setup: Any) -> str:
+    """The dtype the setup's matmuls run in, as the estimator resolves it (autocast, else the storage)."""
+    from advisor.estimate.memory import resolve_setup
+
+    return str(resolve_setup(setup).precision)
+
+
+def fp32_matmul_rate(gpu: Any, tf32: bool | None) -> tuple[float | None, bool]:
+    """(TFLOPS fp32 matmuls run at, whether it is the CUDA-core rate): TF32 tensor cores only with tf32 on."""
+    tc = gpu.dense_tflops("tf32")
+    if tf32 and tc:
+        return float(tc), False
+    fp32 = getattr(gpu, "fp32_tflops", None)
+    return (float(fp32), True) if fp32 else ((float(tc), False) if tc else (None, False))
+
+
+def peak_tflops(gpu: Any, precision: str | None, tf32: bool | None = None) -> tuple[float | None, str | None]:
+    """Matmul peak for the run's compute dtype, and an assumption to state when substituted.
+
+    16-bit: the dense tensor-core rate. fp32: the TF32 tensor-core rate only when TF32 is enabled
+    (`tf32: true`); otherwise fp32 matmuls run on the CUDA cores at the catalog's non-tensor FP32 peak
+    (PyTorch's default since 1.12, which HF's `tf32: None` keeps).
+    """
     p = precision or "bf16"
     if p == "fp32":
-        v = gpu.dense_tflops("tf32")
-        return v, "fp32 training timed at the TF32 tensor-core rate" if v else None
+        tc = gpu.dense_tflops("tf32")
+        if tf32 and tc:
+            return (
+                tc,
+                "fp32 matmuls at the TF32 tensor-core rate (tf32: true, or torch_compile with tf32 unset)",
+            )
+        fp32 = getattr(gpu, "fp32_tflops", None)
+        if fp32:
+            why = (
+                f"{gpu.display_name} has no TF32 tensor cores"
+                if not tc
+                else "TF32 is off (PyTorch's default since 1.12; tf32 unset leaves it off: set tf32: true)"
+            )
+            return fp32, f"fp32 matmuls at the FP32 non-tensor rate, {fp32:g} TFLOPS: {why}"
+        return (
+            (tc, "fp32 training timed at the TF32 tensor-core rate (no FP32 peak in the catalog)")
+            if tc
+            else (
+                None,
+                None,
+            )
+        )
     v = gpu.dense_tflops(p)
     if v:
         return v, None
@@ -287,6 +350,7 @@ def analyse(
     savings: bool | None = None,
     data: Any = None,
     reserved_fraction: float = 0.0,
+    tf32: bool | None = None,
 ) -> Analysis:
     """Memory at the peak, the fit verdict, single-GPU and DDP peaks, time, and knob savings."""
     from advisor.estimate import MemoryItem, estimate_memory, estimate_time, what_if
@@ -349,14 +413,15 @@ def analyse(
             an.fitting_options = fitting_options(setup, machine, usable, reference_copy)
     if machine is not None:
         gpu = machine.gpu
-        tflops, note = peak_tflops(gpu, setup.precision)
+        tflops, note = peak_tflops(gpu, resolved_precision(setup), tf32)
         if tflops is None:
-            an.time_reason = f"{gpu.display_name} has no tensor-core peak in the catalog"
+            an.time_reason = f"{gpu.display_name} has no matmul peak for this precision in the catalog"
         else:
             if note:
                 an.assumptions.append(note)
             bw = busbw_gbs if busbw_gbs else 1.0
             n = max(dp, 1)
+            fp32_rate, simt = fp32_matmul_rate(gpu, tf32)
             an.time = estimate_time(
                 setup,
                 float(tflops),
@@ -366,6 +431,8 @@ def analyse(
                 total_tokens=total_tokens,
                 max_steps=max_steps,
                 data=data,
+                fp32_tflops=fp32_rate,
+                fp32_simt=simt,
             )
             for s in an.time.assumptions:
                 if s not in an.assumptions:
@@ -433,6 +500,7 @@ def estimates_facts(
             busbw_gbs=inputs.busbw_gbs,
             data=inputs.data_length,
             reserved_fraction=share,
+            tf32=matmul_tf32(plan),
         )
         if share:
             an.assumptions.append(_share_note(share))

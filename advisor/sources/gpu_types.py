@@ -82,6 +82,11 @@ class GpuSpec:
     fp16_dense_tflops: float | None = None
     fp8_dense_tflops: float | None = None
     tf32_dense_tflops: float | None = None
+    fp32_tflops: float | None = spec(
+        default=None,
+        description="non-tensor FP32 peak (CUDA-core FMA rate; CDNA: FP32 matrix): what fp32 matmuls reach "
+        "when TF32 is off, torch's default since 1.12",
+    )
     mamf_bf16_tflops: float | None = None
     tf32_supported: bool
     bf16_native: bool
