@@ -111,9 +111,27 @@ def processes(run: RunInputs) -> ProcessCount:
         return ProcessCount(Value(left, flag.origin, "derived", note=note), nodes, False)
     if selected is not None:
         return ProcessCount(selected, nodes)
+    include = run.flag("include")
+    if include is not None:
+        return ProcessCount(Value(None, include.origin, "derived", unknown=_include_unread(include)), nodes)
     return per_visible_gpu(
         run, "the deepspeed launcher without --num_gpus or --include takes every GPU", nodes
     )
+
+
+def _include_unread(include: Value) -> str:
+    """Why --include gives no GPU count: its value is not known, or it names no slot this reader can count.
+    `localhost:` with an empty slot list (an unset `localhost:${DEVICES}`) makes the launcher fail: deepspeed
+    0.12.2 launcher/runner.py:295-296 parse_resource_filter splits at ':' and runs int('') on the slots."""
+    if not include.known:
+        return f"--include is not known ({include.unknown or 'unknown value'})"
+    text = str(include.value)
+    if any(node.endswith(":") or ":," in node or node.endswith(",") for node in text.split("@")):
+        return (
+            f"--include {text} has an empty slot list: the deepspeed launcher fails on it "
+            "(launcher/runner.py parse_resource_filter: int('') on the slots)"
+        )
+    return f"--include {text} selects GPUs by host name, which only a hostfile resolves"
 
 
 def _hostfile_processes(run: RunInputs) -> ProcessCount | None:

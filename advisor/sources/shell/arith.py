@@ -6,7 +6,7 @@ import fnmatch
 import re
 from collections.abc import Callable
 
-from advisor.sources.shell.expand import Unknown
+from advisor.sources.shell.expand import DivisionByZero, Unknown
 
 
 def trim(value: str, op: str, pat: str) -> str:
@@ -82,7 +82,7 @@ class ArithEval:
                 v = v * r
             else:
                 if r == 0:
-                    raise Unknown("division by zero")
+                    raise DivisionByZero("division by 0")
                 q = abs(v) // abs(r)
                 q = q if (v >= 0) == (r >= 0) else -q
                 v = q if op == "/" else v - r * q

@@ -154,5 +154,10 @@ class Unknown(Exception):
     pass
 
 
+class DivisionByZero(Unknown):
+    """`$((512 / N))` with N known to be 0 (or set and empty, which arithmetic reads as 0): bash's "division
+    by 0" expansion error, not an unknown value."""
+
+
 class TooLarge(Exception):
     pass

@@ -11,6 +11,7 @@ from advisor.sources.shell.arrays import array_elements, count_piece, element_pi
 from advisor.sources.shell.commands import LauncherReading, is_cmd_name, is_flag
 from advisor.sources.shell.expand import (
     Assign,
+    DivisionByZero,
     Field,
     TooLarge,
     Unknown,
@@ -303,15 +304,20 @@ class Shell(LauncherReading):
         assignment is not made: the variable keeps its old value, unset in a fresh shell), then goes on
         with the next line (bash subst.c parameter_brace_expand: "bad substitution" is an expansion
         error, the simple command is abandoned)."""
+        return self.expansion_error(raw, off, f"{raw}: bad substitution")
+
+    def expansion_error(self, raw: str, off: int, what: str) -> Piece:
+        """An expansion bash fails on (a bad substitution, an arithmetic division by 0: bash 5 prints
+        "division by 0 (error token is ...)" and abandons the simple command, then reads on, as it does for
+        "bad substitution"): reported at its line, and the command or assignment holding it is not run."""
         self.bad_substitutions += 1
         message = (
-            f"{raw}: bad substitution: bash stops with this error and does not run the command or the "
-            "assignment it is in"
+            f"{what}: bash stops with this error and does not run the command or the assignment it is in"
         )
         span = self.span(off)
         if not any(p.message == message and p.span == span for p in self.problems):
             self.problem(message, off)
-        return self.unknown(raw, off, f"{raw} is a bad substitution")
+        return self.unknown(raw, off, what)
 
     def arith(self, src: Src, p: Arith) -> Piece:
         raw = src.raw(p.ra, p.rb)
@@ -326,6 +332,10 @@ class Shell(LauncherReading):
             return self.unknown(raw, off, first_reason(pieces) or "unknown value")
         try:
             value = ArithEval(expr, self.arith_var).run()
+        except DivisionByZero:
+            if self.cond or self.depth > 0:  # under an `if`, a loop or `&&`: it may not run
+                return self.unknown(raw, off, f"{expr}: division by 0 when it runs")
+            return self.expansion_error(raw, off, f"{raw} is {expr}: division by 0")
         except Unknown as exc:
             return self.unknown(raw, off, str(exc))
         return Piece(str(value), raw, None, off)
