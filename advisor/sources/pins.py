@@ -223,14 +223,19 @@ def _line_of(text: str, needle: str, start: int = 0) -> int:
 
 def _requirements(text: str, path: Path, out: dict[str, Pin]) -> None:
     for n, raw in enumerate(text.splitlines(), 1):
-        line = raw.split(" #", 1)[0].strip()
-        editable = re.match(r"(?:-e|--editable)(?:\s+|=)(\S+)", line)
-        if editable:
-            _from_url(editable.group(1), path, n, out)
-        elif line.startswith(_URL_START):
-            _from_url(line.split()[0], path, n, out)
-        elif line and not line.startswith(("#", "-")):
-            _from_requirement(line, path, n, out)
+        _from_line(raw.split(" #", 1)[0].strip(), path, n, out)
+
+
+def _from_line(line: str, path: Path, n: int, out: dict[str, Pin]) -> None:
+    """One requirements-file line (pip's format: a requirement, ``-e URL``, a bare URL; other options
+    and comments pin nothing)."""
+    editable = re.match(r"(?:-e|--editable)(?:\s+|=)(\S+)", line)
+    if editable:
+        _from_url(editable.group(1), path, n, out)
+    elif line.startswith(_URL_START):
+        _from_url(line.split()[0], path, n, out)
+    elif line and not line.startswith(("#", "-")):
+        _from_requirement(line, path, n, out)
 
 
 def _lock(text: str, path: Path, out: dict[str, Pin]) -> None:
@@ -273,10 +278,30 @@ def _pyproject(text: str, path: Path, out: dict[str, Pin]) -> None:
         for name, value in deps.items():
             n = _norm(name)
             spec = value.get("version") if isinstance(value, dict) else value
+            if n in _WANTED and n not in out and isinstance(value, dict) and spec is None:
+                url = _poetry_url(value)
+                if url is not None:
+                    out[n] = _direct_pin(n, url, path, _line_of(text, name))
+                continue
             if n in _WANTED and isinstance(spec, str) and n not in out:
                 spec = spec.replace(" ", "")
                 spec = f"=={spec}" if re.fullmatch(r"\d+(\.\d+)*", spec) else spec
                 out[n] = Pin(n, _poetry_spec(spec), path, _line_of(text, name))
+
+
+def _poetry_url(value: dict[str, Any]) -> str | None:
+    """A poetry git, url or path dependency as the direct reference pip would take: ``{git = URL, tag =
+    "v0.14.0"}`` (also ``rev``, ``branch``; none: the default branch), ``{url = ...}``, ``{path = ...}``."""
+    git = value.get("git")
+    if isinstance(git, str):
+        ref = next((value[k] for k in ("tag", "rev", "branch") if isinstance(value.get(k), str)), None)
+        base = git if "://" in git else f"https://{git.replace(':', '/', 1).split('@', 1)[-1]}"
+        return f"git+{base}" + (f"@{ref}" if ref else "")
+    if isinstance(value.get("url"), str):
+        return str(value["url"])
+    if isinstance(value.get("path"), str):
+        return "file:" + str(value["path"])
+    return None
 
 
 def _environment(text: str, path: Path, out: dict[str, Pin]) -> None:
@@ -306,7 +331,7 @@ def _environment(text: str, path: Path, out: dict[str, Pin]) -> None:
             if isinstance(item, str):
                 span = result.value_spans.get((*where, j if isinstance(dep, dict) else i))
                 line = span.line if span is not None else _line_of(text, item)
-                _from_requirement(item.split("::")[-1], path, line, out)
+                _from_line(item.split("::")[-1].strip(), path, line, out)  # a pip list takes -e and URLs
 
 
 def _setup_cfg(text: str, path: Path, out: dict[str, Pin]) -> None:

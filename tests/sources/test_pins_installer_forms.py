@@ -413,3 +413,46 @@ def test_bitsandbytes_release_is_a_fact_the_estimator_can_read(tmp_path: Path) -
     assert versions.installs_below("<0.44", "0.43.2") is None
     assert versions.installs_below("==0.41.2.post2", "0.43.2") is True
     assert versions.installs_below("", "0.43.2") is None  # a git commit
+
+
+POETRY_GIT = """\
+[tool.poetry.dependencies]
+python = "^3.10"
+trl = {git = "https://github.com/huggingface/trl.git", tag = "v0.14.0"}
+transformers = {git = "git@github.com:huggingface/transformers.git", rev = "1c39974a"}
+peft = {git = "https://github.com/huggingface/peft.git"}
+accelerate = {path = "../accelerate", develop = true}
+"""
+CONDA_PIP_GIT = """\
+dependencies:
+  - python=3.10
+  - pip:
+    - git+https://github.com/huggingface/trl.git@v0.9.6
+    - -e git+https://github.com/huggingface/peft.git@abcdef12#egg=peft
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        (
+            "pyproject.toml",
+            POETRY_GIT,
+            {
+                "trl": ("==0.14.0", "git tag v0.14.0", 3),
+                "transformers": ("", "git commit 1c39974", 4),
+                "peft": ("", "git default branch of huggingface/peft", 5),
+                "accelerate": ("", "local path accelerate", 6),
+            },
+        ),
+        (
+            "environment.yml",
+            CONDA_PIP_GIT,
+            {"trl": ("==0.9.6", "git tag v0.9.6", 4), "peft": ("", "git commit abcdef1", 5)},
+        ),
+    ],
+)
+def test_poetry_and_conda_direct_references(tmp_path: Path, name: str, text: str, expected: dict) -> None:
+    """poetry's git/path dependencies and a conda environment's pip list name trees as pip URLs do."""
+    write_files(tmp_path, {name: text})
+    assert {k: (p.spec, p.via, p.line) for k, p in read_folder_pins(tmp_path).items()} == expected
