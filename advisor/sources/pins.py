@@ -248,7 +248,27 @@ def _lock(text: str, path: Path, out: dict[str, Pin]) -> None:
             continue
         name, version = _norm(str(pkg.get("name", ""))), pkg.get("version")
         if name in _WANTED and isinstance(version, str) and name not in out:
-            out[name] = Pin(name, f"=={version}", path, _line_of(text, f'name = "{pkg.get("name")}"'))
+            line = _line_of(text, f'name = "{pkg.get("name")}"')
+            commit = _locked_commit(pkg.get("source"))
+            if commit is None:
+                out[name] = Pin(name, f"=={version}", path, line)
+            else:  # the version a git tree's own metadata gives: a release, or a .devN between two
+                plain = re.fullmatch(r"\d+(?:\.\d+)*", version) is not None
+                out[name] = Pin(
+                    name, f"=={version}" if plain else "", path, line, f"git commit {commit[:7]} ({version})"
+                )
+
+
+def _locked_commit(source: Any) -> str | None:
+    """The commit a lock file resolved a git source to: uv.lock ``source = { git = "URL?rev=X#<sha>" }``,
+    poetry.lock ``[package.source] type = "git"`` with ``resolved_reference``."""
+    if not isinstance(source, dict):
+        return None
+    if isinstance(source.get("git"), str):
+        return source["git"].rpartition("#")[2] or "unknown"
+    if source.get("type") == "git":
+        return str(source.get("resolved_reference") or source.get("reference") or "unknown")
+    return None
 
 
 def _pipfile_lock(text: str, path: Path, out: dict[str, Pin]) -> None:
@@ -258,6 +278,10 @@ def _pipfile_lock(text: str, path: Path, out: dict[str, Pin]) -> None:
             n = _norm(name)
             if n in _WANTED and isinstance(entry, dict) and isinstance(entry.get("version"), str):
                 out.setdefault(n, Pin(n, entry["version"], path, _line_of(text, f'"{name}"')))
+            elif n in _WANTED and isinstance(entry, dict) and isinstance(entry.get("git"), str):
+                ref = entry.get("ref")
+                url = f"git+{entry['git']}" + (f"@{ref}" if isinstance(ref, str) and ref else "")
+                out.setdefault(n, _direct_pin(n, url, path, _line_of(text, f'"{name}"')))
 
 
 def _pyproject(text: str, path: Path, out: dict[str, Pin]) -> None:

@@ -456,3 +456,51 @@ def test_poetry_and_conda_direct_references(tmp_path: Path, name: str, text: str
     """poetry's git/path dependencies and a conda environment's pip list name trees as pip URLs do."""
     write_files(tmp_path, {name: text})
     assert {k: (p.spec, p.via, p.line) for k, p in read_folder_pins(tmp_path).items()} == expected
+
+
+UV_LOCK_TEMPLATE = """\
+version = 1
+
+[[package]]
+name = "trl"
+version = "0.16.0.dev0"
+source = { git = "https://github.com/huggingface/trl.git?rev=69ad852#COMMIT" }
+
+[[package]]
+name = "transformers"
+version = "4.49.0"
+source = { git = "https://github.com/huggingface/transformers.git?tag=v4.49.0#abc1234def5678" }
+
+[[package]]
+name = "peft"
+version = "0.14.0"
+source = { registry = "https://pypi.org/simple" }
+"""
+UV_LOCK = UV_LOCK_TEMPLATE.replace("COMMIT", COMMIT)
+PIPFILE_LOCK = (
+    '{"default": {"trl": {"git": "https://github.com/huggingface/trl.git", "ref": "'
+    + COMMIT
+    + '"}, "peft": {"version": "==0.12.0"}}}'
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        (
+            "uv.lock",
+            UV_LOCK,
+            {
+                "trl": ("", "git commit 69ad852 (0.16.0.dev0)"),
+                "transformers": ("==4.49.0", "git commit abc1234 (4.49.0)"),
+                "peft": ("==0.14.0", ""),
+            },
+        ),
+        ("Pipfile.lock", PIPFILE_LOCK, {"trl": ("", "git commit 69ad852"), "peft": ("==0.12.0", "")}),
+    ],
+)
+def test_lock_files_with_git_sources(tmp_path: Path, name: str, text: str, expected: dict) -> None:
+    """A lock records a git source's commit and the version its metadata gives: a plain release is that
+    release; a .dev0 lies between two releases, so which one is unknown."""
+    write_files(tmp_path, {name: text})
+    assert {k: (p.spec, p.via) for k, p in read_folder_pins(tmp_path).items()} == expected
