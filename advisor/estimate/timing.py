@@ -38,6 +38,7 @@ __all__ = [
     "flops_per_token",
     "fp32_flops_per_token",
     "gpu_class_of",
+    "mamf_factor",
     "tokens_per_micro_batch",
 ]
 
@@ -69,6 +70,14 @@ MFU_BY_CLASS: dict[str, float] = {
     "workstation": 0.66,
     "pre-ampere": 0.42,
 }
+# The GPU each class value was measured on. A GPU whose achievable matmul rate (catalog mamf_bf16_tflops:
+# stas00/ml-engineering compute/accelerator/README.md "Maximum Achievable Matmul FLOPS", a measured bf16
+# GEMM sweep) is a smaller fraction of its peak than the reference's gets the class value scaled by the ratio
+# of the two fractions: MI300X reaches 668 of 1307 TFLOPS (0.51) where the A100 reaches 271 of 312 (0.87), so
+# an Instinct card trains at a much smaller fraction of its datasheet peak (issue 21 section 2); the A100 PCIe
+# (0.81) a little below the SXM part. A card without a figure takes the first measured card of its vendor and
+# architecture in catalog order (MI325X: the MI300X's CDNA3 die), else keeps the class value.
+MAMF_REFERENCE: dict[str, str] = {"datacenter": "A100-SXM-80GB", "hopper": "H100-SXM"}
 # Substring keys of GPU ids/names -> class for GPUs not in the catalog, longest first (the catalog's
 # form_factor, vendor and compute capability decide otherwise).
 _CLASS_KEYS: dict[str, str] = {
@@ -226,10 +235,45 @@ def gpu_class_of(gpu: str) -> str | None:
     return None
 
 
+def mamf_factor(gpu: str, cls: str | None) -> float:
+    """This GPU's achievable-matmul fraction of peak over its class reference's (1.0 when one is unknown)."""
+    ref_id = MAMF_REFERENCE.get(cls or "")
+    spec, ref = _catalog_gpu(gpu), _catalog_gpu(ref_id) if ref_id else None
+    if spec is None or ref is None or getattr(spec, "id", None) == ref.id:
+        return 1.0
+
+    def fraction(g: Any) -> float | None:
+        mamf, peak = getattr(g, "mamf_bf16_tflops", None), getattr(g, "bf16_dense_tflops", None)
+        return float(mamf) / float(peak) if mamf and peak else None
+
+    mine, theirs = fraction(spec), fraction(ref)
+    if (
+        mine is None
+    ):  # a sibling of the same vendor and architecture that was measured (MI325X: the MI300X die)
+        mine = _sibling_fraction(spec, fraction)
+    return mine / theirs if mine and theirs else 1.0
+
+
+def _sibling_fraction(spec: Any, fraction: Any) -> float | None:
+    try:
+        from advisor.sources.gpu_catalog import gpu_catalog
+
+        for g in gpu_catalog().values():
+            same = (g.vendor, g.architecture) == (
+                getattr(spec, "vendor", ""),
+                getattr(spec, "architecture", ""),
+            )
+            if same and (f := fraction(g)) is not None:
+                return float(f)
+    except Exception:  # the time model must still answer without the catalog
+        return None
+    return None
+
+
 def default_mfu(gpu: str) -> float | None:
     """MFU of a single-GPU full fine-tune for a GPU id or name; None if its class is unknown."""
     cls = gpu_class_of(gpu)
-    return MFU_BY_CLASS[cls] if cls else None
+    return MFU_BY_CLASS[cls] * mamf_factor(gpu, cls) if cls else None
 
 
 def tokens_per_micro_batch(
@@ -362,7 +406,13 @@ def _default_mfu_for(
         value = K.MFU_FALLBACK
         assumptions.append(f"no MFU default for GPU class '{gpu}': assumed {K.MFU_FALLBACK}")
     else:
-        value = MFU_BY_CLASS[cls]
+        factor = mamf_factor(gpu, cls)
+        value = MFU_BY_CLASS[cls] * factor
+        if abs(factor - 1.0) > 0.01:
+            assumptions.append(
+                f"MFU x{factor:.2f}: {gpu} reaches {factor:.2f} of the {MAMF_REFERENCE[cls]}'s achievable "
+                "matmul fraction of peak (catalog mamf_bf16_tflops)"
+            )
     if s.method == "lora":
         value *= MFU_LORA_FACTOR
     elif s.method == "qlora":
