@@ -192,11 +192,16 @@ def render_plans(
         lines.append("  files: " + ", ".join(escape_text(relative(d.path)) for d in plan.spec.documents))
         for ref in plan.spec.references:
             if ref.path is None:
-                lines.append(
-                    escape_text(
-                        f"  missing: {ref.raw} (named at {relative(ref.named_at.file)}:{ref.named_at.line})"
-                    )
+                named = f"(named at {relative(ref.named_at.file)}:{ref.named_at.line})"
+                unknown = getattr(ref, "unknown", None)  # opened from a folder not known to be the project
+                text = (
+                    f"  unknown: {ref.raw} {named}, because {unknown}"
+                    if unknown
+                    else f"  not read {named}: {ref.outside}"
+                    if ref.outside
+                    else f"  missing: {ref.raw} {named}"
                 )
+                lines.append(escape_text(text))
         docs = _documents(plan)
         rows = [(key, v) for key, v in _rows(names) if show_all or not _empty(v)]
         hidden = len(_rows(names)) - len(rows)

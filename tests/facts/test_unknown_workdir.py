@@ -9,8 +9,12 @@ launch's own files are found from it), a missing file stays a GA004 error."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
+from tests.conftest import REPO
 from tests.sources.cli_json import TRAIN_FLAGS, check, project
 
 LF_RECIPE = (
@@ -128,3 +132,37 @@ def test_an_axolotl_config_alone_names_a_file_of_the_axolotl_checkout(tmp_path: 
         "#!/bin/bash\naccelerate launch -m axolotl.cli.train examples/llama-3/fft.yml\n"
     )
     assert ga004(check(root, "train.sh")) == [("examples/llama-3/fft.yml", 5, "error")]
+
+
+def test_the_plan_view_says_what_is_unknown_and_why(tmp_path: Path) -> None:
+    root = project(
+        tmp_path,
+        {
+            "finetune/lf/single_node.sh": single_node(
+                "/root/ld/LLaMA-Factory/examples/minicpm/minicpm_sft.yaml"
+            ),
+            "finetune/lf/minicpm_sft.yaml": LF_RECIPE,
+        },
+    )
+    env = dict(os.environ) | {"HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "advisor", "plan", "."],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = [line.strip() for line in proc.stdout.splitlines()]
+    assert any(
+        line.startswith("unknown: src/train.py")
+        and "because the command names /root/ld/LLaMA-Factory" in line
+        for line in lines
+    ), proc.stdout
+    assert any(
+        line.startswith("unknown: examples/deepspeed/ds_z2_config.json") and "LLaMA-Factory opens it" in line
+        for line in lines
+    ), proc.stdout
+    assert not any(line.startswith("missing:") for line in lines), proc.stdout
