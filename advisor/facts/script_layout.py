@@ -181,8 +181,8 @@ def _judge(use: SectionUse, node: dict[str, Any], targets: dict[str, Any]) -> An
     if not versions.has_class(use.package, cls):
         return None
     target = targets.get(use.package)
-    if target is None:
-        return None
+    if target is None or not getattr(target, "known", True):
+        return None  # a git commit is pinned: which keys its tree has is unknown (advisor.facts.versions)
     classes = (cls,)
 
     def library(key: str) -> tuple[str, str, str | None] | None:

@@ -45,6 +45,14 @@ class TrainingScriptFacts(
         ),
         items=("callee", "kwargs", "location", "model", "star_kwargs"),
     )
+    deepspeed_in_code = fact(
+        list[dict],
+        (
+            "each place the script hands DeepSpeed a config built in code (deepspeed.initialize(config=), "
+            "TrainingArguments(deepspeed=<dict>)): read (into the run's deepspeed settings) or not, and why"
+        ),
+        items=("call", "location", "read", "why"),
+    )
     parser = fact(
         dict,
         (
@@ -131,6 +139,9 @@ def script_facts(plan: RunPlan) -> TrainingScriptFacts:
         "script",
     )
     _set_parser(ns, plan, path)
+    from advisor.facts.deepspeed_code import deepspeed_in_code
+
+    ns.deepspeed_in_code = Value(deepspeed_in_code(plan, path), None, "script")
     if facts.syntax_error is not None:
         message, line, col = facts.syntax_error
         ns.syntax_error = Value({"location": Location(path, line, col), "message": message}, None, "script")

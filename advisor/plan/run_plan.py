@@ -274,6 +274,10 @@ def build_plan(spec: RunSpec, hardware: Any = None, settings: Any = None, contex
         _fill(plan.deepspeed, spec.deepspeed, spec.deepspeed.data, (), "deepspeed")
 
     _build_training(plan, spec)
+    if spec.deepspeed is None and spec.script is not None:  # a DeepSpeed config built in the script
+        from advisor.facts.deepspeed_code import fill_code_deepspeed
+
+        fill_code_deepspeed(plan)
     _build_model(plan)
     return plan
 

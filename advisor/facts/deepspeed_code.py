@@ -1,0 +1,154 @@
+"""A run's DeepSpeed config built in the training script (issue 20 item 12): read into the plan's `deepspeed`
+namespace the way a JSON file's keys are (advisor.plan.run_plan._fill), each value at the line that writes
+it, when the dict is literal enough (advisor.facts.script_ast.deepspeed_dict); otherwise said to be built in
+code and not read (`script.deepspeed_in_code`, GA009), the launch's own facts (process count, launcher)
+kept as they are."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from advisor.core.document import Location, pointer
+from advisor.core.provenance import Namespace, Value
+from advisor.facts.script_ast.deepspeed_dict import CodeDeepSpeed, Leaf, Mapping, code_deepspeed_configs
+
+if TYPE_CHECKING:
+    from advisor.plan.run_plan import RunPlan
+
+
+def code_configs(plan: RunPlan) -> list[CodeDeepSpeed]:
+    """The places the run's script hands DeepSpeed a config that is not a path; [] when it has none, or
+    when the run reads a DeepSpeed file (that file is the config)."""
+    script = plan.spec.script
+    text = getattr(script, "text", None)
+    if script is None or not isinstance(text, str) or "deepspeed" not in text:
+        return []
+    from advisor.plan.context import context_for
+    from advisor.sources.project_imports import ProjectModule, ProjectModules, import_roots
+    from advisor.sources.python_source import parsed
+
+    tree = parsed(text)
+    if tree is None:
+        return []
+    checked = plan.context if plan.context is not None else context_for(script.path, plan)
+    boundary = checked.boundary_for(checked.settings_near(script.path), [script.path])
+    roots = import_roots(script.path, boundary.roots)
+    module = ProjectModule(script.path, tree, text, "")
+    modules = ProjectModules(roots, boundary.contains) if roots else None
+
+    defaults = _argparse_defaults(tree)
+
+    def flag(name: str) -> tuple[bool, Any]:
+        v = plan.training.known_value(name)
+        if v is not None and v.source != "default":
+            return True, v.value
+        if name in defaults and plan.training.entry(name) is None:
+            return True, defaults[name]  # not on the command line: argparse gives the script's default
+        return False, None
+
+    try:
+        return code_deepspeed_configs(tree, module.resolve, module.imports, modules, flag)
+    except RecursionError:
+        return []
+
+
+def fill_code_deepspeed(plan: RunPlan) -> None:
+    """The one config the script builds, read, as the plan's `deepspeed` namespace (two different ones,
+    an actor's and a critic's, say: neither is the run's, and none is filled)."""
+    if plan.spec.deepspeed is not None:
+        return
+    read = [c for c in code_configs(plan) if c.config is not None]
+    if len({_shape(c.config) for c in read}) != 1:
+        return
+    config, script = read[0].config, plan.spec.script
+    if config is not None and script is not None:
+        _fill(plan.deepspeed, config, (), script.path)
+
+
+def _shape(config: Mapping | None) -> Any:
+    if config is None:
+        return None
+    return tuple(
+        (
+            k,
+            _shape(v)
+            if isinstance(v, Mapping)
+            else (v.value, v.unread is None)
+            if isinstance(v, Leaf)
+            else None,
+        )
+        for k, (v, _l, _c) in config.items.items()
+    )
+
+
+def _fill(ns: Namespace, mapping: Mapping, path: tuple[str, ...], script: Path) -> None:
+    for key, (value, _line, _col) in mapping.items.items():
+        here = (*path, key)
+        if isinstance(value, Mapping):
+            sub = Namespace(f"{ns._name}.{key}")
+            _fill(sub, value, here, script)
+            ns.set(key, sub)
+            continue
+        leaf: Leaf = value
+        loc = Location(leaf.file or script, leaf.line, leaf.col, pointer(here))
+        note = f"--{leaf.flag}" if leaf.flag else "built in code"
+        if leaf.unread is not None:
+            ns.set(key, Value(None, loc, "deepspeed", unknown=f"built in code: {leaf.unread}"))
+        else:
+            ns.set(key, Value(leaf.value, loc, "deepspeed", note=note))
+
+
+def deepspeed_in_code(plan: RunPlan, shown: Path) -> list[dict[str, Any]]:
+    """`script.deepspeed_in_code`: each place the script hands DeepSpeed a config built in code, whether it
+    was read, and why not."""
+    if plan.spec.deepspeed is not None:
+        return []  # the run reads a DeepSpeed file
+    out = []
+    filled = bool(plan.deepspeed)
+    for c in code_configs(plan):
+        why = c.why
+        if c.config is not None and not filled:
+            why = "the script builds more than one DeepSpeed config: which is the run's is not read"
+        out.append(
+            {
+                "location": Location(shown, c.line, c.col),
+                "call": c.call,
+                "read": c.config is not None and filled,
+                "why": why,
+            }
+        )
+    return out
+
+
+_STORE = {"store_true": False, "store_false": True}
+
+
+def _argparse_defaults(tree: Any) -> dict[str, Any]:
+    """dest -> the literal default of each `parser.add_argument("--name", default=...)` of the script, and
+    False/True for store_true/store_false without one (Python 3.11 argparse.py _StoreTrueAction)."""
+    import ast
+
+    out: dict[str, Any] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if node.func.attr != "add_argument":
+            continue
+        options = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        long = next((o for o in options if o.startswith("--")), None)
+        kw = {k.arg: k.value for k in node.keywords if k.arg is not None}
+        dest = kw.get("dest")
+        name = dest.value if isinstance(dest, ast.Constant) else long[2:].replace("-", "_") if long else None
+        if not isinstance(name, str) or name in out:
+            continue
+        if "default" in kw:
+            try:
+                out[name] = ast.literal_eval(kw["default"])
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                continue
+        else:
+            action = kw.get("action")
+            if isinstance(action, ast.Constant) and isinstance(action.value, str) and action.value in _STORE:
+                out[name] = _STORE[action.value]
+    return out
