@@ -16,6 +16,7 @@ from typing import Any
 from advisor.core.document import Document, Location, SourceProblem, Span
 from advisor.core.paths import relative, resolved
 from advisor.core.records import field, record
+from advisor.plan.unknown_workdir import installed_tool_config, launch_elsewhere
 from advisor.sources import launchers
 from advisor.sources.boundary import ProjectBoundary
 from advisor.sources.exclude import FileFilter
@@ -48,7 +49,7 @@ class Reference:
     looked: str = "beside the file and up to the project root"  # where it was looked for, in words
     written: str | None = None  # absent, but the launch script writes it before the command ("launch.sh:4")
     # absent here, but opened from a working folder that is not known to be this repository: why (then
-    # its absence is unknown, not an error: _cwd_unknown, _installed_tool_config)
+    # its absence is unknown, not an error: advisor/plan/unknown_workdir.py)
     unknown: str | None = None
 
 
@@ -581,37 +582,21 @@ def _attach_from_command(run: RunSpec, doc: Document, command: Any, cache: Docum
 def _cwd_unknown(
     doc: Document, command: Any, training_word: Any, bases: list[Path], cache: DocumentCache
 ) -> str | None:
-    """Why the folder `command` runs in is not known to be this repository, when none of its relative files
-    is found from the folders it may run in (then _workdir found none): the script's `cd` goes to a folder
-    not known statically (`cd $LLAMA_FACTORY_DIR`) or out of the project, or the command names its config
-    by an absolute path outside the project (OpenBMB/MiniCPM finetune/llama_factory_example/single_node.sh:16
-    runs `src/train.py /root/ld/ld_project/LLaMA-Factory/examples/minicpm/minicpm_sft.yaml` from a
-    LLaMA-Factory checkout, README.md:8-10 and 98-100). None when the launch is taken to start in the
-    script's folder or a parent up to the project root, where a missing file is missing (GA004)."""
-    workdir = getattr(command, "workdir", None)
-    if workdir is not None and workdir.path is None:
-        return f"{workdir.reason} ({doc.path.name}:{workdir.span.line})"
-    if workdir is not None and os.path.isabs(workdir.path):
-        boundary = cache.boundary
-        if boundary is not None and not boundary.contains(Path(workdir.path)):
-            where = f"{doc.path.name}:{workdir.span.line}"
-            return f"the launch runs in {workdir.path} ({where}), outside the project"
-    words = [
+    """Why the folder `command` runs in is not known to be the project (advisor/plan/unknown_workdir.py)."""
+    words: tuple[Any, ...] = (
         training_word,
         _deepspeed_word(command),
         launchers.spec_of(command.launcher).accelerate_config_word(command.launcher_args),
-    ]
-    for word in words:
-        text = getattr(word, "text", None)
-        if not text or not os.path.isabs(os.path.expanduser(text)):
+    )
+    outside: tuple[str, int] | None = None
+    for w in words:
+        text = getattr(w, "text", None)
+        if not isinstance(text, str) or not text or not os.path.isabs(os.path.expanduser(text)):
             continue
-        _, outside = resolve_reference(text, doc.path, bases, cache.boundary)
-        if outside is not None:
-            return (
-                f"the command names {text} outside the project ({doc.path.name}:{word.span.line}): it is "
-                "written for a checkout elsewhere, whose folder it runs in"
-            )
-    return None
+        if resolve_reference(text, doc.path, bases, cache.boundary)[1] is not None:
+            outside = (text, int(w.span.line))
+            break
+    return launch_elsewhere(doc.path.name, getattr(command, "workdir", None), cache.boundary, outside)
 
 
 def _written_before(
@@ -761,33 +746,13 @@ def _attach_nested(run: RunSpec, cache: DocumentCache) -> None:
         else:
             ref = _ref(holder, raw, span, "deepspeed", cache, key)
             if ref.path is None and ref.outside is None and not os.path.isabs(os.path.expanduser(raw)):
-                ref.unknown = run.cwd_unknown or _installed_tool_config(run, holder)
+                alone = run.command is None and holder is run.training
+                ref.unknown = run.cwd_unknown or (
+                    installed_tool_config(holder.kind, holder.dialect) if alone else None
+                )
         run.references.append(ref)
         if ref.path and run.deepspeed is None:
             run.deepspeed = cache.get(ref.path, "deepspeed")
-
-
-# Configs that only an installed tool reads, started from a folder of the user's choosing: LLaMA-Factory
-# (`llamafactory-cli train examples/train_lora/llama3_lora_sft.yaml` from its checkout, whose
-# examples/deepspeed/ds_z2_config.json its YAMLs name) and axolotl (deepspeed_configs/zero2.json of its
-# checkout). Their `deepspeed:` reaches TrainingArguments as written and is opened from that folder
-# (accelerate 1.15.0 utils/deepspeed.py:141-142 `os.path.exists(config_file_or_dict)`).
-_INSTALLED_TOOL_DIALECTS = {"llamafactory": "LLaMA-Factory", "llamafactory_v1": "LLaMA-Factory"}
-
-
-def _installed_tool_config(run: RunSpec, holder: Document) -> str | None:
-    """Why a config that no launch of the project runs has no known working folder: it is read by an
-    installed tool (LLaMA-Factory, axolotl) from wherever that tool is started; None for other configs,
-    whose relative paths are looked for beside them and up to the project root."""
-    if run.command is not None or holder is not run.training:
-        return None
-    tool = "axolotl" if holder.kind == "axolotl" else _INSTALLED_TOOL_DIALECTS.get(holder.dialect or "")
-    if tool is None:
-        return None
-    return (
-        f"{tool} opens it from the folder it is started in, and no launch script of the project runs this "
-        f"config (its own examples run from {tool}'s checkout)"
-    )
 
 
 def _looked(bases: list[Path]) -> str:
