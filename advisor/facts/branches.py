@@ -82,9 +82,16 @@ def decide(plan: RunPlan, test: ast.AST, tree: ast.Module | None = None) -> bool
         return None if any(v is None for v in vals) else not stop
     if isinstance(test, ast.Compare):
         return compare(plan, test, tree)
-    if (isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name)) or isinstance(test, ast.Name):
+    if _is_flag(test):
         return truth(flag_value(plan, test, tree))
     return None
+
+
+def _is_flag(node: ast.AST) -> bool:
+    """`args.x` (a parsed dataclass or namespace one attribute deep) or a bare name `x`."""
+    if isinstance(node, ast.Name):
+        return node.id not in {"None", "True", "False"}
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
 
 
 def flag_value(plan: RunPlan, node: ast.AST, tree: ast.Module | None) -> Value | None:
@@ -122,9 +129,11 @@ def compare(plan: RunPlan, test: ast.Compare, tree: ast.Module | None) -> bool |
 
 def _operand(plan: RunPlan, node: ast.AST, tree: ast.Module | None) -> Any:
     """A literal's value, a known flag's value, else _NO_VALUE."""
-    if isinstance(node, ast.Attribute | ast.Name) and not (isinstance(node, ast.Name) and node.id == "None"):
+    if _is_flag(node):
         v = flag_value(plan, node, tree)
         return v.value if v is not None and v.known else _NO_VALUE
+    if isinstance(node, ast.Attribute | ast.Name):  # model.config.model_type, torch.float16: not a flag
+        return _NO_VALUE
     try:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
