@@ -16,13 +16,15 @@ from advisor.facts.script_ast.deepspeed_dict import CodeDeepSpeed, Leaf, Mapping
 if TYPE_CHECKING:
     from advisor.plan.run_plan import RunPlan
 
+_PACKAGE = "deepspeed"  # a script that never names the package builds no DeepSpeed config
+
 
 def code_configs(plan: RunPlan) -> list[CodeDeepSpeed]:
     """The places the run's script hands DeepSpeed a config that is not a path; [] when it has none, or
     when the run reads a DeepSpeed file (that file is the config)."""
     script = plan.spec.script
     text = getattr(script, "text", None)
-    if script is None or not isinstance(text, str) or "deepspeed" not in text:
+    if script is None or not isinstance(text, str) or _PACKAGE not in text:
         return []
     from advisor.plan.context import context_for
     from advisor.sources.project_imports import ProjectModule, ProjectModules, import_roots
@@ -41,7 +43,7 @@ def code_configs(plan: RunPlan) -> list[CodeDeepSpeed]:
 
     def flag(name: str) -> tuple[bool, Any]:
         v = plan.training.known_value(name)
-        if v is not None and v.source != "default":
+        if v is not None:  # the launch's flag, else the consumer's default (advisor.plan.run_plan)
             return True, v.value
         if name in defaults and plan.training.entry(name) is None:
             return True, defaults[name]  # not on the command line: argparse gives the script's default

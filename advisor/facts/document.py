@@ -87,11 +87,11 @@ def number_string_matters(doc: Document, path: KeyPath) -> bool:
 
 def yaml11_surprises(doc: Document) -> list[SourceProblem]:
     """The reader's YAML 1.1 surprises that matter to the file's consumer."""
-    if doc.kind == "unknown":
-        # no known consumer: whether 'yes' or '1e-5' surprises it cannot be judged, unless the training
-        # script loads it itself (advisor.facts.script_layout: as that script's loader reads it)
-        from advisor.facts.script_layout import loader_surprises
+    from advisor.facts.script_layout import layout_of, loader_surprises
 
+    if doc.kind == "unknown" or layout_of(doc) is not None:
+        # the training script loads it itself (advisor.facts.script_layout): as that script's loader reads
+        # it; else, with no known consumer, whether 'yes' or '1e-5' surprises it cannot be judged
         return loader_surprises(doc)
     return [
         p

@@ -278,12 +278,10 @@ def training_values(doc: Document, context: CheckContext | None = None) -> list[
     loader = layout.load.loader
     out: list[tuple[str, Value]] = []
     for use in layout.load.sections:
-        if not use.path:
-            continue
         node = _node(doc, use.path)
         if node is None:
             continue
-        note = f"{layout.where(use)} hands `{'.'.join(use.path)}` to {use.consumer}"
+        note = f"{layout.where(use)} hands {_section_name(use.path)} to {use.consumer}"
         if use.package in _TRAINING_PACKAGES and versions.has_class(use.package, use.consumer):
             for key, raw in node.items():
                 if isinstance(key, str) and not isinstance(raw, dict | list):

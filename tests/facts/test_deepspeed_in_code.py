@@ -256,3 +256,14 @@ def test_training_arguments_dict_and_path(tmp_path, monkeypatch):
     assert not _plan().deepspeed
     result = run_check([Path(".")], CheckOptions())
     assert not [f for f in result.findings if f.rule == "GA307"]
+
+
+def test_config_loaded_from_a_file_in_code_is_said_unread(tmp_path, monkeypatch):
+    script = HF_SCRIPT.replace(
+        "ds_config = {", "import json\n\nds_config = json.load(open('configs/ds.json'))\n_unused = {"
+    )
+    _project(tmp_path, monkeypatch, {"train.py": script, "run.sh": "torchrun --nproc_per_node 2 train.py\n"})
+    assert not _plan().deepspeed
+    result = run_check([Path(".")], CheckOptions())
+    (note,) = [f for f in result.findings if f.rule == "GA307"]
+    assert "json.load" in note.message and note.severity == "info"

@@ -316,3 +316,52 @@ def test_omegaconf_attribute_sections(tmp_path, monkeypatch):
     assert _findings({"GA002", "GA003"}) == [("GA002", "cfg.yaml", 13, 3, "error")]
     plans, _ = build_plans([Path(".")], CheckOptions(), Settings())
     assert plans[0].training.entry("learning_rate").value == pytest.approx(2e-4)
+
+
+FLAT_RUAMEL_SCRIPT = """\
+import sys
+
+from ruamel.yaml import YAML
+from transformers import Trainer, TrainingArguments
+
+cfg = YAML(typ="safe").load(open(sys.argv[1]))
+args = TrainingArguments(**cfg)
+Trainer(model=None, args=args).train()
+"""
+
+
+def test_flat_file_handed_whole_to_training_arguments(tmp_path, monkeypatch):
+    """`TrainingArguments(**YAML().load(...))`: the whole file is the consumer's, read as YAML 1.2."""
+    _project(
+        tmp_path,
+        monkeypatch,
+        {
+            "train.py": FLAT_RUAMEL_SCRIPT,
+            "args.yaml": "output_dir: out\nper_device_train_batch_size: 2\nlearning_rate: 1e-5\n"
+            "warmup_ratio: 0.03\ngradient_acumulation_steps: 4\n",
+            "run.sh": "torchrun --nproc_per_node 2 train.py args.yaml\n",
+        },
+    )
+    assert _findings({"GA002", "GA003"}) == [("GA002", "args.yaml", 5, 1, "error")]
+    plans, _ = build_plans([Path(".")], CheckOptions(), Settings())
+    assert plans[0].training.entry("learning_rate").value == pytest.approx(1e-5)
+    assert plans[0].training.entry("per_device_train_batch_size").value == 2
+
+
+def test_two_loads_that_could_read_it_judge_nothing(tmp_path, monkeypatch):
+    """Which of two loads of a path from outside reads the file is not known: nothing is judged."""
+    script = PYYAML_SCRIPT.replace(
+        "    cfg = load_config(args.config)\n",
+        "    cfg = load_config(args.config)\n    extra = yaml.safe_load(open(args.extra))\n"
+        '    LoraConfig(**extra["training"])\n',
+    )
+    _project(
+        tmp_path,
+        monkeypatch,
+        {
+            "train.py": script,
+            "cfg.yaml": PYYAML_CFG.replace("  bf16: true", "  bf16: true\n  gradient_acumulation_steps: 2"),
+            "run.sh": "torchrun --nproc_per_node 4 train.py --config cfg.yaml\n",
+        },
+    )
+    assert _findings({"GA002", "GA003", "GA005"}) == []

@@ -39,6 +39,10 @@ _COMPARE: dict[type, Callable[[Any, Any], Any]] = {ast.Eq: operator.eq, ast.NotE
 _INITIALIZE = frozenset({"deepspeed.initialize"})
 _CONFIG_KEYWORDS = ("config", "config_params")
 _TRAINING_PACKAGES = ("transformers", "trl")
+_TRAINING_KEYWORD = "deepspeed"  # TrainingArguments(deepspeed=<path or dict>)
+_FILE_LOADERS = frozenset(
+    {"json.load", "json.loads", "yaml.safe_load", "yaml.load", "yaml.full_load", "omegaconf.OmegaConf.load"}
+)
 
 
 @record(frozen=True, slots=True)
@@ -211,6 +215,16 @@ class _Evaluator:
         return Leaf(None, module.path, line, col, unread=f"{what} computed in code ({_where(module, node)})")
 
     def call(self, node: ast.Call, env: dict[str, Any], module: _Module, depth: int) -> Any:
+        loader = module.resolve(node.func)
+        if loader in _FILE_LOADERS:
+            where = _where(module, node)
+            return Leaf(
+                None,
+                module.path,
+                node.lineno,
+                node.col_offset + 1,
+                unread=f"loaded from a file in code ({loader} at {where}), whose path is not followed",
+            )
         found = self._function(node.func, module)
         if found is None:
             return self._unread(node, module, f"`{ast.unparse(node.func)}(...)`")
@@ -465,6 +479,7 @@ def _site(call: ast.Call, resolve: Callable[[ast.AST], str | None]) -> tuple[str
     head, _, name = q.partition(".")
     cls = q.rsplit(".", 1)[-1]
     wants = cls.endswith("TrainingArguments") or cls.endswith("Config")
-    if head in _TRAINING_PACKAGES and name and wants and "deepspeed" in keywords:
-        return f"{cls}(deepspeed=)", keywords["deepspeed"]
+    config = keywords.get(_TRAINING_KEYWORD)
+    if head in _TRAINING_PACKAGES and name and wants and config is not None:
+        return f"{cls}(deepspeed=)", config
     return None
