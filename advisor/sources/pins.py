@@ -526,6 +526,8 @@ def _shell_pins(text: str, path: Path) -> dict[str, Pin]:
         found: dict[str, Pin] = {}
         if kind == "file":
             listed = path.parent / value
+            if not _inside(listed, _work_tree(path.parent)):
+                continue  # a requirements file outside the script's project: not read
             try:
                 _requirements(read_text_file(listed, MAX_PIN_FILE_BYTES), listed, found)
             except (ReadRefused, OSError, UnicodeDecodeError, ValueError):
@@ -538,6 +540,23 @@ def _shell_pins(text: str, path: Path) -> dict[str, Pin]:
             _from_requirement(value, path, line, found)
         out.update(found)
     return out
+
+
+def _work_tree(folder: Path) -> Path:
+    """The folder holding ``.git`` above ``folder`` (as the pins are walked: MAX_FOLDERS_UP), else itself."""
+    here = Path(os.path.realpath(folder))
+    for f in (here, *here.parents)[:MAX_FOLDERS_UP]:
+        try:
+            if (f / ".git").exists():
+                return f
+        except OSError:
+            break
+    return here
+
+
+def _inside(path: Path, root: Path) -> bool:
+    real = os.path.realpath(path)
+    return real == str(root) or real.startswith(str(root).rstrip(os.sep) + os.sep)
 
 
 def _cached_pins(reader: Any, text: str, path: Path) -> list[Pin]:
@@ -598,7 +617,8 @@ def read_folder_pins(folder: Path) -> dict[str, Pin]:
         except (ReadRefused, OSError, UnicodeDecodeError):
             continue
         lowered = text.lower()
-        if not any(name in lowered for name in (*PACKAGES, "yaml", "bitsandbytes")):
+        names = any(name in lowered for name in (*PACKAGES, "yaml", "bitsandbytes"))
+        if not names and not (path.suffix == ".sh" and "-r" in text):
             continue  # pins nothing we read: not parsed (tomllib alone costs ~10 ms of start-up)
         try:
             if path.suffix == ".sh":

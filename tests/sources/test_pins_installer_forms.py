@@ -504,3 +504,20 @@ def test_lock_files_with_git_sources(tmp_path: Path, name: str, text: str, expec
     release; a .dev0 lies between two releases, so which one is unknown."""
     write_files(tmp_path, {name: text})
     assert {k: (p.spec, p.via) for k, p in read_folder_pins(tmp_path).items()} == expected
+
+
+def test_install_script_reads_requirements_files_of_its_project_only(tmp_path: Path) -> None:
+    """``pip install -r ../requirements.txt`` from setup/install.sh is the project's file; one outside the
+    project's work tree is not read."""
+    write_files(tmp_path, {"outside.txt": "trl==0.9.6\n"})
+    root = project(
+        _folder(tmp_path, "repo"),
+        {
+            "requirements.txt": "transformers==4.44.2\n",
+            "setup/install.sh": "pip install -r ../requirements.txt\npip install -r ../../outside.txt\n",
+        },
+    )
+    pins = read_folder_pins(root / "setup")
+    assert {k: (p.spec, p.path.name) for k, p in pins.items()} == {
+        "transformers": ("==4.44.2", "requirements.txt")
+    }
