@@ -113,14 +113,13 @@ def script_facts(plan: RunPlan) -> TrainingScriptFacts:
     path = _shown(doc.path)
     ns.path = Value(str(path), Location(path, 1, 1), "script")
     ns.uses_trainer = Value(facts.uses_trainer, None, "script")
-    effects, omitted = _bounded_side_effects(facts, path, _not_reached(plan, text))
+    not_reached = _not_reached(plan, text)
+    effects, omitted = _bounded_side_effects(facts, path, not_reached)
     ns.unguarded_side_effects = Value(effects, None, "script")
     ns.unguarded_side_effects_omitted = Value(omitted, None, "script")
+    maps = [site for site in facts.device_map_auto if not not_reached(*site)]  # on the run's branches
     ns.device_map_auto = Value(
-        [
-            {"location": Location(path, line, col)}
-            for line, col in facts.device_map_auto[:MAX_DEVICE_MAP_SITES]
-        ],
+        [{"location": Location(path, line, col)} for line, col in maps[:MAX_DEVICE_MAP_SITES]],
         None,
         "script",
     )
