@@ -223,7 +223,9 @@ def quantization(plan: RunPlan, names: dict[str, Any]) -> DtypeFact:
                 if v is not None and _truth(v) is True:
                     return DtypeFact(kind, f"{call_where(call, key)} as {v.note}", call["location"])
         for key, text in call["kwargs"].items():
-            bnb = bnb_kind(text)
+            # `from_pretrained(..., load_in_8bit=True)` itself (transformers < 5 accepts the keyword and
+            # builds the BitsAndBytesConfig: modeling_utils.py from_pretrained), or in quantization_config=
+            bnb = bnb_kind(f"{key}={text}") if key in ("load_in_4bit", "load_in_8bit") else bnb_kind(text)
             if bnb is None:
                 continue
             branch = conditional(text)
@@ -344,7 +346,33 @@ def autocast_fact(plan: RunPlan, names: dict[str, Any], deepspeed: bool) -> Dtyp
     return mode
 
 
-_KBIT_PREPARE = re.compile(r"\bprepare_model_for_kbit_training\s*\(")
+# peft's prepare_model_for_kbit_training, and its name before peft 0.4 (peft 0.3.0 utils/other.py:35
+# prepare_model_for_int8_training): the same preparation, for an 8-bit base then
+_KBIT_PREPARE = re.compile(r"\bprepare_model_for_(?:kbit|int8)_training\s*\(")
+_NO_CHECKPOINTING = re.compile(r"[^()]{0,400}?\buse_gradient_checkpointing\s*=\s*(\w[\w.]*)")
+
+
+def kbit_checkpointing(plan: RunPlan) -> DtypeFact | None:
+    """Whether the script's prepare_model_for_kbit_training (or _int8_) turns gradient checkpointing on: it
+    does by default on a quantized base (peft 0.21.2 utils/other.py:158-159, 221-258:
+    use_gradient_checkpointing=True -> model.gradient_checkpointing_enable(); peft 0.3.0 utils/other.py:35,
+    56-68 the same for 8-bit). "on", "off" (`use_gradient_checkpointing=False`), "unknown" (a variable);
+    None when the script does not call it."""
+    doc = plan.spec.script
+    if doc is None or not isinstance(doc.text, str):
+        return None
+    text = doc.text[:2_000_000]
+    m = _KBIT_PREPARE.search(text)
+    if m is None:
+        return None
+    where = f"{doc.path.name}:{text.count(chr(10), 0, m.start()) + 1} {m.group(0)[:-1].strip()}"
+    arg = _NO_CHECKPOINTING.match(text, m.end())
+    if arg is None:
+        return DtypeFact("on", f"{where} turns gradient checkpointing on by default")
+    value = arg.group(1)
+    if value in ("True", "False"):
+        return DtypeFact("on" if value == "True" else "off", f"{where} use_gradient_checkpointing={value}")
+    return DtypeFact("unknown", f"{where} use_gradient_checkpointing={value}")
 
 
 def trl_release(plan: RunPlan) -> tuple[int, int] | None:

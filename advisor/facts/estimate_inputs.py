@@ -140,7 +140,7 @@ def _seq_len(plan: RunPlan) -> Value | None:
     return None
 
 
-def _gradient_checkpointing(plan: RunPlan, a: list[str]) -> bool | None:
+def _gradient_checkpointing(plan: RunPlan, a: list[str], quant: str | None = None) -> bool | None:
     t = plan.training
     if written(t, "gradient_checkpointing", "activation_checkpointing") is None:
         from advisor.facts.dtypes import trl_trains
@@ -165,6 +165,13 @@ def _gradient_checkpointing(plan: RunPlan, a: list[str]) -> bool | None:
         if own is not None and own.known and own.note and own.note != "default":
             a.append(f"gradient_checkpointing not written: {own.note}: {own.value}")
             return truth(own)
+        if quant in ("nf4", "int8") and t.dialect != "axolotl":
+            from advisor.facts.dtypes import kbit_checkpointing
+
+            prepared = kbit_checkpointing(plan)  # PEFT's kbit preparation enables it on a quantized base
+            if prepared is not None and prepared.dtype in ("on", "off"):
+                a.append(f"gradient_checkpointing not written: {prepared.source}")
+                return prepared.dtype == "on"
     return truth(v) if v is not None else None
 
 
@@ -423,6 +430,7 @@ def _data_length(plan: RunPlan) -> Any:
         tokens_per_sample=mean,
         packed=packed,
         padding_free=padding_free,
+        length_grouped=bool(truth(written(plan.training, "group_by_length"))),  # HF TrainingArguments
         source="dataset-tokens / dataset-samples",
     )
 
@@ -709,7 +717,7 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
         "micro_batch": seqs_per_micro,
         "seq_len": seq,
         "grad_accum": accum,
-        "gradient_checkpointing": _gradient_checkpointing(plan, a),
+        "gradient_checkpointing": _gradient_checkpointing(plan, a, quant.dtype),
         **dtype_kw,
         "optimizer": optim_name,
         **low_rank_kw,  # GaLore's rank and targets (advisor.facts.unmodelled.low_rank_optimizer)
@@ -740,6 +748,9 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
         setup_kw["ds_max_live_parameters"] = _ds_bucket(plan, "stage3_max_live_parameters", h, None)
     if plan.hardware is not None:
         setup_kw["gpu_memory_gib"] = float(plan.hardware.memory_gib)
+    from advisor.facts.packed_base import apply_packed_base
+
+    apply_packed_base(setup_kw, info.config, str(name.value), a)  # LoRA on a GPTQ/AWQ checkpoint
     out.setup = TrainingSetup(**setup_kw)
     out.related = [loc for loc in (first_origin(micro_v), seq_v.origin, strategy_origin) if loc is not None]
     out.total_tokens, out.max_steps = _dataset(plan, seq, out.dp, a)
