@@ -160,6 +160,9 @@ FOREACH_ADAM_PASSES = 20 / 7
 ELEMENTWISE_HBM_EFFICIENCY = 0.7
 
 
+UNKNOWN_LENGTH = "data length unknown"
+
+
 @record(frozen=True, slots=True, kw_only=True)
 class DataLength:
     """What the data says about tokens per sample (from the run's settings and its recipe)."""
@@ -167,6 +170,10 @@ class DataLength:
     tokens_per_sample: float | None = None  # the data's mean real tokens per sample, before the cap
     packed: bool | None = None  # samples packed into rows of max_length (TRL packing, torchtune packed)
     padding_free: bool | None = None  # micro-batches concatenated without padding (TRL padding_free)
+    # HF group_by_length: LengthGroupedSampler sorts each mega-batch of up to 50 x batch samples by length
+    # (transformers 5.24 trainer_pt_utils.py:484-498, get_length_grouped_indices), so a micro-batch's samples
+    # are of nearly one length and padding to the longest adds little
+    length_grouped: bool | None = None
     source: str = ""  # where tokens_per_sample came from, for the assumption line
 
 
@@ -191,6 +198,9 @@ class TimeEstimate:
     optimizer_s: float = 0.0
     computed_tokens_per_step: int = 0  # global, padding included
     tokens_basis: str = ""  # how tokens per sample were chosen
+    # False when the data's length is unknown and samples are not packed: every sample was counted at the
+    # max_length cap, so tokens_per_s counts capped tokens (an upper bound on the step time, not real tokens)
+    real_tokens_known: bool = True
     gpu_class: str = ""
     total_tokens: float | None = None
     steps: float | None = None
@@ -288,13 +298,15 @@ def tokens_per_micro_batch(
         return (
             float(b * cap),
             float(b * cap),
-            f"every sample at max_length {cap} (an upper bound without packing: set dataset-tokens and "
-            "dataset-samples to time the data's real length)",
+            f"{UNKNOWN_LENGTH}: every sample counted at max_length {cap}, a cap and not the data's length, "
+            "so the step time is an upper bound and the real tokens per second are unknown (set "
+            "dataset-tokens and dataset-samples to time the data's real length)",
         )
     real = min(float(mean), float(cap))
     # padded to the longest sample of the micro-batch; lengths taken as uniform on [0, 2 * mean]:
-    # E[max of b] = 2 * mean * b / (b + 1) (= mean for b = 1); padding-free batches compute what they hold
-    padded = b > 1 and not (data is not None and data.padding_free)
+    # E[max of b] = 2 * mean * b / (b + 1) (= mean for b = 1); padding-free and length-grouped batches compute
+    # (about) what they hold
+    padded = b > 1 and not (data is not None and (data.padding_free or data.length_grouped))
     longest = min(float(cap), 2.0 * float(mean) * b / (b + 1)) if padded else real
     source = data.source if data is not None else None  # data is set here: mean came from it
     basis = f"{real:.0f} tokens per sample on average ({source or 'from the data'})" + (
@@ -576,6 +588,11 @@ def estimate_time(
     hours_1 = total / tps_1 / 3600 if total is not None else None
     hours_n = total / tps_n / 3600 if total is not None else None
     A.append(f"tokens per sample: {basis}")
+    if basis.startswith(UNKNOWN_LENGTH) and total_tokens is not None and r.b > 1:
+        A.append(
+            "run hours from the data's token count at a step of capped samples: a lower bound, since "
+            "micro-batches of shorter samples are padded to their longest (unknown here)"
+        )
     A.append(
         f"MFU {mfu_v:.2f} of {peak_tflops:g} TFLOPS ("
         + ("given" if mfu is not None else "fp32 CUDA cores" if simt else f"{cls or 'unknown'} GPU class")
@@ -603,6 +620,7 @@ def estimate_time(
         optimizer_s=t_opt,
         computed_tokens_per_step=round(n * tok_gpu_step),
         tokens_basis=basis,
+        real_tokens_known=not basis.startswith(UNKNOWN_LENGTH),
         gpu_class=cls or "",
         total_tokens=float(total) if total is not None else None,
         steps=steps,

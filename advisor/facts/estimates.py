@@ -630,7 +630,10 @@ def _fill(ns: EstimatesFacts, inputs: PlanInputs, an: Analysis) -> None:
     te = an.time
     if te is not None:
         put("step_time_s", round(te.step_time_s, 3))
-        put("tokens_per_s", round(te.tokens_per_s))
+        if te.real_tokens_known:
+            put("tokens_per_s", round(te.tokens_per_s))
+        else:  # max_length is a cap: the tokens counted at it are not the data's (issue 21, data lengths)
+            ns.set("tokens_per_s", Value(None, None, "derived", unknown="the data's length is not given"))
         put("scaling_efficiency", round(te.scaling_efficiency, 3))
         put("comm_bound", te.comm_bound)
     if te is not None and te.hours_single_gpu is not None:

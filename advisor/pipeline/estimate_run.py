@@ -278,6 +278,7 @@ def _report(
         out["time"] = {
             "step_time_s": round(te.step_time_s, 3),
             "tokens_per_s": round(te.tokens_per_s),
+            "real_tokens_known": te.real_tokens_known,  # False: tokens_per_s counts samples at max_length
             "tokens_per_s_single_gpu": round(te.tokens_per_s_single_gpu),
             "scaling_efficiency": round(te.scaling_efficiency, 3),
             "mfu": round(te.mfu, 3),

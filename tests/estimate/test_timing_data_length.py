@@ -1,0 +1,81 @@
+"""max_length is a cap, not the data's length (issue 21 section 2, "Data lengths").
+
+Without the data's length (settings dataset-tokens / dataset-samples) and without packing, the time model
+counts every sample at max_length: the step time is then an upper bound and the tokens it counts are not the
+data's, so `estimate` says the real tokens per second are unknown. HF `group_by_length` batches samples of
+nearly one length (transformers trainer_pt_utils.py get_length_grouped_indices: mega-batches of 50 x batch
+sorted by length), so padding to the longest adds little.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from advisor.cli import app
+from advisor.estimate.timing import DataLength, tokens_per_micro_batch
+from tests.conftest import git_project
+
+runner = CliRunner()
+
+SFT = """model_name_or_path: Qwen/Qwen2.5-1.5B
+use_peft: true
+bf16: true
+per_device_train_batch_size: 4
+max_length: 2048
+max_steps: 100
+output_dir: out
+"""
+
+
+def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str]) -> dict:
+    base = {"launch.sh": "#!/bin/bash\npython train.py sft.yaml\n", "train.py": "pass\n"}
+    git_project(tmp_path, {**base, **files}, monkeypatch)
+    result = runner.invoke(app, ["estimate", ".", "-H", "1xH100", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    (run,) = json.loads(result.stdout)["runs"]
+    return run
+
+
+def test_unknown_length_counts_no_capped_token_as_real(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = _run(tmp_path, monkeypatch, {"sft.yaml": SFT})
+    assert run["time"]["real_tokens_known"] is False
+    said = " ".join(run["assumptions"])
+    assert "max_length 2048, a cap and not the data's length" in said
+    assert "real tokens per second are unknown" in said
+
+
+def test_the_data_length_makes_the_tokens_real(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    toml = '[[runs]]\npath = "launch.sh"\ndataset-samples = 1000\ndataset-tokens = 300000\n'
+    run = _run(tmp_path, monkeypatch, {"sft.yaml": SFT, ".gpu-advise.toml": toml})
+    assert run["time"]["real_tokens_known"] is True
+    assert "300 tokens per sample on average" in " ".join(run["assumptions"])
+
+
+def test_packing_fills_every_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run = _run(tmp_path, monkeypatch, {"sft.yaml": SFT + "packing: true\n"})
+    assert run["time"]["real_tokens_known"] is True
+
+
+def test_length_grouped_batches_are_barely_padded() -> None:
+    mean = 300.0
+    _, padded, basis = tokens_per_micro_batch(4, 2048, DataLength(tokens_per_sample=mean))
+    _, grouped, _ = tokens_per_micro_batch(4, 2048, DataLength(tokens_per_sample=mean, length_grouped=True))
+    assert padded == pytest.approx(4 * 2 * mean * 4 / 5) and "padded to ~480" in basis
+    assert grouped == pytest.approx(4 * mean)
+
+
+def test_group_by_length_speeds_up_the_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    toml = '[[runs]]\npath = "launch.sh"\ndataset-samples = 1000\ndataset-tokens = 300000\n'
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    plain = _run(tmp_path / "a", monkeypatch, {"sft.yaml": SFT, ".gpu-advise.toml": toml})
+    grouped = _run(
+        tmp_path / "b", monkeypatch, {"sft.yaml": SFT + "group_by_length: true\n", ".gpu-advise.toml": toml}
+    )
+    assert grouped["time"]["step_time_s"] < 0.9 * plain["time"]["step_time_s"]
