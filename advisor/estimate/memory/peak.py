@@ -99,6 +99,7 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
             grad_note + "; kept across micro-batches",
         ),
         terms.autocast_copies(r, shards),
+        terms.packed_weights_saved(r),
     ]
     grads = Term("gradients", g, (terms.END, terms.STEP), grad_note)
     # a tied embedding's gradient is formed last, as a new V x h tensor beside the lm_head's already

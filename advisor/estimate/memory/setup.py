@@ -71,7 +71,10 @@ class TrainingSetup:
     trainable_dtype: Literal["fp32", "bf16", "fp16"] | None = None
     autocast: Literal["bf16", "fp16", "off"] | None = None
     master_weights: bool | None = None
-    quantization: Literal["nf4", "int8"] | None = None  # base Linear weights of a LoRA run (qlora method)
+    # base Linear weights of a LoRA run (qlora method): bitsandbytes nf4 / int8 loaded from 16-bit weights, or
+    # a pre-quantized GPTQ / AWQ checkpoint (advisor/estimate/memory/packed.py) with its group size
+    quantization: Literal["nf4", "int8", "gptq4", "gptq8", "awq4"] | None = None
+    quant_group_size: int | None = None
     # FSDP2 shards 4-bit weights only in a floating quant_storage (bnb_4bit_quant_storage bf16); uint8
     # Params4bit stay whole on every GPU (accelerate 1.15 utils/fsdp_utils.py:789-811)
     quantized_sharded: bool = True

@@ -12,6 +12,7 @@ from advisor.core.records import record
 from advisor.estimate import constants as K
 from advisor.estimate.memory.activations import layer_bytes, logits_bytes, outside_bytes
 from advisor.estimate.memory.lora import lora_params
+from advisor.estimate.memory.packed import PACKED, packed_bytes
 from advisor.estimate.memory.resolve import ResolvedSetup, dtype_bytes
 from advisor.estimate.memory.setup import Phase, Term
 
@@ -58,7 +59,12 @@ def trainables(r: ResolvedSetup) -> Trainables:
     if d.master:
         gb = dtype_bytes(d.storage)  # DeepSpeed's 16-bit module produces 16-bit gradients
     quant, qb, nonq = 0, 0.0, r.wb
-    if s.method == "qlora":
+    if s.method == "qlora" and d.quant in PACKED:
+        # a GPTQ/AWQ checkpoint: the decoder blocks' Linears in packed codes + group scales, the rest fp16
+        quant = pc.layer_linear_weights
+        qb = packed_bytes(d.quant, s.quant_group_size, pc.hidden)
+        nonq = 4 if r.prepare_kbit else r.wb
+    elif s.method == "qlora":
         if r.hf:
             quant = pc.layer_linear_weights  # bnb replaces every decoder Linear; lm_head stays
         else:  # torchtune / torchao quantizes only the LoRA-wrapped Linears
@@ -91,7 +97,7 @@ def weights(r: ResolvedSetup, train: Trainables, shards: Placement) -> tuple[Ter
     s, pc = r.s, r.pc
     if train.quantized:
         base = train.quantized * train.quant_bytes + (pc.total - train.quantized) * train.unquant_bytes
-        label = (r.dtypes.quant or "nf4").upper()
+        label = quant_label(r.dtypes.quant)
         note = (
             f"{label} {train.quantized / 1e9:.2f}B params x {train.quant_bytes:.3f} B + "
             f"{(pc.total - train.quantized) / 1e9:.2f}B unquantized x {train.unquant_bytes} B"
@@ -108,7 +114,7 @@ def weights(r: ResolvedSetup, train: Trainables, shards: Placement) -> tuple[Ter
     if train.quantized and shards.weights and not s.quantized_sharded:
         whole = train.quantized * train.quant_bytes
         base -= whole
-        note += f"; {(r.dtypes.quant or 'nf4').upper()} weights not sharded (uint8 quant storage)"
+        note += f"; {quant_label(r.dtypes.quant)} weights not sharded (uint8 quant storage)"
     on_gpu = (base + adapters) / (shards.n if shards.weights else 1) + whole
     host = 0.0
     if s.offload_params != "none" and s.strategy in ("zero3", "fsdp"):
@@ -322,7 +328,7 @@ def bnb_input_note(r: ResolvedSetup) -> str | None:
     """What bitsandbytes before 0.43.2 adds, stated, not counted: its MatMul4Bit kept every 4-bit Linear's
     input for backward whenever the input needed a gradient (ctx.tensors = (A, B); fixed in
     bitsandbytes PR #1270, 0.43.2, to (None, B)). The release is not read from the pins."""
-    if r.s.method != "qlora" or not r.hf or r.dtypes.quant == "int8":
+    if r.s.method != "qlora" or not r.hf or r.dtypes.quant == "int8" or r.dtypes.quant in PACKED:
         return None
     pc = r.pc
     widths = {lin.feeds_from: lin.d_in for lin in pc.linears if not lin.name.startswith(("router",))}
@@ -336,11 +342,58 @@ def bnb_input_note(r: ResolvedSetup) -> str | None:
 
 
 def dequant_buffer(r: ResolvedSetup) -> Term:
-    x = 0.0
-    if r.s.method == "qlora":
-        x = 2.0 * max((lin.d_in * lin.d_out for lin in r.pc.linears), default=0)
+    largest = max((lin.d_in * lin.d_out for lin in r.pc.linears), default=0)
+    if r.s.method == "qlora" and r.dtypes.quant in PACKED:
+        x, note = _packed_layer(r, largest)
+        return Term(f"{quant_label(r.dtypes.quant)} dequantized weights", x, (BACKWARD,), note)
+    x = 2.0 * largest if r.s.method == "qlora" else 0.0
     label = "8-bit" if r.dtypes.quant == "int8" else "4-bit"
     return Term(f"{label} dequant buffer", x, (BACKWARD,), "largest Linear in bf16")
+
+
+def _packed_saved(r: ResolvedSetup) -> float:
+    """What one layer of a GPTQ/AWQ base keeps for its backward (packed.py): auto-gptq's torch.matmul keeps
+    each Linear's fp16 weight; AutoAWQ's WQLinearMMFunction saves its input x (ctx.save_for_backward(x,
+    qweight, qzeros, scales, bias), autoawq 0.2.9 awq/modules/linear/gemm.py:39) and dequantizes again in
+    backward (gemm.py:99-106)."""
+    pc = r.pc
+    if PACKED[r.dtypes.quant or ""][0] == "GPTQ":
+        return 2.0 * sum(lin.weight_params for lin in pc.linears)
+    widths = {lin.feeds_from: lin.d_in for lin in pc.linears if not lin.name.startswith(("router",))}
+    return r.cb * sum(widths.values()) * r.tokens  # one compute-dtype copy of each distinct Linear input
+
+
+def _packed_layer(r: ResolvedSetup, largest: int) -> tuple[float, str]:
+    if PACKED[r.dtypes.quant or ""][0] == "GPTQ":
+        # the codes unpack through int32 temporaries (auto-gptq qlinear_cuda_old.py:300-350)
+        return max(
+            _packed_saved(r), 4.0 * largest
+        ), "one layer's Linear weights in fp16, kept for the input's gradient"
+    return _packed_saved(
+        r
+    ) + 2.0 * largest, "one layer's Linear inputs + the largest Linear dequantized in backward"
+
+
+def packed_weights_saved(r: ResolvedSetup) -> Term:
+    """Without gradient checkpointing every layer of a GPTQ/AWQ base keeps what its backward needs from the
+    forward on (_packed_saved); the layer being backpropagated is in dequant_buffer."""
+    x = 0.0
+    if r.s.method == "qlora" and r.dtypes.quant in PACKED and not r.gc and r.pc.layers > 1:
+        x = _packed_saved(r) * (r.pc.layers - 1)
+    return Term(
+        "quantized Linears' saved tensors",
+        x,
+        (BACKWARD,),
+        "the other layers' fp16 weights (GPTQ) or Linear inputs (AWQ), kept for backward (no checkpointing)",
+    )
+
+
+def quant_label(quant: str | None) -> str:
+    """NF4 / INT8 (bitsandbytes), GPTQ 4-bit, AWQ 4-bit (packed checkpoints)."""
+    if quant in PACKED:
+        method, bits = PACKED[quant]
+        return f"{method} {bits}-bit"
+    return (quant or "nf4").upper()
 
 
 def distributed_buffers(r: ResolvedSetup, train: Trainables, shards: Placement) -> tuple[Term, Term]:
