@@ -180,30 +180,49 @@ def _judge(use: SectionUse, node: dict[str, Any], targets: dict[str, Any]) -> An
         cls = PEFT_TYPE_CLASSES.get(str(node.get("peft_type", "")).upper(), "")
     if not versions.has_class(use.package, cls):
         return None
-    target = targets.get(use.package)
-    if target is None or not getattr(target, "known", True):
+    # a TRL config subclasses TrainingArguments, whose fields versions.json lists under transformers only
+    # (the union, as advisor.facts.keys judges a TRL recipe: its _VERSIONED ("trl", ()) entry)
+    judged = [(use.package, (cls,))] + (
+        [("transformers", ("TrainingArguments",))] if use.package == "trl" else []
+    )
+    found_targets = [(targets.get(package), classes) for package, classes in judged]
+    if any(t is None or not getattr(t, "known", True) for t, _ in found_targets):
         return None  # a git commit is pinned: which keys its tree has is unknown (advisor.facts.versions)
-    classes = (cls,)
+    sources: list[tuple[Any, tuple[str, ...]]] = [(t, c) for t, c in found_targets if t is not None]
 
     def library(key: str) -> tuple[str, str, str | None] | None:
         if use.by_peft_type and key == "peft_type":
             return None  # get_peft_config reads it to choose the class; the class has it too
-        st = versions.key_status(target.package, classes, key, target.index)
-        if st.state == "present":
+        found = [(t, versions.key_status(t.package, classes, key, t.index)) for t, classes in sources]
+        if any(st.state == "present" for _, st in found):
             return None
-        use_hint = f"; use {st.replacement}" if st.replacement else ""
-        if st.state == "deprecated":
-            return "deprecated_keys", f"'{key}' is deprecated in {cls} of {target.label}{use_hint}", None
-        if st.state == "removed":
-            message = f"'{key}' was removed in {target.package} {st.first} (last in {st.last}){use_hint}"
-            return "removed_keys", f"{message}; it is not a key of {cls} in {target.label}", None
-        known = versions.keys_at(target.package, classes, target.index)
+        for state in ("deprecated", "removed", "new"):
+            for target, st in found:
+                if st.state != state:
+                    continue
+                use_hint = f"; use {st.replacement}" if st.replacement else ""
+                if state == "deprecated":
+                    return (
+                        "deprecated_keys",
+                        f"'{key}' is deprecated in {cls} of {target.label}{use_hint}",
+                        None,
+                    )
+                if state == "removed":
+                    message = (
+                        f"'{key}' was removed in {target.package} {st.first} (last in {st.last}){use_hint}"
+                    )
+                    return "removed_keys", f"{message}; it is not a key of {cls} in {target.label}", None
+        known: set[str] = set()
+        for t, classes in sources:
+            known |= versions.keys_at(t.package, classes, t.index)
         guess = close_matches(key, sorted(known), n=1, cutoff=0.8)
         hint = f" (did you mean '{guess[0]}'?)" if guess else ""
-        added = f": it was added in {st.first}" if st.state == "new" else ""
+        new = next((st.first for _, st in found if st.state == "new"), None)
+        added = f": it was added in {new}" if new else ""
+        labels = ", ".join(t.label for t, _ in sources)
         return (
             "unknown_keys",
-            f"'{key}' is not a key of {cls} in {target.label}{added}{hint}",
+            f"'{key}' is not a key of {cls} in {labels}{added}{hint}",
             guess[0] if guess else None,
         )
 

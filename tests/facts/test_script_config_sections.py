@@ -365,3 +365,33 @@ def test_two_loads_that_could_read_it_judge_nothing(tmp_path, monkeypatch):
         },
     )
     assert _findings({"GA002", "GA003", "GA005"}) == []
+
+
+TRL_SCRIPT = """\
+import sys
+
+import yaml
+from trl import SFTConfig, SFTTrainer
+
+with open(sys.argv[1]) as f:
+    cfg = yaml.safe_load(f)
+args = SFTConfig(**cfg["sft"])
+SFTTrainer(model=cfg["model"], args=args).train()
+"""
+
+
+def test_trl_config_section_takes_training_arguments_fields(tmp_path, monkeypatch):
+    """SFTConfig subclasses TrainingArguments: output_dir and the batch are its keys, max_length its own."""
+    _project(
+        tmp_path,
+        monkeypatch,
+        {
+            "train.py": TRL_SCRIPT,
+            "cfg.yaml": "model: Qwen/Qwen2.5-0.5B\nsft:\n  output_dir: out\n"
+            "  per_device_train_batch_size: 2\n  max_length: 1024\n  packing: true\n  max_seq_lenght: 1024\n",
+            "run.sh": "accelerate launch --num_processes 2 train.py cfg.yaml\n",
+        },
+    )
+    assert _findings({"GA002", "GA003", "GA005"}) == [("GA002", "cfg.yaml", 7, 3, "error")]
+    plans, _ = build_plans([Path(".")], CheckOptions(), Settings())
+    assert plans[0].training.entry("per_device_train_batch_size").value == 2
