@@ -60,11 +60,11 @@ from advisor.sources.shell.wrappers import (
     WRAPPER_POSITIONALS,
     WRAPPERS,
 )
+from advisor.sources.shell.written import written_files
 
 _RESERVED_OPEN = {"if", "while", "until", "{"}
 _VAR_USE_RE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 _RESERVED_CLOSE = {"fi", "done", "esac", "}"}
-_WRITE_REDIRS = frozenset({">", ">|", ">>", "&>", "&>>"})
 _RESERVED_SKIP = {"then", "do", "else", "elif", "!"}
 _LEADING = _RESERVED_OPEN | _RESERVED_SKIP
 
@@ -213,7 +213,7 @@ class Shell(LauncherReading):
         m = PARAM_RE.match(inner)
         if not m or m.group(2) is None or not valid_after_name(inner, m.end()):
             if bad_substitution(inner, m):
-                return [self.bad_substitution(raw, off)]
+                return [self.expansion_error(raw, off, f"{raw}: bad substitution")]
             return [self.unknown(raw, off, f"unsupported parameter expansion {raw}")]
         pre, name, sub = m.group(1), m.group(2), m.group(3)
         if pre == "!":
@@ -299,17 +299,11 @@ class Shell(LauncherReading):
                 return [Piece(out, raw, None, off, None, split)]
         return [self.unknown(raw, off, f"unsupported parameter expansion {raw}")]
 
-    def bad_substitution(self, raw: str, off: int) -> Piece:
-        """`${batch_size*2}`: bash prints "bad substitution" and does not run the command it is in (an
-        assignment is not made: the variable keeps its old value, unset in a fresh shell), then goes on
-        with the next line (bash subst.c parameter_brace_expand: "bad substitution" is an expansion
-        error, the simple command is abandoned)."""
-        return self.expansion_error(raw, off, f"{raw}: bad substitution")
-
     def expansion_error(self, raw: str, off: int, what: str) -> Piece:
-        """An expansion bash fails on (a bad substitution, an arithmetic division by 0: bash 5 prints
-        "division by 0 (error token is ...)" and abandons the simple command, then reads on, as it does for
-        "bad substitution"): reported at its line, and the command or assignment holding it is not run."""
+        """An expansion bash fails on: `${batch_size*2}` ("bad substitution", bash subst.c
+        parameter_brace_expand) or `$((512/0))` (bash 5: "division by 0 (error token is ...)"). bash abandons
+        the simple command holding it (an assignment is not made: the variable keeps its old value, unset in
+        a fresh shell) and reads on: reported at its line."""
         self.bad_substitutions += 1
         message = (
             f"{what}: bash stops with this error and does not run the command or the assignment it is in"
@@ -555,7 +549,7 @@ class Shell(LauncherReading):
             for a in assigns:
                 self.do_assign(a)
             return
-        self.note_written(rest, redirs)
+        self.written += written_files(self, rest, redirs, self.dirs.current)
         before = self.bad_substitutions
         prefix: dict[str, Var] = {}
         for a in assigns:
@@ -573,20 +567,6 @@ class Shell(LauncherReading):
         env = self.env_now()
         env.update(prefix)
         self.dispatch(fields, env, start_off)
-
-    def note_written(self, words: list[Tok], redirs: list[tuple[Tok, Tok | None]]) -> None:
-        """Files this command creates or appends to: its output redirections' targets (bash manual,
-        Redirections: `>`, `>|`, `>>`, `&>`, `&>>`) and `tee`'s file operands, in the order of the text (a
-        function's body is taken where it is written, as its launch commands are). A target whose name is not
-        known statically is left out."""
-        targets = [(tgt, op) for op, tgt in redirs if tgt is not None and op.value in _WRITE_REDIRS]
-        if self.plain(words[0]) == "tee":
-            targets += [(w, w) for w in words[1:] if not (self.plain(w) or "").startswith("-")]
-        for tgt, at in targets:
-            text = self.static_text(tgt)
-            if text and text not in ("/dev/null", "/dev/stdout", "/dev/stderr"):
-                span = self.span(at.src.off(at.start))
-                self.written.append(WrittenFile(text, span, self.dirs.current))
 
     def change_dir(self, name: str, args: list[Tok], off: int) -> None:
         """`cd DIR`, `pushd DIR`, `popd`: where the next commands' relative paths resolve. The words are
