@@ -511,7 +511,6 @@ def _shell_pins(text: str, path: Path) -> dict[str, Pin]:
     folder."""
     from advisor.core.cache import cached
     from advisor.sources.pins_shell import install_requests
-    from advisor.sources.read import ReadRefused, read_text_file
 
     requests = cached(
         "pins-shell",
@@ -525,13 +524,7 @@ def _shell_pins(text: str, path: Path) -> dict[str, Pin]:
     for kind, value, line in requests:
         found: dict[str, Pin] = {}
         if kind == "file":
-            listed = path.parent / value
-            if not _inside(listed, _work_tree(path.parent)):
-                continue  # a requirements file outside the script's project: not read
-            try:
-                _requirements(read_text_file(listed, MAX_PIN_FILE_BYTES), listed, found)
-            except (ReadRefused, OSError, UnicodeDecodeError, ValueError):
-                continue
+            found = _included(path.parent / value, path.parent, 1)
         elif kind == "conda":
             _from_requirement(value, path, line, found)  # conda's single "=" is read as ==
         elif value.startswith(_URL_START):
@@ -540,6 +533,41 @@ def _shell_pins(text: str, path: Path) -> dict[str, Pin]:
             _from_requirement(value, path, line, found)
         out.update(found)
     return out
+
+
+# -r / --requirement and -c / --constraint lines of a requirements file (pip's requirements file format:
+# the named file's requirements, or constraints on the versions installed, are read as if written here)
+_INCLUDE_RE = re.compile(r"^\s*(?:-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+|(?=[^\s-]))(\S+)")
+MAX_INCLUDE_DEPTH = 5
+
+
+def _requirements_file(text: str, path: Path, depth: int = 0) -> dict[str, Pin]:
+    """A requirements file's own pins (cached), then those of the files its ``-r`` / ``-c`` lines name,
+    in order, resolved from its folder (pip resolves a relative include from the including file), each
+    inside the work tree; the first pin of a package wins."""
+    out = {pin.package: pin for pin in _cached_pins(_requirements, text, path)}
+    if depth >= MAX_INCLUDE_DEPTH or ("-r" not in text and "-c" not in text):
+        return out
+    for raw in text.splitlines():
+        m = _INCLUDE_RE.match(raw.split(" #", 1)[0])
+        if m is None or "://" in m.group(1):
+            continue
+        for package, pin in _included(path.parent / m.group(1), path.parent, depth + 1).items():
+            out.setdefault(package, pin)
+    return out
+
+
+def _included(listed: Path, near: Path, depth: int) -> dict[str, Pin]:
+    """The pins of a requirements file another file or an install script names; {} outside the work tree
+    of ``near`` or when it cannot be read."""
+    from advisor.sources.read import ReadRefused, read_text_file
+
+    if not _inside(listed, _work_tree(near)):
+        return {}
+    try:
+        return _requirements_file(read_text_file(listed, MAX_PIN_FILE_BYTES), listed, depth)
+    except (ReadRefused, OSError, UnicodeDecodeError, ValueError):
+        return {}
 
 
 def _work_tree(folder: Path) -> Path:
@@ -618,11 +646,16 @@ def read_folder_pins(folder: Path) -> dict[str, Pin]:
             continue
         lowered = text.lower()
         names = any(name in lowered for name in (*PACKAGES, "yaml", "bitsandbytes"))
-        if not names and not (path.suffix == ".sh" and "-r" in text):
+        includes = path.name not in _READERS and ("-r" in text or "-c" in text)  # a .sh or requirements
+        if not names and not includes:
             continue  # pins nothing we read: not parsed (tomllib alone costs ~10 ms of start-up)
         try:
             if path.suffix == ".sh":
                 for package, pin in _shell_pins(text, path).items():
+                    out.setdefault(package, pin)
+                continue
+            if path.name not in _READERS:
+                for package, pin in _requirements_file(text, path).items():
                     out.setdefault(package, pin)
                 continue
             reader = _READERS.get(path.name, _requirements)

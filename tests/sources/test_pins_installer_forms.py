@@ -521,3 +521,23 @@ def test_install_script_reads_requirements_files_of_its_project_only(tmp_path: P
     assert {k: (p.spec, p.path.name) for k, p in pins.items()} == {
         "transformers": ("==4.44.2", "requirements.txt")
     }
+
+
+def test_requirements_files_follow_their_includes(tmp_path: Path) -> None:
+    """pip reads ``-r requirements/train.txt`` and ``-c constraints.txt`` as if written in the file, from
+    the including file's folder (the layout of repositories with requirements/ folders)."""
+    root = project(
+        tmp_path,
+        {
+            "requirements.txt": "-r requirements/train.txt\n--constraint=constraints.txt\n",
+            "requirements/train.txt": "-r base.txt\ntrl>=0.12,<0.13\n",
+            "requirements/base.txt": "transformers==4.46.3\n-r base.txt\n",  # a loop ends at the depth limit
+            "constraints.txt": "accelerate==1.1.1\n",
+        },
+    )
+    pins = read_folder_pins(root)
+    assert {k: (p.spec, p.path.relative_to(root).as_posix()) for k, p in pins.items()} == {
+        "trl": (">=0.12,<0.13", "requirements/train.txt"),
+        "transformers": ("==4.46.3", "requirements/base.txt"),
+        "accelerate": ("==1.1.1", "constraints.txt"),
+    }
