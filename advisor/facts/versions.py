@@ -69,12 +69,12 @@ def newest_target(package: str, pin: Pin) -> Target | None:
     return Target(package, shipped[-1], len(shipped) - 1, why, True)
 
 
-def unknown_target(package: str, pin: Pin) -> Target | None:
+def unknown_target(package: str, pin: Pin, why: str | None = None) -> Target | None:
     """The Target of a pin whose release cannot be known: "unknown, because pinned to git commit 69ad852"."""
     shipped = releases(package)
     if not shipped:
         return None
-    return Target(package, shipped[-1], ANY_RELEASE, f"pinned to {pin.via} in {pin.where}", False)
+    return Target(package, shipped[-1], ANY_RELEASE, why or f"pinned to {pin.via} in {pin.where}", False)
 
 
 @cache
@@ -233,6 +233,12 @@ def _targets(
                 target = newest_target(package, pin)
             elif not pin.spec:
                 target = unknown_target(package, pin)
+            elif pin.spec.strip() == "*":  # poetry's any version: pip installs the newest
+                target = resolve_spec(package, ">=0", f"pinned * in {pin.where}: the newest release installs")
+            elif _parse_spec(pin.spec) is None:  # a pre-release (==0.16.0.dev0), a local version: no release
+                target = unknown_target(
+                    package, pin, f"pinned {pin.spec} in {pin.where}, no release we can place"
+                )
             else:
                 shown = f"{pin.via} ({pin.spec})" if pin.via else pin.spec
                 target = resolve_spec(package, pin.spec, f"pinned {shown} in {pin.where}")

@@ -541,3 +541,26 @@ def test_requirements_files_follow_their_includes(tmp_path: Path) -> None:
         "transformers": ("==4.46.3", "requirements/base.txt"),
         "accelerate": ("==1.1.1", "constraints.txt"),
     }
+
+
+def test_a_pre_release_pin_is_no_release_we_can_place(tmp_path: Path) -> None:
+    """``trl==0.16.0.dev0`` (a tree between 0.15 and 0.16, installed from source) is no release: its keys are
+    judged as a git commit's; before, the pin was dropped and the current trl called vllm_device removed."""
+    root = project(
+        tmp_path,
+        {"requirements.txt": "trl==0.16.0.dev0\ntransformers==4.49.0\n", "recipes/grpo.yaml": GRPO_RECIPE},
+    )
+    result = check(root, "recipes/grpo.yaml")
+    assert _keys(result) == [("GA002", "recipes/grpo.yaml", 7, "warning")]
+    assert "pinned ==0.16.0.dev0 in requirements.txt:1, no release we can place" in _message(
+        result, "GA002", 7
+    )
+
+
+def test_poetry_any_version_is_the_newest_release(tmp_path: Path) -> None:
+    root = project(
+        tmp_path, {"pyproject.toml": '[tool.poetry.dependencies]\ntransformers = "*"\n', "a.yaml": ""}
+    )
+    target = versions.targets_for(root / "a.yaml")["transformers"]
+    assert target.release == versions.releases("transformers")[-1] and target.pinned
+    assert target.why == "pinned * in pyproject.toml:2: the newest release installs"
