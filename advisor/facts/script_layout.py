@@ -59,11 +59,11 @@ def layout_of(doc: Document, context: CheckContext | None = None) -> Layout | No
 
 def _layout(doc: Document, checked: CheckContext) -> Layout | None:
     found: Layout | None = None
-    for script in dict.fromkeys(path for path, _ in doc.consumers):
+    for script, how in dict.fromkeys(doc.consumers):
         text = checked.script_text(script, MAX_SCRIPT_BYTES)
         if text is None:
             return None
-        loads = [load for load in config_loads(text) if _reads(load, doc)]
+        loads = [load for load in config_loads(text) if _reads(load, doc, how)]
         if len(loads) != 1:
             return None
         if found is None:
@@ -71,11 +71,13 @@ def _layout(doc: Document, checked: CheckContext) -> Layout | None:
     return found
 
 
-def _reads(load: ConfigLoad, doc: Document) -> bool:
-    """Whether this load can be the one that reads ``doc``: a path from outside the script (argv, a flag)
-    or the file's own name, a loader for its format, and sections the file has."""
+def _reads(load: ConfigLoad, doc: Document, how: str) -> bool:
+    """Whether this load can be the one that reads ``doc``: a path from outside the script (argv, the flag
+    the run hands it with) or the file's own name, a loader for its format, and sections the file has."""
     if load.literal is not None and Path(load.literal).name != doc.path.name:
         return False
+    if how == "config" and load.flags and "config" not in load.flags:
+        return False  # `--config cfg.yaml`, while the script loads `args.data_config`
     if (load.loader == "json") != (doc.path.suffix.lower() == ".json"):
         return False
     sections = [u.path for u in load.sections if u.path]

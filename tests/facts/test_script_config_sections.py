@@ -348,23 +348,39 @@ def test_flat_file_handed_whole_to_training_arguments(tmp_path, monkeypatch):
     assert plans[0].training.entry("per_device_train_batch_size").value == 2
 
 
-def test_two_loads_that_could_read_it_judge_nothing(tmp_path, monkeypatch):
-    """Which of two loads of a path from outside reads the file is not known: nothing is judged."""
+def test_the_load_of_the_flag_the_run_uses_reads_it(tmp_path, monkeypatch):
+    """Two loads: `--config cfg.yaml` is read by the one whose path is `args.config`, not `args.extra`."""
     script = PYYAML_SCRIPT.replace(
         "    cfg = load_config(args.config)\n",
         "    cfg = load_config(args.config)\n    extra = yaml.safe_load(open(args.extra))\n"
         '    LoraConfig(**extra["training"])\n',
     )
-    _project(
-        tmp_path,
-        monkeypatch,
-        {
-            "train.py": script,
-            "cfg.yaml": PYYAML_CFG.replace("  bf16: true", "  bf16: true\n  gradient_acumulation_steps: 2"),
-            "run.sh": "torchrun --nproc_per_node 4 train.py --config cfg.yaml\n",
-        },
+    files = {
+        "train.py": script,
+        "cfg.yaml": PYYAML_CFG.replace("  bf16: true", "  bf16: true\n  gradient_acumulation_steps: 2"),
+        "run.sh": "torchrun --nproc_per_node 4 train.py --config cfg.yaml --extra extra.yaml\n",
+    }
+    _project(tmp_path, monkeypatch, files)
+    assert _findings({"GA002", "GA005"}) == [("GA002", "cfg.yaml", 13, 3, "error")]
+
+
+def test_two_loads_that_could_read_it_judge_nothing(tmp_path, monkeypatch):
+    """Which of two loads of a path from the command line reads the file is not known: nothing is judged."""
+    script = FLAT_RUAMEL_SCRIPT.replace(
+        "args = TrainingArguments(**cfg)\n",
+        "other = YAML(typ='safe').load(open(sys.argv[2]))\nargs = TrainingArguments(**cfg)\n"
+        "TrainingArguments(**other)\n",
     )
-    assert _findings({"GA002", "GA003", "GA005"}) == []
+    files = {
+        "train.py": script,
+        "args.yaml": "output_dir: out\nper_device_train_batch_size: 2\nwarmup_ratio: 0.1\n"
+        "gradient_acumulation_steps: 4\n",
+        "run.sh": "torchrun --nproc_per_node 2 train.py args.yaml other.yaml\n",
+    }
+    _project(tmp_path, monkeypatch, files)
+    # the file keeps its per-file judgement (advisor.facts.keys): only the near miss of a TrainingArguments
+    # key, not the judgement of every key against the script's consumer
+    assert _findings({"GA002"}) == [("GA002", "args.yaml", 4, 1, "error")]
 
 
 TRL_SCRIPT = """\

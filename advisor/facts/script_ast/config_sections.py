@@ -73,6 +73,7 @@ class ConfigLoad:
     col: int
     literal: str | None  # the path when written in the script; None: it comes from outside (argv, a flag)
     sections: tuple[SectionUse, ...]
+    flags: frozenset[str] = frozenset()  # the flags the path is read from (`args.config`), when it is one
 
 
 @record(frozen=True, slots=True)
@@ -331,8 +332,9 @@ class _Analysis:
                         uses.setdefault(v.index, []).append(use)
         out = []
         for i, (kind, call, scope) in enumerate(self.loads):
-            literal = self._literal_path(call, kind, scope)
-            out.append(ConfigLoad(kind, call.lineno, call.col_offset + 1, literal, tuple(uses.get(i, ()))))
+            literal, flags = self._path_source(call, scope)
+            handed = tuple(uses.get(i, ()))
+            out.append(ConfigLoad(kind, call.lineno, call.col_offset + 1, literal, handed, frozenset(flags)))
         return tuple(out)
 
     def _handed_on(self, call: ast.Call, scope: ast.AST) -> Iterator[tuple[set[Any], bool]]:
@@ -405,25 +407,52 @@ class _Analysis:
                             out.setdefault((v.index, v.path), set()).add(key.value)
         return out
 
-    def _literal_path(self, call: ast.Call, kind: str, scope: ast.AST) -> str | None:
-        """The file's path when the script writes it: `open("cfg.yaml")`, `OmegaConf.load("cfg.yaml")`."""
+    def _path_source(self, call: ast.Call, scope: ast.AST) -> tuple[str | None, set[str]]:
+        """(the path when the script writes it, the flags it comes from): `open("cfg.yaml")` is a literal,
+        `load_config(args.config)` into `open(path)` the flag `config`."""
         arg: ast.AST | None = call.args[0] if call.args else None
-        for _ in range(4):
-            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                return arg.value
-            if isinstance(arg, ast.Call) and arg.args and isinstance(arg.func, ast.Name | ast.Attribute):
-                name = arg.func.id if isinstance(arg.func, ast.Name) else arg.func.attr
-                if name in ("open", "Path", "read_text", "_resolve_path"):
-                    arg = arg.args[0]
-                    continue
-            if isinstance(arg, ast.Name):
-                bound = _single_assignment(self.tree, scope, arg.id)
-                if bound is None:
-                    return None
-                arg = bound
+        flags: set[str] = set()
+        todo: list[tuple[ast.AST | None, ast.AST, int]] = [(arg, scope, 0)]
+        literal = None
+        while todo:
+            node, where, depth = todo.pop()
+            if node is None or depth > 6:
                 continue
-            return None
-        return None
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                literal = node.value
+            elif isinstance(node, ast.Call) and node.args and isinstance(node.func, ast.Name | ast.Attribute):
+                name = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+                if name in ("open", "Path", "read_text", "_resolve_path", "abspath", "expanduser", "join"):
+                    todo.append((node.args[0] if name != "join" else node.args[-1], where, depth + 1))
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                flags.add(node.attr)
+            elif isinstance(node, ast.Name):
+                bound = _single_assignment(self.tree, where, node.id)
+                if bound is not None:
+                    todo.append((bound, where, depth + 1))
+                elif isinstance(where, ast.FunctionDef | ast.AsyncFunctionDef):
+                    todo.extend((a, s, depth + 1) for a, s in self._arguments_for(where, node.id))
+        return literal, flags
+
+    def _arguments_for(
+        self, func: ast.FunctionDef | ast.AsyncFunctionDef, param: str
+    ) -> list[tuple[ast.AST, ast.AST]]:
+        """(argument, the scope it is written in) at each call of the module's ``func`` for ``param``."""
+        params = [a.arg for a in (*func.args.posonlyargs, *func.args.args)]
+        if id(func) in self.owner and params and not _is_static(func):
+            params = params[1:]
+        out: list[tuple[ast.AST, ast.AST]] = []
+        for node in ast.walk(self.tree):
+            if not isinstance(node, ast.Call):
+                continue
+            scope = self.scope_of.get(id(node), self.tree)
+            if self._callee(node, scope) is not func:
+                continue
+            for name, arg in zip(params, node.args, strict=False):
+                if name == param:
+                    out.append((arg, scope))
+            out.extend((kw.value, scope) for kw in node.keywords if kw.arg == param)
+        return out
 
 
 def _single_assignment(tree: ast.Module, scope: ast.AST, name: str) -> ast.AST | None:
