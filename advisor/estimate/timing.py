@@ -132,6 +132,13 @@ DEQUANT_BYTES_PER_PARAM = 0.5 + 2.0 + 2.0
 # 1x A100 7075 -> 8998 tok/s (+27 %, README.md@1814feb1), torchtitan 8B FSDP2 on 8x H100 5762 -> 6667 tok/s
 # per GPU (+16 %, benchmarks/llama3_h100_202412_torchtitan.md@b5bcd76c): x1.2 on the achieved rate.
 COMPILE_SPEEDUP = 1.2
+# fp8 training (torchao Float8Linear on the decoder Linears: accelerate `mixed_precision: fp8`, LLaMA-Factory
+# / axolotl `fp8: true`) runs those matmuls on the fp8 tensor cores at twice the bf16 rate, but the casts and
+# scaling around each matmul and the bf16 attention, norms and lm_head keep the gain well below 2x: torchtitan
+# Llama 3.1 8B FSDP2 + compile on 8x H100 6667 -> 8532 tok/s per GPU (x1.28) and on 128x H100 6514 -> 8380
+# (x1.29) (benchmarks/llama3_h100_202412_torchtitan.md@b5bcd76c, Tables 1 and 3): x1.28 on the achieved rate,
+# only on a GPU with an fp8 rate (Ada, Hopper, Blackwell; elsewhere the run is timed at its bf16 rate).
+FP8_SPEEDUP = 1.28
 # Eager PyTorch pays a fixed cost per decoder layer and pass (forward, backward as two, recompute) that
 # does not shrink with the tokens: kernel launches, Python module and hook overhead. Fitted per source as
 # the intercept of step time against tokens: Qwen README 7B LoRA (256 vs 1024 tokens, 1x A100) ~0.65 ms,
@@ -479,6 +486,7 @@ def estimate_time(
     hbm_gbs: float | None = None,
     fp32_tflops: float | None = None,
     fp32_simt: bool = True,
+    fp8: bool = False,
 ) -> TimeEstimate:
     """Step time, throughput, scaling efficiency and run hours for `setup` on `world_size` GPUs.
 
@@ -488,6 +496,7 @@ def estimate_time(
     data says about tokens per sample. hbm_gbs: memory bandwidth (default: the catalog's). fp32_tflops: the
     rate fp32 matmuls run at on this GPU (for a run computing in fp32 it is peak_tflops itself; given, the
     fp32 parts of a 16-bit run are timed at it); fp32_simt: that rate is the CUDA-core one (TF32 off).
+    fp8: the run trains its decoder Linears in fp8 (the caller checked that the GPU has an fp8 rate).
     """
     r = resolve_setup(setup)
     A = list(r.assumptions)
@@ -508,6 +517,9 @@ def estimate_time(
     all_fp32 = r.precision == "fp32"
     simt = all_fp32 and fp32_simt
     mfu_v = mfu if mfu is not None else _default_mfu_for(s, cls, gpu_class, A, simt=simt)
+    if fp8 and not all_fp32 and mfu is None:
+        mfu_v = min(1.0, mfu_v * FP8_SPEEDUP)
+        A.append(f"fp8 Linears: x{FP8_SPEEDUP} on the achieved rate (torchtitan Float8 vs bf16, same run)")
     achieved = peak_tflops * 1e12 * mfu_v
     if achieved <= 0:
         raise ValueError("peak_tflops must be positive")

@@ -254,6 +254,13 @@ def ddp_setup(setup: Any, dp: int) -> Any:
     )
 
 
+def fp8_training(plan: RunPlan) -> str | None:
+    """Where the run trains its Linears in fp8 (advisor.facts.unmodelled.fp8_training), or None."""
+    from advisor.facts.unmodelled import fp8_training as where
+
+    return where(plan)
+
+
 def matmul_tf32(plan: RunPlan) -> bool | None:
     """Whether HF TrainingArguments turns cuBLAS TF32 on for the run (None: it leaves torch's default).
 
@@ -351,6 +358,7 @@ def analyse(
     data: Any = None,
     reserved_fraction: float = 0.0,
     tf32: bool | None = None,
+    fp8: str | None = None,
 ) -> Analysis:
     """Memory at the peak, the fit verdict, single-GPU and DDP peaks, time, and knob savings."""
     from advisor.estimate import MemoryItem, estimate_memory, estimate_time, what_if
@@ -422,6 +430,11 @@ def analyse(
             bw = busbw_gbs if busbw_gbs else 1.0
             n = max(dp, 1)
             fp32_rate, simt = fp32_matmul_rate(gpu, tf32)
+            fp8_rate = bool(fp8) and bool(gpu.dense_tflops("fp8"))
+            if fp8 and not fp8_rate:
+                an.assumptions.append(
+                    f"fp8 training ({fp8}): {gpu.display_name} has no fp8 rate: timed at bf16"
+                )
             an.time = estimate_time(
                 setup,
                 float(tflops),
@@ -433,6 +446,7 @@ def analyse(
                 data=data,
                 fp32_tflops=fp32_rate,
                 fp32_simt=simt,
+                fp8=fp8_rate,
             )
             for s in an.time.assumptions:
                 if s not in an.assumptions:
@@ -501,6 +515,7 @@ def estimates_facts(
             data=inputs.data_length,
             reserved_fraction=share,
             tf32=matmul_tf32(plan),
+            fp8=fp8_training(plan),
         )
         if share:
             an.assumptions.append(_share_note(share))

@@ -193,6 +193,7 @@ def _report(
     name: str | None = None,
     dtype_sources: dict[str, str] | None = None,
     tf32: bool | None = None,
+    fp8: str | None = None,
 ) -> dict[str, Any]:
     from advisor.facts.estimates import analyse, verdict_for
     from advisor.facts.memory_kinds import memory_figures
@@ -210,6 +211,7 @@ def _report(
         savings=True,
         data=data,
         tf32=tf32,
+        fp8=fp8,
     )
     gpus = _usable_by_gpu(machine)
     spread = n if n > 1 else (machine.total_gpus if machine is not None and machine.total_gpus > 1 else 8)
@@ -384,7 +386,7 @@ def build_run_reports(
     settings entry and its files (advisor.facts.model_naming)."""
     from advisor.core.provenance import Value
     from advisor.facts import run_names
-    from advisor.facts.estimates import matmul_tf32, plan_inputs
+    from advisor.facts.estimates import fp8_training, matmul_tf32, plan_inputs
     from advisor.pipeline.check import CheckError, CheckOptions, build_plans, resolve_settings
     from advisor.sources.settings import SettingsError
 
@@ -419,6 +421,7 @@ def build_run_reports(
                 name=plan.name,
                 dtype_sources=inputs.dtypes.sources() if inputs.dtypes is not None else None,
                 tf32=matmul_tf32(plan),
+                fp8=fp8_training(plan),
             )
         )
     return reports

@@ -176,3 +176,46 @@ def test_torch_compile_turns_tf32_on_when_tf32_is_unset(
     assert "TF32 tensor-core rate" in " ".join(compiled["assumptions"])
     refused = _estimate(tmp_path, monkeypatch, hw, BERT_FP32 + "torch_compile: true\ntf32: false\n", "q")
     assert "TF32 is off" in " ".join(refused["assumptions"])
+
+
+ACCELERATE_FP8 = """compute_environment: LOCAL_MACHINE
+distributed_type: 'NO'
+num_processes: 1
+mixed_precision: {mp}
+"""
+
+
+def _fp8_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gpu: str, mp: str, name: str) -> dict:
+    args = (
+        BERT_FP32.replace("google-bert/bert-large-uncased", "meta-llama/Meta-Llama-3-8B")
+        .replace("task: sequence-classification\n", "")
+        .replace("max_length: 512", "max_length: 4096\npacking: true")
+    )
+    args = args.replace("torch_dtype: float32", "torch_dtype: bfloat16").replace("bf16: false", "bf16: true")
+    files = {
+        "launch.sh": "#!/bin/bash\naccelerate launch --config_file acc.yaml train.py args.yaml\n",
+        "args.yaml": args,
+        "acc.yaml": ACCELERATE_FP8.format(mp=mp),
+        "train.py": "pass\n",
+    }
+    (tmp_path / name).mkdir()
+    git_project(tmp_path / name, files, monkeypatch)
+    result = runner.invoke(app, ["estimate", ".", "-H", _hw(tmp_path / name, gpu), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    (run,) = json.loads(result.stdout)["runs"]
+    return run
+
+
+def test_fp8_training_is_timed_faster_where_the_gpu_has_fp8(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # torchtitan Llama 3.1 8B on H100: 6667 -> 8532 tok/s per GPU with Float8 (x1.28)
+    bf16 = _fp8_project(tmp_path, monkeypatch, "H100-SXM", "bf16", "a")
+    fp8 = _fp8_project(tmp_path, monkeypatch, "H100-SXM", "fp8", "b")
+    assert 1.2 * _tps(bf16) < _tps(fp8) < 1.28 * _tps(bf16)
+    assert any(a.startswith("fp8 Linears: x1.28") for a in fp8["assumptions"])
+    # an A100 has no fp8 tensor cores: the run is timed at its bf16 rate, and the estimate says so
+    a100 = _fp8_project(tmp_path, monkeypatch, "A100-SXM-80GB", "fp8", "c")
+    a100_bf16 = _fp8_project(tmp_path, monkeypatch, "A100-SXM-80GB", "bf16", "d")
+    assert _tps(a100) == pytest.approx(_tps(a100_bf16), rel=1e-3)
+    assert any("has no fp8 rate: timed at bf16" in a for a in a100["assumptions"])
