@@ -750,7 +750,7 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
         setup_kw["gpu_memory_gib"] = float(plan.hardware.memory_gib)
     from advisor.facts.packed_base import apply_packed_base
 
-    apply_packed_base(setup_kw, info.config, str(name.value), a)  # LoRA on a GPTQ/AWQ checkpoint
+    apply_packed_base(setup_kw, info.config, str(name.value), a, plan)  # LoRA on a pre-quantized base
     out.setup = TrainingSetup(**setup_kw)
     out.related = [loc for loc in (first_origin(micro_v), seq_v.origin, strategy_origin) if loc is not None]
     out.total_tokens, out.max_steps = _dataset(plan, seq, out.dp, a)

@@ -1,5 +1,6 @@
 """A LoRA run whose base is a pre-quantized GPTQ / AWQ checkpoint (issue 21 section 2): its Linear weights
-are packed integer codes, not the 16-bit weights the recipe's torch_dtype names.
+are packed integer codes, not the 16-bit weights the recipe's torch_dtype names; so are those of a copy
+saved by bitsandbytes (unsloth/...-bnb-4bit), which loads in 4-bit without load_in_4bit.
 
 Where the checkpoint says so: its config.json `quantization_config` (transformers writes quant_method,
 bits, group_size for GPTQ: utils/quantization_config.py GPTQConfig; AutoAWQ writes quant_method "awq",
@@ -24,9 +25,21 @@ def _int(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
 
 
+def _bnb(qc: dict[str, Any]) -> str | None:
+    if qc.get("load_in_4bit") is True or qc.get("_load_in_4bit") is True:
+        return "nf4"
+    if qc.get("load_in_8bit") is True or qc.get("_load_in_8bit") is True:
+        return "int8"
+    return None
+
+
 def packed_base(config: dict[str, Any] | None, name: str) -> tuple[str, int | None, str] | None:
-    """(estimator kind gptq4 / gptq8 / awq4, group size or None, where it was read), or None."""
+    """(estimator kind gptq4 / gptq8 / awq4, or nf4 / int8 for a checkpoint saved by bitsandbytes; group
+    size or None; where it was read), or None."""
     qc = (config or {}).get("quantization_config")
+    if isinstance(qc, dict) and qc.get("quant_method") == "bitsandbytes":
+        kind = _bnb(qc)
+        return (kind, None, "config.json quantization_config (bitsandbytes)") if kind else None
     if isinstance(qc, dict):
         method = qc.get("quant_method")
         bits = _int(qc.get("bits")) or _int(qc.get("w_bit"))
@@ -42,6 +55,11 @@ def packed_base(config: dict[str, Any] | None, name: str) -> tuple[str, int | No
     from advisor.estimate.model_names import parse_name
 
     parts = parse_name(name)
+    if parts.quantization == "bitsandbytes":
+        # a copy saved in bitsandbytes 4-bit (unsloth/...-bnb-4bit): it loads quantized whatever the recipe
+        # says (transformers reads the checkpoint's quantization_config)
+        kind = "int8" if "8bit" in (parts.quant_tag or "") else "nf4"
+        return kind, None, f"the name's tag '{parts.quant_tag}'"
     if parts.quantization not in ("GPTQ", "AWQ", "integer"):
         return None
     digits = re.search(r"int([348])", parts.quant_tag or "")
@@ -61,7 +79,7 @@ def packed_base(config: dict[str, Any] | None, name: str) -> tuple[str, int | No
 
 
 def apply_packed_base(
-    setup_kw: dict[str, Any], config: dict[str, Any] | None, name: str, a: list[str]
+    setup_kw: dict[str, Any], config: dict[str, Any] | None, name: str, a: list[str], plan: Any = None
 ) -> None:
     """Turn a LoRA setup on a GPTQ/AWQ checkpoint into LoRA on that quantized base (the estimator's qlora
     method with the packed quantization), saying so; other setups are left as they are."""
@@ -71,6 +89,21 @@ def apply_packed_base(
     if found is None:
         return
     kind, group, source = found
+    if kind not in PACKED:  # saved by bitsandbytes: the QLoRA setup on its nf4 / int8 Linears
+        setup_kw.update(method="qlora", quantization=kind)
+        if plan is not None:  # whether the trainer runs prepare_model_for_kbit_training, as for load_in_4bit
+            from advisor.facts.dtypes import kbit_preparation
+
+            sharded = setup_kw.get("strategy") in {"fsdp", "fsdp_grad_op", "zero3"}
+            prepared = kbit_preparation(plan, sharded=sharded).dtype
+            setup_kw["prepare_kbit_training"] = None if prepared is None else prepared == "yes"
+        if kind == "nf4":
+            a.append("4-bit double quantization as the checkpoint was saved: assumed on")
+        a.append(
+            f"the base is a checkpoint saved in bitsandbytes {'4-bit NF4' if kind == 'nf4' else '8-bit'} "
+            f"({source}): it loads quantized without load_in_4bit/8bit in the recipe; estimated as QLoRA"
+        )
+        return
     method, bits = PACKED[kind]
     setup_kw.update(
         method="qlora",

@@ -151,3 +151,18 @@ def test_awq_keeps_inputs_and_gptq_keeps_weights_without_checkpointing() -> None
     inputs = (3 * 4096 + 11008) * 2 * 1024 / 2**30
     assert awq == pytest.approx(inputs * (pc.layers - 1), rel=1e-6)
     assert saved(replace(s, gradient_checkpointing=True)) == 0.0
+
+
+def test_a_copy_saved_by_bitsandbytes_loads_in_4bit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """unsloth/...-bnb-4bit holds the checkpoint's bitsandbytes quantization_config: transformers loads it in
+    NF4 though the recipe writes no load_in_4bit; the estimate had counted 16-bit weights."""
+    recipe = _RECIPE.replace("./model", "unsloth/llama-3-8b-bnb-4bit")
+    write_files(tmp_path, {"launch.sh": "#!/bin/bash\npython train.py sft.yaml\n", "sft.yaml": recipe})
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["estimate", "launch.sh", "-H", "1xA100-80GB", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    (run,) = json.loads(result.stdout)["runs"]
+    pc = resolve_model("meta-llama/Meta-Llama-3-8B").count()
+    assert _item(run, "weights")["note"].startswith("NF4")
+    assert _item(run, "weights")["gib"] < pc.total * 2 / 2**30 / 2.5
+    assert any("saved in bitsandbytes 4-bit NF4" in a for a in run["assumptions"])
