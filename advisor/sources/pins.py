@@ -1,7 +1,8 @@
 """The versions a project pins for the libraries whose keys we judge (transformers, TRL, accelerate, ...).
 
 Read from the files people pin in, nearest folder first: lock files (uv.lock, poetry.lock, Pipfile.lock:
-exact versions), then requirements*.txt, pyproject.toml (PEP 621 dependencies and optional dependencies,
+exact versions; a git source's commit), then requirements*.txt (with the files its ``-r`` / ``-c`` lines
+include), pyproject.toml (PEP 621 dependencies and optional dependencies,
 poetry dependencies), environment.yml (conda and its pip list), setup.cfg (install_requires) and
 setup.py (the literal ``install_requires=[...]`` of its ``setup()`` call, and the ``_deps`` list that
 transformers' own setup.py idiom looks up through ``deps[...]`` / ``deps_list(...)``; read from the AST, never
@@ -10,7 +11,8 @@ A pin is a specifier (``==4.57.1``, ``>=4.41,<5``, poetry ``^4.40``); which rele
 against the releases we ship key data for (advisor.facts.versions). A PEP 508 direct reference
 (``trl @ git+https://github.com/huggingface/trl.git@69ad852``) pins what the URL names: a release for a tag
 (``@v0.14.0``), a wheel or sdist file name, a GitHub tag archive; otherwise (a commit, a branch, a local path)
-a pin whose release cannot be known (``Pin.spec`` empty, ``Pin.via`` saying why).
+a pin whose release cannot be known (``Pin.spec`` empty, ``Pin.via`` saying why), except a default branch
+(no revision, ``@main``): its newest commit (``Pin.newest``).
 """
 
 from __future__ import annotations
