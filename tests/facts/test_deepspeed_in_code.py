@@ -267,3 +267,20 @@ def test_config_loaded_from_a_file_in_code_is_said_unread(tmp_path, monkeypatch)
     result = run_check([Path(".")], CheckOptions())
     (note,) = [f for f in result.findings if f.rule == "GA307"]
     assert "json.load" in note.message and note.severity == "info"
+
+
+def test_a_path_handed_through_a_parameter_is_not_a_code_config(tmp_path, monkeypatch):
+    """databrickslabs/dolly training/trainer.py:241 passes its click option `deepspeed` (a JSON path) on as
+    `TrainingArguments(..., deepspeed=deepspeed)`: a path, the run's file, nothing built in code."""
+    script = (
+        "import click\nfrom transformers import Trainer, TrainingArguments\n\n\n"
+        "def train(*, deepspeed, local_output_dir):\n"
+        "    args = TrainingArguments(output_dir=local_output_dir, deepspeed=deepspeed)\n"
+        "    Trainer(model=None, args=args).train()\n\n\n"
+        "@click.command()\n@click.option('--deepspeed', type=str, default=None)\n"
+        "@click.option('--local-output-dir', type=str, required=True)\n"
+        "def main(**kwargs):\n    train(**kwargs)\n\n\nmain()\n"
+    )
+    _project(tmp_path, monkeypatch, {"train.py": script, "run.sh": "deepspeed --num_gpus 2 train.py\n"})
+    result = run_check([Path(".")], CheckOptions())
+    assert not [f for f in result.findings if f.rule == "GA307"]

@@ -55,6 +55,9 @@ class Leaf:
     col: int
     unread: str | None = None
     flag: str | None = None  # the script's flag it comes from
+    # what an unread value is: "dict" (a dict the code builds, not read), "file" (loaded from a file in
+    # code), "value" (anything else: a parameter, a flag, an expression; most often a path)
+    kind: str = "value"
 
 
 @record(frozen=True, slots=True)
@@ -224,13 +227,34 @@ class _Evaluator:
                 node.lineno,
                 node.col_offset + 1,
                 unread=f"loaded from a file in code ({loader} at {where}), whose path is not followed",
+                kind="file",
             )
         found = self._function(node.func, module)
         if found is None:
             return self._unread(node, module, f"`{ast.unparse(node.func)}(...)`")
         func, callee = found
+        returns = [n.value for n in ast.walk(func) if isinstance(n, ast.Return) and n.value is not None]
+        if not any(_builds_dict(r, func) for r in returns):
+            return self._unread(node, module, f"`{ast.unparse(node.func)}(...)`")  # not a config builder
+        try:
+            return self._returned(node, func, callee, returns, env, module, depth)
+        except _NotRead as exc:  # what the helper returns is not read; the caller decides if it matters
+            return Leaf(None, module.path, node.lineno, node.col_offset + 1, unread=exc.why, kind="dict")
+
+    def _returned(
+        self,
+        node: ast.Call,
+        func: ast.FunctionDef | ast.AsyncFunctionDef,
+        callee: _Module,
+        returns: list[ast.expr],
+        env: dict[str, Any],
+        module: _Module,
+        depth: int,
+    ) -> Any:
         if depth > _MAX_DEPTH * 8:
             raise _NotRead("the helpers call each other too deeply to read")
+        if len(returns) != 1:
+            raise _NotRead(f"{func.name} returns in {len(returns)} places ({_where(callee, func)})")
         params = [a.arg for a in (*func.args.posonlyargs, *func.args.args)]
         bound: dict[str, Any] = {}
         for name, arg in zip(params, node.args, strict=False):
@@ -244,16 +268,10 @@ class _Evaluator:
         defaults = func.args.defaults
         for name, default in zip(params[len(params) - len(defaults) :], defaults, strict=True):
             bound.setdefault(name, self.value(default, {}, callee, depth + 1))
-        for a, default in zip(func.args.kwonlyargs, func.args.kw_defaults, strict=True):
-            if default is not None:
-                bound.setdefault(a.arg, self.value(default, {}, callee, depth + 1))
-        returns = [n.value for n in ast.walk(func) if isinstance(n, ast.Return) and n.value is not None]
-        if len(returns) != 1:
-            return self._unread(node, module, f"{func.name}(...) (it returns in {len(returns)} places)")
-        try:
-            return self.body(func.body, returns[0], bound, callee, depth + 1)
-        except _NotRead as exc:  # what the helper returns is not read; the caller decides if it matters
-            return Leaf(None, module.path, node.lineno, node.col_offset + 1, unread=exc.why)
+        for a, kw_default in zip(func.args.kwonlyargs, func.args.kw_defaults, strict=True):
+            if kw_default is not None:
+                bound.setdefault(a.arg, self.value(kw_default, {}, callee, depth + 1))
+        return self.body(func.body, returns[0], bound, callee, depth + 1)
 
     def _function(self, func: ast.AST, module: _Module) -> tuple[Any, _Module] | None:
         if isinstance(func, ast.Name) and func.id in module.functions:
@@ -339,6 +357,20 @@ _FLAG_HOLDERS = frozenset({"opt", "opts", "hparams", "flags", "FLAGS", "cfg_args
 
 def _names_flags(name: str) -> bool:
     return name.endswith("args") or name in _FLAG_HOLDERS
+
+
+def _builds_dict(result: ast.AST, func: ast.AST) -> bool:
+    """Whether a function returns a dict it writes: `return {...}`, or a name bound to one in it."""
+    if isinstance(result, ast.Dict):
+        return True
+    if not isinstance(result, ast.Name):
+        return False
+    return any(
+        isinstance(n, ast.Assign)
+        and isinstance(n.value, ast.Dict)
+        and any(isinstance(t, ast.Name) and t.id == result.id for t in n.targets)
+        for n in ast.walk(func)
+    )
 
 
 def _uses(node: ast.AST, name: str) -> bool:
@@ -434,11 +466,10 @@ def code_deepspeed_configs(
                 out.append(CodeDeepSpeed(call, node.lineno, node.col_offset + 1, value, None, built))
             elif isinstance(value, Leaf) and isinstance(value.value, str) and value.unread is None:
                 continue  # a path after all (a constant, a flag's value)
-            else:
-                why = value.unread if isinstance(value, Leaf) and value.unread else "it is not a dict literal"
-                if isinstance(value, Leaf) and value.flag is not None:
-                    continue  # --deepspeed ds.json: a path from a flag, the run's file
-                out.append(CodeDeepSpeed(call, node.lineno, node.col_offset + 1, None, why, None))
+            elif isinstance(value, Leaf) and value.unread is not None and value.kind in ("dict", "file"):
+                out.append(CodeDeepSpeed(call, node.lineno, node.col_offset + 1, None, value.unread, None))
+            # else: a parameter, a flag, an expression: most often a path (--deepspeed ds.json), the
+            # run's file, which the launch names
     return out
 
 
