@@ -1,15 +1,19 @@
 """Step-time and run-time model (hardware.md sections 2.3, 3 and 6), calibrated on benchmarks/data.
 
-tokens      real tokens per sample: the data's average (dataset-tokens / dataset-samples) when known, else the
-            max_length cap (an upper bound without packing); packed runs fill every row to max_length.
-            Unpacked batches are padded to their longest sample: computed tokens = b x E[max of b lengths]
+tokens      real tokens per sample: the data's average (dataset-tokens / dataset-samples) when known, else
+            every sample counted at the max_length cap (real_tokens_known False: an upper bound, not the
+            data's tokens); packed runs fill every row to max_length. Unpacked batches are padded to their
+            longest sample: computed tokens = b x E[max of b lengths] (group_by_length, padding-free: none)
 flops/tok   k * N_mm + a * 4 * L * q * span / 2 (causal) (+ 6 per adapter parameter)
             N_mm = parameters in matmuls per token (all but the input-embedding lookup; MoE: active experts)
             k = 6 full FT (fwd 2 + dgrad 2 + wgrad 2), 4 LoRA/QLoRA (frozen base: no weight-gradient matmuls),
             +2 with gradient checkpointing (the forward again); attention has no weights, so its backward
             is always whole: a = 3 (4 with checkpointing)
-achieved    dense peak * MFU(GPU class, method) * torch.compile factor
-t_compute   computed tokens per GPU per optimizer step * flops/token / achieved
+achieved    matmul peak * MFU(GPU class x achievable-matmul factor, method) * torch.compile / fp8 factors;
+            the peak is the 16-bit tensor rate, for fp32 compute the FP32 CUDA-core rate unless TF32 is on
+            (then the TF32 tensor rate), at its own MFU
+t_compute   computed tokens per GPU per optimizer step * flops/token / achieved (the fp32 parts of a 16-bit
+            run, prepare_model_for_kbit_training's lm_head and SDPA attention, at the fp32 rate)
             + micro-batches * layers * passes * a fixed per-layer overhead (eager kernel launches)
             + the weights streamed from HBM per pass (dequantised per pass for a 4-bit base)
 t_optimizer the optimizer step, memory-bound: bytes it reads and writes per trainable parameter / HBM
