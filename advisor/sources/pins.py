@@ -114,7 +114,7 @@ def _from_requirement(text: str, path: Path, line: int, out: dict[str, Pin]) -> 
     spec = (m.group(3) or "").strip().strip("()").replace(" ", "")
     if spec.startswith("=") and not spec.startswith("=="):
         spec = "=" + spec  # conda's single "=" (transformers=4.57.1)
-    if spec:
+    if spec and any(c.isdigit() for c in spec):  # "trl==" names no version: pip refuses the line
         out[name] = Pin(name, _poetry_spec(spec), path, line)
 
 
@@ -145,6 +145,8 @@ def direct_reference(url: str) -> tuple[str, str]:
         if "@" not in parts.path:
             return "", f"{vcs} default branch of {_shown(parts.path)}"
         rev = unquote(parts.path.rsplit("@", 1)[1])
+        if not rev:  # pip refuses it (versioncontrol.py:418-423): nothing is installed
+            return "", f"{vcs} URL with an empty revision"
         if rev in ("main", "master"):
             return "", f"{vcs} default branch {rev} of {_shown(parts.path.rsplit('@', 1)[0])}"
         tag = _TAG_RE.fullmatch(rev)

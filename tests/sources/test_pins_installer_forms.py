@@ -363,6 +363,7 @@ def test_a_default_branch_installs_the_newest_tree(tmp_path: Path) -> None:
         ),
         ("https://github.com/huggingface/transformers/archive/1c39974a.zip", "", "archive of 1c39974a"),
         ("file:///opt/src/transformers", "", "local path transformers"),
+        ("git+https://github.com/huggingface/trl.git@", "", "git URL with an empty revision"),
     ],
 )
 def test_direct_references(url: str, spec: str, via: str) -> None:
@@ -564,3 +565,10 @@ def test_poetry_any_version_is_the_newest_release(tmp_path: Path) -> None:
     target = versions.targets_for(root / "a.yaml")["transformers"]
     assert target.release == versions.releases("transformers")[-1] and target.pinned
     assert target.why == "pinned * in pyproject.toml:2: the newest release installs"
+
+
+def test_a_requirement_naming_no_version_pins_nothing(tmp_path: Path) -> None:
+    write_files(
+        tmp_path, {"install.sh": "pip install trl== transformers>=\n", "requirements.txt": "peft==\n"}
+    )
+    assert read_folder_pins(tmp_path) == {}
