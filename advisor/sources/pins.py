@@ -514,12 +514,12 @@ def _shell_pins(text: str, path: Path) -> dict[str, Pin]:
     package winning (pip replaces what an earlier line installed); ``-r FILE`` read from the script's
     folder."""
     from advisor.core.cache import cached
-    from advisor.sources.pins_shell import install_requests
+    from advisor.sources.pins_shell import READING, install_requests
 
     requests = cached(
         "pins-shell",
         str(path),
-        text,
+        (text, READING),  # READING: a change in how scripts are read is no stale entry
         lambda: install_requests(text),
         to_data=lambda found: [list(r) for r in found],
         from_data=lambda data: [(str(k), str(v), int(n)) for k, v, n in data],

@@ -67,6 +67,7 @@ _PIP_VALUED = frozenset(
 _CONDA_VALUED = frozenset({"-c", "--channel", "-n", "--name", "-p", "--prefix", "--repodata-fn", "--subdir"})
 _SEPARATORS = frozenset({"\n", ";", "&&", "||", "|", "|&", "&", "(", ")", ";;", "{", "}"})
 MAX_REQUESTS = 2_000
+READING = 1  # bump when what install_requests returns for a text changes (its results are cached on disk)
 
 # (kind, value, line): kind "req" (a requirement as written), "file" (a requirements file, resolved
 # from the script's folder), "conda" (a conda spec: NAME, NAME=VERSION, NAME==VERSION)
