@@ -158,9 +158,9 @@ def _section_name(path: tuple[str, ...]) -> str:
 
 def _judge(use: SectionUse, node: dict[str, Any], targets: dict[str, Any]) -> Any:
     """key -> None (accepted) or (kind, message, suggestion); None when the consumer is not judged."""
-    if use.package is None:
+    if use.package is None or use.library is None:
         fields = use.fields
-        if fields is None:
+        if fields is None or use.package is not None:
             return None
 
         def own(key: str) -> tuple[str, str, str | None] | None:
@@ -177,11 +177,12 @@ def _judge(use: SectionUse, node: dict[str, Any], targets: dict[str, Any]) -> An
         return own
     from advisor.facts import versions
 
-    cls = use.consumer
+    cls = use.library
     if use.by_peft_type:
         cls = PEFT_TYPE_CLASSES.get(str(node.get("peft_type", "")).upper(), "")
     if not versions.has_class(use.package, cls):
         return None
+    subclass_fields = use.fields or frozenset()  # a script's subclass adds its own fields
     # a TRL config subclasses TrainingArguments, whose fields versions.json lists under transformers only
     # (the union, as advisor.facts.keys judges a TRL recipe: its _VERSIONED ("trl", ()) entry)
     judged = [(use.package, (cls,))] + (
@@ -193,8 +194,8 @@ def _judge(use: SectionUse, node: dict[str, Any], targets: dict[str, Any]) -> An
     sources: list[tuple[Any, tuple[str, ...]]] = [(t, c) for t, c in found_targets if t is not None]
 
     def library(key: str) -> tuple[str, str, str | None] | None:
-        if use.by_peft_type and key == "peft_type":
-            return None  # get_peft_config reads it to choose the class; the class has it too
+        if (use.by_peft_type and key == "peft_type") or key in subclass_fields:
+            return None  # get_peft_config reads peft_type to choose the class; a subclass's own field
         found = [(t, versions.key_status(t.package, classes, key, t.index)) for t, classes in sources]
         if any(st.state == "present" for _, st in found):
             return None
@@ -303,7 +304,7 @@ def training_values(doc: Document, context: CheckContext | None = None) -> list[
         if node is None:
             continue
         note = f"{layout.where(use)} hands {_section_name(use.path)} to {use.consumer}"
-        if use.package in _TRAINING_PACKAGES and versions.has_class(use.package, use.consumer):
+        if use.package in _TRAINING_PACKAGES and versions.has_class(use.package, use.library or ""):
             for key, raw in node.items():
                 if isinstance(key, str) and not isinstance(raw, dict | list):
                     path = (*use.path, key)
@@ -311,7 +312,7 @@ def training_values(doc: Document, context: CheckContext | None = None) -> list[
                     out.append((key, Value(value, _loc(doc, path, value=True), "training_args", note=note)))
             continue
         peft = str(node.get("peft_type", "")).upper() if use.by_peft_type else ""
-        if use.consumer == "LoraConfig" or PEFT_TYPE_CLASSES.get(peft) == "LoraConfig":
+        if use.library == "LoraConfig" or PEFT_TYPE_CLASSES.get(peft) == "LoraConfig":
             out.append(("use_peft", Value(True, _loc(doc, use.path), "training_args", note=note)))
             for key, name in _LORA_NAMES.items():
                 if key in node:

@@ -411,3 +411,42 @@ def test_trl_config_section_takes_training_arguments_fields(tmp_path, monkeypatc
     assert _findings({"GA002", "GA003", "GA005"}) == [("GA002", "cfg.yaml", 7, 3, "error")]
     plans, _ = build_plans([Path(".")], CheckOptions(), Settings())
     assert plans[0].training.entry("per_device_train_batch_size").value == 2
+
+
+SUBCLASS_SCRIPT = """\
+import argparse
+from dataclasses import dataclass, field
+
+import yaml
+from transformers import Trainer, TrainingArguments
+
+
+@dataclass
+class MyTrainingArguments(TrainingArguments):
+    model_max_length: int = field(default=512)
+    use_lora: bool = False
+
+
+parser = argparse.ArgumentParser()
+parser.add_argument("config")
+cfg = yaml.safe_load(open(parser.parse_args().config))
+args = MyTrainingArguments(**cfg["train"])
+Trainer(model=None, args=args).train()
+"""
+
+
+def test_the_scripts_subclass_of_training_arguments(tmp_path, monkeypatch):
+    """`MyTrainingArguments(TrainingArguments)` takes its own fields and TrainingArguments' keys."""
+    _project(
+        tmp_path,
+        monkeypatch,
+        {
+            "train.py": SUBCLASS_SCRIPT,
+            "cfg.yaml": "train:\n  output_dir: out\n  per_device_train_batch_size: 4\n"
+            "  model_max_length: 2048\n  use_lora: true\n  use_lroa: true\n",
+            "run.sh": "torchrun --nproc_per_node 2 train.py cfg.yaml\n",
+        },
+    )
+    assert _findings({"GA002", "GA005"}) == [("GA002", "cfg.yaml", 6, 3, "error")]
+    plans, _ = build_plans([Path(".")], CheckOptions(), Settings())
+    assert plans[0].training.entry("per_device_train_batch_size").value == 4

@@ -62,6 +62,9 @@ class SectionUse:
     col: int
     by_peft_type: bool = False  # get_peft_config(section): the class follows the section's peft_type
     exempt: frozenset[str] = frozenset()  # keys the script pops or deletes before handing it on
+    # the library class it is (its name), or the script's dataclass subclasses (`class MyArguments(
+    # TrainingArguments)`: package "transformers", library "TrainingArguments", fields its own)
+    library: str | None = None
 
 
 @record(frozen=True, slots=True)
@@ -316,7 +319,7 @@ class _Analysis:
                 consumer = self._consumer(node, scope)
                 if consumer is None:
                     continue
-                name, package, fields = consumer
+                name, package, fields, library = consumer
                 for v in values:
                     if isinstance(v, _Cfg):
                         use = SectionUse(
@@ -328,6 +331,7 @@ class _Analysis:
                             node.col_offset + 1,
                             by_type,
                             frozenset(exempt.get((v.index, v.path), ())),
+                            library,
                         )
                         uses.setdefault(v.index, []).append(use)
         out = []
@@ -346,20 +350,35 @@ class _Analysis:
 
     def _consumer(
         self, call: ast.Call, scope: ast.AST
-    ) -> tuple[str, str | None, frozenset[str] | None] | None:
+    ) -> tuple[str, str | None, frozenset[str] | None, str | None] | None:
+        """(name, package, own fields, library class) of the class a call builds."""
         q = self.qualified(call.func)
         if q in _BY_PEFT_TYPE:
-            return "get_peft_config", "peft", None
+            return "get_peft_config", "peft", None, "get_peft_config"
         if q is not None:
             parts = q.split(".")
-            return parts[-1], parts[0], None
+            return parts[-1], parts[0], None, parts[-1]
         target = self._callee(call, scope)
         if isinstance(target, ast.ClassDef):
-            return target.name, None, self._dataclass_fields(target, 0)
+            fields, library = self._dataclass_fields(target, 0), self._library_base(target, 0)
+            if library is not None:
+                return target.name, library.split(".")[0], fields, library.rsplit(".", 1)[-1]
+            return target.name, None, fields, None
         return None
 
+    def _library_base(self, cls: ast.ClassDef, depth: int) -> str | None:
+        """The one imported class (`transformers.TrainingArguments`) the module's class derives from."""
+        found = None
+        for base in cls.bases:
+            if isinstance(base, ast.Name) and base.id in self.classes and depth < 8:
+                found = found or self._library_base(self.classes[base.id], depth + 1)
+            elif (q := self.qualified(base)) is not None:
+                found = found or q
+        return found
+
     def _dataclass_fields(self, cls: ast.ClassDef, depth: int) -> frozenset[str] | None:
-        """The fields `__init__` takes, for a @dataclass of the module whose bases are read; else None."""
+        """The fields `__init__` takes, for a @dataclass of the module whose bases are read (an imported
+        base, the library class, adds its own: advisor.facts.script_layout judges those); else None."""
         if depth > 8 or not any(self._is_dataclass_decorator(d) for d in cls.decorator_list):
             return None
         fields: set[str] = set()
@@ -372,6 +391,8 @@ class _Analysis:
                     return None
                 fields |= inherited
                 continue
+            if self.qualified(base) is not None:
+                continue  # the library base: its fields come from the shipped key data
             return None
         for stmt in cls.body:
             if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
