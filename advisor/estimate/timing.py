@@ -516,6 +516,21 @@ def estimate_time(
 
     real_mb, computed_mb, basis = tokens_per_micro_batch(r.b, r.seq, data)
     span = computed_mb / max(1, r.b)
+    if (
+        data is not None
+        and data.packed
+        and data.padding_free
+        and data.tokens_per_sample
+        and str(s.attn_implementation or "").startswith("flash")
+    ):
+        # padding-free packing hands flash-attention one flattened row with per-sample position_ids, which it
+        # runs as variable-length attention within each sample (transformers 5.24
+        # modeling_flash_attention_utils.py:855-861, _is_packed_sequence -> flash_varlen_fn): each token
+        # attends over its own sample, not the packed row
+        span = min(float(data.tokens_per_sample), float(r.seq))
+        A.append(
+            f"packed padding-free rows with flash-attention: attention within each ~{span:.0f}-token sample"
+        )
     fpt = flops_per_token(setup, attention_span=span)
     cls = gpu_class_of(gpu_class)
     all_fp32 = r.precision == "fp32"

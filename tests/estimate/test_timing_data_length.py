@@ -79,3 +79,29 @@ def test_group_by_length_speeds_up_the_step(tmp_path: Path, monkeypatch: pytest.
         tmp_path / "b", monkeypatch, {"sft.yaml": SFT + "group_by_length: true\n", ".gpu-advise.toml": toml}
     )
     assert grouped["time"]["step_time_s"] < 0.9 * plain["time"]["step_time_s"]
+
+
+def test_padding_free_packing_attends_within_each_sample() -> None:
+    # transformers 5.24 modeling_flash_attention_utils.py:855-861: packed position_ids -> varlen attention
+    from advisor.core.records import replace
+    from advisor.estimate import TrainingSetup, estimate_time, flops_per_token, resolve_model
+
+    setup = TrainingSetup(
+        model=resolve_model("meta-llama/Meta-Llama-3-8B").count(),
+        micro_batch=1,
+        seq_len=8192,
+        precision="bf16",
+        gradient_checkpointing=True,
+        optimizer="adamw_torch_fused",
+        attn_implementation="flash_attention_2",
+    )
+    row = DataLength(tokens_per_sample=300.0, packed=True)
+    varlen = DataLength(tokens_per_sample=300.0, packed=True, padding_free=True)
+    whole = estimate_time(setup, 989, 1.0, "H100-SXM", 1, data=row)
+    within = estimate_time(setup, 989, 1.0, "H100-SXM", 1, data=varlen)
+    assert whole.flops_per_token == pytest.approx(flops_per_token(setup, attention_span=8192))
+    assert within.flops_per_token == pytest.approx(flops_per_token(setup, attention_span=300))
+    assert within.step_time_s < whole.step_time_s
+    # SDPA gets a block mask, not a variable-length kernel: the whole row is computed
+    sdpa = estimate_time(replace(setup, attn_implementation="sdpa"), 989, 1.0, "H100-SXM", 1, data=varlen)
+    assert sdpa.flops_per_token == pytest.approx(whole.flops_per_token)
