@@ -396,6 +396,12 @@ def _build_training(plan: RunPlan, spec: RunSpec) -> None:
             name = aliases.get(key, key)
             value = _flag_value(word, spec.root, key, dialect) if reads else _word_value(word, spec.root)
             _override(plan.training, name, value)
+    call = script_training_call(spec)
+    if call is not None and spec.script is not None and command is not None:
+        for kw in call.keywords:
+            plan.training.set(
+                aliases.get(kw.key, kw.key), _call_value(kw, call, spec.script, command, spec.root)
+            )
 
 
 def reads_training_arguments(spec: RunSpec, context: Any = None) -> bool:
@@ -418,6 +424,8 @@ def reads_training_arguments(spec: RunSpec, context: Any = None) -> bool:
         return False
     if launchers.spec_of(command.launcher).runs_trainer:
         return True
+    if script_training_call(spec) is not None:  # the script builds TrainingArguments itself
+        return True
     own = script_arguments(spec, context)
     if own is not None and own.kind == "argparse":
         return False
@@ -427,6 +435,35 @@ def reads_training_arguments(spec: RunSpec, context: Any = None) -> bool:
 
     keys = known_keys("training_args")
     return any(k in keys for k in command.script_args)
+
+
+def script_training_call(spec: RunSpec) -> Any:
+    """The TrainingArguments the run's script builds itself (advisor.plan.script_training_call), resolved
+    against the launch's flags; None when it builds none or parses them from the command line."""
+    script, command = spec.script, spec.command
+    text = script.text if script is not None else None
+    if command is None or not isinstance(text, str) or len(text) > _MAX_SCRIPT_CHARS:
+        return None
+    tree = parsed(text)
+    if tree is None:
+        return None
+    from advisor.plan.script_training_call import training_call
+
+    return training_call(tree, command.script_args)
+
+
+def _call_value(kw: Any, call: Any, script: Document, command: Any, root: Document) -> Value:
+    """One keyword of the script's TrainingArguments call as the run's value: at the launch's flag when a
+    flag gives it, else at the keyword in the script."""
+    where = f"{script.path.name}:{kw.line} {call.consumer}({kw.key}={kw.text})"
+    if kw.flag is not None:
+        word = command.script_args[kw.flag]
+        loc = Location(root.path, word.span.line, word.span.col)
+        return Value(kw.value, loc, "launch", note=f"--{kw.flag} into {where}")
+    loc = Location(script.path, kw.line, kw.col)
+    if kw.unknown is not None:
+        return Value(None, loc, "script", unknown=f"{where}: {kw.unknown}")
+    return Value(kw.value, loc, "script", note=where)
 
 
 def _names_a_script_file(command: Any) -> bool:
