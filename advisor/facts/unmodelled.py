@@ -116,12 +116,17 @@ def unmodelled_reason(plan: RunPlan, names: dict[str, Any]) -> str | None:
     for key in RL_KEYS:
         if written(t, key) is not None:
             return f"online RL training ({key}): generation and extra models are not modelled"
+    from advisor.facts.freeze_tuning import is_freeze_tuning
+
+    freeze = is_freeze_tuning(plan)  # LLaMA-Factory freeze-tuning: advisor/facts/freeze_tuning.py
     for key, what in UNMODELLED_KEYS.items():
         v = written(t, key)
+        if freeze and key == "freeze_trainable_layers":
+            continue
         if v is not None and v.known and v.value not in (None, False, "", [], "false", "False"):
             return f"{what} ({key}) is not modelled"
     ftype = written(t, "finetuning_type")
-    if ftype is not None and ftype.known and str(ftype.value).lower() not in {"full", "lora"}:
+    if ftype is not None and ftype.known and str(ftype.value).lower() not in {"full", "lora"} and not freeze:
         return f"finetuning_type {ftype.value} is not modelled"
     stage = written(t, "stage")
     if stage is not None and str(stage.value).lower() in {"ppo", "rm"}:

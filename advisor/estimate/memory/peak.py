@@ -107,6 +107,8 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
     # torch/csrc/autograd/input_buffer.cpp accumulates in place): by then the layers' temporaries are gone
     pc = r.pc
     tied = pc.embedding * train.grad_bytes if (r.full and pc.tied and not s.optimizer_in_backward) else 0.0
+    if s.trainable_layers is not None:
+        tied = 0.0  # freeze-tuning: the embedding is frozen
     end = [
         grads,
         Term("last layer recompute + backward working set", layer_work, (terms.END,)),

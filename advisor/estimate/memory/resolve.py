@@ -74,6 +74,12 @@ class ResolvedSetup:
         return self.s.method == "full"
 
     @property
+    def frozen_below(self) -> int:
+        """Decoder layers frozen under freeze-tuning (the first L - N); 0 when every layer trains."""
+        n = self.s.trainable_layers
+        return 0 if (not self.full or n is None) else max(0, self.pc.layers - min(n, self.pc.layers))
+
+    @property
     def hf(self) -> bool:
         return self.s.framework == "hf"
 

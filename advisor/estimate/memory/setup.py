@@ -75,6 +75,10 @@ class TrainingSetup:
     # a pre-quantized GPTQ / AWQ checkpoint (advisor/estimate/memory/packed.py) with its group size
     quantization: Literal["nf4", "int8", "gptq4", "gptq8", "awq4"] | None = None
     quant_group_size: int | None = None
+    # freeze-tuning (LLaMA-Factory finetuning_type: freeze): a full method training only the last N decoder
+    # layers (+ trainable_extra_params of named non-layer modules); None = every parameter trains
+    trainable_layers: int | None = None
+    trainable_extra_params: int = 0
     # FSDP2 shards 4-bit weights only in a floating quant_storage (bnb_4bit_quant_storage bf16); uint8
     # Params4bit stay whole on every GPU (accelerate 1.15 utils/fsdp_utils.py:789-811)
     quantized_sharded: bool = True

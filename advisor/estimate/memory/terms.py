@@ -53,6 +53,10 @@ def trainables(r: ResolvedSetup) -> Trainables:
     p_lora = lora_params(pc, r.lora_r, sorted(r.targets)) if not r.full else 0
     saved = 0 if r.full else r.saved
     count = pc.total if r.full else p_lora + saved
+    if r.full and s.trainable_layers is not None:
+        # freeze-tuning: the last N decoder layers and the named extra modules train (LLaMA-Factory
+        # model/adapter.py _setup_freeze_tuning: requires_grad_(False) on every other parameter)
+        count = (pc.layers - r.frozen_below) * pc.per_layer + s.trainable_extra_params
     # torch optimizers allocate their states like the parameter (torch/optim/adam.py:178-182 zeros_like)
     sd = dtype_bytes(d.trainable)
     gb = sd
@@ -101,6 +105,15 @@ def weights(r: ResolvedSetup, train: Trainables, shards: Placement) -> tuple[Ter
         note = (
             f"{label} {train.quantized / 1e9:.2f}B params x {train.quant_bytes:.3f} B + "
             f"{(pc.total - train.quantized) / 1e9:.2f}B unquantized x {train.unquant_bytes} B"
+        )
+    elif r.full and s.trainable_layers is not None:
+        # the trainable part in its own dtype (LLaMA-Factory upcasts it to fp32: adapter.py
+        # cast_trainable_params_to_fp32), the frozen rest in the storage dtype
+        tb = dtype_bytes(r.dtypes.trainable)
+        base = (pc.total - train.count) * r.wb + train.count * tb
+        note = (
+            f"{(pc.total - train.count) / 1e9:.2f}B frozen x {r.wb} B + {train.count / 1e9:.2f}B trainable "
+            f"(last {pc.layers - r.frozen_below} layers) x {tb} B"
         )
     else:
         base = pc.total * r.wb
@@ -231,6 +244,8 @@ def gradients(r: ResolvedSetup, train: Trainables, shards: Placement) -> tuple[f
             note = f"{train.count / 1e6:.1f}M trainable x {train.grad_bytes} B"
         note += f", sharded /{shards.n}" if shards.grads else ""
     head = (pc.lm_head if pc.lm_head else pc.embedding) * train.grad_bytes if r.full else 0.0
+    if r.full and s.trainable_layers is not None:
+        head = 0.0  # freeze-tuning: the lm_head is frozen unless an extra module (counted with the rest)
     return g, head / (shards.n if shards.grads else 1), note
 
 
@@ -267,7 +282,7 @@ def activations(r: ResolvedSetup) -> Activations:
     s, pc = r.s, r.pc
     T = r.tokens
     a_layer, work = layer_bytes(r)
-    L = pc.layers
+    L = pc.layers - r.frozen_below  # freeze-tuning: the frozen layers below save nothing for backward
     outside = outside_bytes(r) * T
     if r.gc:
         # the first recomputed layer is not live yet when backward starts: the Trainer/TRL loops drop the
