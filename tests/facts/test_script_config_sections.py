@@ -450,3 +450,24 @@ def test_the_scripts_subclass_of_training_arguments(tmp_path, monkeypatch):
     assert _findings({"GA002", "GA005"}) == [("GA002", "cfg.yaml", 6, 3, "error")]
     plans, _ = build_plans([Path(".")], CheckOptions(), Settings())
     assert plans[0].training.entry("per_device_train_batch_size").value == 4
+
+
+def test_a_section_the_script_filters_is_not_judged(tmp_path, monkeypatch):
+    """`training = {k: v for k, v in training.items() if k in allowed}` rebinds the section: which keys
+    reach TrainingArguments is not known, so none is an error."""
+    script = PYYAML_SCRIPT.replace(
+        '    training_args = TrainingArguments(**cfg["training"])\n',
+        '    training = cfg["training"]\n'
+        '    training = {k: v for k, v in training.items() if k != "gradient_acumulation_steps"}\n'
+        "    training_args = TrainingArguments(**training)\n",
+    )
+    _project(
+        tmp_path,
+        monkeypatch,
+        {
+            "train.py": script,
+            "cfg.yaml": PYYAML_CFG.replace("  bf16: true", "  bf16: true\n  gradient_acumulation_steps: 2"),
+            "run.sh": "torchrun --nproc_per_node 4 train.py --config cfg.yaml\n",
+        },
+    )
+    assert _findings({"GA002"}) == []

@@ -111,6 +111,9 @@ class _Analysis:
         self.bindings: dict[tuple[int, str], set[Any]] = {}
         self.loads: list[tuple[str, ast.Call, ast.AST]] = []
         self.changed = False
+        # names a scope also binds to something else (`cfg = {k: v for k, v in cfg.items() if ...}`,
+        # a loop, `+=`): what reaches a consumer through them is not known
+        self.tainted: set[tuple[int, str]] = set()
 
     # ---------------------------------------------------------------- collection
     def collect(self) -> None:
@@ -151,7 +154,7 @@ class _Analysis:
 
     # ---------------------------------------------------------------- values
     def bind(self, scope: ast.AST, name: str, values: set[Any]) -> None:
-        if not values:
+        if not values or (id(scope), name) in self.tainted:
             return
         have = self.bindings.setdefault((id(scope), name), set())
         new = values - have
@@ -285,6 +288,26 @@ class _Analysis:
                     self._bind_arguments(node, scope)
             if not self.changed:
                 return
+
+    def taint(self) -> bool:
+        """Mark the names also bound to values that are not the config's; True when any is."""
+        for node in ast.walk(self.tree):
+            scope = self.scope_of.get(id(node), self.tree)
+            names: list[str] = []
+            if isinstance(node, ast.Assign) and not self.value(node.value, scope):
+                names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            elif isinstance(node, ast.AnnAssign | ast.NamedExpr) and isinstance(node.target, ast.Name):
+                names = (
+                    [node.target.id] if node.value is not None and not self.value(node.value, scope) else []
+                )
+            elif isinstance(node, ast.AugAssign | ast.For | ast.AsyncFor) and isinstance(
+                node.target, ast.Name
+            ):
+                names = [node.target.id]
+            for name in names:
+                if (id(scope), name) in self.bindings:
+                    self.tainted.add((id(scope), name))
+        return bool(self.tainted)
 
     def _bind_arguments(self, call: ast.Call, scope: ast.AST) -> None:
         target = self._callee(call, scope)
@@ -518,6 +541,9 @@ def config_loads(text: str) -> tuple[ConfigLoad, ...]:
     try:
         analysis.collect()
         analysis.propagate()
+        if analysis.taint():  # again, without what the tainted names carried
+            analysis.bindings = {}
+            analysis.propagate()
         return analysis.results()
     except RecursionError:
         return ()
