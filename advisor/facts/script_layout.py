@@ -20,7 +20,13 @@ from advisor.core.document import Document, KeyPath, Location, SourceProblem, po
 from advisor.core.provenance import Value
 from advisor.core.records import record
 from advisor.core.suggest import close_matches
-from advisor.facts.script_ast.config_sections import PEFT_TYPE_CLASSES, ConfigLoad, SectionUse, config_loads
+from advisor.facts.script_ast.config_sections import (
+    ANY_KEY,
+    PEFT_TYPE_CLASSES,
+    ConfigLoad,
+    SectionUse,
+    config_loads,
+)
 from advisor.facts.script_ast.results import MAX_SCRIPT_BYTES
 from advisor.plan.context import CheckContext, context_for
 
@@ -124,6 +130,8 @@ def layout_key_items(
         node = _node(doc, path)
         if node is None:
             continue
+        if any(ANY_KEY in u.exempt for u in uses):
+            continue  # the script removes keys it computes: any of them may never reach the consumer
         judges = [j for j in (_judge(u, node, targets) for u in uses) if j is not None]
         if len(judges) != len(uses) or not judges:
             continue  # a consumer we cannot read whole (GenerationConfig(**kw), a class of elsewhere)

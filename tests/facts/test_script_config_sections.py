@@ -471,3 +471,21 @@ def test_a_section_the_script_filters_is_not_judged(tmp_path, monkeypatch):
         },
     )
     assert _findings({"GA002"}) == []
+
+
+def test_keys_the_script_removes_by_name_it_computes_are_not_judged(tmp_path, monkeypatch):
+    """`for key in ("enabled", "note"): lora.pop(key)`: which keys reach LoraConfig is not known."""
+    script = PYYAML_SCRIPT.replace(
+        '    lora.pop("enabled")\n', '    for key in ("enabled", "note"):\n        lora.pop(key, None)\n'
+    )
+    cfg = PYYAML_CFG.replace("  enabled: true\n", "  enabled: true\n  note: rank 16 works\n")
+    _project(
+        tmp_path,
+        monkeypatch,
+        {
+            "train.py": script,
+            "cfg.yaml": cfg,
+            "run.sh": "torchrun --nproc_per_node 4 train.py --config cfg.yaml\n",
+        },
+    )
+    assert _findings({"GA002"}) == []

@@ -47,6 +47,7 @@ _BY_PEFT_TYPE = frozenset({"peft.get_peft_config", "peft.mapping.get_peft_config
 PEFT_TYPE_CLASSES = {"LORA": "LoraConfig"}
 _DICT_METHODS = frozenset({"get", "pop", "items", "keys", "values", "update", "setdefault", "copy"})
 _MAX_PASSES = 8
+ANY_KEY = "*"  # SectionUse.exempt: the script removes keys it computes, so any key may be gone
 _MAX_VALUES = 64
 
 
@@ -432,23 +433,24 @@ class _Analysis:
         return self.qualified(node) == "dataclasses.dataclass"
 
     def _removed_keys(self) -> dict[tuple[int, tuple[str, ...]], set[str]]:
-        """Keys the script pops or deletes from a section: those never reach the consumer."""
+        """Keys the script pops or deletes from a section: those never reach the consumer (ANY_KEY: one it
+        computes, `for k in drop: cfg.pop(k)`, so any key may be gone; `.clear()` too)."""
         out: dict[tuple[int, tuple[str, ...]], set[str]] = {}
         for node in ast.walk(self.tree):
             scope = self.scope_of.get(id(node), self.tree)
             targets: list[tuple[ast.AST, ast.AST]] = []
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
-                if node.func.attr == "pop":
-                    targets.append((node.func.value, node.args[0]))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr in ("pop", "popitem", "clear"):
+                    targets.append((node.func.value, node.args[0] if node.args else node))
             elif isinstance(node, ast.Delete):
                 for t in node.targets:
                     if isinstance(t, ast.Subscript):
                         targets.append((t.value, t.slice))
             for holder, key in targets:
-                if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                    for v in self.value(holder, scope):
-                        if isinstance(v, _Cfg):
-                            out.setdefault((v.index, v.path), set()).add(key.value)
+                name = key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else ANY_KEY
+                for v in self.value(holder, scope):
+                    if isinstance(v, _Cfg):
+                        out.setdefault((v.index, v.path), set()).add(name)
         return out
 
     def _path_source(self, call: ast.Call, scope: ast.AST) -> tuple[str | None, set[str]]:
