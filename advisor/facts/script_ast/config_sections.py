@@ -405,6 +405,8 @@ class _Analysis:
         base, the library class, adds its own: advisor.facts.script_layout judges those); else None."""
         if depth > 8 or not any(self._is_dataclass_decorator(d) for d in cls.decorator_list):
             return None
+        if any(isinstance(s, ast.FunctionDef) and s.name == "__init__" for s in cls.body):
+            return None  # @dataclass keeps a class's own __init__ (dataclasses._set_new_attribute)
         fields: set[str] = set()
         for base in cls.bases:
             if isinstance(base, ast.Name) and base.id == "object":
