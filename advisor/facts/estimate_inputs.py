@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.core.document import Location
 from advisor.core.provenance import Value
 from advisor.core.records import field, record
+from advisor.facts.allocator_inputs import allocator_inputs
 from advisor.facts.load_calls import script_trainer
 from advisor.facts.lora_inputs import (
     lora_targets,
@@ -733,6 +734,7 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
         "activation_offloading": bool(truth(written(t, "activation_offloading"))),
         "kept_logits_bytes": _kept_logits(plan, dtype_kw.get("precision"), a),
         "fixed_length": _fixed_length(plan),
+        **allocator_inputs(plan),  # expandable_segments, torch_empty_cache_steps
         **_fsdp_units(plan, strategy, method, a),
         **peft_kw,
     }

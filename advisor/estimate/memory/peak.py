@@ -162,16 +162,28 @@ def _allocator_growth(pt: PhaseTerms, assumptions: list[str]) -> float:
     s = pt.resolved.s
     if s.fixed_length is not False:
         return 0.0
+    if s.expandable_segments:
+        assumptions.append(
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: a longer batch extends the cached segments in "
+            "place, so reserved memory stays near the live set on unpadded batches (PyTorch notes/cuda.rst)"
+        )
+        return 0.0
     transient = max(
         (tm.bytes for ts in pt.phases.values() for tm in ts if tm.name in _TRANSIENT),
         default=0.0,
     )
     if transient <= 0:
         return 0.0
+    emptied = (
+        f"; torch_empty_cache_steps {s.empty_cache_steps} returns the cached blocks every "
+        f"{s.empty_cache_steps} steps, so it does not accumulate over the run"
+        if s.empty_cache_steps
+        else ""
+    )
     assumptions.append(
         "batches are not padded to one length: each new longest batch needs larger logits/loss blocks than "
         "the caching allocator holds, and it keeps the old segments (pytorch#96995): reserved memory may "
-        f"grow by {transient / K.GIB:.2f} GiB or more over the estimate (the band's upper part); "
+        f"grow by {transient / K.GIB:.2f} GiB or more over the estimate (the band's upper part){emptied}; "
         "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True avoids it"
     )
     return transient

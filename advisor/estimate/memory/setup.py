@@ -90,6 +90,10 @@ class TrainingSetup:
     # or unpadded batch-1 samples: False (the caching allocator's reserved memory grows with each new longest
     # batch, pytorch#96995); None = unknown
     fixed_length: bool | None = None
+    # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments grow in place: no growth), and HF
+    # torch_empty_cache_steps (the cache returned every N steps): advisor/facts/allocator_inputs.py
+    expandable_segments: bool = False
+    empty_cache_steps: int | None = None
     # FSDP1 units that hold frozen and trainable (LoRA) weights in one flat parameter (use_orig_params=True
     # with a loop of its own; HF Trainer wraps LoRA leaves apart): each keeps a full-size flat gradient
     fsdp_mixed_units: bool = False
