@@ -758,6 +758,16 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
         out.reason = why
         return out
     setup_kw.update(freeze_kw)
+    from advisor.facts.loop_loss import own_loss_bytes
+
+    own_loss = (
+        None
+        if setup_kw.get("liger_kernel")
+        else own_loss_bytes(plan, 4 if dtype_kw.get("storage_dtype") == "fp32" else 2)
+    )
+    if own_loss is not None:
+        setup_kw.update(loss="own", own_loss_logit_bytes=own_loss[0])
+        a.append(own_loss[1])
 
     apply_packed_base(setup_kw, info.config, str(name.value), a, plan)  # LoRA on a pre-quantized base
     out.setup = TrainingSetup(**setup_kw)

@@ -175,6 +175,17 @@ def logits_bytes(r: ResolvedSetup) -> tuple[float, float, str]:
             f"chunked CE ({K.CE_CHUNKS} chunks{', compiled' if r.s.torch_compile else ''}): {per:.2f} B/logit"
         )
         return per * tokens * vocab, 2.0 * tokens * vocab * (K.CE_CHUNKS - 1) / K.CE_CHUNKS, label
+    if r.s.loss == "own" and r.dtypes.autocast is None:
+        # the loop's own cross-entropy on b-byte logits (advisor/facts/loop_loss.py): the logits, their
+        # flattened copy and log_softmax's output in the forward; log_softmax's output and the two loss
+        # gradients in the backward; softcapping keeps its tanh output (Gemma 2)
+        b = float(r.s.own_loss_logit_bytes)
+        per = 3.0 * b + (b if pc.final_logit_softcapping else 0.0)
+        return (
+            per * tokens * vocab,
+            b * tokens * vocab,
+            f"the loop's own cross-entropy: {per:.0f} B per token x vocab",
+        )
     per = K.LOGITS_STANDARD + (K.LOGITS_SOFTCAP_EXTRA if pc.final_logit_softcapping else 0.0)
     return (
         per * tokens * vocab,

@@ -44,7 +44,10 @@ class TrainingSetup:
     offload_optimizer: Offload = "none"
     offload_params: Offload = "none"
     attn_implementation: Literal["sdpa", "flash_attention_2", "eager", "flex_attention"] | None = None
-    loss: Literal["standard", "chunked", "fused"] = "standard"  # fused: Liger FLCE / cut-cross-entropy
+    loss: Literal["standard", "chunked", "fused", "own"] = "standard"  # fused: Liger FLCE / cut-cross-entropy
+    # own: the loop computes the cross-entropy itself on the logits (advisor/facts/loop_loss.py), whose
+    # elements are own_loss_logit_bytes wide
+    own_loss_logit_bytes: int = 2
     liger_kernel: bool = False  # HF use_liger_kernel: fused RMSNorm/SwiGLU/RoPE + fused linear CE
     task: Literal["causal_lm", "sequence_classification"] = "causal_lm"
     framework: Literal["hf", "torchtune"] = "hf"  # HF Trainer/TRL/PEFT layouts, or torchtune recipes
