@@ -1,0 +1,60 @@
+# ljm565/universal-llm-trainer's own loop at aefdc4a4 (src/trainer/trainer.py, src/models/*.py), written as a
+# plain PyTorch loop with the row's settings in train.yaml. What it keeps of the source's memory semantics:
+# - the model is called without labels and the loop computes nn.CrossEntropyLoss itself on the logits
+#   (src/models/*.py:84, 97), so transformers (4.49 here) leaves them in bf16 and no fp32 copy is made;
+# - the logits are dropped after the loss (del_logits_after_forward, src/models/*.py:100-102);
+# - torch.optim.AdamW over model.parameters(), HF gradient checkpointing, bf16 weights without autocast;
+# - a full fine-tune: every parameter trains.
+import sys
+
+import torch
+import yaml
+from datasets import load_dataset
+from torch.utils.data import DataLoader
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+
+def build_dataloader(cfg: dict) -> DataLoader:
+    """Rows of max_length tokens, fully filled (the README's condition), src / src_attention_mask / label."""
+    tokenizer = AutoTokenizer.from_pretrained(cfg["model_name_or_path"])
+    text = "\n".join(
+        ex["question"] for ex in load_dataset(cfg["dataset_name"], "ARC-Challenge", split="train")
+    )
+    ids = tokenizer(text)["input_ids"]
+    n = cfg["max_length"]
+    rows = [ids[i : i + n] for i in range(0, len(ids) - n + 1, n)]
+    data = [{"src": r, "src_attention_mask": [1] * n, "label": r} for r in rows]
+
+    def collate(items: list[dict]) -> dict:
+        return {k: torch.tensor([it[k] for it in items]) for k in items[0]}
+
+    return DataLoader(data, batch_size=cfg["per_device_train_batch_size"], shuffle=True, collate_fn=collate)
+
+
+def main(cfg: dict) -> None:
+    model = AutoModelForCausalLM.from_pretrained(
+        cfg["model_name_or_path"], torch_dtype=torch.bfloat16, device_map={"": 0}
+    )
+    model.gradient_checkpointing_enable()
+    optimizer = torch.optim.AdamW(
+        model.parameters(),
+        lr=cfg["learning_rate"],
+        betas=(cfg["adam_beta1"], 0.999),
+        weight_decay=cfg["weight_decay"],
+    )
+    criterion = torch.nn.CrossEntropyLoss(ignore_index=-100)
+    accum = cfg["gradient_accumulation_steps"]
+    for step, batch in enumerate(build_dataloader(cfg)):
+        batch = {k: v.to(0) for k, v in batch.items()}
+        logits = model(input_ids=batch["src"], attention_mask=batch["src_attention_mask"]).logits
+        loss = criterion(logits[:, :-1, :].reshape(-1, logits.size(-1)), batch["label"][:, 1:].reshape(-1))
+        del logits
+        (loss / accum).backward()
+        if (step + 1) % accum == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+
+
+if __name__ == "__main__":
+    with open(sys.argv[1]) as f:
+        main(yaml.safe_load(f))
