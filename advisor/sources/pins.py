@@ -638,11 +638,16 @@ def read_folder_pins(folder: Path) -> dict[str, Pin]:
     from advisor.sources.read import ReadRefused, read_text_file
 
     out: dict[str, Pin] = {}
+    real_folder = os.path.realpath(folder)
     for path in _files(folder):
         try:
             if not path.is_file():
                 continue
-        except OSError:  # an unreadable folder on the way up
+            # a pin file that is a link out of its folder (a planted `install.sh -> ../../outside/x`) is
+            # not read: nothing outside the project is opened (tests/security/test_project_boundary.py)
+            if os.path.commonpath([real_folder, os.path.realpath(path)]) != real_folder:
+                continue
+        except (OSError, ValueError):  # an unreadable folder on the way up
             continue
         try:
             text = read_text_file(path, MAX_PIN_FILE_BYTES)

@@ -429,6 +429,23 @@ def test_project_scan_for_referrers_skips_links_that_leave(
     assert str(outside / "launch.sh") not in opened
 
 
+@pytest.mark.parametrize("name", ["requirements.txt", "install.sh"])
+def test_a_pin_file_linked_out_of_the_project_is_not_read(
+    layout: tuple[Path, Path], opened: list[str], name: str
+) -> None:
+    """The pin walk reads each folder's requirements, pyproject and install scripts; one that is a link
+    out of the project is not opened (a fork's planted `install.sh -> ../outside/x`)."""
+    project, outside = layout
+    (outside / name).write_text("pip install transformers==4.30.0\ntransformers==4.30.0\n", encoding="utf-8")
+    (project / name).symlink_to(outside / name)
+    _write(project, {"args.yaml": "per_device_train_batch_size: 4\nevaluation_strategy: steps\n"})
+    _, report, _ = _check("args.yaml")
+    assert report is not None
+    assert str(outside / name) not in opened
+    # the linked pin (4.30, which still has evaluation_strategy) is not used: judged at the current release
+    assert [f["rule"] for f in report["findings"]] == ["GA005"]
+
+
 TINY_LLAMA = {
     "model_type": "llama",
     "hidden_size": 256,
