@@ -188,6 +188,8 @@ def build_plans(
 ) -> tuple[list[RunPlan], list[Any]]:
     """The runs of `paths` and every document read. `context` is the check's (built here when the
     caller has none: `gpu-advise plan`, `estimate`); each plan carries it (`plan.context`)."""
+    from advisor.facts.script_readers import SCRIPT_READERS
+
     for p in paths:
         _check_seed(p)
     if context is None:
@@ -237,7 +239,7 @@ def build_plans(
         elif own is not settings and own.hardware and not options.hardware:
             named_by = SettingsRef(own, "hardware", own.hardware, boundary)
             hw = _load_hardware(own.hardware, own.root, named_by)
-        plan = build_plan(spec, hardware=hw, settings=run_settings, context=context)
+        plan = build_plan(spec, hardware=hw, settings=run_settings, context=context, readers=SCRIPT_READERS)
         plan.project, plan.online = own, options.online
         if run_settings is not None and run_settings.name:
             plan.name = run_settings.name

@@ -9,6 +9,7 @@ training script's own dataclasses, or those of its own argparse parser where it 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from advisor.core.document import Document, KeyPath, Location, pointer, refused_
 from advisor.core.provenance import Namespace, Value
 from advisor.core.records import field, record
 from advisor.plan.discover import RunSpec
+from advisor.plan.script_training_call import call_value, script_training_call
 from advisor.sources import launchers
 from advisor.sources.known_keys import HF_ARGUMENT_PARSERS, SEQ_KEYS
 from advisor.sources.python_source import parsed
@@ -240,7 +242,25 @@ def _flag_value(word: Any, root: Document, key: str, dialect: str) -> Value:
     return value
 
 
-def build_plan(spec: RunSpec, hardware: Any = None, settings: Any = None, context: Any = None) -> RunPlan:
+@record(frozen=True, slots=True)
+class ScriptReaders:
+    """What the facts layer reads of a training script that goes into the plan itself, handed down by the
+    pipeline (advisor.facts.script_readers) so that the plan imports no fact module: the TrainingArguments
+    section of a config the script loads in its own layout, and a DeepSpeed config the script builds."""
+
+    training_values: Callable[[Document, Any], list[tuple[str, Value]]]
+    code_deepspeed: Callable[[RunPlan], None]
+
+
+def build_plan(
+    spec: RunSpec,
+    hardware: Any = None,
+    settings: Any = None,
+    context: Any = None,
+    readers: ScriptReaders | None = None,
+) -> RunPlan:
+    """The run's merged plan. Without `readers`, configs in a script's own layout and DeepSpeed configs
+    built in code are not read (a caller below the facts layer)."""
     plan = RunPlan(name=spec.name, spec=spec, hardware=hardware, settings=settings, context=context)
     command = spec.command
 
@@ -273,11 +293,9 @@ def build_plan(spec: RunSpec, hardware: Any = None, settings: Any = None, contex
     if spec.deepspeed is not None and isinstance(spec.deepspeed.data, dict):
         _fill(plan.deepspeed, spec.deepspeed, spec.deepspeed.data, (), "deepspeed")
 
-    _build_training(plan, spec)
-    if spec.deepspeed is None and spec.script is not None:  # a DeepSpeed config built in the script
-        from advisor.facts.deepspeed_code import fill_code_deepspeed
-
-        fill_code_deepspeed(plan)
+    _build_training(plan, spec, readers)
+    if readers is not None and spec.deepspeed is None and spec.script is not None:
+        readers.code_deepspeed(plan)  # a DeepSpeed config built in the script
     _build_model(plan)
     return plan
 
@@ -307,7 +325,7 @@ def _apply_accelerate_flags(plan: RunPlan, command: Any, root: Document) -> None
             _override(plan.accelerate.child("parallelism_config"), flag, value)
 
 
-def _build_training(plan: RunPlan, spec: RunSpec) -> None:
+def _build_training(plan: RunPlan, spec: RunSpec, readers: ScriptReaders | None = None) -> None:
     doc = spec.training
     dialect = (doc.dialect if doc is not None else None) or "hf"
     if doc is not None and doc.kind == "axolotl":
@@ -382,10 +400,8 @@ def _build_training(plan: RunPlan, spec: RunSpec) -> None:
                 if isinstance(key, str) and key not in plan.env:
                     plan.env.set(key, _doc_value(doc, ("env", key), str(value), "training_args"))
 
-    if doc is not None:  # a config the script loads itself, its TrainingArguments section (issue 20 item 7)
-        from advisor.facts.script_layout import training_values
-
-        for key, value in training_values(doc, plan.context):
+    if doc is not None and readers is not None:  # a config the script loads itself (issue 20 item 7)
+        for key, value in readers.training_values(doc, plan.context):
             plan.training.set(aliases.get(key, key), value)
 
     command = spec.command
@@ -400,7 +416,7 @@ def _build_training(plan: RunPlan, spec: RunSpec) -> None:
     if call is not None and spec.script is not None and command is not None:
         for kw in call.keywords:
             plan.training.set(
-                aliases.get(kw.key, kw.key), _call_value(kw, call, spec.script, command, spec.root)
+                aliases.get(kw.key, kw.key), call_value(kw, call, spec.script, command, spec.root)
             )
 
 
@@ -435,35 +451,6 @@ def reads_training_arguments(spec: RunSpec, context: Any = None) -> bool:
 
     keys = known_keys("training_args")
     return any(k in keys for k in command.script_args)
-
-
-def script_training_call(spec: RunSpec) -> Any:
-    """The TrainingArguments the run's script builds itself (advisor.plan.script_training_call), resolved
-    against the launch's flags; None when it builds none or parses them from the command line."""
-    script, command = spec.script, spec.command
-    text = script.text if script is not None else None
-    if command is None or not isinstance(text, str) or len(text) > _MAX_SCRIPT_CHARS:
-        return None
-    tree = parsed(text)
-    if tree is None:
-        return None
-    from advisor.plan.script_training_call import training_call
-
-    return training_call(tree, command.script_args)
-
-
-def _call_value(kw: Any, call: Any, script: Document, command: Any, root: Document) -> Value:
-    """One keyword of the script's TrainingArguments call as the run's value: at the launch's flag when a
-    flag gives it, else at the keyword in the script."""
-    where = f"{script.path.name}:{kw.line} {call.consumer}({kw.key}={kw.text})"
-    if kw.flag is not None:
-        word = command.script_args[kw.flag]
-        loc = Location(root.path, word.span.line, word.span.col)
-        return Value(kw.value, loc, "launch", note=f"--{kw.flag} into {where}")
-    loc = Location(script.path, kw.line, kw.col)
-    if kw.unknown is not None:
-        return Value(None, loc, "script", unknown=f"{where}: {kw.unknown}")
-    return Value(kw.value, loc, "script", note=where)
 
 
 def _names_a_script_file(command: Any) -> bool:

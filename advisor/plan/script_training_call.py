@@ -17,7 +17,10 @@ import ast
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from advisor.core.document import Document, Location
+from advisor.core.provenance import Value
 from advisor.core.records import record
+from advisor.sources.python_source import parsed
 
 # transformers' TrainingArguments classes and TRL's trainer configs (their subclasses): the object a
 # Trainer takes as `args`
@@ -43,6 +46,7 @@ _HF_PARSERS = frozenset({"HfArgumentParser", "TrlParser", "H4ArgumentParser"})
 _LIBRARIES = frozenset({"transformers", "trl"})  # the packages these classes are imported from
 _MAX_DEPTH = 6  # names bound to names bound to a literal: followed this far
 _MAX_INT = 10**12
+MAX_SCRIPT_CHARS = 2 * 1024 * 1024  # as advisor.plan.run_plan reads a script's parser
 
 
 @record(frozen=True, slots=True)
@@ -307,3 +311,30 @@ def _arith(node: ast.BinOp, left: Any, right: Any) -> int | float:
     if abs(out) > _MAX_INT:
         raise _Unknown(f"{ast.unparse(node)[:80]} is out of range")
     return out
+
+
+def script_training_call(spec: Any) -> TrainingCall | None:
+    """The TrainingArguments the run's script builds itself (advisor.plan.script_training_call), resolved
+    against the launch's flags; None when it builds none or parses them from the command line."""
+    script, command = spec.script, spec.command
+    text = script.text if script is not None else None
+    if command is None or not isinstance(text, str) or len(text) > MAX_SCRIPT_CHARS:
+        return None
+    tree = parsed(text)
+    if tree is None:
+        return None
+    return training_call(tree, command.script_args)
+
+
+def call_value(kw: CallKeyword, call: TrainingCall, script: Document, command: Any, root: Document) -> Value:
+    """One keyword of the script's TrainingArguments call as the run's value: at the launch's flag when a
+    flag gives it, else at the keyword in the script."""
+    where = f"{script.path.name}:{kw.line} {call.consumer}({kw.key}={kw.text})"
+    if kw.flag is not None:
+        word = command.script_args[kw.flag]
+        loc = Location(root.path, word.span.line, word.span.col)
+        return Value(kw.value, loc, "launch", note=f"--{kw.flag} into {where}")
+    loc = Location(script.path, kw.line, kw.col)
+    if kw.unknown is not None:
+        return Value(None, loc, "script", unknown=f"{where}: {kw.unknown}")
+    return Value(kw.value, loc, "script", note=where)
