@@ -216,6 +216,33 @@ def script_flag_items(doc: Document, context: CheckContext | None = None) -> dic
     return out
 
 
+def _leftovers_read_by_script(
+    cmd: Any,
+    parsing: ArgumentParsing,
+    sources: list[tuple[str, tuple[str, ...]]],
+    targets: dict[str, Any],
+    pre_parsed: frozenset[str],
+) -> frozenset[str]:
+    """The flags whose strings the script reads back from its leftovers (MetaMath train_math.py:251-252:
+    `int(remaining_args[1])` after return_remaining_strings=True). HfArgumentParser hands back the strings
+    no class takes in the order written (argparse parse_known_args; transformers hf_argparser.py:338-354):
+    `--flag value` two of them, a bare switch one; a constant index names the flag it falls in."""
+    if parsing.reads_leftovers is None:
+        return frozenset()
+    indices = parsing.reads_leftovers[2]
+    out: set[str] = set()
+    position = 0
+    for key, word in cmd.script_args.items():
+        name = key.replace("-", "_")
+        if name in pre_parsed or _judge(name, parsing, sources, targets)[0] in ("present", "deprecated"):
+            continue
+        width = 1 if str(getattr(word, "raw", "")).startswith("-") else 2
+        if indices is None or any(position <= i < position + width for i in indices):
+            out.add(key)
+        position += width
+    return frozenset(out)
+
+
 def _judge_command(
     doc: Document,
     idx: int,
@@ -233,9 +260,10 @@ def _judge_command(
     # where the parser is: the script, or the project module whose function the script calls
     built = relative(Path(parsing.source)) if parsing.source else shown
     classes = ", ".join(c.name for c in parsing.classes)
+    read_by_script = _leftovers_read_by_script(cmd, parsing, sources, targets, pre_parsed)
     for key in cmd.script_args:
         name = key.replace("-", "_")
-        if name in pre_parsed:
+        if name in pre_parsed or key in read_by_script:
             continue
         state, detail, guess = _judge(name, parsing, sources, targets)
         if state == "present":

@@ -134,6 +134,17 @@ def find_argument_parsers(
 
     methods: dict[int, list[str]] = {}
     drops: dict[int, tuple[int, int, str]] = {}
+    reads: dict[int, tuple[int, str, tuple[int, ...] | None]] = {}
+    # `a, b, remaining = parser.parse_args_into_dataclasses(return_remaining_strings=True)`: the last name
+    leftovers = {
+        id(n.value): n.targets[0].elts[-1].id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Assign)
+        and len(n.targets) == 1
+        and isinstance(n.targets[0], ast.Tuple)
+        and n.targets[0].elts
+        and isinstance(n.targets[0].elts[-1], ast.Name)
+    }
     for node in ast.walk(within):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
@@ -154,6 +165,13 @@ def find_argument_parsers(
             if value is not None and const(value) is True and key not in drops:
                 line, col = pos(value)
                 drops[key] = (line, col, f"{flag}=True")
+                read = (
+                    _leftovers_read(tree, leftovers.get(id(node)))
+                    if flag == "return_remaining_strings"
+                    else None
+                )
+                if read is not None:
+                    reads[key] = read
         if node.func.attr == "parse_known_args" and key not in drops:
             line, col = pos(node)
             drops[key] = (line, col, "parse_known_args()")
@@ -174,8 +192,37 @@ def find_argument_parsers(
                 col=col,
                 classes=tuple(described),
                 methods=tuple(dict.fromkeys(methods.get(id(call), ()))),
-                drops_unknown=drops.get(id(call)),
+                drops_unknown=None if _reads_all(reads.get(id(call))) else drops.get(id(call)),
+                reads_leftovers=reads.get(id(call)),
                 source=source,
             )
         )
     return tuple(sorted(out, key=lambda p: (p.line, p.col)))
+
+
+def _reads_all(read: tuple[int, str, tuple[int, ...] | None] | None) -> bool:
+    """The script reads every leftover string (a loop over them, a computed index): none is dropped."""
+    return read is not None and read[2] is None
+
+
+def _leftovers_read(tree: ast.Module, name: str | None) -> tuple[int, str, tuple[int, ...] | None] | None:
+    """Where the script reads the leftover strings by value (`int(remaining_args[1])`, `for a in rest`), not
+    only checks them (`if remaining_args: raise ...`, `len(rest)`): (line, as written, the constant indices
+    read, None for all of them); None when it does not read them."""
+    if name is None:
+        return None
+    first: tuple[int, str] | None = None
+    indices: set[int] | None = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == name:
+            first = first or (node.lineno, ast.unparse(node)[:80])
+            index = node.slice
+            if isinstance(index, ast.Constant) and type(index.value) is int and index.value >= 0:
+                indices = None if indices is None else indices | {index.value}
+            else:
+                indices = None
+        elif isinstance(node, ast.For) and isinstance(node.iter, ast.Name) and node.iter.id == name:
+            first, indices = first or (node.lineno, name), None
+    if first is None:
+        return None
+    return first[0], first[1], None if indices is None else tuple(sorted(indices))

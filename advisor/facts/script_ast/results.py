@@ -86,6 +86,9 @@ class ArgumentParsing:
     # where unknown flags or keys are kept aside instead of refused: return_remaining_strings=True,
     # parse_known_args, allow_extra_keys=True (line, col, the argument as written)
     drops_unknown: tuple[int, int, str] | None = None
+    # the leftover strings the script then reads itself (`int(remaining_args[1])`): (line, as written, the
+    # constant indices read, or None when it reads them all: a loop, a computed index)
+    reads_leftovers: tuple[int, str, tuple[int, ...] | None] | None = None
     # the project module that builds it when not the script (the script calls a function of it:
     # FastChat's train_mem.py calls fastchat.train.train.train()); line and col are in that file
     source: str | None = None
