@@ -249,7 +249,7 @@ class ScriptReaders:
     section of a config the script loads in its own layout, and a DeepSpeed config the script builds."""
 
     training_values: Callable[[Document, Any], list[tuple[str, Value]]]
-    code_deepspeed: Callable[[RunPlan], None]
+    code_deepspeed: Callable[[RunPlan], object]  # fills the plan in place
 
 
 def build_plan(
