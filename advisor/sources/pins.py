@@ -513,6 +513,8 @@ def _shell_pins(text: str, path: Path) -> dict[str, Pin]:
     """The pins of a shell script's install commands (advisor.sources.pins_shell), the last install of a
     package winning (pip replaces what an earlier line installed); ``-r FILE`` read from the script's
     folder."""
+    if "install" not in text:
+        return {}  # no install command: neither the cache entry nor the reader (start-up of every check)
     from advisor.core.cache import cached
     from advisor.sources.pins_shell import READING, install_requests
 

@@ -446,6 +446,25 @@ def test_a_pin_file_linked_out_of_the_project_is_not_read(
     assert [f["rule"] for f in report["findings"]] == ["GA005"]
 
 
+def test_pins_above_a_project_without_git_are_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, opened: list[str]
+) -> None:
+    """A project marked by its settings file, not a git work tree: the pin walk stops at its root, so a
+    requirements.txt or shell script of the folder above (a shared /tmp, a home folder) is not opened."""
+    parent = tmp_path / "parent"
+    project = parent / "proj"
+    project.mkdir(parents=True)
+    (parent / "requirements.txt").write_text("transformers==4.30.0\n", encoding="utf-8")
+    (parent / "setup_env.sh").write_text("pip install transformers==4.30.0\n", encoding="utf-8")
+    _write(project, {".gpu-advise.toml": "", "args.yaml": "evaluation_strategy: steps\noutput_dir: o\n"})
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.chdir(project)
+    _, report, _ = _check("args.yaml")
+    assert report is not None
+    assert not [p for p in opened if p.startswith(str(parent)) and not p.startswith(str(project))]
+    assert [f["rule"] for f in report["findings"]] == ["GA005"]  # judged at the current release
+
+
 TINY_LLAMA = {
     "model_type": "llama",
     "hidden_size": 256,

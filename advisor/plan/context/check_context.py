@@ -121,13 +121,16 @@ class CheckContext:
 
     def pins_near(self, folder: Path) -> dict[str, Pin]:
         """The nearest pin per package from `folder` up to its project root (the folder holding `.git`,
-        at most advisor.sources.pins.MAX_FOLDERS_UP folders), each folder read once per check."""
+        at most advisor.sources.pins.MAX_FOLDERS_UP folders, never above the check's boundary), each folder
+        read once per check."""
         here = folder.resolve()
         if ("pins", here) in self.memo:
             found: dict[str, Pin] = self.memo[("pins", here)]
             return found
         out: dict[str, Pin] = {}
         for each in _project_folders(here):
+            if not self.boundary.contains(each):
+                break  # above the check's project: its files are not read (nor /tmp's scripts, say)
             if ("folder-pins", each) not in self.memo:
                 self.memo[("folder-pins", each)] = _read_pins(each)
             for name, pin in self.memo[("folder-pins", each)].items():
