@@ -29,11 +29,11 @@ from tests.conftest import CORPUS
 CORPUS3 = Path(__file__).resolve().parents[1] / "corpus3"
 LABELS = CORPUS3 / "labels"
 PERMISSIVE = {"Apache-2.0", "MIT", "BSD-3-Clause", "BSD-2-Clause"}
-# Measured 29/34 = 85.3 % over 25 entries of 21 stored repositories at 421135b (benchmarks/corpus_recall.py;
-# 23/24 = 95.8 % over 18 entries before six label-first repositories added 5 misses of 11 labels), minus a
-# margin so that one more miss in an entry still being labelled does not break the suite; raise it as the
-# misses are fixed.
-MIN_RECALL = 0.8
+# Measured 30/34 = 88.2 % over 25 entries of 21 stored repositories at f0820c2 (benchmarks/corpus_recall.py;
+# 29/34 at 421135b, when six label-first repositories had added 5 misses of 11 labels). The four misses are
+# launch forms not read (README code blocks, a notebook's !deepspeed cell) and one GA007; the bound lets one
+# of the 34 go, no more.
+MIN_RECALL = 0.85
 
 Key = tuple[str, str, int]  # (rule, file relative to the entry, line)
 
