@@ -123,34 +123,21 @@ def deepspeed_in_code(plan: RunPlan, shown: Path) -> list[dict[str, Any]]:
     return out
 
 
-_STORE = {"store_true": False, "store_false": True}
-
-
 def _argparse_defaults(tree: Any) -> dict[str, Any]:
     """dest -> the literal default of each `parser.add_argument("--name", default=...)` of the script, and
     False/True for store_true/store_false without one (Python 3.11 argparse.py _StoreTrueAction)."""
     import ast
 
+    from advisor.sources.argparse_calls import add_arguments, keyword, switch_default
+
     out: dict[str, Any] = {}
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
-            continue
-        if node.func.attr != "add_argument":
-            continue
-        options = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-        long = next((o for o in options if o.startswith("--")), None)
-        kw = {k.arg: k.value for k in node.keywords if k.arg is not None}
-        dest = kw.get("dest")
-        name = dest.value if isinstance(dest, ast.Constant) else long[2:].replace("-", "_") if long else None
-        if not isinstance(name, str) or name in out:
-            continue
-        if "default" in kw:
+    for name, call in add_arguments(tree).items():
+        default = keyword(call, "default")
+        if default is not None:
             try:
-                out[name] = ast.literal_eval(kw["default"])
+                out[name] = ast.literal_eval(default)
             except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                 continue
-        else:
-            action = kw.get("action")
-            if isinstance(action, ast.Constant) and isinstance(action.value, str) and action.value in _STORE:
-                out[name] = _STORE[action.value]
+        elif (switch := switch_default(call)) is not None:
+            out[name] = switch
     return out

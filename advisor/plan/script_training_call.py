@@ -20,6 +20,7 @@ from typing import Any
 from advisor.core.document import Document, Location
 from advisor.core.provenance import Value
 from advisor.core.records import record
+from advisor.sources.argparse_calls import add_arguments, keyword, switch_default
 from advisor.sources.python_source import parsed
 
 # transformers' TrainingArguments classes and TRL's trainer configs (their subclasses): the object a
@@ -262,21 +263,11 @@ def _fire_targets(tree: ast.Module) -> set[str]:
 
 
 def _argparse_defaults(tree: ast.Module) -> dict[str, ast.expr | None]:
-    """`add_argument("--batch_size", default=4)`: dest -> default node (argparse derives dest from the
-    first long option, dashes to underscores)."""
+    """dest -> the default of each `add_argument(...)` (a store_true switch's False as a constant)."""
     out: dict[str, ast.expr | None] = {}
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
-            continue
-        if node.func.attr != "add_argument":
-            continue
-        options = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-        kw = {k.arg: k.value for k in node.keywords if k.arg}
-        dest_node = kw.get("dest")
-        long = next((o for o in options if o.startswith("--")), None)
-        dest = dest_node.value if isinstance(dest_node, ast.Constant) else long and long[2:].replace("-", "_")
-        if isinstance(dest, str) and dest:
-            out[dest] = kw.get("default")
+    for dest, call in add_arguments(tree).items():
+        switch = switch_default(call)
+        out[dest] = ast.Constant(switch) if switch is not None else keyword(call, "default")
     return out
 
 

@@ -75,3 +75,17 @@ def test_a_script_that_parses_training_arguments_is_read_as_before(tmp_path: Pat
     report = _run(tmp_path, "python finetune.py --output_dir o --per_device_train_batch_size 4", script)
     (run,) = report["runs"]
     assert run["effective_batch"] == 4  # the flags, not the second object the script builds
+
+
+def test_an_argparse_flag_reaches_the_keyword(tmp_path: Path) -> None:
+    script = (
+        "import argparse\n\nfrom transformers import Trainer, TrainingArguments\n\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--batch-size', type=int, default=2)\n"
+        "parser.add_argument('--accum', type=int, default=4)\n"
+        "args = parser.parse_args()\n"
+        "Trainer(model=None, args=TrainingArguments(output_dir='o',"
+        " per_device_train_batch_size=args.batch_size, gradient_accumulation_steps=args.accum))\n"
+    )
+    (run,) = _run(tmp_path, "python finetune.py --batch-size 8", script)["runs"]
+    assert run["effective_batch"] == 8 * 4  # the flag, then the parser's default
