@@ -1,10 +1,50 @@
 """The fact-layer readers of a training script that the plan takes in (advisor.plan.run_plan.ScriptReaders):
-the pipeline hands them to build_plan, so the plan layer imports no fact module."""
+the pipeline hands them to build_plan, so the plan layer imports no fact module.
+
+Each looks at the script's text first: a script that names no config loader, or never names deepspeed, is
+not analysed, and the reader's modules are not imported (start-up of every check: issue 18)."""
 
 from __future__ import annotations
 
-from advisor.facts.deepspeed_code import fill_code_deepspeed
-from advisor.facts.script_layout import training_values
+import re
+from typing import TYPE_CHECKING, Any
+
 from advisor.plan.run_plan import ScriptReaders
 
-SCRIPT_READERS = ScriptReaders(training_values=training_values, code_deepspeed=fill_code_deepspeed)
+if TYPE_CHECKING:
+    from advisor.core.document import Document
+    from advisor.core.provenance import Value
+    from advisor.plan.run_plan import RunPlan
+
+# what a script that loads a config itself must name (advisor.facts.script_ast.config_sections: PyYAML,
+# ruamel.yaml, OmegaConf, json)
+_LOADER_WORDS = re.compile(r"yaml|YAML|OmegaConf|json")
+_MAX_TEXT = 2 * 1024 * 1024
+
+
+def _training_values(doc: Document, context: Any) -> list[tuple[str, Value]]:
+    if not doc.consumers:
+        return []
+    if context is None:
+        from advisor.plan.context import context_for
+
+        context = context_for(doc.path)
+    texts = [context.script_text(script, _MAX_TEXT) for script, _ in doc.consumers]
+    if not any(text and _LOADER_WORDS.search(text) for text in texts):
+        return []
+    from advisor.facts.script_layout import training_values
+
+    return training_values(doc, context)
+
+
+def _code_deepspeed(plan: RunPlan) -> object:
+    script = plan.spec.script
+    if script is None or not isinstance(script.text, str) or "deepspeed" not in script.text:
+        return None  # a script that never names the package builds no DeepSpeed config
+    from advisor.facts.deepspeed_code import fill_code_deepspeed
+
+    fill_code_deepspeed(plan)
+    return None
+
+
+SCRIPT_READERS = ScriptReaders(training_values=_training_values, code_deepspeed=_code_deepspeed)
