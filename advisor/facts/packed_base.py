@@ -20,6 +20,10 @@ from advisor.estimate.memory.packed import PACKED, packed_kind
 
 __all__ = ["apply_packed_base", "packed_base"]
 
+# a superset of the tags advisor/estimate/model_names.py _QUANTIZATIONS reads as GPTQ, AWQ, integer or
+# bitsandbytes: a name without any of these has none of them
+_QUANT_HINT = re.compile(r"gptq|awq|bnb|nf4|int[348]|[48]-?bit")
+
 
 def _int(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
@@ -52,6 +56,8 @@ def packed_base(config: dict[str, Any] | None, name: str) -> tuple[str, int | No
             group,
             f"config.json quantization_config ({method}, {bits}-bit, group {group or 'default'})",
         )
+    if not _QUANT_HINT.search(name.lower()):
+        return None  # no quantization tag in the name: model_names is not imported (start-up of every check)
     from advisor.estimate.model_names import parse_name
 
     parts = parse_name(name)
