@@ -87,9 +87,12 @@ def number_string_matters(doc: Document, path: KeyPath) -> bool:
 
 def yaml11_surprises(doc: Document) -> list[SourceProblem]:
     """The reader's YAML 1.1 surprises that matter to the file's consumer."""
+    if not any(p.kind in SURPRISE_KINDS for p in doc.problems):
+        return []  # nothing the loaders read differently (most files): no consumer script is analysed
     from advisor.facts.script_layout import layout_of, loader_surprises
+    from advisor.facts.script_readers import may_load_itself
 
-    if doc.kind == "unknown" or layout_of(doc) is not None:
+    if doc.kind == "unknown" or (may_load_itself(doc) and layout_of(doc) is not None):
         # the training script loads it itself (advisor.facts.script_layout): as that script's loader reads
         # it; else, with no known consumer, whether 'yes' or '1e-5' surprises it cannot be judged
         return loader_surprises(doc)

@@ -110,9 +110,13 @@ def _key_items(doc: Document) -> dict[str, list[dict[str, Any]]]:
         for kind, items in script_flag_items(doc).items():
             out[kind].extend(items)
         return out
-    from advisor.facts.script_layout import layout_key_items
+    from advisor.facts.script_readers import may_load_itself
 
-    layout = layout_key_items(doc)  # the script loads it itself and hands its sections on (issue 20 item 7)
+    layout = None
+    if may_load_itself(doc):  # the script loads it itself and hands its sections on (issue 20 item 7)
+        from advisor.facts.script_layout import layout_key_items
+
+        layout = layout_key_items(doc)
     if layout is not None:
         for kind, items in layout.items():
             out[kind].extend(items)

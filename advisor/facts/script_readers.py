@@ -20,17 +20,24 @@ if TYPE_CHECKING:
 # ruamel.yaml, OmegaConf, json)
 _LOADER_WORDS = re.compile(r"yaml|YAML|OmegaConf|json")
 _MAX_TEXT = 2 * 1024 * 1024
+DEEPSPEED_PACKAGE = "deepspeed"  # a script that never names the package builds no DeepSpeed config
 
 
-def _training_values(doc: Document, context: Any) -> list[tuple[str, Value]]:
-    if not doc.consumers:
-        return []
+def may_load_itself(doc: Document, context: Any = None) -> bool:
+    """Whether a script the run hands `doc` to names a config loader at all: False means no script loads it
+    in its own layout (advisor.facts.script_layout), so that module need not be imported or run."""
+    if not doc.consumers or not isinstance(doc.data, dict):
+        return False
     if context is None:
         from advisor.plan.context import context_for
 
         context = context_for(doc.path)
     texts = [context.script_text(script, _MAX_TEXT) for script, _ in doc.consumers]
-    if not any(text and _LOADER_WORDS.search(text) for text in texts):
+    return any(text and _LOADER_WORDS.search(text) for text in texts)
+
+
+def _training_values(doc: Document, context: Any) -> list[tuple[str, Value]]:
+    if not may_load_itself(doc, context):
         return []
     from advisor.facts.script_layout import training_values
 
@@ -39,8 +46,8 @@ def _training_values(doc: Document, context: Any) -> list[tuple[str, Value]]:
 
 def _code_deepspeed(plan: RunPlan) -> object:
     script = plan.spec.script
-    if script is None or not isinstance(script.text, str) or "deepspeed" not in script.text:
-        return None  # a script that never names the package builds no DeepSpeed config
+    if script is None or not isinstance(script.text, str) or DEEPSPEED_PACKAGE not in script.text:
+        return None
     from advisor.facts.deepspeed_code import fill_code_deepspeed
 
     fill_code_deepspeed(plan)

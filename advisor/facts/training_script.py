@@ -138,9 +138,15 @@ def script_facts(plan: RunPlan) -> TrainingScriptFacts:
         "script",
     )
     _set_parser(ns, plan, path)
-    from advisor.facts.deepspeed_code import deepspeed_in_code
+    in_code: list[dict[str, Any]] = []
+    script_text = getattr(plan.spec.script, "text", None)
+    from advisor.facts.script_readers import DEEPSPEED_PACKAGE  # else none is built: the reader not imported
 
-    ns.deepspeed_in_code = Value(deepspeed_in_code(plan, path), None, "script")
+    if isinstance(script_text, str) and DEEPSPEED_PACKAGE in script_text:
+        from advisor.facts.deepspeed_code import deepspeed_in_code
+
+        in_code = deepspeed_in_code(plan, path)
+    ns.deepspeed_in_code = Value(in_code, None, "script")
     if facts.syntax_error is not None:
         message, line, col = facts.syntax_error
         ns.syntax_error = Value({"location": Location(path, line, col), "message": message}, None, "script")
