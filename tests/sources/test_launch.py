@@ -406,7 +406,7 @@ def test_arithmetic() -> None:
     v = texts(script.variables)
     assert (v["ACC"], v["LAST"], v["NEG"]) == ("8", "7", "-3")
     assert script.variables["BAD"].unknown == "$SLURM_NNODES is not set in the script"
-    # bash 5: "1 / 0: division by 0", and the assignment is not made (tests/sources/test_shell_gpu_list_count.py)
+    # bash 5: "1 / 0: division by 0", and the assignment is not made (test_shell_gpu_list_count.py)
     assert "ZERO" not in script.variables
     problems = read_launch(Path("train.sh"), "ZERO=$((1 / 0))\n").problems
     assert [(p.span.line, "division by 0" in p.message) for p in problems] == [(1, True)]
