@@ -12,11 +12,10 @@ from typing import TYPE_CHECKING, Any
 from advisor.core.document import Location, pointer
 from advisor.core.provenance import Namespace, Value
 from advisor.facts.script_ast.deepspeed_dict import CodeDeepSpeed, Leaf, Mapping, code_deepspeed_configs
+from advisor.facts.script_ast.results import DEEPSPEED_PACKAGE
 
 if TYPE_CHECKING:
     from advisor.plan.run_plan import RunPlan
-
-_PACKAGE = "deepspeed"  # a script that never names the package builds no DeepSpeed config
 
 
 def code_configs(plan: RunPlan) -> list[CodeDeepSpeed]:
@@ -24,7 +23,7 @@ def code_configs(plan: RunPlan) -> list[CodeDeepSpeed]:
     when the run reads a DeepSpeed file (that file is the config)."""
     script = plan.spec.script
     text = getattr(script, "text", None)
-    if script is None or not isinstance(text, str) or _PACKAGE not in text:
+    if script is None or not isinstance(text, str) or DEEPSPEED_PACKAGE not in text:
         return []
     from advisor.plan.context import context_for
     from advisor.sources.project_imports import ProjectModule, ProjectModules, import_roots

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from advisor.facts.script_ast.results import DEEPSPEED_PACKAGE, MAX_SCRIPT_BYTES
 from advisor.plan.run_plan import ScriptReaders
 
 if TYPE_CHECKING:
@@ -19,8 +20,6 @@ if TYPE_CHECKING:
 # what a script that loads a config itself must name (advisor.facts.script_ast.config_sections: PyYAML,
 # ruamel.yaml, OmegaConf, json)
 _LOADER_WORDS = re.compile(r"yaml|YAML|OmegaConf|json")
-_MAX_TEXT = 2 * 1024 * 1024
-DEEPSPEED_PACKAGE = "deepspeed"  # a script that never names the package builds no DeepSpeed config
 
 
 def may_load_itself(doc: Document, context: Any = None) -> bool:
@@ -32,7 +31,7 @@ def may_load_itself(doc: Document, context: Any = None) -> bool:
         from advisor.plan.context import context_for
 
         context = context_for(doc.path)
-    texts = [context.script_text(script, _MAX_TEXT) for script, _ in doc.consumers]
+    texts = [context.script_text(script, MAX_SCRIPT_BYTES) for script, _ in doc.consumers]
     return any(text and _LOADER_WORDS.search(text) for text in texts)
 
 

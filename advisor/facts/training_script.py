@@ -140,9 +140,11 @@ def script_facts(plan: RunPlan) -> TrainingScriptFacts:
     _set_parser(ns, plan, path)
     in_code: list[dict[str, Any]] = []
     script_text = getattr(plan.spec.script, "text", None)
-    from advisor.facts.script_readers import DEEPSPEED_PACKAGE  # else none is built: the reader not imported
+    from advisor.facts.script_ast.results import (
+        DEEPSPEED_PACKAGE,  # else none is built: the reader not imported
+    )
 
-    if isinstance(script_text, str) and DEEPSPEED_PACKAGE in script_text:
+    if isinstance(script_text, str) and DEEPSPEED_PACKAGE in script_text:  # else none built, none imported
         from advisor.facts.deepspeed_code import deepspeed_in_code
 
         in_code = deepspeed_in_code(plan, path)

@@ -18,7 +18,7 @@ from advisor.core.document import Document, KeyPath, Location, pointer, refused_
 from advisor.core.provenance import Namespace, Value
 from advisor.core.records import field, record
 from advisor.plan.discover import RunSpec
-from advisor.plan.script_training_call import call_value, script_training_call
+from advisor.plan.script_training_call import builds_training_arguments, call_value, script_training_call
 from advisor.sources import launchers
 from advisor.sources.known_keys import HF_ARGUMENT_PARSERS, SEQ_KEYS
 from advisor.sources.python_source import parsed
@@ -440,7 +440,7 @@ def reads_training_arguments(spec: RunSpec, context: Any = None) -> bool:
         return False
     if launchers.spec_of(command.launcher).runs_trainer:
         return True
-    if script_training_call(spec) is not None:  # the script builds TrainingArguments itself
+    if builds_training_arguments(spec):  # the script builds TrainingArguments itself
         return True
     own = script_arguments(spec, context)
     if own is not None and own.kind == "argparse":
@@ -533,7 +533,6 @@ _ARGPARSE_TERMS = frozenset(
 # subclass of transformers.TrainingArguments, as stanford_alpaca's train.py:55-65).
 _DATACLASS_TERMS = _ARGPARSE_TERMS | frozenset(TRAINING_DEFAULTS) | {"optim"}
 _MAX_SCRIPT_CHARS = 2 * 1024 * 1024
-_STORE_ACTIONS = {"store_true": False, "store_false": True}
 _MAX_CLASS_DEPTH = 16
 
 # (name, value, line, col, what the script declares, the file when not the parser's) of each literal
@@ -703,23 +702,18 @@ def _argparse_defaults(nodes: list[Any]) -> _Defaults:
     False/True to store_true/store_false without one (Python 3.11 argparse.py _StoreTrueAction)."""
     import ast
 
+    from advisor.sources.argparse_calls import dest_of, switch_default
+
     out = []
     for node in nodes:
         if not (isinstance(node, ast.Call) and _last_id(node.func) == "add_argument"):
             continue
         kw = {k.arg: k.value for k in node.keywords if k.arg is not None}
-        options = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-        dest = _literal(kw["dest"]) if "dest" in kw else None
-        if not isinstance(dest, str):
-            long = next((o for o in options if o.startswith("--")), None)
-            dest = long[2:].replace("-", "_") if long else None
+        dest = dest_of(node)
         if dest not in _ARGPARSE_TERMS:
             continue
         where = kw.get("default", node)
-        value = _literal(kw["default"]) if "default" in kw else None
-        if "default" not in kw:
-            action = _literal(kw["action"]) if "action" in kw else None
-            value = _STORE_ACTIONS.get(action) if isinstance(action, str) else None
+        value = _literal(kw["default"]) if "default" in kw else switch_default(node)
         kind = _last_id(kw["type"]) if "type" in kw else None
         if isinstance(value, str) and kind in ("int", "float"):
             try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator, Mapping
+from functools import lru_cache
 from typing import Any
 
 from advisor.core.document import Document, Location
@@ -47,7 +48,6 @@ _HF_PARSERS = frozenset({"HfArgumentParser", "TrlParser", "H4ArgumentParser"})
 _LIBRARIES = frozenset({"transformers", "trl"})  # the packages these classes are imported from
 _MAX_DEPTH = 6  # names bound to names bound to a literal: followed this far
 _MAX_INT = 10**12
-MAX_SCRIPT_CHARS = 2 * 1024 * 1024  # as advisor.plan.run_plan reads a script's parser
 
 
 @record(frozen=True, slots=True)
@@ -78,17 +78,30 @@ def training_call(tree: ast.Module, flags: Mapping[str, Any]) -> TrainingCall | 
     run's flags (`flags`: the command's script arguments, name -> the launch's Word: `text`, `raw`,
     `unknown`); None when the script builds none, builds several, or parses TrainingArguments from the
     command line."""
-    imported = _imported(tree)
-    if imported & _HF_PARSERS:
+    site = _call_site(tree)
+    if site is None:
         return None
-    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and _consumer(node, imported)]
-    if len(calls) != 1:
-        return None
-    call = calls[0]
+    call, consumer = site
     scope = _Scope(tree, call, flags)
     keywords = tuple(scope.keyword(kw) for kw in call.keywords if kw.arg is not None)
     spread = any(kw.arg is None for kw in call.keywords) or bool(call.args)
-    return TrainingCall(_consumer(call, imported) or "", call.lineno, call.col_offset + 1, keywords, spread)
+    return TrainingCall(consumer, call.lineno, call.col_offset + 1, keywords, spread)
+
+
+@lru_cache(maxsize=16)
+def _call_site(tree: ast.Module) -> tuple[ast.Call, str] | None:
+    """(the call, its class) of training_call, found once per parsed script (the tree is
+    advisor.sources.python_source's cached one): the plan asks whether the script builds one, then reads
+    it."""
+    imported = _imported(tree)
+    if imported & _HF_PARSERS:
+        return None
+    calls = [
+        (node, name)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and (name := _consumer(node, imported))
+    ]
+    return calls[0] if len(calls) == 1 else None
 
 
 def _imported(tree: ast.Module) -> set[str]:
@@ -305,16 +318,24 @@ def _arith(node: ast.BinOp, left: Any, right: Any) -> int | float:
 
 
 def script_training_call(spec: Any) -> TrainingCall | None:
-    """The TrainingArguments the run's script builds itself (advisor.plan.script_training_call), resolved
-    against the launch's flags; None when it builds none or parses them from the command line."""
+    """The TrainingArguments the run's script builds itself, resolved against the launch's flags; None when
+    it builds none or parses them from the command line."""
+    tree = _script_tree(spec)
+    return training_call(tree, spec.command.script_args) if tree is not None else None
+
+
+def builds_training_arguments(spec: Any) -> bool:
+    """Whether the run's script builds its TrainingArguments itself (its keywords are not resolved here)."""
+    tree = _script_tree(spec)
+    return tree is not None and _call_site(tree) is not None
+
+
+def _script_tree(spec: Any) -> ast.Module | None:
     script, command = spec.script, spec.command
     text = script.text if script is not None else None
-    if command is None or not isinstance(text, str) or len(text) > MAX_SCRIPT_CHARS:
+    if command is None or not isinstance(text, str):
         return None
-    tree = parsed(text)
-    if tree is None:
-        return None
-    return training_call(tree, command.script_args)
+    return parsed(text)  # None as well for a file too large to analyse (python_source.MAX_SOURCE_CHARS)
 
 
 def call_value(kw: CallKeyword, call: TrainingCall, script: Document, command: Any, root: Document) -> Value:

@@ -18,7 +18,7 @@ def add_arguments(tree: ast.AST) -> dict[str, ast.Call]:
             continue
         if node.func.attr != "add_argument":
             continue
-        dest = _dest(node)
+        dest = dest_of(node)
         if dest and dest not in out:
             out[dest] = node
     return out
@@ -40,7 +40,8 @@ def switch_default(call: ast.Call) -> bool | None:
     return None
 
 
-def _dest(call: ast.Call) -> str | None:
+def dest_of(call: ast.Call) -> str | None:
+    """The dest argparse gives an add_argument call; None for a positional-only or unnamed one."""
     dest = keyword(call, "dest")
     if isinstance(dest, ast.Constant) and isinstance(dest.value, str):
         return dest.value or None

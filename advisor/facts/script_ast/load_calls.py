@@ -9,6 +9,7 @@ from typing import Any
 
 from advisor.facts.script_ast.nodes import kwarg, last_id
 from advisor.facts.script_ast.results import FieldReference, LoadCall, ModelArgument
+from advisor.sources.argparse_calls import dest_of
 
 # from_pretrained keyword arguments that decide the memory of the loaded model (LoadCall)
 LOAD_KWARGS = frozenset(
@@ -249,11 +250,8 @@ class _Defaults:
 
     def _argument(self, node: ast.Call) -> None:
         options = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-        dest_node = kwarg(node, "dest")
-        dest = dest_node.value if isinstance(dest_node, ast.Constant) else None
         long = next((o for o in options if o.startswith("--")), None)
-        if not isinstance(dest, str):
-            dest = long[2:].replace("-", "_") if long else None
+        dest = dest_of(node)
         if not dest:
             return
         flags = tuple(o.lstrip("-") for o in options if o.startswith("--"))

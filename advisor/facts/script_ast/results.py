@@ -5,6 +5,7 @@ from __future__ import annotations
 from advisor.core.records import record
 
 MAX_SCRIPT_BYTES = 2 * 1024 * 1024
+DEEPSPEED_PACKAGE = "deepspeed"  # a script that never names the package builds no DeepSpeed config
 
 
 @record(frozen=True, slots=True)
