@@ -451,8 +451,10 @@ def _by_name(name: str) -> _Hit | None:
     found = _family_and_size(parts)
     if found is None:
         return None
-    hub_id, family = found
+    hub_id, family, alias = found
     why = f"the name has family {family} and size {parts.size.upper() if parts.size else ''}"
+    if alias is not None:
+        why += f" (as {alias}, a listed fine-tune of it)"
     if parts.date:
         why += f" (the date tag '{parts.date}' marks a release of that model)"
     note = f"assumed {hub_id}'s shapes: " + "; ".join([why, *said])
@@ -471,14 +473,27 @@ def _family_label(tokens: tuple[str, ...]) -> str:
 _JOINED_FAMILIES = frozenset({"qwen", "smollm", "falcon", "internlm", "baichuan", "starcoder"})
 
 
-@lru_cache(maxsize=1)
-def _family_index() -> dict[tuple[tuple[str, ...], str], list[tuple[tuple[str, ...], str]]]:
-    """{(family tokens, size): [(tokens after the size, hub id)]} over the catalog's models (not its
-    aliases: an alias is a fine-tune's name, which says nothing of another fine-tune of that name)."""
+@lru_cache(maxsize=2)
+def _family_index(
+    aliases: bool = False,
+) -> dict[tuple[tuple[str, ...], str], list[tuple[tuple[str, ...], str]]]:
+    """{(family tokens, size): [(tokens after the size, hub id)]} over the catalog's models, or over its
+    aliases (``aliases=True``; the hub id is then the alias's own): an alias is a fine-tune's name
+    (``HuggingFaceH4/zephyr-7b-beta``), consulted only when no listed model has the family, because a
+    fine-tune named after it (``OpenBuddy/openbuddy-zephyr-7b-v14.1``) keeps its base's shapes."""
     from advisor.estimate.model_names import parse_name
 
+    models, full, _bare = _catalog()
+    names: list[str] = list(models)
+    if aliases:  # ``full`` holds each alias as written, then lower-cased: keep the first spelling of each
+        seen = {hub_id.lower() for hub_id in models}
+        names = []
+        for name in full:
+            if "/" in name and name.lower() not in seen:
+                seen.add(name.lower())
+                names.append(name)
     out: dict[tuple[tuple[str, ...], str], list[tuple[tuple[str, ...], str]]] = {}
-    for hub_id in _catalog()[0]:
+    for hub_id in names:
         parts = parse_name(hub_id)
         if parts.size is None or not parts.before:
             continue
@@ -486,28 +501,16 @@ def _family_index() -> dict[tuple[tuple[str, ...], str], list[tuple[tuple[str, .
     return out
 
 
-def _family_and_size(parts: Any) -> tuple[str, str] | None:
-    """The listed model whose family ends the tokens before the size (``openhermes 2.5 mistral`` | 7b), or
-    else starts those after it (``zephyr`` | 7b | ``gemma sft``); the longest family wins, then the entry
-    whose other tokens the name shares (v0.2, instruct), then the plainest (Mistral-7B-v0.1 before v0.3)."""
+def _family_and_size(parts: Any) -> tuple[str, str, str | None] | None:
+    """(hub id, family, alias): the listed model whose family ends the tokens before the size (``openhermes
+    2.5 mistral`` | 7b), or else starts those after it (``zephyr`` | 7b | ``gemma sft``); the longest family
+    wins, then the entry whose other tokens the name shares (v0.2, instruct), then the plainest
+    (Mistral-7B-v0.1 before v0.3). Only when no model has the family, a listed alias of that family and size
+    (``zephyr`` | 7b: HuggingFaceH4/zephyr-7b-beta), named as the third item."""
     from advisor.estimate.model_names import ROLE_TOKENS
 
     if parts.size is None:
         return None
-    index = _family_index()
-    matches: list[tuple[str, ...]] = []
-    for n in range(len(parts.before), 0, -1):
-        if (parts.before[-n:], parts.size) in index:
-            matches.append(parts.before[-n:])
-            break
-    if not matches:
-        for n in range(len(parts.after), 0, -1):
-            if (parts.after[:n], parts.size) in index:
-                matches.append(parts.after[:n])
-                break
-    if not matches:
-        return None
-    family = matches[0]
     wanted = set(parts.tokens)
 
     def rank(entry: tuple[tuple[str, ...], str]) -> tuple[int, int, tuple[str, ...], str]:
@@ -516,8 +519,20 @@ def _family_and_size(parts: Any) -> tuple[str, str] | None:
         roles = sum(1 for t in after if t in ROLE_TOKENS and t not in wanted)
         return len(extra), roles, extra, hub_id
 
-    _after, hub_id = min(index[(family, parts.size)], key=rank)
-    return hub_id, _family_label(family)
+    for aliases in (False, True):
+        index = _family_index(aliases)
+        before = (parts.before[-n:] for n in range(len(parts.before), 0, -1))
+        after = (parts.after[:n] for n in range(len(parts.after), 0, -1))
+        family = next((f for f in before if (f, parts.size) in index), None) or next(
+            (f for f in after if (f, parts.size) in index), None
+        )
+        if family is None:
+            continue
+        _after, hub_id = min(index[(family, parts.size)], key=rank)
+        if not aliases:
+            return hub_id, _family_label(family), None
+        return _catalog()[1][hub_id], _family_label(family), hub_id
+    return None
 
 
 def _cached_base_model(repo_id: str) -> tuple[str, str] | None:

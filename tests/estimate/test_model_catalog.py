@@ -137,6 +137,31 @@ def test_qwen1_remote_code_shape_by_hand() -> None:
     assert {lin.name for lin in pc.linears} == {"c_attn", "c_proj", "w1", "w2", "mlp.c_proj"}
 
 
+def test_chatglm_remote_code_shape_by_hand() -> None:
+    # modeling_chatglm.py (THUDM/chatglm3-6b): embedding and output_layer on padded_vocab_size, untied; per
+    # block query_key_value h -> heads*kv_channels + 2*groups*kv_channels with bias (add_qkv_bias), dense
+    # without, dense_h_to_4h h -> 2*ffn (swiglu), dense_4h_to_h back, two RMSNorms; final_layernorm
+    h, V, L, ff, qkv = 4096, 65024, 28, 13696, 32 * 128 + 2 * 2 * 128
+    block = (h * qkv + qkv) + h * h + h * 2 * ff + ff * h + 2 * h
+    pc = resolve_model("THUDM/chatglm3-6b").count()
+    assert pc.total == 2 * V * h + L * block + h  # 6,243,584,000: THUDM's "6B" (6.24 B)
+    assert {lin.name for lin in pc.linears} == {"query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h"}
+
+
+def test_baichuan2_13b_shape_by_hand() -> None:
+    # modeling_baichuan.py (Baichuan2-13B): W_pack h -> 3h, o_proj, gate/up/down on 13696, NormHead V x h
+    h, V, L, ff = 5120, 125696, 40, 13696
+    block = h * 3 * h + h * h + 3 * h * ff + 2 * h
+    assert resolve_model("baichuan-inc/Baichuan2-13B-Chat").count().total == 2 * V * h + L * block + h
+
+
+def test_fine_tune_named_after_a_listed_fine_tune_resolves_to_its_base() -> None:
+    # no listed model is called zephyr; the alias HuggingFaceH4/zephyr-7b-beta (Mistral-7B-v0.1's shapes) is
+    info = resolve_model("OpenBuddy/openbuddy-zephyr-7b-v14.1", from_name=True)
+    assert info is not None and info.hub_id == "mistralai/Mistral-7B-v0.1"
+    assert info.assumption is not None and "zephyr-7b-beta" in info.assumption
+
+
 @pytest.mark.parametrize(
     ("name", "hub_id", "prequantized"),
     [
@@ -204,7 +229,7 @@ def _smallest_per_family() -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 # remote-code families transformers 5.24 does not ship (checked by hand above / in test_estimate_params.py)
-REMOTE_CODE = {"qwen", "internlm2", "baichuan"}
+REMOTE_CODE = {"qwen", "internlm2", "baichuan", "chatglm"}
 META_SAMPLE = [(h, c) for h, c in _smallest_per_family() if c["model_type"] not in REMOTE_CODE]
 
 

@@ -368,6 +368,38 @@ _register(
 )
 # Baichuan 2 (remote code, modeling_baichuan.py): W_pack = Linear(h, 3h, bias=False), lm_head NormHead(h, V)
 _register(("baichuan",), replace(LLAMA, attn=fused_attn("W_pack", "o_proj"), mlp=gated_mlp()))
+# ChatGLM2/3 (remote code, modeling_chatglm.py of THUDM/chatglm3-6b; copy at DracoUnion/chatglm3-6b-int4-lora
+# @61985f2 modeling_chatglm.py): SelfAttention.query_key_value = Linear(h, kv_channels*heads + 2*kv_channels*
+# multi_query_group_num, bias=add_bias_linear or add_qkv_bias), dense without bias; MLP dense_h_to_4h =
+# Linear(h, 2*ffn_hidden_size) (swiglu over the two halves), dense_4h_to_h back; RMSNorm input_layernorm /
+# post_attention_layernorm, final_layernorm; embedding and output_layer on padded_vocab_size, untied
+_GLM_BIAS = key("add_bias_linear")
+
+
+def _chatglm_qkv_bias(cfg: Config) -> bool:
+    return bool(cfg.get("add_bias_linear") or cfg.get("add_qkv_bias"))
+
+
+def _chatglm_dims(cfg: Config, d: dict[str, int]) -> None:
+    # multi_query_group_num counts the kv heads only with multi_query_attention (SelfAttention.__init__)
+    if cfg.get("multi_query_attention"):
+        d["nkv"] = int(cfg.get("multi_query_group_num") or d["nh"])
+
+
+_register(
+    ("chatglm",),
+    replace(
+        LLAMA,
+        attn=fused_attn("query_key_value", "dense", _chatglm_qkv_bias, _GLM_BIAS),
+        mlp=(
+            Lin("dense_h_to_4h", "h", "i2", _GLM_BIAS, "mlp_in", ("gate_up", "gate_up_proj")),
+            Lin("dense_4h_to_h", "i", "h", _GLM_BIAS, "mlp_act", ("down", "down_proj")),
+        ),
+        dim_keys={"V": ("padded_vocab_size",), "i": ("ffn_hidden_size",)},
+        derive=_chatglm_dims,
+        final_norm=key("post_layer_norm", True),
+    ),
+)
 # Qwen (1) (remote code, modeling_qwen.py): c_attn with bias, c_proj without; MLP w1, w2 -> c_proj
 _register(
     ("qwen",),
