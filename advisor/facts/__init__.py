@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.core.document import Document, Location
 
 if TYPE_CHECKING:
+    from advisor.plan.context import CheckContext
     from advisor.plan.run_plan import RunPlan
 
 
@@ -33,10 +34,11 @@ def _thresholds(plan: RunPlan) -> Any:
     return getattr(plan.project, "thresholds", None) or Thresholds()
 
 
-def document_names(doc: Document) -> dict[str, Any]:
+def document_names(doc: Document, context: CheckContext) -> dict[str, Any]:
+    """The namespaces a document-scoped rule reads, under the check's context."""
     from advisor.facts.document import document_facts
 
-    return {"document": document_facts(doc)}
+    return {"document": document_facts(doc, context)}
 
 
 def document_fallback(doc: Document) -> Location:

@@ -25,14 +25,13 @@ def code_configs(plan: RunPlan) -> list[CodeDeepSpeed]:
     text = getattr(script, "text", None)
     if script is None or not isinstance(text, str) or DEEPSPEED_PACKAGE not in text:
         return []
-    from advisor.plan.context import context_for
     from advisor.sources.project_imports import ProjectModule, ProjectModules, import_roots
     from advisor.sources.python_source import parsed
 
     tree = parsed(text)
     if tree is None:
         return []
-    checked = plan.context if plan.context is not None else context_for(script.path, plan)
+    checked = plan.context
     boundary = checked.boundary_for(checked.settings_near(script.path), [script.path])
     roots = import_roots(script.path, boundary.roots)
     module = ProjectModule(script.path, tree, text, "")

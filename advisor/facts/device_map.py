@@ -27,7 +27,6 @@ from advisor.core.paths import relative
 from advisor.facts.branches import reached
 from advisor.facts.load_calls import field_value
 from advisor.facts.script_ast.load_calls import find_field_keywords
-from advisor.plan.context import context_for
 from advisor.plan.run_plan import RunPlan
 from advisor.sources import launchers
 from advisor.sources.python_source import parsed
@@ -90,7 +89,7 @@ def distributed_device_maps(plan: RunPlan, world_size: Any) -> list[dict[str, An
     ):
         return []
     path = Path(relative(doc.path)) if doc.path.is_absolute() else doc.path  # as script facts show it
-    context = context_for(doc.path, plan)
+    context = plan.context
     sites = list(context.derived("device-map-sites", doc.path, lambda: _spreading_sites(doc.text or "")))
     for ref in context.derived("device-map-fields", doc.path, lambda: _field_sites(doc.text or "")):
         v = field_value(plan, ref)

@@ -7,6 +7,7 @@ from typing import Any
 from advisor.core.document import SURPRISE_KINDS, Document, KeyPath, Location, SourceProblem, pointer
 from advisor.core.provenance import Value
 from advisor.facts.declare import FactNamespace, fact
+from advisor.plan.context import CheckContext
 from advisor.sources import known_keys as kk
 
 
@@ -85,17 +86,17 @@ def number_string_matters(doc: Document, path: KeyPath) -> bool:
     return not kk.coerces(dialect, _section_of(dialect, path))
 
 
-def yaml11_surprises(doc: Document) -> list[SourceProblem]:
+def yaml11_surprises(doc: Document, context: CheckContext) -> list[SourceProblem]:
     """The reader's YAML 1.1 surprises that matter to the file's consumer."""
     if not any(p.kind in SURPRISE_KINDS for p in doc.problems):
         return []  # nothing the loaders read differently (most files): no consumer script is analysed
     from advisor.facts.script_layout import layout_of, loader_surprises
     from advisor.facts.script_readers import may_load_itself
 
-    if doc.kind == "unknown" or (may_load_itself(doc) and layout_of(doc) is not None):
+    if doc.kind == "unknown" or (may_load_itself(doc, context) and layout_of(doc, context) is not None):
         # the training script loads it itself (advisor.facts.script_layout): as that script's loader reads
         # it; else, with no known consumer, whether 'yes' or '1e-5' surprises it cannot be judged
-        return loader_surprises(doc)
+        return loader_surprises(doc, context)
     return [
         p
         for p in doc.problems
@@ -103,13 +104,13 @@ def yaml11_surprises(doc: Document) -> list[SourceProblem]:
     ]
 
 
-def reported_problems(doc: Document) -> list[SourceProblem]:
+def reported_problems(doc: Document, context: CheckContext) -> list[SourceProblem]:
     """Every problem the reader found, YAML 1.1 surprises only where they matter to the consumer."""
-    surprises = {id(p) for p in yaml11_surprises(doc)}
+    surprises = {id(p) for p in yaml11_surprises(doc, context)}
     return [p for p in doc.problems if p.kind not in SURPRISE_KINDS or id(p) in surprises]
 
 
-def problem_items(doc: Document) -> list[dict[str, Any]]:
+def problem_items(doc: Document, context: CheckContext) -> list[dict[str, Any]]:
     """`document.problems`: rule files choose the kinds they report (GA001, GA003)."""
     return [
         {
@@ -119,18 +120,21 @@ def problem_items(doc: Document) -> list[dict[str, Any]]:
             "message": p.message,
             "severity": p.severity,
         }
-        for p in reported_problems(doc)
+        for p in reported_problems(doc, context)
     ]
 
 
-def document_facts(doc: Document) -> DocumentFacts:
+def document_facts(doc: Document, context: CheckContext | None = None) -> DocumentFacts:
+    """The facts of one document under the check's ``context``; without one (a test, a library user: no
+    check under way) a standalone context for the document's project (CheckContext.standalone)."""
+    context = context or CheckContext.standalone(doc.path)
     ns = DocumentFacts()
     ns.kind = Value(doc.kind, None, "derived")
     ns.dialect = Value(doc.dialect, None, "derived")
     ns.path = Value(str(doc.path), None, "derived")
-    ns.problems = Value(problem_items(doc), None, "derived")
+    ns.problems = Value(problem_items(doc, context), None, "derived")
     from advisor.facts.keys import key_items
 
-    for name, items in key_items(doc).items():
+    for name, items in key_items(doc, context).items():
         ns.set(name, Value(items, None, "derived"))
     return ns

@@ -378,12 +378,11 @@ def kbit_checkpointing(plan: RunPlan) -> DtypeFact | None:
 def trl_release(plan: RunPlan) -> tuple[int, int] | None:
     """The (major, minor) TRL release the run is judged against: its pin, else the current release."""
     from advisor.facts import versions
-    from advisor.plan.context import context_for
 
     doc = plan.spec.script or plan.spec.training or plan.spec.root
     if doc is None or getattr(doc, "path", None) is None:
         return None
-    checked = context_for(doc.path, plan)
+    checked = plan.context
     target = versions.targets_for(doc.path, checked.settings_near(doc.path), checked).get("trl")
     if target is None:
         return None

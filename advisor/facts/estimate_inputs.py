@@ -577,10 +577,9 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
 
     from advisor.estimate import TrainingSetup, UnknownModelTypeError, resolve_model
     from advisor.estimate.models import model_files_outside
-    from advisor.plan.context import plan_boundary
     from advisor.sources.boundary import local_path_outside
 
-    boundary = plan_boundary(plan)
+    boundary = plan.boundary()
     # a model folder is a reference too, and so is each file read from it (a config.json linked out)
     outside = local_path_outside(str(name.value), boundary) or model_files_outside(str(name.value), boundary)
     if outside is not None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from advisor.core.document import Document, KeyPath, Location, pointer, refused_number
 from advisor.core.suggest import close_matches
-from advisor.facts.project_settings import settings_for
+from advisor.plan.context import CheckContext
 from advisor.sources import known_keys as kk
 
 # Below this share of known keys, the file is some other project's dialect that merely shares
@@ -76,8 +76,8 @@ MAX_ITEMS_PER_KIND = 50
 MAX_SUGGESTIONS = 200
 
 
-def key_items(doc: Document) -> dict[str, list[dict[str, Any]]]:
-    out = _key_items(doc)
+def key_items(doc: Document, context: CheckContext) -> dict[str, list[dict[str, Any]]]:
+    out = _key_items(doc, context)
     for kind, items in out.items():
         if kind in ("removed_keys", "deprecated_keys"):
             for item in items:
@@ -101,22 +101,24 @@ _WHAT = {
 _OUT_KIND = {"unknown": "unknown_keys", "removed": "removed_keys", "deprecated": "deprecated_keys"}
 
 
-def _key_items(doc: Document) -> dict[str, list[dict[str, Any]]]:
+def _key_items(doc: Document, context: CheckContext) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {kind: [] for kind in _WHAT}
     if doc.kind == "launch":
         out["type_errors"] = launch_flag_errors(doc)
         from advisor.facts.script_flags import script_flag_items
 
-        for kind, items in script_flag_items(doc).items():
+        for kind, items in script_flag_items(doc, context).items():
             out[kind].extend(items)
         return out
     from advisor.facts.script_readers import may_load_itself
 
     layout = None
-    if may_load_itself(doc):  # the script loads it itself and hands its sections on (issue 20 item 7)
+    if may_load_itself(
+        doc, context
+    ):  # the script loads it itself and hands its sections on (issue 20 item 7)
         from advisor.facts.script_layout import layout_key_items
 
-        layout = layout_key_items(doc)
+        layout = layout_key_items(doc, context)
     if layout is not None:
         for kind, items in layout.items():
             out[kind].extend(items)
@@ -125,7 +127,7 @@ def _key_items(doc: Document) -> dict[str, list[dict[str, Any]]]:
     if dialect is None or not isinstance(doc.data, dict):
         return out
     top = [k for k in doc.data if isinstance(k, str)]
-    consumers = _script_consumers(doc, dialect)
+    consumers = _script_consumers(doc, dialect, context)
     if top and dialect in {"training_args", "trl"} and consumers is None:
         known = kk.known_keys(dialect)
         share = sum(1 for k in top if k in known or kk.removed_key(dialect, k)) / len(top)
@@ -140,11 +142,11 @@ def _key_items(doc: Document) -> dict[str, list[dict[str, Any]]]:
         if isinstance(node, list) and (dialect, section) in ENTRY_SECTIONS:
             for index, entry in enumerate(node[:MAX_ENTRIES]):
                 if isinstance(entry, dict):
-                    _check_section(doc, dialect, section, entry, out, budget, at=(*section, index))
+                    _check_section(doc, dialect, section, entry, out, budget, context, at=(*section, index))
             continue
         if not isinstance(node, dict):
             continue
-        _check_section(doc, dialect, section, node, out, budget)
+        _check_section(doc, dialect, section, node, out, budget, context)
     if consumers is not None:
         _judge_top_level_by_scripts(doc, consumers, out)
     elif doc.consumers and out["unknown_keys"]:
@@ -152,19 +154,19 @@ def _key_items(doc: Document) -> dict[str, list[dict[str, Any]]]:
         # item 10: a SimPOConfig subclass adding gamma_beta_ratio)
         from advisor.facts.script_flags import own_fields
 
-        own = own_fields(doc)
+        own = own_fields(doc, context)
         out["unknown_keys"] = [i for i in out["unknown_keys"] if not (_is_top_level(i) and i["key"] in own)]
     return out
 
 
-def _script_consumers(doc: Document, dialect: str) -> Any:
+def _script_consumers(doc: Document, dialect: str, context: CheckContext) -> Any:
     """The scripts the runs hand this TrainingArguments / TRL file to, when all of them can be read
     whole (advisor.facts.script_flags); None: the file is judged alone."""
     if dialect not in {"training_args", "trl"} or not doc.consumers:
         return None
     from advisor.facts.script_flags import config_consumers
 
-    return config_consumers(doc)
+    return config_consumers(doc, context)
 
 
 def _judge_top_level_by_scripts(doc: Document, consumers: Any, out: dict[str, list[dict[str, Any]]]) -> None:
@@ -189,6 +191,7 @@ def _check_section(
     node: dict[str, Any],
     out: dict[str, list[dict[str, Any]]],
     budget: list[int],
+    context: CheckContext,
     at: KeyPath | None = None,
 ) -> None:
     """Judge the keys of one section; ``budget`` holds the did-you-mean searches left for the file;
@@ -199,7 +202,7 @@ def _check_section(
     coerces = kk.coerces(dialect, section)
     name = _DIALECT_NAMES.get(dialect, dialect)
     where = f"a key of `{'.'.join(section)}` in {_article(name)}" if section else f"{_article(name)} key"
-    versioned = _versioned_sources(doc, dialect, section) if at is None else None
+    versioned = _versioned_sources(doc, dialect, context, section) if at is None else None
     own = kk.own_keys(dialect, section) if dialect == "llamafactory" else frozenset()
     for key, value in node.items():
         if not isinstance(key, str):
@@ -321,7 +324,7 @@ _VERSIONED_DIALECTS = frozenset(d for d, _ in _VERSIONED)
 
 
 def _versioned_sources(
-    doc: Document, dialect: str, section: tuple[str, ...] = ()
+    doc: Document, dialect: str, context: CheckContext, section: tuple[str, ...] = ()
 ) -> list[tuple[Any, tuple[str, ...]]] | None:
     """[(Target, classes)] when the project pins (or targets) a release of a package the dialect reads;
     None when nothing is pinned: then the current release's tables judge, as before."""
@@ -330,7 +333,7 @@ def _versioned_sources(
         return None
     from advisor.facts import versions
 
-    targets = versions.targets_for(doc.path, settings_for(doc.path))
+    targets = versions.targets_for(doc.path, context.settings_near(doc.path), context)
     if dialect == "llamafactory" and not targets["transformers"].pinned:
         requirement = kk.dialect_info("llamafactory")["source"].get("transformers_requirement") or ""
         requirement = requirement.removeprefix("transformers")

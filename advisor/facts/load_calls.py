@@ -43,19 +43,17 @@ def shown_path(path: Path) -> Path:
 def script_facts(plan: RunPlan) -> Any:
     """The training script's ScriptFacts (the analysis the `script` namespace is built from, cached)."""
     from advisor.facts.script_ast import analyse_script
-    from advisor.plan.context import context_for
 
     doc = plan.spec.script
     if doc is None or not isinstance(doc.text, str):
         return None
     text = doc.text
-    return context_for(doc.path, plan).derived("script-facts", doc.path, lambda: analyse_script(text))
+    return plan.context.derived("script-facts", doc.path, lambda: analyse_script(text))
 
 
 def script_trainer(plan: RunPlan) -> Any:
     """The preference trainer the training script instantiates (script_ast/trainers.py), or None."""
     from advisor.facts.script_ast.trainers import preference_trainer
-    from advisor.plan.context import context_for
     from advisor.sources.python_source import parsed
 
     doc = plan.spec.script
@@ -67,7 +65,7 @@ def script_trainer(plan: RunPlan) -> Any:
         tree = parsed(text)
         return preference_trainer(tree) if tree is not None else None
 
-    return context_for(doc.path, plan).derived("preference-trainer", doc.path, read)
+    return plan.context.derived("preference-trainer", doc.path, read)
 
 
 def call_fields(plan: RunPlan, call: dict[str, Any]) -> dict[str, Any]:

@@ -118,9 +118,7 @@ def _setting_hint(plan: RunPlan) -> str:
         table = "[[tool.gpu-advise.runs]]" if Path(source).name == "pyproject.toml" else "[[runs]]"
         shown = relative(source)
     else:
-        from advisor.plan.context import context_for
-
-        folder, table, shown = context_for(root, plan).cwd, "[[runs]]", ".gpu-advise.toml"
+        folder, table, shown = plan.context.cwd, "[[runs]]", ".gpu-advise.toml"
     try:
         path = os.path.relpath(Path(root).absolute(), folder.absolute())
     except ValueError:

@@ -20,7 +20,7 @@ from typing import Any
 from advisor.core.document import Document, Location, pointer
 from advisor.core.suggest import close_matches
 from advisor.facts.script_ast import MAX_SCRIPT_BYTES, ArgumentParsing, analyse_script
-from advisor.plan.context import CheckContext, context_for
+from advisor.plan.context import CheckContext
 from advisor.plan.run_plan import RunPlan
 
 # Launchers whose script flags do not go to the script's own argparse (keys.py says why).
@@ -177,7 +177,7 @@ def _added(detail: str) -> str:
     return detail[start : detail.index(")", start) + 1] if start >= 0 else ""
 
 
-def script_flag_items(doc: Document, context: CheckContext | None = None) -> dict[str, list[dict[str, Any]]]:
+def script_flag_items(doc: Document, context: CheckContext) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {
         "unknown_keys": [],
         "removed_keys": [],
@@ -185,7 +185,7 @@ def script_flag_items(doc: Document, context: CheckContext | None = None) -> dic
         "dropped_flags": [],
     }
     commands = getattr(doc.data, "commands", None) or []
-    checked = context or context_for(doc.path)
+    checked = context
     settings = None
     for idx, cmd in enumerate(commands):
         if cmd.launcher in _NOT_SCRIPT_FLAGS or cmd.module or not cmd.script_args:
@@ -338,14 +338,14 @@ _CONFIG_FILE_KEYS = frozenset({"env"})
 ScriptJudge = tuple[Path, str, ArgumentParsing, list[tuple[str, tuple[str, ...]]], dict[str, Any]]
 
 
-def config_consumers(doc: Document, context: CheckContext | None = None) -> list[ScriptJudge] | None:
+def config_consumers(doc: Document, context: CheckContext) -> list[ScriptJudge] | None:
     """[(script, how, parsing, library sources, targets)] for every run that hands ``doc`` to a script;
     None when there is none, or when one of them cannot be read whole (then the file alone judges)."""
     if not doc.consumers:
         return None
     from advisor.facts import versions
 
-    checked = context or context_for(doc.path)
+    checked = context
     settings = checked.settings_near(doc.path)
     out: list[ScriptJudge] = []
     for script, how in doc.consumers:
@@ -367,13 +367,13 @@ def config_consumers(doc: Document, context: CheckContext | None = None) -> list
     return out
 
 
-def own_fields(doc: Document, context: CheckContext | None = None) -> frozenset[str]:
+def own_fields(doc: Document, context: CheckContext) -> frozenset[str]:
     """The fields the scripts that read ``doc`` declare in their own dataclasses (a `SimPOConfig(CPOConfig)`
     or `SimPOConfig(TrainingArguments)` adding `gamma_beta_ratio`), whether or not their parsers can be read
     whole: when the file is judged alone, these keys are the scripts' and known."""
     if not doc.consumers:
         return frozenset()
-    checked = context or context_for(doc.path)
+    checked = context
     out: set[str] = set()
     for script, _how in doc.consumers:
         parsing = _analysed(script, checked)
@@ -471,7 +471,7 @@ def parser_fact(plan: RunPlan, shown: Path) -> dict[str, Any] | None:
     script = plan.spec.script
     if script is None:
         return None
-    context = context_for(script.path, plan)
+    context = plan.context
     parsing = _analysed(script.path, context)
     if not isinstance(parsing, ArgumentParsing):
         return None

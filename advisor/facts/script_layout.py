@@ -28,7 +28,7 @@ from advisor.facts.script_ast.config_sections import (
     config_loads,
 )
 from advisor.facts.script_ast.results import MAX_SCRIPT_BYTES
-from advisor.plan.context import CheckContext, context_for
+from advisor.plan.context import CheckContext
 
 # How each loader reads the scalars PyYAML (YAML 1.1) reads otherwise (advisor.sources.yaml_file records
 # each such scalar as a yaml11-scalar problem): ruamel.yaml is YAML 1.2 (0.18.6 resolver.py:25-44: 1.2
@@ -54,13 +54,12 @@ class Layout:
         return f"{self.script.name}:{line}"
 
 
-def layout_of(doc: Document, context: CheckContext | None = None) -> Layout | None:
+def layout_of(doc: Document, context: CheckContext) -> Layout | None:
     """The script load that reads ``doc`` in the script's own layout; None when no run hands the file to a
     script that loads it itself, or when which load reads it is not clear (two loads could)."""
     if not doc.consumers or not isinstance(doc.data, dict):
         return None
-    checked = context or context_for(doc.path)
-    return checked.derived("config-layout", doc.path, lambda: _layout(doc, checked))
+    return context.derived("config-layout", doc.path, lambda: _layout(doc, context))
 
 
 def _layout(doc: Document, checked: CheckContext) -> Layout | None:
@@ -110,18 +109,14 @@ def _loc(doc: Document, path: KeyPath, *, value: bool = False) -> Location:
 # --------------------------------------------------------------------------------------------------
 
 
-def layout_key_items(
-    doc: Document, context: CheckContext | None = None
-) -> dict[str, list[dict[str, Any]]] | None:
+def layout_key_items(doc: Document, context: CheckContext) -> dict[str, list[dict[str, Any]]] | None:
     """unknown / removed / deprecated keys of each section the script hands to a class; None: no layout."""
     layout = layout_of(doc, context)
     if layout is None:
         return None
     from advisor.facts import versions
-    from advisor.facts.project_settings import settings_for
 
-    checked = context or context_for(doc.path)
-    targets = versions.targets_for(doc.path, settings_for(doc.path, checked), checked, script=layout.script)
+    targets = versions.targets_for(doc.path, context.settings_near(doc.path), context, script=layout.script)
     out: dict[str, list[dict[str, Any]]] = {"unknown_keys": [], "removed_keys": [], "deprecated_keys": []}
     by_path: dict[tuple[str, ...], list[SectionUse]] = {}
     for use in layout.load.sections:
@@ -245,7 +240,7 @@ def _judge(use: SectionUse, node: dict[str, Any], targets: dict[str, Any]) -> An
 # --------------------------------------------------------------------------------------------------
 
 
-def loader_surprises(doc: Document, context: CheckContext | None = None) -> list[SourceProblem]:
+def loader_surprises(doc: Document, context: CheckContext) -> list[SourceProblem]:
     """The reader's YAML 1.1 surprises that matter to the script that loads ``doc``: none the loader
     reads as they look (ruamel: `5e-5` is a float, `yes` a string), and a number-looking string only
     where a section goes to a class unconverted (a dataclass's `__init__` converts nothing)."""
@@ -297,7 +292,7 @@ def _word_at(doc: Document, problem: SourceProblem) -> str | None:
 # --------------------------------------------------------------------------------------------------
 
 
-def training_values(doc: Document, context: CheckContext | None = None) -> list[tuple[str, Value]]:
+def training_values(doc: Document, context: CheckContext) -> list[tuple[str, Value]]:
     """(key, Value) of the section the script hands to TrainingArguments (or a TRL config), typed as its
     loader reads them, and the LoRA settings of a section it hands to LoraConfig; [] when no layout."""
     layout = layout_of(doc, context)

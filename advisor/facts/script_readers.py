@@ -7,7 +7,7 @@ not analysed, and the reader's modules are not imported (start-up of every check
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from advisor.facts.script_ast.results import DEEPSPEED_PACKAGE, MAX_SCRIPT_BYTES
 from advisor.plan.run_plan import ScriptReaders
@@ -15,6 +15,7 @@ from advisor.plan.run_plan import ScriptReaders
 if TYPE_CHECKING:
     from advisor.core.document import Document
     from advisor.core.provenance import Value
+    from advisor.plan.context import CheckContext
     from advisor.plan.run_plan import RunPlan
 
 # what a script that loads a config itself must name (advisor.facts.script_ast.config_sections: PyYAML,
@@ -22,20 +23,16 @@ if TYPE_CHECKING:
 _LOADER_WORDS = re.compile(r"yaml|YAML|OmegaConf|json")
 
 
-def may_load_itself(doc: Document, context: Any = None) -> bool:
+def may_load_itself(doc: Document, context: CheckContext) -> bool:
     """Whether a script the run hands `doc` to names a config loader at all: False means no script loads it
     in its own layout (advisor.facts.script_layout), so that module need not be imported or run."""
     if not doc.consumers or not isinstance(doc.data, dict):
         return False
-    if context is None:
-        from advisor.plan.context import context_for
-
-        context = context_for(doc.path)
     texts = [context.script_text(script, MAX_SCRIPT_BYTES) for script, _ in doc.consumers]
     return any(text and _LOADER_WORDS.search(text) for text in texts)
 
 
-def _training_values(doc: Document, context: Any) -> list[tuple[str, Value]]:
+def _training_values(doc: Document, context: CheckContext) -> list[tuple[str, Value]]:
     if not may_load_itself(doc, context):
         return []
     from advisor.facts.script_layout import training_values

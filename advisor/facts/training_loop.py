@@ -127,7 +127,6 @@ def custom_loop_outputs(tree: ast.Module, script: str) -> LoopOutputs | None:
 
 def loop_outputs(plan: RunPlan) -> LoopOutputs:
     """Whether the run's training loop keeps the model outputs alive through backward."""
-    from advisor.plan.context import context_for
     from advisor.sources.python_source import parsed
 
     doc = plan.spec.script
@@ -138,7 +137,7 @@ def loop_outputs(plan: RunPlan) -> LoopOutputs:
             tree = parsed(text)
             return custom_loop_outputs(tree, doc.path.name) if tree is not None else None
 
-        own = context_for(doc.path, plan).derived("loop-outputs", doc.path, read)
+        own = plan.context.derived("loop-outputs", doc.path, read)
         if own is not None:
             return own
         return LoopOutputs(
@@ -161,12 +160,11 @@ def logits_kept_bytes(plan: RunPlan, compute_bytes: int) -> int:
     forward upcasts: 4.44.2 models/llama/modeling_llama.py:1209 `logits = logits.float()`), the compute
     dtype from 4.45 (the loss function upcasts its own copy, loss/loss_utils.py ForCausalLMLoss)."""
     from advisor.facts import versions
-    from advisor.plan.context import context_for
 
     doc = plan.spec.script or plan.spec.training or plan.spec.root
     if doc is None or getattr(doc, "path", None) is None:
         return compute_bytes
-    checked = context_for(doc.path, plan)
+    checked = plan.context
     target = versions.targets_for(doc.path, checked.settings_near(doc.path), checked).get("transformers")
     release = tuple(int(x) for x in target.release.split(".")[:2]) if target is not None else None
     if target is not None and target.pinned and release is not None and release <= (4, 44):

@@ -11,7 +11,6 @@ from advisor.core.paths import relative
 from advisor.core.provenance import Value
 from advisor.facts.declare import FactNamespace, fact
 from advisor.facts.script_ast import ScriptFacts, analyse_script
-from advisor.plan.context import context_for
 
 if TYPE_CHECKING:
     from advisor.plan.run_plan import RunPlan
@@ -109,7 +108,7 @@ def script_facts(plan: RunPlan) -> TrainingScriptFacts:
     if doc is None or doc.text is None:
         return ns
     text = doc.text
-    facts = context_for(doc.path, plan).derived("script-facts", doc.path, lambda: analyse_script(text))
+    facts = plan.context.derived("script-facts", doc.path, lambda: analyse_script(text))
     path = _shown(doc.path)
     ns.path = Value(str(path), Location(path, 1, 1), "script")
     ns.uses_trainer = Value(facts.uses_trainer, None, "script")

@@ -25,7 +25,7 @@ from typing import Any
 
 from advisor import PACKAGE_DIR
 from advisor.core.records import record
-from advisor.plan.context import CheckContext, context_for
+from advisor.plan.context import CheckContext
 from advisor.sources.pins import PACKAGES, Pin
 
 _DATA = PACKAGE_DIR / "data" / "keys" / "versions.json"
@@ -193,7 +193,7 @@ def _satisfies(version: tuple[int, ...], op: str, want: tuple[int, ...] | str) -
 
 
 def targets_for(
-    path: Path, settings: Any = None, context: CheckContext | None = None, script: Path | None = None
+    path: Path, settings: Any, context: CheckContext, script: Path | None = None
 ) -> dict[str, Target]:
     """{package: Target} for a file: ``target-versions`` first, then pins, else the current release.
     The pins are the check's (`context`, advisor.plan.context: read once per folder and check), found from
@@ -204,7 +204,7 @@ def targets_for(
     wanted = dict(getattr(settings, "target_versions", None) or {})
     folder = Path(os.path.abspath(path)).parent
     near = Path(os.path.abspath(script)).parent if script is not None else None
-    checked = context or context_for(path)
+    checked = context
     items = tuple(sorted(wanted.items()))
 
     def build() -> tuple[tuple[str, Target], ...]:
@@ -248,12 +248,10 @@ def _targets(
     return tuple(out.items())
 
 
-def pinned(
-    package: str, path: Path, context: CheckContext | None = None, script: Path | None = None
-) -> Pin | None:
+def pinned(package: str, path: Path, context: CheckContext, script: Path | None = None) -> Pin | None:
     """The pin of any package the pin files are read for (advisor.sources.pins.WANTED: bitsandbytes and
     PyYAML besides the judged libraries) nearest the training script ``script``, then nearest ``path``."""
-    checked = context or context_for(path)
+    checked = context
     if script is not None:
         near = checked.pins_near(Path(os.path.abspath(script)).parent).get(package)
         if near is not None:

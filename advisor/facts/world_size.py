@@ -32,7 +32,7 @@ def has_training_arguments(plan: RunPlan) -> bool:
         return v.value
     from advisor.plan.run_plan import reads_training_arguments
 
-    return reads_training_arguments(plan.spec)
+    return reads_training_arguments(plan.spec, plan.context)
 
 
 # Places that set the size of one model-parallel dimension; the same dimension written twice

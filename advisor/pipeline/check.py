@@ -14,7 +14,7 @@ from advisor.core.records import field, record, replace
 from advisor.core.suggest import close_matches
 from advisor.engine.rule_engine import Context, Engine, RuleError, load_catalog, select_rules
 from advisor.facts import document_fallback, document_names, run_names
-from advisor.plan.context import CheckContext, active
+from advisor.plan.context import CheckContext
 from advisor.plan.discover import DocumentCache, discover
 from advisor.plan.run_plan import RunPlan, build_plan
 from advisor.report.results import BaselineRun, CheckResult, RunSummary
@@ -415,17 +415,14 @@ def _run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     engine = Engine(rules)  # severity overrides are each file's settings': applied in post_engine
 
     verification = None
-    with active(context):  # document facts read the check's context (run facts: plan.context)
-        run_contexts, findings = _evaluate(engine, plans, documents)
-        recorded = options.measured or (
-            _recorded(settings, paths, boundary) if options.find_measured else None
-        )
-        if options.verify is not None or recorded is not None:
-            from advisor.pipeline.probe.stage import verify_stage
+    run_contexts, findings = _evaluate(engine, plans, documents, context)
+    recorded = options.measured or (_recorded(settings, paths, boundary) if options.find_measured else None)
+    if options.verify is not None or recorded is not None:
+        from advisor.pipeline.probe.stage import verify_stage
 
-            findings, verification = verify_stage(
-                run_contexts, engine, catalog, findings, settings, options, recorded
-            )
+        findings, verification = verify_stage(
+            run_contexts, engine, catalog, findings, settings, options, recorded
+        )
     findings, suppressed, baseline = post_engine(
         findings, documents, settings, options, rules, catalog, scope, context
     )
@@ -449,7 +446,7 @@ def _run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
 
 
 def _evaluate(
-    engine: Engine, plans: list[RunPlan], documents: list[Any]
+    engine: Engine, plans: list[RunPlan], documents: list[Any], context: CheckContext
 ) -> tuple[list[tuple[RunPlan, dict[str, Any], Context]], list[Finding]]:
     """Facts of every run and document, the rules over them: (run contexts, findings in order)."""
     run_contexts = []
@@ -462,7 +459,9 @@ def _evaluate(
         }
         run_contexts.append((plan, names, Context(names, plan.root_location, plan.name, docs)))
     doc_contexts = [
-        Context(document_names(d), document_fallback(d), None) for d in documents if d.kind != "script"
+        Context(document_names(d, context), document_fallback(d), None)
+        for d in documents
+        if d.kind != "script"
     ]
 
     findings: list[Finding] = []

@@ -12,16 +12,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.core.document import Document, KeyPath, Location, pointer, refused_number
 from advisor.core.provenance import Namespace, Value
 from advisor.core.records import field, record
+from advisor.plan.context import CheckContext
 from advisor.plan.discover import RunSpec
 from advisor.plan.script_training_call import builds_training_arguments, call_value, script_training_call
 from advisor.sources import launchers
 from advisor.sources.known_keys import HF_ARGUMENT_PARSERS, SEQ_KEYS
 from advisor.sources.python_source import parsed
+
+if TYPE_CHECKING:
+    from advisor.sources.boundary import ProjectBoundary
 
 # TrainingArguments names that the dialects spell differently.
 TRAINING_ALIASES: dict[str, dict[str, str]] = {
@@ -140,7 +144,8 @@ class RunPlan:
     baseline: Any = None  # advisor.pipeline.check.BaselineRun: the same run at --base REV
     project: Any = None  # advisor.sources.settings.Settings: the project settings (thresholds, dataset size)
     online: bool = False  # --online: model configs may be fetched from the Hub
-    context: Any = None  # advisor.plan.context.CheckContext: the check's, shared by every plan of it
+    # the check's, shared by every plan of it; build_plan always sets it (the default is never used)
+    context: CheckContext = field(default_factory=CheckContext.standalone)
 
     @property
     def root_location(self) -> Location:
@@ -148,6 +153,12 @@ class RunPlan:
             s = self.spec.command.span
             return Location(self.spec.root.path, s.line, s.col)
         return Location(self.spec.root.path, 1, 1)
+
+    def boundary(self) -> ProjectBoundary:
+        """The boundary of this run: its root file's project plus the allowed roots of the run's own
+        settings, from the check's context (computed once per settings and root file)."""
+        root = self.spec.root.path
+        return self.context.boundary_for(self.project, [root])
 
     def namespaces(self) -> dict[str, Namespace]:
         return {
@@ -248,7 +259,7 @@ class ScriptReaders:
     pipeline (advisor.facts.script_readers) so that the plan imports no fact module: the TrainingArguments
     section of a config the script loads in its own layout, and a DeepSpeed config the script builds."""
 
-    training_values: Callable[[Document, Any], list[tuple[str, Value]]]
+    training_values: Callable[[Document, CheckContext], list[tuple[str, Value]]]
     code_deepspeed: Callable[[RunPlan], object]  # fills the plan in place
 
 
@@ -256,11 +267,15 @@ def build_plan(
     spec: RunSpec,
     hardware: Any = None,
     settings: Any = None,
-    context: Any = None,
+    context: CheckContext | None = None,
     readers: ScriptReaders | None = None,
 ) -> RunPlan:
-    """The run's merged plan. Without `readers`, configs in a script's own layout and DeepSpeed configs
-    built in code are not read (a caller below the facts layer)."""
+    """The run's merged plan, carrying the check's `context`. Without one (a test, a library user: no
+    check under way) the plan gets a standalone context for its root file (CheckContext.standalone, the
+    one fallback of a run's facts). Without `readers`, configs in a script's own layout and DeepSpeed
+    configs built in code are not read (a caller below the facts layer)."""
+    if context is None:
+        context = CheckContext.standalone(spec.root.path)
     plan = RunPlan(name=spec.name, spec=spec, hardware=hardware, settings=settings, context=context)
     command = spec.command
 
@@ -420,7 +435,7 @@ def _build_training(plan: RunPlan, spec: RunSpec, readers: ScriptReaders | None 
             )
 
 
-def reads_training_arguments(spec: RunSpec, context: Any = None) -> bool:
+def reads_training_arguments(spec: RunSpec, context: CheckContext) -> bool:
     """Whether the run's settings are TrainingArguments (so their defaults apply): a training file,
     a TrainingArguments flag on the command line, or a launcher that always reads them. A script
     with its own flags (OpenRLHF's --micro_train_batch_size, say) gets no made-up defaults, and
@@ -552,7 +567,7 @@ class ScriptArguments:
     defaults: dict[str, Value]
 
 
-def script_arguments(spec: RunSpec, context: Any = None) -> ScriptArguments | None:
+def script_arguments(spec: RunSpec, context: CheckContext) -> ScriptArguments | None:
     script = spec.script
     text = getattr(script, "text", None)
     if script is None or not isinstance(text, str) or spec.command is None:
@@ -562,11 +577,8 @@ def script_arguments(spec: RunSpec, context: Any = None) -> ScriptArguments | No
     if read is None or read[0] == "hf":
         # the parser, or its dataclasses, in the project's own modules (FastChat's train_mem.py calls
         # fastchat.train.train.train(); train_lora.py imports ModelArguments from there)
-        from advisor.plan.context import context_for
-
-        checked = context_for(script.path, None) if context is None else context
-        followed = checked.derived(
-            "script-arguments", script.path, lambda: _followed_script_arguments(script.path, text, checked)
+        followed = context.derived(
+            "script-arguments", script.path, lambda: _followed_script_arguments(script.path, text, context)
         )
         if followed is not None:
             read, site = followed
@@ -590,7 +602,7 @@ def script_arguments(spec: RunSpec, context: Any = None) -> ScriptArguments | No
 
 
 def _followed_script_arguments(
-    path: Path, text: str, context: Any
+    path: Path, text: str, context: CheckContext
 ) -> tuple[tuple[str, str, int, int, _Defaults], Path] | None:
     """(kind, parser, line, col, defaults) with the project modules the script imports read
     (advisor.facts.script_ast.project_modules), and the file the parser is in; None when nothing there."""

@@ -10,10 +10,15 @@ import pytest
 
 from advisor.facts import versions
 from advisor.pipeline.check import CheckOptions, run_check
+from advisor.plan.context import CheckContext
 from advisor.sources.pins import read_folder_pins
 from tests.conftest import git_project
 
 TA = ("TrainingArguments",)
+
+
+def _targets(path: Path) -> dict:
+    return versions.targets_for(path, None, CheckContext.standalone(path))
 
 
 def _findings(codes: set[str]) -> list[tuple[str, str, int, int]]:
@@ -194,10 +199,12 @@ def test_nearest_folder_wins_up_to_the_project_root(tmp_path):
     sub = tmp_path / "recipes" / "sft"
     sub.mkdir(parents=True)
     (sub / "requirements.txt").write_text("transformers==5.2.0\n")
-    assert versions.targets_for(sub / "a.yaml")["transformers"].release == "5.2.0"
-    assert versions.targets_for(tmp_path / "b.yaml")["transformers"].release == "4.57.6"
+    assert _targets(sub / "a.yaml")["transformers"].release == "5.2.0"
+    assert _targets(tmp_path / "b.yaml")["transformers"].release == "4.57.6"
     # above the project root nothing is read
-    assert not versions.targets_for(tmp_path.parent / "c.yaml")["transformers"].pinned
+    assert not versions.targets_for(
+        tmp_path.parent / "c.yaml", None, CheckContext.standalone(tmp_path.parent / "c.yaml")
+    )["transformers"].pinned
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from advisor.facts import versions
+from advisor.plan.context import CheckContext
 from tests.conftest import REPO, write_files
 
 # Waits for advisor/facts/script_flags.py to give a script-judged deprecated key its `rename`
@@ -107,14 +108,18 @@ def test_the_nearer_pin_overrides_the_root_one_for_the_script_folder(tmp_path):
     root = tmp_path
     (root / ".git").mkdir()
     write_files(root, {**ROOT_PIN, **SUB_PIN})
-    sub = versions.targets_for(root / "sft" / "x.yaml")["transformers"]
+    sub = versions.targets_for(root / "sft" / "x.yaml", None, CheckContext.standalone(root))["transformers"]
     assert (sub.release, sub.pinned) == ("4.44.2", True)
     # a file elsewhere that the sub-project's script reads: the script's folder first
-    fed = versions.targets_for(root / "configs" / "sft.yaml", script=root / "sft" / "train.py")
+    fed = versions.targets_for(
+        root / "configs" / "sft.yaml", None, CheckContext.standalone(root), script=root / "sft" / "train.py"
+    )
     assert fed.get("transformers").release == "4.44.2"
     # no pin for trl beside the script: the file's own folders fill it in
     write_files(root, {"requirements.txt": "transformers==5.6.0\ntrl==0.19.1\n"})
-    assert versions.targets_for(root / "configs" / "b.yaml", script=root / "sft" / "t.py")["trl"].pinned
+    assert versions.targets_for(
+        root / "configs" / "b.yaml", None, CheckContext.standalone(root), script=root / "sft" / "t.py"
+    )["trl"].pinned
 
 
 def test_a_sub_folder_pin_is_named_with_its_folder(tmp_path):

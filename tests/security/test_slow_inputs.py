@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from advisor.cli import app
 from advisor.facts import keys as key_facts
+from advisor.plan.context import CheckContext
 from advisor.sources import json_file, launch, yaml_file
 from advisor.sources.json_file import parse_json
 from advisor.sources.read import read_document
@@ -141,7 +142,7 @@ def test_did_you_mean_stops_after_its_budget(monkeypatch: pytest.MonkeyPatch, tm
     keys = "".join(f"unknown_setting_{i}: {i}\n" for i in range(key_facts.MAX_SUGGESTIONS + 50))
     path = tmp_path / "accelerate_config.yaml"
     path.write_text(ACCELERATE_HEAD + keys)
-    key_facts.key_items(read_document(path))
+    key_facts.key_items(read_document(path), CheckContext.standalone(path))
     assert len(calls) == key_facts.MAX_SUGGESTIONS
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from advisor.facts import versions
+from advisor.plan.context import CheckContext
 from advisor.sources.pins import direct_reference, read_folder_pins
 from advisor.sources.pins_shell import install_requests
 from tests.conftest import write_files
@@ -407,7 +408,7 @@ def test_bitsandbytes_release_is_a_fact_the_estimator_can_read(tmp_path: Path) -
     """Before 0.43.2 every 4-bit Linear keeps its input for backward (bitsandbytes PR #1270): pip installs the
     newest release a spec allows, so ``==0.41.0`` is before it, ``>=0.43.0`` not, ``<0.44`` unknown."""
     root = project(tmp_path, {"pyproject.toml": LLAVA_PYPROJECT, "train.py": ""})
-    pin = versions.pinned("bitsandbytes", root / "train.py")
+    pin = versions.pinned("bitsandbytes", root / "train.py", CheckContext.standalone(root / "train.py"))
     assert pin is not None and pin.spec == "==0.41.0" and pin.line == 10
     assert versions.installs_below(pin.spec, "0.43.2") is True
     assert versions.installs_below(">=0.43.0", "0.43.2") is False
@@ -562,7 +563,9 @@ def test_poetry_any_version_is_the_newest_release(tmp_path: Path) -> None:
     root = project(
         tmp_path, {"pyproject.toml": '[tool.poetry.dependencies]\ntransformers = "*"\n', "a.yaml": ""}
     )
-    target = versions.targets_for(root / "a.yaml")["transformers"]
+    target = versions.targets_for(root / "a.yaml", None, CheckContext.standalone(root / "a.yaml"))[
+        "transformers"
+    ]
     assert target.release == versions.releases("transformers")[-1] and target.pinned
     assert target.why == "pinned * in pyproject.toml:2: the newest release installs"
 

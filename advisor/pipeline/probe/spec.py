@@ -258,11 +258,10 @@ def _resolve_model(plan: Any, online: bool) -> tuple[str, Any, Path | None]:
         raise Skip("skipped", "the run names no model (model_name_or_path): nothing to build")
     name = str(name)
     local = _model_path(plan, name)
-    from advisor.plan.context import plan_boundary
     from advisor.sources.boundary import local_path_outside
 
     # a model folder named by a config is bounded like any other named file (advisor/sources/boundary.py)
-    boundary = plan_boundary(plan)
+    boundary = plan.boundary()
     outside = boundary.outside_reason(local) if local is not None else local_path_outside(name, boundary)
     if outside is not None:
         raise Skip("skipped", f"model {outside}")

@@ -1,5 +1,5 @@
 """The check context: what a check knows about the project, built once and carried on each plan."""
 
-from advisor.plan.context.check_context import CheckContext, active, context_for, plan_boundary
+from advisor.plan.context.check_context import CheckContext
 
-__all__ = ["CheckContext", "active", "context_for", "plan_boundary"]
+__all__ = ["CheckContext"]

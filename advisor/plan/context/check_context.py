@@ -4,8 +4,9 @@ Before it, each stage found its own: the project boundary was computed at nine c
 that govern a file were looked up by the facts, by the plan and by the pipeline, and the facts read
 training scripts and walked folders for pins through module-level caches keyed by path (stale in a
 long-lived process: `versions.clear_caches()`). A `CheckContext` is built by the pipeline at the start
-of a check (`advisor.pipeline.check`) and carried on each run's plan (`plan.context`); what it finds it keeps
-for that check only, so a second check in the same process reads the files again.
+of a check (`advisor.pipeline.check`), carried on each run's plan (`plan.context`) and handed to each
+document's facts (`advisor.facts.document_names(doc, context)`): no fact looks for it elsewhere. What it
+finds it keeps for that check only, so a second check in the same process reads the files again.
 
 The reads themselves stay in the sources layer (the safe reader, the pins reader, the settings
 loader): this module only decides when they happen (once per thing per check) and keeps the answer.
@@ -14,10 +15,8 @@ Its memo can be filled up front (`CheckContext.preset`), so a fact's unit test n
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Callable, Iterator, Sequence
-from contextvars import ContextVar
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -57,7 +56,8 @@ class CheckContext:
 
     @classmethod
     def standalone(cls, path: Path | None = None) -> CheckContext:
-        """A context for a caller outside a check (one document's facts in a test, a library user): the
+        """The one fallback, for a public entry point called outside a check (a test, a library user):
+        advisor.plan.run_plan.build_plan and advisor.facts.document.document_facts without a context. The
         default settings and the boundary of `path`'s project (or the current folder's)."""
         from advisor.sources.settings import Settings, SettingsScope
 
@@ -206,37 +206,3 @@ def _read_text(path: Path, limit: int) -> str | None:
         return read_text_file(path, limit)
     except (ReadRefused, OSError, UnicodeDecodeError):
         return None
-
-
-# The check under way, for the facts of a document (a document is not part of one run's plan; run facts
-# read `plan.context`). Set by the pipeline around a check; outside one, each caller gets a standalone
-# context (advisor.plan.context.context_for).
-_ACTIVE: ContextVar[CheckContext | None] = ContextVar("gpu_advise_check_context", default=None)
-
-
-@contextlib.contextmanager
-def active(context: CheckContext) -> Iterator[CheckContext]:
-    """Make `context` the one document facts read while the block runs."""
-    token = _ACTIVE.set(context)
-    try:
-        yield context
-    finally:
-        _ACTIVE.reset(token)
-
-
-def plan_boundary(plan: Any) -> ProjectBoundary:
-    """The boundary of one run (advisor.plan.run_plan.RunPlan): its root file's project plus the allowed
-    roots of
-    the run's own settings, from the check's context (computed once per settings and root file)."""
-    root = plan.spec.root.path
-    return context_for(root, plan).boundary_for(plan.project, [root])
-
-
-def context_for(path: Path | None = None, plan: Any = None) -> CheckContext:
-    """The context of the check under way: the plan's, else the active one, else a standalone one for
-    `path` (a caller outside a check)."""
-    carried = getattr(plan, "context", None) if plan is not None else None
-    if isinstance(carried, CheckContext):
-        return carried
-    current = _ACTIVE.get()
-    return current if current is not None else CheckContext.standalone(path)
