@@ -14,9 +14,12 @@ prepare_model_for_kbit_training for them: TRL 0.12.0 trainer/sft_trainer.py:245-
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.estimate.memory.packed import PACKED, packed_kind
+
+if TYPE_CHECKING:
+    from advisor.plan.run_plan import RunPlan
 
 __all__ = ["apply_packed_base", "packed_base"]
 
@@ -85,7 +88,11 @@ def packed_base(config: dict[str, Any] | None, name: str) -> tuple[str, int | No
 
 
 def apply_packed_base(
-    setup_kw: dict[str, Any], config: dict[str, Any] | None, name: str, a: list[str], plan: Any = None
+    setup_kw: dict[str, Any],
+    config: dict[str, Any] | None,
+    name: str,
+    a: list[str],
+    plan: RunPlan | None = None,
 ) -> None:
     """Turn a LoRA setup on a GPTQ/AWQ checkpoint into LoRA on that quantized base (the estimator's qlora
     method with the packed quantization), saying so; other setups are left as they are."""

@@ -25,11 +25,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.core.findings import Finding
 from advisor.core.paths import resolved
 from advisor.core.records import record
+
+if TYPE_CHECKING:
+    from advisor.plan.run_plan import RunPlan
 
 NOT_BLOCKING = "(not in the changed files: not blocking)"
 
@@ -67,7 +70,7 @@ def _is_dir(path: Path) -> bool:
         return False
 
 
-def run_files(plan: Any, top: Any = None) -> set[Path]:
+def run_files(plan: RunPlan, top: Any = None) -> set[Path]:
     """The files a run is made of: its documents, script, hostfile, what they name, where its values
     were read from, and the settings file whose `[[runs]]` entry declares it (`top`: the check's own
     settings, where a run may be declared when its folder's settings do not)."""

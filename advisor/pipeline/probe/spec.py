@@ -11,13 +11,16 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from advisor.core import datacodec
 from advisor.core.provenance import Namespace
 from advisor.core.records import field, record
 from advisor.plan.run_plan import coerce_text
 from advisor.sources import launchers
+
+if TYPE_CHECKING:
+    from advisor.plan.run_plan import RunPlan
 
 Launcher = Literal["torchrun", "accelerate", "python"]
 DEFAULT_STEPS = 20
@@ -186,7 +189,7 @@ def _explicit(ns: Namespace, key: str) -> Any:
     return v.value
 
 
-def run_digest(plan: Any) -> str:
+def run_digest(plan: RunPlan) -> str:
     """sha256 over the run's files (path and bytes): a saved measurement applies while this holds."""
     from advisor.sources.read import ReadRefused, read_bytes
 
@@ -200,7 +203,7 @@ def run_digest(plan: Any) -> str:
     return h.hexdigest()[:16]
 
 
-def _training_args(plan: Any, notes: list[str]) -> dict[str, Any]:
+def _training_args(plan: RunPlan, notes: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key in PASSTHROUGH:
         v = plan.training.known_value(key)
@@ -232,7 +235,7 @@ def _training_args(plan: Any, notes: list[str]) -> dict[str, Any]:
     return out
 
 
-def _model_path(plan: Any, name: str) -> Path | None:
+def _model_path(plan: RunPlan, name: str) -> Path | None:
     """A relative model path as the user's script would see it: from the launch folder or the config's."""
     p = Path(name).expanduser()
     if p.is_absolute():
@@ -248,7 +251,7 @@ def _model_path(plan: Any, name: str) -> Path | None:
     return None
 
 
-def _resolve_model(plan: Any, online: bool) -> tuple[str, Any, Path | None]:
+def _resolve_model(plan: RunPlan, online: bool) -> tuple[str, Any, Path | None]:
     from advisor.estimate import resolve_model
 
     name = (
@@ -276,7 +279,7 @@ def _resolve_model(plan: Any, online: bool) -> tuple[str, Any, Path | None]:
     return name, info, path
 
 
-def _lora(plan: Any) -> LoraSpec:
+def _lora(plan: RunPlan) -> LoraSpec:
     t = plan.training
     spec = LoraSpec()
     for key in ("lora_r", "lora_rank", "r"):
@@ -307,7 +310,7 @@ def _lora(plan: Any) -> LoraSpec:
     return spec
 
 
-def _weights_dtype(plan: Any, config: dict[str, Any], transformers_major: int) -> tuple[str, str]:
+def _weights_dtype(plan: RunPlan, config: dict[str, Any], transformers_major: int) -> tuple[str, str]:
     """(dtype the model is loaded in, why): explicit torch_dtype/dtype, else what from_pretrained does."""
     t = plan.training
     for key in ("torch_dtype", "dtype", "model_init_kwargs.torch_dtype", "model_init_kwargs.dtype"):
@@ -342,7 +345,9 @@ def transformers_major() -> int:
         return 5
 
 
-def build_spec(plan: Any, names: dict[str, Any], device: dict[str, Any], options: ProbeOptions) -> ProbeSpec:
+def build_spec(
+    plan: RunPlan, names: dict[str, Any], device: dict[str, Any], options: ProbeOptions
+) -> ProbeSpec:
     """The probe for one run on this machine; raises Skip when it cannot run here."""
     notes: list[str] = []
     batch = names["batch"]

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor import PACKAGE_DIR
 from advisor.core import datacodec
@@ -53,6 +53,9 @@ from advisor.pipeline.probe.spec import (
     write_spec,
 )
 from advisor.sources import launchers
+
+if TYPE_CHECKING:
+    from advisor.plan.run_plan import RunPlan
 
 __all__ = ["RECORDED_FILE", "Verification", "apply_measurements", "verify_stage"]
 BATCH_KEYS = ("world_size", "dp_size", "effective_batch", "per_device", "accumulation")
@@ -228,7 +231,7 @@ def _cpu_memory_refusal(spec: ProbeSpec, device: dict[str, Any], hardware: Any) 
 
 
 def probe_run(
-    plan: Any,
+    plan: RunPlan,
     names: dict[str, Any],
     device: dict[str, Any],
     options: ProbeOptions,
@@ -398,7 +401,7 @@ def _key(f: Finding) -> tuple[str, str, int, int]:
 
 def apply_measurements(
     rv: RunVerification,
-    plan: Any,
+    plan: RunPlan,
     names: dict[str, Any],
     ctx: Any,
     engine: Any,

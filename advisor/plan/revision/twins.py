@@ -21,9 +21,12 @@ launch_8gpu.sh` and an edit), but a base run nobody else matched is preferred. A
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.core.records import record
+
+if TYPE_CHECKING:
+    from advisor.plan.run_plan import RunPlan
 
 SIMILAR = 0.5
 _WORD_LIMIT = 2000  # words of each text compared: bounded work for a large or hostile file
@@ -47,7 +50,7 @@ class Twin:
     how: str  # "same name", "renamed", "similar" or "same config"
 
 
-def run_text(plan: Any, root: Path) -> RunText:
+def run_text(plan: RunPlan, root: Path) -> RunText:
     spec = plan.spec
     configs = frozenset(
         (_relative(doc.path, root), doc.text or "")
