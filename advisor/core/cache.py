@@ -75,7 +75,6 @@ def _shared(folder: Path, home: Path) -> bool:
     return folder == Path(folder.anchor) or home.is_relative_to(folder)
 
 
-@lru_cache(maxsize=8)
 def _folder_untrusted(folder: Path, cwd: Path, home: Path) -> bool:
     """A cache folder in a git work tree or under the current folder may be a checkout's own files."""
     tree = _work_tree(folder)

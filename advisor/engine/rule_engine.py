@@ -478,6 +478,12 @@ def _from_prebuilt(directory: Path, files: list[Path]) -> tuple[CompiledRule, ..
 
 
 @cache
+def _builtin_rules() -> tuple[CompiledRule, ...]:
+    """The shipped catalog, once per process: packaged files, which do not change while it runs. A
+    user's rule folder (--rules, extend-rules) is read again by each check: its files may."""
+    return _load_dir(builtin_rules_dir())
+
+
 def _load_dir(directory: Path) -> tuple[CompiledRule, ...]:
     """Compile a folder of rule files (through the on-disk cache: a pre-commit hook pays this on
     every commit, and validating the catalog costs more than checking a typical project)."""
@@ -505,7 +511,7 @@ def _load_dir(directory: Path) -> tuple[CompiledRule, ...]:
 
 
 def load_catalog(extra_dirs: Iterable[Path] = ()) -> list[CompiledRule]:
-    rules = list(_load_dir(builtin_rules_dir()))
+    rules = list(_builtin_rules())
     for d in extra_dirs:
         if not d.is_dir():
             raise RuleError(f"{d}: rules directory does not exist")

@@ -11,7 +11,7 @@ import errno
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.core.document import Document, Location, SourceProblem, Span
 from advisor.core.paths import relative, resolved
@@ -33,6 +33,9 @@ from advisor.sources.read import (
     read_bytes,
     read_document,
 )
+
+if TYPE_CHECKING:
+    from advisor.sources.yaml_merge import PyYamlPin
 
 RUN_KINDS = {"training_args", "axolotl", "accelerate", "deepspeed"}
 
@@ -94,14 +97,22 @@ class DocumentCache:
         self._named: dict[tuple[Path, str], Document] = {}  # read first as one kind, named as another
         self._refused: set[Path] = set()  # paths of the documents made by refused()
         self.boundary = boundary
+        self._pyyaml_pins: dict[Path, PyYamlPin | None] = {}  # by folder, for this check only
+
+    def _pyyaml_pin(self, folder: Path) -> PyYamlPin | None:
+        """The PyYAML release a folder's project pins (advisor.sources.pins.pinned_pyyaml), within the
+        check's boundary, looked up once per folder."""
+        if folder not in self._pyyaml_pins:
+            from advisor.sources.pins import pinned_pyyaml
+
+            self._pyyaml_pins[folder] = pinned_pyyaml(folder, self.boundary)
+        return self._pyyaml_pins[folder]
 
     def get(self, path: Path, hint: Any = None) -> Document:
         key = resolved(path)
         doc = self._docs.get(key)
         if doc is None:
-            from advisor.sources.pins import pinned_pyyaml
-
-            doc = read_document(path, hint, pinned_pyyaml)
+            doc = read_document(path, hint, self._pyyaml_pin)
             self._docs[key] = doc
         elif hint in NAMED_KINDS and doc.kind != hint:
             # found by the walk as one kind, named as a DeepSpeed or accelerate config by a run: judged

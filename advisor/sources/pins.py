@@ -21,12 +21,14 @@ import ast
 import json
 import os
 import re
-from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.core.records import record
 from advisor.sources.yaml_merge import PyYamlPin
+
+if TYPE_CHECKING:
+    from advisor.sources.boundary import ProjectBoundary
 
 PACKAGES = ("transformers", "trl", "accelerate", "peft", "deepspeed")
 # read too: PyYAML's release decides merge-key precedence for the readers (advisor/sources/yaml_merge.py);
@@ -617,11 +619,15 @@ def _cached_pins(reader: Any, text: str, path: Path) -> list[Pin]:
 MAX_FOLDERS_UP = 12  # as advisor.facts.versions walks
 
 
-@lru_cache(maxsize=64)
-def pinned_pyyaml(folder: Path) -> PyYamlPin | None:
-    """The PyYAML release pinned exactly (``==X``) nearest to ``folder``, up to the git work tree."""
+def pinned_pyyaml(folder: Path, boundary: ProjectBoundary | None = None) -> PyYamlPin | None:
+    """The PyYAML release pinned exactly (``==X``) nearest to ``folder``, up to the git work tree and never
+    above ``boundary`` (the check's project: a folder above it is not read, as the pins of
+    advisor.plan.context.CheckContext.pins_near). The caller keeps the answer for its check
+    (advisor.plan.discover.DocumentCache)."""
     here = Path(os.path.abspath(folder))
     for f in (here, *here.parents)[:MAX_FOLDERS_UP]:
+        if boundary is not None and not boundary.contains(f):
+            break
         pin = read_folder_pins(f).get("pyyaml")
         if pin is not None:
             exact = re.fullmatch(r"===?\s*(\d+(?:\.\d+)*)", pin.spec)

@@ -465,6 +465,26 @@ def test_pins_above_a_project_without_git_are_not_read(
     assert [f["rule"] for f in report["findings"]] == ["GA005"]  # judged at the current release
 
 
+def test_pyyaml_pin_above_a_project_without_git_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, opened: list[str]
+) -> None:
+    """A YAML merge key asks which PyYAML release reads the file (advisor.sources.pins.pinned_pyyaml): that
+    walk stops at the project's root too, so the folder above's requirements.txt is neither opened nor
+    believed (the message names no pin)."""
+    parent = tmp_path / "parent"
+    project = parent / "proj"
+    project.mkdir(parents=True)
+    (parent / "requirements.txt").write_text("PyYAML==6.0.3\n", encoding="utf-8")
+    merged = "base: &b\n  learning_rate: 1.0e-5\nrun:\n  <<: *b\n  learning_rate: 2.0e-5\n"
+    _write(project, {".gpu-advise.toml": "", "args.yaml": "output_dir: o\n" + merged})
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.chdir(project)
+    _, report, _ = _check("args.yaml")
+    assert report is not None
+    assert not [p for p in opened if p.startswith(str(parent)) and not p.startswith(str(project))]
+    assert not any("pinned in" in f["message"] for f in report["findings"])
+
+
 TINY_LLAMA = {
     "model_type": "llama",
     "hidden_size": 256,
