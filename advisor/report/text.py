@@ -107,19 +107,48 @@ def output_width(*, isatty: bool) -> int:
     return max(60, shutil.get_terminal_size((NOT_A_TTY_WIDTH, 24)).columns)
 
 
+# textwrap's whitespace (Lib/textwrap.py, _whitespace): after tabs are expanded each becomes a space
+_TO_SPACE = str.maketrans("\t\n\x0b\x0c\r", "     ")
+_SPACES = re.compile("( +)")  # wordsep_simple_re once only spaces are left
+
+
+def wrap_words(text: str, width: int, initial_indent: str = "", subsequent_indent: str = "") -> list[str]:
+    """textwrap.wrap(text, width, initial_indent=..., subsequent_indent=..., break_long_words=False,
+    break_on_hyphens=False), its other options at their defaults, without importing textwrap: its import
+    compiles TextWrapper's word-splitting patterns, ~1 ms of a check whose messages wrap. The steps are
+    CPython 3.11's Lib/textwrap.py: _munge_whitespace (tabs to 8 columns, whitespace to spaces), _split
+    with wordsep_simple_re (words and runs of spaces, empty pieces dropped), _wrap_chunks (whitespace
+    dropped at a line's end and at a later line's start, as `.strip() == ''` sees it) and, without
+    break_long_words, _handle_long_word (a word wider than the line is a line of its own)."""
+    if width <= 0:
+        raise ValueError(f"invalid width {width!r} (must be > 0)")
+    text = text.expandtabs(8).translate(_TO_SPACE)
+    chunks = [c for c in _SPACES.split(text) if c]
+    chunks.reverse()
+    lines: list[str] = []
+    while chunks:
+        line: list[str] = []
+        used = 0
+        indent = subsequent_indent if lines else initial_indent
+        room = width - len(indent)
+        if lines and chunks[-1].strip() == "":
+            del chunks[-1]
+        while chunks and used + len(chunks[-1]) <= room:
+            used += len(chunks[-1])
+            line.append(chunks.pop())
+        if chunks and not line and len(chunks[-1]) > room:
+            line.append(chunks.pop())
+        if line and line[-1].strip() == "":
+            del line[-1]
+        if line:
+            lines.append(indent + "".join(line))
+    return lines
+
+
 def _wrapped(head: str, body: str, width: int, indent: str = _INDENT) -> list[str]:
     """`head` then `body`, wrapped at `width` with continuation lines at _INDENT (words never split, so
     a path or a key stays whole even when it alone is wider)."""
-    import textwrap
-
-    lines = textwrap.wrap(
-        body,
-        width,
-        initial_indent=" " * len(head),
-        subsequent_indent=indent,
-        break_long_words=False,
-        break_on_hyphens=False,
-    )
+    lines = wrap_words(body, width, " " * len(head), indent)
     if not lines:
         return [head.rstrip()]
     return [head + lines[0][len(head) :], *lines[1:]]
