@@ -168,6 +168,15 @@ def layer_bytes(r: ResolvedSetup) -> tuple[float, float]:
     return saved, work
 
 
+def first_layer_inputs(r: ResolvedSetup) -> list[LinearShape]:
+    """The Linears of a decoder layer that read its input through a norm (all of them in a parallel block)."""
+    pc = r.pc
+    src = ("attn_in", "mlp_in") if pc.parallel_block else ("attn_in",)
+    return [
+        lin for lin in pc.linears if lin.feeds_from in src and not lin.name.startswith(("experts.", "router"))
+    ]
+
+
 def outside_bytes(r: ResolvedSetup) -> float:
     """Saved activations outside the decoder layers, per token."""
     pc = r.pc
@@ -177,6 +186,15 @@ def outside_bytes(r: ResolvedSetup) -> float:
         out += h
     if pc.block == "bert":
         out += _norm_saved(r, h, trainable=r.full)
+    if not r.full and not r.gc and not r.prepare_kbit and not r.saved:
+        # adapters without checkpointing: nothing makes the frozen embedding's output require grad (the
+        # Trainer calls enable_input_require_grads only with checkpointing, transformers 5.24
+        # trainer.py _activate_gradient_checkpointing; PEFT's prepare_model_for_kbit_training does too), so
+        # the norms the first layer applies to it save nothing (autograd records no node)
+        firsts = pc.norms_per_layer if pc.parallel_block else 1
+        out -= firsts * _norm_saved(r, h, trainable=False)
+        if r.lora_dropout > 0:  # nor do the dropouts of the adapters that read it: no mask recorded
+            out -= sum(1.0 * h for lin in first_layer_inputs(r) if lin.name in r.targets)
     if r.s.task == "causal_lm":
         out += _norm_saved(r, h, trainable=r.full)  # final norm
         if r.full and r.s.loss != "fused" and not r.s.liger_kernel:
