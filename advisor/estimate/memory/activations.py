@@ -12,7 +12,7 @@ from advisor.estimate import constants as K
 from advisor.estimate.memory.resolve import ResolvedSetup
 from advisor.estimate.params import LinearShape
 
-__all__ = ["layer_bytes", "logits_bytes", "outside_bytes"]
+__all__ = ["first_layer_inputs", "layer_bytes", "logits_bytes", "outside_bytes"]
 
 # Model types whose attention concatenates the rotated and the pass-through halves of q and k (partial
 # rotary), so the query reaching attention is a new contiguous (b, heads, s, d) tensor (transformers 5.24
