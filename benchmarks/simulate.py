@@ -305,6 +305,9 @@ def make_tracker() -> Any:
             self.peak = 0
             self.sizes: dict[int, int] = {}
             self.inplace_shapes: set[tuple[int, ...]] = set()  # tied trainable weights (their grads)
+            self.params: set[int] = set()  # the parameters' storages
+            self.casts: set[int] = set()  # storages an op made from a parameter's: autocast's weight casts
+            self.watched: set[int] = set()  # the storages live at the lm_head's input, while they live
 
         def add(self, t: Any) -> None:
             if t.device.type == "meta":
@@ -322,6 +325,9 @@ def make_tracker() -> Any:
 
         def _free(self, k: int) -> None:
             self.live -= self.sizes.pop(k, 0)
+            # a freed storage's id can be reused by a new one: it is no longer a cast or a watched storage
+            self.casts.discard(k)
+            self.watched.discard(k)
 
         def bytes_of(self, tensors: Any) -> int:
             seen: set[int] = set()
@@ -367,7 +373,18 @@ def make_tracker() -> Any:
                 return args[0].add_(args[1])
             out = func(*args, **(kwargs or {}))
             tree_map_only(torch.Tensor, self.add, out)
+            if (
+                func is torch.ops.aten._to_copy.default
+                and isinstance(args[0], torch.Tensor)
+                and id(args[0].untyped_storage()) in self.params
+                and isinstance(out, torch.Tensor)
+            ):
+                self.casts.add(id(out.untyped_storage()))
             return out
+
+        def live_of(self, keys: set[int], casts: bool) -> int:
+            """Live bytes of the storages in keys that are (casts=True) or are not weight casts."""
+            return sum(n for k, n in self.sizes.items() if k in keys and (k in self.casts) == casts)
 
     return Tracker()
 
@@ -476,6 +493,8 @@ def _step(run: SimRun, collect: bool, optimizers: list[str]) -> tuple[list[Step]
     trainable = [p for p in params if p.requires_grad]
     for t in [*params, *model.buffers()]:
         tr.add(t)
+    tr.params = {id(p.untyped_storage()) for p in params}
+    static_keys = set(tr.sizes)
     shapes = [tuple(p.shape) for p in trainable]
     tr.inplace_shapes = {sh for sh in shapes if len(sh) == 2 and shapes.count(sh) == 1 and _tied(model, sh)}
     weights = tr.bytes_of(params)
@@ -485,6 +504,7 @@ def _step(run: SimRun, collect: bool, optimizers: list[str]) -> tuple[list[Step]
 
     def pre_head(_m: Any, args: Any) -> None:
         marks["at_head"] = tr.live
+        tr.watched.update(k for k in tr.sizes if k not in static_keys)
         marks["peak_before_head"] = tr.peak
         tr.window()
         x = args[0]
@@ -515,6 +535,14 @@ def _step(run: SimRun, collect: bool, optimizers: list[str]) -> tuple[list[Step]
                 loss = model(input_ids=ids, labels=ids).loss
             fwd_peak = max(tr.peak, marks.get("peak_before_head", 0))
             fwd_end = tr.live
+            # what the layers left at the head that backward still needs (saved tensors, checkpoint inputs),
+            # apart from the weight casts autocast made (alive at the end of the forward: saved for
+            # backward; autocast's cache itself is cleared when its context exits, torch/amp/autocast_mode.py
+            # __exit__ clear_autocast_cache) and from what was alive at the head only (a frozen lm_head's
+            # input, the casts a checkpointed forward made)
+            saved_at_head = tr.live_of(tr.watched, casts=False)
+            casts_saved = tr.live_of(set(tr.sizes), casts=True)
+            casts_at_head = tr.live_of(tr.watched, casts=True)
             tr.window()
             loss.backward()
             del loss
@@ -553,14 +581,19 @@ def _figures(v: dict[str, Any], step_peak: int, states: int, after_step: int) ->
     static, at_head, marks = v["static"], v["at_head"], v["marks"]
     weights, buffers, grads = v["weights"], v["buffers"], v["grads"]
     fwd_peak, fwd_end, bwd_peak, bwd_end = v["fwd_peak"], v["fwd_end"], v["bwd_peak"], v["bwd_end"]
+    saved, casts, casts_at_head = v["saved_at_head"], v["casts_saved"], v["casts_at_head"]
+    persisting = static + saved + casts  # a cast made after the head (lm_head's) is live at its peak too
     terms = {
         "weights": float(weights),
         "buffers": float(buffers),
         "gradients": float(grads),
         "optimizer states": float(states),
         "optimizer-step temporaries": float(max(0, step_peak - after_step)),
-        "activations": float(at_head - static),
-        "logits + loss": float(max(0, marks.get("head_peak", at_head) - at_head)),
+        "activations": float(saved),
+        "autocast weight copies": float(casts),
+        "alive at the head only": float(max(0, at_head - static - saved - casts_at_head)),
+        # the head's and the loss's own working set: its peak above what the layers leave for backward
+        "logits + loss": float(max(0, marks.get("head_peak", at_head) - persisting)),
         "saved at end of forward": float(fwd_end - static),
         "left after backward": float(bwd_end - static - grads),
     }
@@ -700,12 +733,13 @@ PAIRS = (
     ("optimizer-step temporaries", "optimizer-step temporaries"),
     ("activations", "activations"),
     ("logits + loss", "logits + loss"),
+    ("autocast weight copies", "autocast weight copies"),
 )
 
 
 def compare(sim: SimResult, ana: dict[str, float]) -> dict[str, tuple[float, float]]:
     """{term: (simulated bytes, analytic bytes)} for the terms both model, plus the phases and the peak."""
-    out = {s: (sim.terms[s], ana.get(a, 0.0)) for s, a in PAIRS}
+    out = {s: (sim.terms[s], ana.get(a, 0.0)) for s, a in PAIRS if s in sim.terms}
     # the weights with their buffers: QLoRA's absmax is quantization state; rotary inv_freq is < 1 KiB
     out["weights"] = (sim.terms["weights"] + sim.terms["buffers"], ana.get("weights", 0.0))
     out["backward phase (dynamic)"] = (

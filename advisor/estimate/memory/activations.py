@@ -12,7 +12,27 @@ from advisor.estimate import constants as K
 from advisor.estimate.memory.resolve import ResolvedSetup
 from advisor.estimate.params import LinearShape
 
-__all__ = ["layer_bytes", "logits_bytes", "outside_bytes"]
+__all__ = ["first_layer_inputs", "layer_bytes", "logits_bytes", "outside_bytes"]
+
+# Model types whose attention concatenates the rotated and the pass-through halves of q and k (partial
+# rotary), so the query reaching attention is a new contiguous (b, heads, s, d) tensor (transformers 5.24
+# models/gpt_neox/modeling_gpt_neox.py:138, phi3/modeling_phi3.py:184, phi/modeling_phi.py:212,
+# stablelm/modeling_stablelm.py:292). Flash attention allocates its output like the query
+# (torch/_meta_registrations.py:6122 and :6389 `torch.empty_like(query)`), so the output is (b, heads, s, d)
+# in memory and integrations/sdpa_attention.py:195 `transpose(1, 2).contiguous()` copies it.
+ROTARY_CAT = frozenset({"gpt_neox", "phi", "phi3", "stablelm"})
+
+
+def _fused_qkv_extra(r: ResolvedSetup) -> int:
+    """Elements per token that a fused q/k/v projection keeps beyond v: v is a slice of the fused output
+    (phi3/modeling_phi3.py:219-223, gpt_neox/modeling_gpt_neox.py:195-196 chunk), so the attention op saving
+    v keeps the whole storage alive (q and k are rotated into new tensors)."""
+    pc = r.pc
+    fused = any(
+        lin.feeds_from == "attn_in" and lin.d_out == pc.q_dim + 2 * pc.kv_dim and lin.count == 1
+        for lin in pc.linears
+    )
+    return pc.q_dim + pc.kv_dim if fused else 0
 
 
 def _lin_input(r: ResolvedSetup, d: int, src: int, consumers: list[LinearShape]) -> float:
@@ -71,10 +91,14 @@ def _attn_core(r: ResolvedSetup) -> float:
         mm_in = 2 if r.autocast else cb
         separate = drop or mm_in != sm
         per_score = sm + (mm_in if separate else 0) + (1 if drop else 0)
+        if pc.attn_logit_softcapping:
+            # the scores' tanh saves its output for backward (transformers 5.24 gemma2/modeling_gemma2.py:197
+            # `torch.tanh(attn_weights)`; tanh_backward uses the result), in the matmul's dtype
+            per_score += mm_in
         # eager: the P @ V matmul saves P and V, not its output; o_proj's input copy is counted by the caller
-        return cb * (q + kv_saved) + per_score * nh * r.seq
+        return cb * (q + kv_saved + _fused_qkv_extra(r)) + per_score * nh * r.seq
     qk_norm = (4 + (r.br if r.full else 0)) * (q + kv) if pc.qk_norm else 0
-    return cb * (q + 2 * kv) + cb * q + 4 * nh + qk_norm
+    return cb * (q + 2 * kv + _fused_qkv_extra(r)) + cb * q + 4 * nh + qk_norm
 
 
 def layer_bytes(r: ResolvedSetup) -> tuple[float, float]:
@@ -93,11 +117,12 @@ def layer_bytes(r: ResolvedSetup) -> tuple[float, float]:
     norm_out = _norm_out_bytes(r)
     saved += _lin_input(r, h, norm_out, by_src.get("attn_in", []))
     saved += _attn_core(r)
-    if not (r.full and r.attn != "eager"):
+    if not (r.full and r.attn != "eager") or pc.model_type in ROTARY_CAT:
         # fused attention (SDPA flash / efficient, FA2) returns its output in (b, s, heads, d) layout, so
         # transformers' transpose(1, 2).contiguous() + reshape (integrations/sdpa_attention.py) is a view:
         # o_proj saves the tensor attention already saved (counted in _attn_core); eager's P @ V output is
-        # (b, heads, s, d) and the contiguous copy is a new tensor. Adapters save their own casts.
+        # (b, heads, s, d) and the contiguous copy is a new tensor, as is any output laid out like a
+        # concatenated query (ROTARY_CAT). Adapters save their own casts.
         saved += _lin_input(r, pc.q_dim, r.cb, by_src.get("attn_out", []))
     saved += _lin_input(r, h, norm_out, by_src.get("mlp_in", []))
     lin_out = r.lin_out  # Linear outputs that feed pointwise ops
@@ -143,6 +168,15 @@ def layer_bytes(r: ResolvedSetup) -> tuple[float, float]:
     return saved, work
 
 
+def first_layer_inputs(r: ResolvedSetup) -> list[LinearShape]:
+    """The Linears of a decoder layer that read its input through a norm (all of them in a parallel block)."""
+    pc = r.pc
+    src = ("attn_in", "mlp_in") if pc.parallel_block else ("attn_in",)
+    return [
+        lin for lin in pc.linears if lin.feeds_from in src and not lin.name.startswith(("experts.", "router"))
+    ]
+
+
 def outside_bytes(r: ResolvedSetup) -> float:
     """Saved activations outside the decoder layers, per token."""
     pc = r.pc
@@ -152,6 +186,15 @@ def outside_bytes(r: ResolvedSetup) -> float:
         out += h
     if pc.block == "bert":
         out += _norm_saved(r, h, trainable=r.full)
+    if not r.full and not r.gc and not r.prepare_kbit and not r.saved:
+        # adapters without checkpointing: nothing makes the frozen embedding's output require grad (the
+        # Trainer calls enable_input_require_grads only with checkpointing, transformers 5.24
+        # trainer.py _activate_gradient_checkpointing; PEFT's prepare_model_for_kbit_training does too), so
+        # the norms the first layer applies to it save nothing (autograd records no node)
+        firsts = pc.norms_per_layer if pc.parallel_block else 1
+        out -= firsts * _norm_saved(r, h, trainable=False)
+        if r.lora_dropout > 0:  # nor do the dropouts of the adapters that read it: no mask recorded
+            out -= sum(1.0 * h for lin in first_layer_inputs(r) if lin.name in r.targets)
     if r.s.task == "causal_lm":
         out += _norm_saved(r, h, trainable=r.full)  # final norm
         if r.full and r.s.loss != "fused" and not r.s.liger_kernel:

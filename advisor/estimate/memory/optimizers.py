@@ -184,3 +184,28 @@ def galore_targets(pc: ParamCount, targets: list[str]) -> list[tuple[LinearShape
         head = Shape(name="lm_head", d_in=pc.hidden, d_out=pc.vocab, count=1)
         out.append((head, 1))
     return out
+
+
+def per_param_step_elements(pc: ParamCount, full: bool, targets: set[str] | frozenset[str], rank: int) -> int:
+    """Elements of the largest temporary set of a per-parameter optimizer loop (torch AdamW with foreach
+    and fused off, transformers' old AdamW). torch 2.13 torch/optim/adam.py:544 _single_tensor_adam:
+    `denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)` makes two parameter-sized tensors at
+    once (sqrt's output and the quotient), and `denom` stays bound until the next parameter's is made: the
+    peak is the previous parameter plus twice the current one, over the trainable tensors in module order
+    (the embedding first, the untied lm_head last after the final norm; each LoRA A then B). Biases and
+    norm weights between Linears are left out (a few KiB)."""
+    seq: list[int] = []
+    for lin in pc.linears:
+        if lin.name == "router" or lin.name.startswith(("experts.", "shared_expert")):
+            continue
+        if full:
+            seq += [lin.d_in * lin.d_out] * lin.count
+        elif lin.name in targets:
+            seq += [rank * lin.d_in, lin.d_out * rank] * lin.count
+    if not seq:
+        return 0
+    # the layers repeat, so the last tensor of one layer precedes the first of the next
+    best = max(prev + 2 * cur for prev, cur in zip([seq[-1], *seq[:-1]], seq, strict=True))
+    if full:
+        best = max(best, 2 * pc.embedding, pc.hidden + 2 * pc.lm_head)
+    return best

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from advisor.core.records import record
 from advisor.estimate import constants as K
-from advisor.estimate.memory.activations import layer_bytes, logits_bytes, outside_bytes
+from advisor.estimate.memory.activations import first_layer_inputs, layer_bytes, logits_bytes, outside_bytes
 from advisor.estimate.memory.lora import lora_params
+from advisor.estimate.memory.optimizers import per_param_step_elements
 from advisor.estimate.memory.packed import PACKED, packed_bytes
 from advisor.estimate.memory.resolve import ResolvedSetup, dtype_bytes
 from advisor.estimate.memory.setup import Phase, Term
@@ -259,7 +260,7 @@ def step_temporaries(r: ResolvedSetup, train: Trainables, shards: Placement) -> 
         per = (train.count - train.saved) * sd + train.saved * train.saved_bytes
         tmp = per / (shards.n if shards.optimizer else 1)
     elif r.opt.temp == "per_param":
-        tmp = (largest if r.full else 0) * sd
+        tmp = per_param_step_elements(r.pc, r.full, r.targets, r.lora_r or 0) * sd
     elif r.opt.temp == "adafactor":
         tmp = 3.0 * (largest if r.full else 0) * 4
     else:
@@ -334,6 +335,15 @@ def autocast_copies(r: ResolvedSetup, shards: Placement) -> Term:
     if r.dtypes.storage == "fp32" and r.dtypes.autocast is not None and not (r.fsdp and r.n > 1):
         matmul_w = pc.layer_linear_weights + (pc.lm_head or pc.embedding if r.s.task == "causal_lm" else 0)
         copies = 2.0 * matmul_w / (shards.n if shards.weights else 1)
+    if not r.full and r.dtypes.trainable == "fp32" and r.dtypes.autocast is not None and not r.gc:
+        # fp32 adapters: autocast caches its 16-bit cast of each leaf weight (aten/src/ATen/autocast_mode.cpp
+        # cached_cast) and the matmuls save it for backward; with checkpointing nothing saves them and the
+        # cache is cleared when the forward's autocast exits (torch/amp/autocast_mode.py:349 __exit__)
+        copies += 2.0 * lora_params(pc, r.lora_r, sorted(r.targets))
+        if not r.prepare_kbit and not r.saved:
+            # the first layer's input needs no gradient (activations.outside_bytes): its lora_A matmuls
+            # save their input only, not the weight cast
+            copies -= 2.0 * r.lora_r * sum(lin.d_in for lin in first_layer_inputs(r) if lin.name in r.targets)
     return Term(
         "autocast weight copies", copies, (BACKWARD,), "16-bit casts of fp32 weights saved for backward"
     )

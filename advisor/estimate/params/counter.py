@@ -204,6 +204,8 @@ def count_from_table(config: Mapping[str, Any], model_type: str) -> ParamCount:
     total = embedding + arch.positions(cfg, d) + layers_total + final_norm + other + lm_head
     attn_dropout, hidden_dropout, embd_dropout = _dropouts(arch, cfg)
     softcap = cfg.get("final_logit_softcapping")
+    # absent from a config: Gemma2Config's own default (transformers 5.24 gemma2/configuration_gemma2.py:90)
+    attn_softcap = cfg.get("attn_logit_softcapping", 50.0 if model_type == "gemma2" else None)
     return ParamCount(
         model_type=model_type,
         total=total,
@@ -240,6 +242,7 @@ def count_from_table(config: Mapping[str, Any], model_type: str) -> ParamCount:
         hidden_dropout=hidden_dropout,
         embd_dropout=embd_dropout,
         final_logit_softcapping=None if softcap is None else float(softcap),
+        attn_logit_softcapping=None if attn_softcap is None else float(attn_softcap),
         linears=attn_lin + mlp_lin,
         layer_linear_weights=linear_weights,
         notes=notes,
