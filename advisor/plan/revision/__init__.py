@@ -14,15 +14,23 @@ error, never a fetch.
 
 from __future__ import annotations
 
+import errno
+import os
 import tempfile
 from pathlib import Path
 
 from advisor.plan.revision.git import RevisionError, missing_objects, run_git
-from advisor.sources.read import CONFIG_SUFFIXES, PY_SUFFIXES
+from advisor.sources.read import CONFIG_SUFFIXES, MAX_BYTES, PY_SUFFIXES
 
 __all__ = ["MATERIALISED", "RevisionError", "find_commit", "has_commit", "materialise", "repo_root"]
 
 MATERIALISED = CONFIG_SUFFIXES | PY_SUFFIXES | {".toml"}
+# blob bytes asked of one `cat-file --batch`: a revision's blobs may compress a thousandfold (a 10 MB run of
+# spaces is 10 KB in a clone), so they are read and written a slice at a time, never all held at once
+BATCH_BYTES = 32 * 1024 * 1024
+# a tree entry no checkout could hold on this system (a name over NAME_MAX, a blob and a folder of one
+# name, a path over PATH_MAX): git's checkout fails on it too, so it is not materialised
+_UNPLACEABLE = frozenset({errno.ENAMETOOLONG, errno.EEXIST, errno.ENOTDIR, errno.EISDIR, errno.EILSEQ})
 
 
 def _git(args: list[str], cwd: Path, data: bytes | None = None) -> bytes:
@@ -90,17 +98,30 @@ def materialise(
     absent = [n for n, oid in wanted if oid in missing]
     if absent:
         raise RevisionError(_not_local(rev, absent))
+    names: dict[str, list[str]] = {}
+    for name, oid in wanted:
+        names.setdefault(oid, []).append(name)
+    sizes = _sizes(sorted(names), root)
     tmp = tempfile.TemporaryDirectory(prefix="gpu-advise-base-")
     base = Path(tmp.name)
-    contents = _read_blobs(sorted({oid for _, oid in wanted}), root)
-    for name, oid in wanted:
-        data = contents.get(oid)
-        if data is None:
-            continue
-        target = base / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+    try:
+        _write_tree(rev, root, base, names, sizes)
+    except BaseException:
+        tmp.cleanup()
+        raise
     return root, base, tmp
+
+
+def _write_tree(rev: str, root: Path, base: Path, names: dict[str, list[str]], sizes: dict[str, int]) -> None:
+    for oid in sorted(o for o, size in sizes.items() if size > MAX_BYTES):
+        # never read: a file of the blob's size with no data, which the reader refuses as it refuses the
+        # checkout's copy ("over the 10 MB limit"), so the base and the checkout are judged alike
+        for name in names[oid]:
+            _place(rev, base, name, None, sizes[oid])
+    for batch in _batches(sorted(o for o, size in sizes.items() if size <= MAX_BYTES), sizes):
+        for oid, data in _read_blobs(batch, root).items():
+            for name in names[oid]:
+                _place(rev, base, name, data, len(data))
 
 
 def _blobs(listing: bytes) -> list[tuple[str, str]]:
@@ -112,6 +133,63 @@ def _blobs(listing: bytes) -> list[tuple[str, str]]:
         if tab and len(parts) == 3 and parts[1] == b"blob":
             out.append((name.decode(errors="surrogateescape"), parts[2].decode()))
     return out
+
+
+def _sizes(oids: list[str], root: Path) -> dict[str, int]:
+    """Each local blob's size from `cat-file --batch-check` (`<id> blob <size>`), read before any content.
+    Not `ls-tree -l`: it needs the blobs of a partial clone that are not here."""
+    if not oids:
+        return {}
+    out: dict[str, int] = {}
+    for line in _git(
+        ["cat-file", "--batch-check"], root, "".join(f"{o}\n" for o in oids).encode()
+    ).splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] == b"blob" and parts[2].isdigit():
+            out[parts[0].decode()] = int(parts[2])
+    return out
+
+
+def _batches(oids: list[str], sizes: dict[str, int]) -> list[list[str]]:
+    """`oids` in runs of at most BATCH_BYTES of content (a blob larger than that alone)."""
+    out: list[list[str]] = []
+    total = BATCH_BYTES
+    for oid in oids:
+        if total + sizes[oid] > BATCH_BYTES:
+            out.append([])
+            total = 0
+        out[-1].append(oid)
+        total += sizes[oid]
+    return out
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _place(rev: str, base: Path, name: str, data: bytes | None, size: int) -> None:
+    """Write one tree entry under `base` (fresh files only: O_EXCL, never through a link), or with `data`
+    None an empty file of `size` bytes; an entry no checkout could hold is skipped, any other failure is
+    one line."""
+    target = base / name
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        try:
+            if data is None:
+                os.ftruncate(fd, size)
+            else:
+                _write_all(fd, data)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        if exc.errno in _UNPLACEABLE:
+            return
+        raise RevisionError(
+            f"--base {rev}: cannot write the revision's files: {exc.strerror or exc}"
+        ) from None
 
 
 def _read_blobs(oids: list[str], root: Path) -> dict[str, bytes]:
