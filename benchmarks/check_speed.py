@@ -13,6 +13,10 @@ Where the time went, and what was done (2-core sandbox shared with other jobs; p
   - the console script (advisor/__main__.py, advisor/commands/startup.py) collects no garbage while it
     imports, freezes start-up's objects before the command, and leaves with os._exit after flushing,
     skipping the interpreter's teardown (~25 + ~20 ms): ~1.3.
+  - issue 18 (start-up of the installed wheel, --startup): plain settings files are read without
+    tomllib (advisor/sources/toml_subset.py): check cold vs the 57e12f1 wheel, paired CPU, n=41 on a
+    loaded machine: 213 vs 220 ms (paired 0.967), warm unchanged (0.984, noise); ratios to yamllint
+    cold 1.57 -> 1.56, warm 1.45 -> 1.40 (targets 1.5 / 1.3 not reached).
 What remains (importtime, in-process timers): the interpreter with this environment's .pth files ~37
 ms (yamllint pays it too); PyYAML's import ~11 ms (yamllint too); ~120 advisor modules at ~0.1 ms
 each to find and load plus ~7 ms of their bodies; the first run ~32 ms of which ~10 ms is the check

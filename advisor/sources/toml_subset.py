@@ -1,15 +1,15 @@
 """The plain TOML that settings files are written in, read without importing tomllib.
 
-Importing tomllib costs ~10 ms of CPU on this machine (measured with `python -S -c "import tomllib"`
-and process_time, datetime already imported: tomllib/_re.py compiles its number and date patterns at
-import), a large share of a cold `gpu-advise check` whose cache is empty (a fresh CI runner). A
-`.gpu-advise.toml` is almost always comments, `[table]` / `[[runs]]` headers with one bare key, and
-`key = value` lines whose values are strings without escapes, decimal numbers, booleans and arrays of
-those. `loads` reads exactly that and returns None for anything else (a dotted or quoted key, an inline
-table, an escape, a date, an exponent, `_` in a number, CR line ends, a repeated key or table, a
-control character, ...), and the caller hands that text to tomllib, whose result and error messages are
-then the answer. On what it accepts its result is tomllib's (tests/sources/test_toml_subset.py compares
-the two on the repository's settings files and on generated and mutated documents).
+Importing tomllib costs ~4.6 ms of CPU (paired, `python -S -c "import re, datetime, json, typing, enum"`
+with and without tomllib, n=25: tomllib/_re.py compiles its number and date patterns at import), paid by a
+cold `gpu-advise check` whose cache is empty (a fresh CI runner). A `.gpu-advise.toml` is almost always
+comments, `[table]` / `[[runs]]` headers with one bare key, and `key = value` lines whose values are strings
+without escapes, decimal numbers, booleans and arrays of those. `loads` reads exactly that and returns None
+for anything else (a dotted or quoted key, an inline table, an escape, a date, an exponent, `_` in a number,
+CR line ends, a repeated key or table, a control character, ...), and the caller hands that text to tomllib,
+whose result and error messages are then the answer. On what it accepts its result is tomllib's
+(tests/sources/test_toml_subset.py compares the two on the repository's settings files and on generated and
+mutated documents).
 """
 
 from __future__ import annotations
