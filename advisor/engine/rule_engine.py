@@ -479,8 +479,7 @@ def _from_prebuilt(directory: Path, files: list[Path]) -> tuple[CompiledRule, ..
 
 @cache
 def _builtin_rules() -> tuple[CompiledRule, ...]:
-    """The shipped catalog, once per process: packaged files, which do not change while it runs. A
-    user's rule folder (--rules, extend-rules) is read again by each check: its files may."""
+    """The shipped catalog, once per process; a user's rule folder is read again by each check."""
     return _load_dir(builtin_rules_dir())
 
 

@@ -3,8 +3,9 @@
 A plain `check` in a git work tree compares each run with the same run at HEAD: finding the commit
 (has_commit) and writing its files out (materialise) each asked `rev-parse --show-toplevel` and
 `rev-parse --verify HEAD^{commit}`, seven git processes a check (~5 ms each on the hook's path); the
-answer of the first is now handed to the second: four. Counted through a `git` on PATH that logs each
-call and runs the real one.
+answer of the first is now handed to the second. Since 40d2789 the blobs' sizes are asked first
+(`cat-file --batch-check`) so an oversized blob is never read: five. Counted through a `git` on PATH
+that logs each call and runs the real one.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def _subcommands(calls: list[str]) -> list[str]:
     return out
 
 
-def test_a_check_in_a_work_tree_compares_with_head_in_four_git_calls(tmp_path: Path) -> None:
+def test_a_check_in_a_work_tree_compares_with_head_in_five_git_calls(tmp_path: Path) -> None:
     work = _four_gpus_uncommitted(tmp_path)
     codes, calls = _check_counting(work, tmp_path, "launch.sh")
     assert "GA101" in codes  # the comparison with HEAD still happens: 1 GPU there, 4 here
@@ -77,6 +78,7 @@ def test_a_check_in_a_work_tree_compares_with_head_in_four_git_calls(tmp_path: P
         "rev-parse --show-toplevel",
         "rev-list --objects",
         "ls-tree -r",
+        "cat-file --batch-check",
         "cat-file --batch",
     ], calls
 
