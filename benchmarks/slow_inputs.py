@@ -107,6 +107,16 @@ def makedirs_script(root: Path) -> list[str]:
     return ["check", "run.sh"]
 
 
+def guarded_writes_script(root: Path) -> list[str]:
+    """2,500 writes each under an `if` on a flag the script declares (each decided from its default)."""
+    flags = "".join(f"parser.add_argument('--x{i}', action='store_true')\n" for i in range(2_500))
+    body = "".join(f"if args.x{i}:\n    open('f{i}', 'w')\n" for i in range(2_500))
+    head = "import argparse\nparser = argparse.ArgumentParser()\n"
+    (root / "train.py").write_text(head + flags + "args = parser.parse_args()\n" + body)
+    (root / "run.sh").write_text("#!/bin/bash\ntorchrun --nproc_per_node 2 train.py --output_dir out\n")
+    return ["check", "run.sh"]
+
+
 def key_alias_bomb(root: Path) -> list[str]:
     """A 531-byte YAML whose key is a sequence of aliases nine levels deep (issue 17 item 5)."""
     rows = ["output_dir: out", "? - &a0 [x, x, x, x, x, x, x, x, x, x]"]
@@ -180,6 +190,7 @@ CASES: dict[str, Callable[[Path], list[str]]] = {
     "yaml-190k-nodes": yaml_nodes,
     "yaml-45k-nodes": yaml_nodes_under_limit,
     "makedirs-10001": makedirs_script,
+    "guarded-writes-2500": guarded_writes_script,
     "yaml-key-alias-bomb-531B": key_alias_bomb,
     "hardware-nodes-1e12": hardware_nodes,
     "environment-1000-aliases": environment_aliases,

@@ -173,6 +173,22 @@ def test_10001_unguarded_makedirs_is_no_internal_error(
     assert "internal error" not in result.output
 
 
+def test_thousands_of_writes_under_declared_flags_are_decided_one_by_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # each `if args.xN:` is decided from the flag's store_true default, or from the launch line: the
+    # script's declarations are indexed once (a walk per `if` took this check 69 s)
+    flags = "".join(f"parser.add_argument('--x{i}', action='store_true')\n" for i in range(2_500))
+    body = "".join(f"if args.x{i}:\n    open('f{i}', 'w')\n" for i in range(2_500))
+    head = "import argparse\nparser = argparse.ArgumentParser()\n"
+    train = head + flags + "args = parser.parse_args()\n" + body
+    launch = "#!/bin/bash\ntorchrun --nproc_per_node 2 train.py --output_dir out --x7\n"
+    _write(tmp_path, {"train.py": train, "run.sh": launch})
+    result = _invoke(["check", "--format", "json", "run.sh"], tmp_path, monkeypatch)
+    written = [(line, col) for rule, file, line, col in _findings(result) if rule == "GA601"]
+    assert written == [(train.splitlines().index("    open('f7', 'w')") + 1, 5)]
+
+
 def test_thousands_of_unguarded_writes_give_a_bounded_list(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
