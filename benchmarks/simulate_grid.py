@@ -9,6 +9,7 @@ and median / p90 |diff| per term, with provenance (torch / transformers / peft v
 
 Run in the background, niced (2 shared cores; ~1-3 s per configuration):
     nice -n 10 python3 benchmarks/simulate_grid.py [--limit N] [--out PATH] [--check-scaling]
+    nice -n 10 python3 benchmarks/simulate_grid.py --only EleutherAI/pythia-1.4b   # one family, merged
 """
 
 from __future__ import annotations

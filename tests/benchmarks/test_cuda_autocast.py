@@ -77,12 +77,14 @@ def test_layer_norm_is_fp32_and_the_override_goes_away() -> None:
 
 
 def test_an_op_only_cpu_lists_runs_uncast() -> None:
-    # CPU autocast casts cross_entropy_loss to fp32 (autocast_mode.cpp KERNEL_CPU fp32); CUDA has no kernel
-    # for it: its parts run under CUDA's policy (log_softmax fp32_set_opt_dtype, nll_loss fp32)
-    assert C.overrides()["cross_entropy_loss"] == "fallthrough"
-    logits, target = _x(4, 8).requires_grad_(), torch.zeros(4, dtype=torch.long)
+    # CPU autocast runs trace in fp32 (autocast_mode.cpp KERNEL_CPU(trace, fp32)); CUDA has no kernel for it
+    # (the fallthrough): the op keeps its input's dtype
+    assert C.overrides()["trace"] == "fallthrough"
+    x = _x(4, 4)
     with C.cuda_policy(), torch.autocast("cpu", dtype=BF16):
-        loss = torch.nn.functional.cross_entropy(logits, target)
+        assert torch.trace(x).dtype == BF16
+        # a composite op only CPU lists runs its parts under CUDA's policy (log_softmax, nll_loss: fp32)
+        loss = torch.nn.functional.cross_entropy(x, torch.zeros(4, dtype=torch.long))
     assert loss.dtype == torch.float32
 
 
