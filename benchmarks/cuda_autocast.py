@@ -213,7 +213,7 @@ class _Casts:
         if not _eligible(arg) or arg.dtype == to:
             return arg
         leaf = arg.requires_grad and arg.is_leaf and not arg._is_view()
-        if to == lower and arg.dtype == torch.float32 and leaf:
+        if to == lower and arg.dtype == torch.float32 and leaf and torch.is_autocast_cache_enabled():
             hit = self.cache.get(id(arg))
             if hit is not None and hit[0]() is arg:
                 return hit[1]
