@@ -26,8 +26,9 @@ What it does not see: kernel workspaces (cuBLAS, flash-attention's own), NCCL bu
 bitsandbytes kernels (QLoRA uses a stand-in: the 4-bit storage as uint8 plus absmax, dequantized to the
 compute dtype per call, nothing saved for backward but the quantized weight, as bitsandbytes >= 0.43.2
 MatMul4Bit), DeepSpeed and FSDP, the caching allocator's reserved figure and long-run fragmentation.
-Autocast runs with CPU autocast's op lists, which are not CUDA's (aten/src/ATen/autocast_mode.cpp): fp32
-weights under autocast can differ there. 8-bit optimizers (bitsandbytes) are not simulated: unknown.
+Autocast: the tensors are CPU tensors, so torch.autocast("cpu") is what runs, but with CUDA's cast policy
+per op (benchmarks/cuda_autocast.py: CPU's lists run layer_norm, group_norm, pow, softmax ... in bf16 where
+CUDA runs them in fp32). 8-bit optimizers (bitsandbytes) are not simulated: unknown.
 
 Fewer layers than the model has can be simulated (--layers A,B): every term is then extrapolated linearly
 from depths A and B to the real depth (every per-step quantity here is affine in the layer count for a
@@ -52,7 +53,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import cuda_autocast
 
 GIB = 2**30
 CUDA_ROUND = 512  # c10/cuda/CUDACachingAllocator.cpp: kMinBlockSize, every block is a multiple of it
@@ -523,7 +527,9 @@ def _step(run: SimRun, collect: bool, optimizers: list[str]) -> tuple[list[Step]
     steps: list[tuple[int, int, int]] = []
     gc.disable()
     try:
-        with fm, tr:
+        # CUDA's autocast lists, not CPU's, for the forward and for checkpointing's recompute in backward
+        # (torch/utils/checkpoint.py re-enters the forward's autocast state)
+        with cuda_autocast.cuda_policy(), fm, tr:
             ids = torch.zeros(run.micro_batch, run.seq, dtype=torch.long)
             ctx: Any = (
                 torch.autocast("cpu", dtype=_torch_dtype(run.autocast))

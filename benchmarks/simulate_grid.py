@@ -9,6 +9,7 @@ and median / p90 |diff| per term, with provenance (torch / transformers / peft v
 
 Run in the background, niced (2 shared cores; ~1-3 s per configuration):
     nice -n 10 python3 benchmarks/simulate_grid.py [--limit N] [--out PATH] [--check-scaling]
+    nice -n 10 python3 benchmarks/simulate_grid.py --only EleutherAI/pythia-1.4b   # one family, merged
 """
 
 from __future__ import annotations
@@ -127,9 +128,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--reanalyse", action="store_true", help="recompute the analytic side of --out's simulated rows"
     )
+    ap.add_argument(
+        "--only",
+        action="append",
+        metavar="MODEL",
+        help="re-simulate only this model's rows (repeatable) and merge them into --out's other rows",
+    )
     a = ap.parse_args(argv)
     rows: list[dict[str, Any]] = []
     todo = configurations()[: a.limit]
+    if a.only:
+        unknown = set(a.only) - set(MODELS)
+        if unknown:
+            raise SystemExit(
+                f"--only: not a grid model: {', '.join(sorted(unknown))} (MODELS: {', '.join(MODELS)})"
+            )
+        todo = [r for r in todo if r["model"] in a.only]
     t0 = time.perf_counter()
     if a.reanalyse:
         data = json.loads(a.out.read_text(encoding="utf-8"))
@@ -159,7 +173,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{row['targets']} gc={row['gc']} {row['batch']}x{row['seq']}",
             flush=True,
         )
-        if len(rows) % 8 == 0 or len(rows) == len(todo):
+        if a.only:
+            _merge(a.out, rows, a.only)
+        elif len(rows) % 8 == 0 or len(rows) == len(todo):
             _write(a.out, rows, [])
     scaling: list[dict[str, Any]] = []
     if a.check_scaling:
@@ -177,6 +193,25 @@ def main(argv: list[str] | None = None) -> int:
         _write(a.out, rows, scaling)
     print(json.dumps(summarise([r for r in rows if "compare" in r]), indent=1))
     return 0
+
+
+_KEY = ("model", "method", "targets", "gc", "batch", "seq", "optimizer")
+
+
+def _merge(path: Path, new: list[dict[str, Any]], models: list[str]) -> None:
+    """Replace --out's rows of the same configuration by the new ones; the provenance records which models
+    were re-simulated when (the rest keep their own simulation)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    fresh = {tuple(json.dumps(r[k]) for k in _KEY): r for r in new}
+    rows = [fresh.pop(tuple(json.dumps(r[k]) for k in _KEY), r) for r in data["configurations"]]
+    rows += list(fresh.values())
+    prov = dict(data.get("provenance") or provenance())
+    now = provenance()
+    stamp = {"models": sorted(models), "date": now["date"], "torch": now["torch"]}
+    prov["resimulated"] = [p for p in prov.get("resimulated", []) if p.get("models") != stamp["models"]] + [
+        stamp
+    ]
+    _write(path, rows, data.get("scaling_check", []), prov)
 
 
 def reanalyse(row: dict[str, Any]) -> dict[str, Any]:
