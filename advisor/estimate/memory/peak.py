@@ -76,7 +76,10 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
     bnb = terms.bnb_input_note(r)
     if bnb is not None:
         r.assumptions.append(bnb)
-    layer_work = act.work.bytes + act.last_layer + dequant.bytes
+    # bitsandbytes before 0.43.2 (pinned): each 4-bit Linear's input saved, in the recomputed layer only
+    # under checkpointing, in every layer without
+    bnb_in = terms.bnb_kept_inputs(r) if s.bnb_keeps_input else 0.0
+    layer_work = act.work.bytes + act.last_layer + dequant.bytes + (bnb_in if r.gc else 0.0)
     held = min(logits.bytes, layer_work + kept.bytes)  # what the sum counts beyond the larger of the two
     beyond = Term(
         act.work.name,
@@ -85,6 +88,7 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
         "one layer's gradient temporaries"
         + (" + its recompute" if act.last_layer else "")
         + (f" + the {dequant.name}" if dequant.bytes else "")
+        + (" + its 4-bit Linear inputs" if bnb_in and r.gc else "")
         + (" + the kept logits" if kept.bytes else "")
         + " beyond the logits/loss buffers, freed before it",
     )
@@ -100,6 +104,12 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
         ),
         terms.autocast_copies(r, shards),
         terms.packed_weights_saved(r),
+        Term(
+            "4-bit Linear inputs",
+            0.0 if r.gc else bnb_in * r.pc.layers,
+            (terms.BACKWARD,),
+            "bitsandbytes < 0.43.2 keeps every 4-bit Linear's input for backward (PR #1270)",
+        ),
     ]
     grads = Term("gradients", g, (terms.END, terms.STEP), grad_note)
     # a tied embedding's gradient is formed last, as a new V x h tensor beside the lm_head's already
