@@ -202,8 +202,8 @@ def _allocator_growth(pt: PhaseTerms, assumptions: list[str]) -> float:
         "longest batch needs larger logits/loss blocks than the caching allocator holds, and it keeps the "
         f"old segments (pytorch#96995): up to {transient / K.GIB:.2f} GiB more per new longest batch (about "
         "ln n of n batches in random order), how many depends on the order and spread of the lengths; the "
-        "band's upper part counts one. It does not run out of memory by itself: on a failed cudaMalloc the "
-        f"allocator frees its unsplit cached segments and retries{emptied}; "
+        "band's upper part counts one. Most of it is given back before an OOM: on a failed cudaMalloc the "
+        f"allocator frees its unsplit cached segments and retries (split ones stay){emptied}; "
         "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True avoids it"
     )
     return transient
