@@ -286,6 +286,22 @@ def _fixed_length(plan: RunPlan) -> bool | None:
     return None
 
 
+def _bnb_keeps_input(plan: RunPlan) -> bool | None:
+    """Whether the bitsandbytes pin nearest the training script installs a release before 0.43.2 (its
+    MatMul4Bit keeps every 4-bit Linear's input: PR #1270); None when nothing pins it or the pin's release
+    cannot be placed without the release list."""
+    from advisor.facts import versions
+
+    doc = plan.spec.script or plan.spec.training or plan.spec.root
+    if doc is None or getattr(doc, "path", None) is None:
+        return None
+    script = getattr(plan.spec.script, "path", None)
+    pin = versions.pinned("bitsandbytes", doc.path, plan.context, script)
+    if pin is None or not pin.spec:
+        return None
+    return versions.installs_below(pin.spec, "0.43.2")
+
+
 def _fsdp_units(plan: RunPlan, strategy: str, method: str, a: list[str]) -> dict[str, bool]:
     """FSDP1 units mixing frozen and LoRA weights, and accelerate's sync_each_batch (memory-model.md 6.6):
     a loop of its own under FSDP1 with use_orig_params=True wraps the base weights and the adapters of a
@@ -733,6 +749,7 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
         "activation_offloading": bool(truth(written(t, "activation_offloading"))),
         "kept_logits_bytes": _kept_logits(plan, dtype_kw.get("precision"), a),
         "fixed_length": _fixed_length(plan),
+        "bnb_keeps_input": _bnb_keeps_input(plan) if method == "qlora" else None,
         **allocator_inputs(plan),  # expandable_segments, torch_empty_cache_steps
         **_fsdp_units(plan, strategy, method, a),
         **peft_kw,

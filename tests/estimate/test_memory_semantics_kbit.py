@@ -111,7 +111,8 @@ def test_a_script_bitsandbytes_config_sets_double_quantization(
 
 def test_bitsandbytes_before_0_43_2_is_stated_not_counted() -> None:
     """MatMul4Bit kept every 4-bit Linear's input for backward before bitsandbytes PR #1270 (0.43.2);
-    the pins this tool reads do not include bitsandbytes, so the estimate says what an older one adds."""
+    with no bitsandbytes pin the estimate says what an older one adds (counted when pinned:
+    test_bnb_pinned_inputs.py)."""
     from advisor.estimate import TrainingSetup, estimate_memory, resolve_model
 
     pc = resolve_model("meta-llama/Llama-2-7b-hf").count()

@@ -76,7 +76,10 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
     bnb = terms.bnb_input_note(r)
     if bnb is not None:
         r.assumptions.append(bnb)
-    layer_work = act.work.bytes + act.last_layer + dequant.bytes
+    # bitsandbytes before 0.43.2 (pinned): each 4-bit Linear's input saved, in the recomputed layer only
+    # under checkpointing, in every layer without
+    bnb_in = terms.bnb_kept_inputs(r) if s.bnb_keeps_input else 0.0
+    layer_work = act.work.bytes + act.last_layer + dequant.bytes + (bnb_in if r.gc else 0.0)
     held = min(logits.bytes, layer_work + kept.bytes)  # what the sum counts beyond the larger of the two
     beyond = Term(
         act.work.name,
@@ -85,6 +88,7 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
         "one layer's gradient temporaries"
         + (" + its recompute" if act.last_layer else "")
         + (f" + the {dequant.name}" if dequant.bytes else "")
+        + (" + its 4-bit Linear inputs" if bnb_in and r.gc else "")
         + (" + the kept logits" if kept.bytes else "")
         + " beyond the logits/loss buffers, freed before it",
     )
@@ -100,6 +104,12 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
         ),
         terms.autocast_copies(r, shards),
         terms.packed_weights_saved(r),
+        Term(
+            "4-bit Linear inputs",
+            0.0 if r.gc else bnb_in * r.pc.layers,
+            (terms.BACKWARD,),
+            "bitsandbytes < 0.43.2 keeps every 4-bit Linear's input for backward (PR #1270)",
+        ),
     ]
     grads = Term("gradients", g, (terms.END, terms.STEP), grad_note)
     # a tied embedding's gradient is formed last, as a new V x h tensor beside the lm_head's already
@@ -154,10 +164,17 @@ def _allocator_growth(pt: PhaseTerms, assumptions: list[str]) -> float:
     """Reserved memory the caching allocator adds when batches change shape (issue 21 section 2).
 
     With batches padded to their longest (TRL's and HF's collators) or unpadded batch-1 samples, each new
-    longest batch asks for larger logits/loss and layer blocks than any cached one; the allocator keeps the
-    old segments and maps new ones (pytorch#96995, the motivation of expandable_segments), so reserved
-    memory exceeds the live set by at least one more copy of the largest transient working set. The live
-    set stays as estimated: the growth is the upper part of the reserved and device bands.
+    longest batch asks for larger logits/loss and layer blocks than any cached free block; the allocator
+    maps new segments and returns cached ones only when cudaMalloc fails (c10/cuda/CUDACachingAllocator.cpp
+    header comment, lines 58-64 at pytorch@001074d; its Note [Expandable Segments] describes this growth),
+    so reserved memory exceeds the live set by up to one more copy of the largest transient working set per
+    new longest batch. How many there are depends on the order and spread of the lengths, which a config
+    does not give (in random order about ln n + 0.58 of n batches set a new longest), and on the exact op
+    sequence: a replay of one simulated step's allocations (today's Qwen2-7B LoRA, 4 layers, checkpointed)
+    through a model of that allocator (benchmarks/allocator_replay.py) over 1000 lognormal lengths up to
+    4096 grew reserved memory by 2.7 to 4.5 times the step's working set across four shuffles. So the
+    figure above the live set is unknown, not estimated: the point estimate stays the live set, the band's
+    upper part counts one copy, the note says the rest.
     """
     s = pt.resolved.s
     if s.fixed_length is not False:
@@ -181,9 +198,12 @@ def _allocator_growth(pt: PhaseTerms, assumptions: list[str]) -> float:
         else ""
     )
     assumptions.append(
-        "batches are not padded to one length: each new longest batch needs larger logits/loss blocks than "
-        "the caching allocator holds, and it keeps the old segments (pytorch#96995): reserved memory may "
-        f"grow by {transient / K.GIB:.2f} GiB or more over the estimate (the band's upper part){emptied}; "
+        "batches are not padded to one length: reserved memory above the live set is unknown. Each new "
+        "longest batch needs larger logits/loss blocks than the caching allocator holds, and it keeps the "
+        f"old segments (pytorch#96995): up to {transient / K.GIB:.2f} GiB more per new longest batch (about "
+        "ln n of n batches in random order), how many depends on the order and spread of the lengths; the "
+        "band's upper part counts one. Most of it is given back before an OOM: on a failed cudaMalloc the "
+        f"allocator frees its unsplit cached segments and retries (split ones stay){emptied}; "
         "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True avoids it"
     )
     return transient

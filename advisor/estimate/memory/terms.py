@@ -349,20 +349,34 @@ def autocast_copies(r: ResolvedSetup, shards: Placement) -> Term:
     )
 
 
-def bnb_input_note(r: ResolvedSetup) -> str | None:
-    """What bitsandbytes before 0.43.2 adds, stated, not counted: its MatMul4Bit kept every 4-bit Linear's
-    input for backward whenever the input needed a gradient (ctx.tensors = (A, B); fixed in
-    bitsandbytes PR #1270, 0.43.2, to (None, B)). The release is not read from the pins."""
+def bnb_kept_inputs(r: ResolvedSetup) -> float:
+    """Bytes one decoder layer's 4-bit Linears keep for backward under bitsandbytes before 0.43.2: its
+    MatMul4Bit kept every input whenever it needed a gradient (bitsandbytes/autograd/_functions.py
+    MatMul4Bit.forward `ctx.tensors = (A, B)`, 0.42.0 line 523; 0.43.2 line 516 keeps `(None, B)`: PR #1270;
+    the input gradient needs only the weight); 0 where it does not apply
+    (int8 and pre-quantized bases have kernels of their own)."""
     if r.s.method != "qlora" or not r.hf or r.dtypes.quant == "int8" or r.dtypes.quant in PACKED:
+        return 0.0
+    widths = {lin.feeds_from: lin.d_in for lin in r.pc.linears if not lin.name.startswith(("router",))}
+    return r.cb * sum(widths.values()) * r.tokens  # one compute-dtype copy of each distinct Linear input
+
+
+def bnb_input_note(r: ResolvedSetup) -> str | None:
+    """What bitsandbytes before 0.43.2 adds (bnb_kept_inputs): counted when the pin says so, stated when
+    nothing pins bitsandbytes."""
+    per_layer = bnb_kept_inputs(r)
+    if not per_layer or r.s.bnb_keeps_input is False:
         return None
-    pc = r.pc
-    widths = {lin.feeds_from: lin.d_in for lin in pc.linears if not lin.name.startswith(("router",))}
-    per_token = r.cb * sum(widths.values())  # one compute-dtype copy of each distinct Linear input
-    layers = 1 if r.gc else pc.layers
-    extra = per_token * layers * r.tokens / K.GIB
+    extra = per_layer * (1 if r.gc else r.pc.layers) / K.GIB
+    where = ", in the recomputed layer" if r.gc else ""
+    if r.s.bnb_keeps_input:
+        return (
+            "bitsandbytes pinned below 0.43.2: every 4-bit Linear also keeps its input for backward "
+            f"(PR #1270), counted: +{extra:.2f} GiB{where}"
+        )
     return (
-        "bitsandbytes >= 0.43.2 assumed: before it (PR #1270) every 4-bit Linear also keeps its input for "
-        f"backward (+{extra:.2f} GiB here{', in the recomputed layer' if r.gc else ''})"
+        "bitsandbytes >= 0.43.2 assumed (not pinned): before it (PR #1270) every 4-bit Linear also keeps its "
+        f"input for backward (+{extra:.2f} GiB here{where})"
     )
 
 
