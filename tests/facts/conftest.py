@@ -32,3 +32,29 @@ def facts_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., N
         return names
 
     return build
+
+
+PROJECT = Path("/nowhere/project")  # no such folder: nothing below is read from the file system
+
+
+@pytest.fixture
+def document_facts_of() -> Callable[..., Any]:
+    """document_facts_of(name, text, pins=None) -> the `document` namespace of one file held in memory:
+    read through the same parsers as a file on disk (advisor.sources.read.read_document, its bytes from
+    the read overlay), judged with a preset check context (the pins a folder sees are given, no settings
+    file), so the test needs no file system."""
+    from advisor.facts.document import document_facts
+    from advisor.plan.context import CheckContext
+    from advisor.sources.boundary import ProjectBoundary
+    from advisor.sources.read import overlay, read_document
+
+    def build(name: str, text: str, pins: dict[str, Any] | None = None) -> Any:
+        path = PROJECT / name
+        context = CheckContext.preset(
+            ProjectBoundary((PROJECT,)), settings={path.parent: None}, pins={path.parent: dict(pins or {})}
+        )
+        with overlay({path: text.encode()}):
+            doc = read_document(path)
+        return document_facts(doc, context)
+
+    return build
