@@ -65,6 +65,9 @@ class LauncherSpec:
     runs_trainer: bool = False  # runs its own trainer script, which reads TrainingArguments
     runs_trl: bool = False  # that trainer is TRL's, named by the command word (`trl grpo`)
     own_defaults: bool = False  # its parser has defaults of its own, not TrainingArguments' (ms-swift)
+    # its run's flags override keys of its own config (axolotl's `--key=value` into its pydantic config),
+    # not TrainingArguments flags of an argparse
+    flags_override_config: bool = False
     starts_deepspeed: bool = False  # the script it starts is a DeepSpeed run (--deepspeed_config)
     filters_gpus: bool = False  # --include/--exclude/--num_gpus pick the GPUs, dropping CUDA_VISIBLE_DEVICES
     flags_dialect: str = ""  # the dialect its run's flags are read in (llamafactory-cli: its own)
