@@ -43,6 +43,7 @@ __all__ = [
     "Processes",
     "RunInputs",
     "VisibleGpus",
+    "argument_owner",
     "by_module",
     "find",
     "implied_by_dialect",
@@ -84,6 +85,23 @@ def spec_of(name: str | None) -> LauncherSpec:
     """What the launcher of this id implies (its spec); NO_LAUNCHER, all off, for none."""
     found = launcher(name)
     return found.SPEC if found is not None else NO_LAUNCHER
+
+
+def argument_owner(name: str | None, script: str | None, module: bool) -> LauncherSpec | None:
+    """The launcher whose own argument classes read a command's flags: the command's launcher when its
+    parser has defaults of its own (`swift sft`), or the one whose route file the command starts under
+    another launcher (`torchrun swift/cli/sft.py`, `python -m swift.cli.sft`); None for a plain script."""
+    own = spec_of(name)
+    if own.own_defaults:
+        return own
+    if not script:
+        return None
+    path = script.replace("\\", "/")
+    for spec in LAUNCHERS.values():
+        routes = spec.route_modules if module else spec.route_scripts
+        if routes and (script in routes if module else path.endswith(routes)):
+            return spec
+    return None
 
 
 def implied_by_dialect(dialect: object) -> LauncherSpec | None:

@@ -65,6 +65,12 @@ class LauncherSpec:
     runs_trainer: bool = False  # runs its own trainer script, which reads TrainingArguments
     runs_trl: bool = False  # that trainer is TRL's, named by the command word (`trl grpo`)
     own_defaults: bool = False  # its parser has defaults of its own, not TrainingArguments' (ms-swift)
+    # the entry files of its argument classes, which a run may start under another launcher (`torchrun
+    # swift/cli/sft.py`, `-m swift.cli.sft`): their flags are this launcher's (launchers.argument_owner)
+    route_scripts: tuple[str, ...] = ()
+    route_modules: tuple[str, ...] = ()
+    # `--deepspeed NAME` values it maps to a DeepSpeed config it ships, not a file of the project
+    deepspeed_presets: frozenset[str] = frozenset()
     # its run's flags override keys of its own config (axolotl's `--key=value` into its pydantic config),
     # not TrainingArguments flags of an argparse
     flags_override_config: bool = False
