@@ -12,6 +12,7 @@ import pytest
 
 from advisor.core.provenance import Namespace
 from tests.facts.conftest import PROJECT
+from tests.facts.test_lora_branch import LAUNCH, SCRIPT
 
 TRAIN = "from transformers import Trainer, TrainingArguments\nargs = TrainingArguments('out')\n"
 PROJECTS = {
@@ -31,6 +32,10 @@ PROJECTS = {
         "launch.sh": "deepspeed --num_gpus 2 train.py --deepspeed ds.json --fp16 True\n",
         "ds.json": '{"fp16": {"enabled": true}, "zero_optimization": {"stage": 2}}\n',
         "train.py": TRAIN,
+    },
+    "a script's own dataclasses deciding its LoRA branch": {
+        "launch.sh": LAUNCH.format(extra=""),
+        "qlora.py": SCRIPT.format(test="not args.full_finetune"),
     },
     "a config alone": {
         "args.yaml": "per_device_train_batch_size: 8\ndataloader_num_workers: 0\nbf16: true\n",
