@@ -47,6 +47,7 @@ __all__ = [
     "by_module",
     "find",
     "implied_by_dialect",
+    "implied_by_kind",
     "launcher",
     "spec_of",
     "starts_launcher",
@@ -102,6 +103,12 @@ def argument_owner(name: str | None, script: str | None, module: bool) -> Launch
         if routes and (script in routes if module else path.endswith(routes)):
             return spec
     return None
+
+
+def implied_by_kind(kind: str) -> LauncherSpec | None:
+    """The launcher a run with a config file of this kind (a Document kind) runs under when no launch names
+    one: an accelerate config's, accelerate."""
+    return next((m.SPEC for m in REGISTRY if m.SPEC.implied_by_kind == kind), None)
 
 
 def implied_by_dialect(dialect: object) -> LauncherSpec | None:

@@ -78,6 +78,7 @@ class LauncherSpec:
     filters_gpus: bool = False  # --include/--exclude/--num_gpus pick the GPUs, dropping CUDA_VISIBLE_DEVICES
     flags_dialect: str = ""  # the dialect its run's flags are read in (llamafactory-cli: its own)
     implied_by_dialect: str = ""  # a training config of this dialect with no launch runs under it
+    implied_by_kind: str = ""  # a run with a config file of this kind and no launch runs under it
     probe_as: str = ""  # the launcher the probe starts a run of it with ("": by the world size)
     # the flags that name files it reads: the accelerate config (all: --config_file), the hostfile
     accelerate_config_flags: tuple[str, ...] = ("config_file",)
