@@ -62,10 +62,11 @@ def document_facts_of() -> Callable[..., Any]:
 
 @pytest.fixture
 def run_facts_of() -> Callable[..., Names]:
-    """run_facts_of(files, hardware=None) -> the namespaces of the run of `files`, built in memory: each
-    file read through the same readers as on disk (read_document over the read overlay), the run's files
-    put together by name, the plan merged by advisor.plan.run_plan.build_plan with a preset check context
-    (no settings file, no pins unless given, the scripts' texts given), so the test needs no file system.
+    """run_facts_of(files, hardware=None, run=None) -> the namespaces of the run of `files` (`run`: its
+    expected name), built in memory: each file read through the same readers as on disk (read_document
+    over the read overlay), the run's files put together by name, the plan merged by
+    advisor.plan.run_plan.build_plan with a preset check context (no settings file, no pins, the scripts'
+    texts given), so the test needs no file system.
 
     Putting the run together is discovery's job (advisor.plan.discover), not done here: the root is the
     one launch script (else the one config), and a file joins the run only when the command (or the
@@ -87,7 +88,6 @@ def run_facts_of() -> Callable[..., Names]:
         files: dict[str, str],
         hardware: str | None = None,
         run: str | None = None,
-        pins: dict[str, Any] | None = None,
     ) -> Names:
         paths = {name: PROJECT / name for name in files}
         scripts = {p: files[n] for n, p in paths.items() if p.suffix in PY_SUFFIXES}
@@ -96,7 +96,7 @@ def run_facts_of() -> Callable[..., Names]:
             ProjectBoundary((PROJECT,)),
             cwd=PROJECT,
             settings={f: None for f in folders},
-            pins={f: dict(pins or {}) for f in folders},
+            pins={f: {} for f in folders},
             texts=dict(scripts),
         )
         with overlay({paths[n]: text.encode() for n, text in files.items()}):
