@@ -24,7 +24,7 @@ code: {code}
 name: {name}
 severity: {severity}
 summary: {key} is 0 in the TrainingArguments
-# a rule reads only facts declared in advisor/facts/catalogue.py (`gpu-advise facts` lists them)
+# a rule reads only the facts the namespace classes declare (`gpu-advise facts` lists them)
 let:
   value: training.{key}
 when: value is not None and value == 0

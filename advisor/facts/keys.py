@@ -525,9 +525,14 @@ def _article(name: str) -> str:
 # transformers.hf_argparser.string_to_bool: what `--bf16 X` accepts (not on/off).
 _HF_BOOL_WORDS = frozenset({"yes", "true", "t", "y", "1", "no", "false", "f", "n", "0"})
 
-# Launchers whose script flags are not read by an argparse built from TrainingArguments: vLLM has
-# its own options, axolotl passes `--key=value` overrides to its pydantic config.
-_NOT_TRAINING_FLAGS = frozenset({"vllm", "axolotl"})
+
+def _flags_not_training_arguments(launcher: str | None) -> bool:
+    """Whether the launcher's run flags are read by no argparse built from TrainingArguments: a server's
+    own options (vLLM), overrides of the launcher's own config (axolotl's `--key=value`)."""
+    from advisor.sources import launchers
+
+    spec = launchers.spec_of(launcher)
+    return spec.serves or spec.flags_override_config
 
 
 def _flag_problem(ft: kk.FieldType, text: str) -> str | None:
@@ -557,7 +562,7 @@ def launch_flag_errors(doc: Document) -> list[dict[str, Any]]:
     known = kk.known_keys("training_args")
     out: list[dict[str, Any]] = []
     for idx, cmd in enumerate(commands):
-        if cmd.launcher in _NOT_TRAINING_FLAGS:
+        if _flags_not_training_arguments(cmd.launcher):
             continue
         names = [k for k in cmd.script_args if k in known]
         if not names:

@@ -16,7 +16,7 @@ from advisor.facts import topology
 from advisor.facts.declare import FactNamespace, fact
 from advisor.facts.device_map import distributed_device_maps
 from advisor.facts.namespace_entries import entry_origin
-from advisor.facts.world_size import machine_count
+from advisor.facts.world_size import implied_launcher, machine_count
 from advisor.sources import launchers
 
 if TYPE_CHECKING:
@@ -317,10 +317,7 @@ def process_count_fix(plan: RunPlan, per_node: Any, n_visible: int) -> Value | N
     num_processes, deepspeed --num_gpus, NPROC_PER_NODE), as a Value at its position whose value is
     the number of visible GPUs. None where the count is not a plain number written in one place
     (a shell variable, a GPU query): that is for the user to change."""
-    launcher = plan.launch.launcher
-    if launcher is None and plan.spec.accelerate is not None:
-        launcher = launchers.ACCELERATE
-    where = launchers.spec_of(launcher).processes.written_at
+    where = launchers.spec_of(implied_launcher(plan)).processes.written_at
     if where is None or n_visible < 1:
         return None
     if n_visible == 1 and _shards(plan):

@@ -22,9 +22,8 @@ from advisor.core.suggest import close_matches
 from advisor.facts.script_ast import MAX_SCRIPT_BYTES, ArgumentParsing, analyse_script
 from advisor.plan.context import CheckContext
 from advisor.plan.run_plan import RunPlan
+from advisor.sources import launchers
 
-# Launchers whose script flags do not go to the script's own argparse (keys.py says why).
-_NOT_SCRIPT_FLAGS = frozenset({"vllm", "axolotl", "llamafactory", "trl"})
 # Library dataclasses by module prefix: (package in versions.json, extends transformers.TrainingArguments)
 _TRANSFORMERS_CLASSES = {"TrainingArguments", "Seq2SeqTrainingArguments"}
 _TRL_NOT_TRAINING = {"ModelConfig", "ScriptArguments", "DatasetConfig", "DatasetMixtureConfig"}
@@ -188,7 +187,9 @@ def script_flag_items(doc: Document, context: CheckContext) -> dict[str, list[di
     checked = context
     settings = None
     for idx, cmd in enumerate(commands):
-        if cmd.launcher in _NOT_SCRIPT_FLAGS or cmd.module or not cmd.script_args:
+        spec = launchers.spec_of(cmd.launcher)
+        # a server, or a launcher running its own trainer: no script of the project reads the flags
+        if spec.serves or spec.runs_trainer or cmd.module or not cmd.script_args:
             continue
         if cmd.script is None or not cmd.script.text:
             continue

@@ -80,9 +80,8 @@ def implied_launcher(plan: RunPlan) -> str | None:
     launcher = plan.launch.launcher
     if launcher:
         return str(launcher)
-    if plan.spec.accelerate is not None:
-        return launchers.ACCELERATE
-    spec = launchers.implied_by_dialect(plan.training.dialect)
+    spec = launchers.implied_by_kind("accelerate") if plan.spec.accelerate is not None else None
+    spec = spec or launchers.implied_by_dialect(plan.training.dialect)
     return spec.name if spec is not None else None
 
 

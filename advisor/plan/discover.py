@@ -20,7 +20,6 @@ from advisor.plan.unknown_workdir import installed_tool_config, launch_elsewhere
 from advisor.sources import launchers
 from advisor.sources.boundary import ProjectBoundary
 from advisor.sources.exclude import FileFilter
-from advisor.sources.launchers import swift as swift_launcher
 from advisor.sources.named import reads_as
 from advisor.sources.project_imports import LIBRARIES, import_roots, module_files
 from advisor.sources.read import (
@@ -701,10 +700,11 @@ def _deepspeed_word(command: Any) -> Any:
 
 def _preset(command: Any, text: str | None) -> bool:
     """`swift sft --deepspeed zero2`: a config ms-swift ships and picks by name, not a project file."""
-    if command is None or text not in swift_launcher.DEEPSPEED_PRESETS:
+    if command is None or not text:
         return False
     script = command.script.text if command.script is not None and not command.subcommand else None
-    return swift_launcher.reads_swift_arguments(command.launcher, script, command.module)
+    owner = launchers.argument_owner(command.launcher, script, bool(command.module))
+    return owner is not None and text in owner.deepspeed_presets
 
 
 def _note_unanalysed(doc: Document, script: Document, span: Span) -> None:

@@ -45,8 +45,8 @@ TRAINING_ALIASES: dict[str, dict[str, str]] = {
     },
     "trl": {"max_length": "max_seq_length"},
     "hf": {},
-    # ms-swift runs (OWN_DEFAULTS_LAUNCHERS, its route files), on top of their dialect's: ms-swift 4.6.0
-    # swift/arguments/base_args/model_args.py:68 `model`, template_args.py:130 `max_length`
+    # ms-swift runs (has_own_defaults: the launcher or its route files), on top of their dialect's:
+    # ms-swift 4.6.0 swift/arguments/base_args/model_args.py:68 `model`, template_args.py:130 `max_length`
     # tuner_type (train_type before ms-swift 4) names the method as LLaMA-Factory's finetuning_type does
     # (tuner_args.py: 'lora', 'full', 'longlora', 'adalora', ...), lora_rank is the LoRA rank
     "swift": {
@@ -89,25 +89,21 @@ _ACCELERATE_MODE_FLAGS = {
 }
 # Launchers that run a Python script whose flags are TrainingArguments.
 SCRIPT_LAUNCHERS = frozenset(name for name, s in launchers.LAUNCHERS.items() if not s.serves)
+
+
 # Launchers whose flags carry TrainingArguments names but whose own parser has other defaults: the run
 # keeps what its flags write and gets no TrainingArguments defaults. ms-swift: per_device_train_batch_size
 # defaults to 1 (ms-swift swift/trainers/arguments.py:129), not TrainingArguments' 8.
-OWN_DEFAULTS_LAUNCHERS = frozenset(name for name, s in launchers.LAUNCHERS.items() if s.own_defaults)
-
-
 def has_own_defaults(command: Any) -> bool:
-    """Whether the command's flags go to a parser with defaults of its own (OWN_DEFAULTS_LAUNCHERS): the
-    `swift` launcher, or one of ms-swift's route files started directly (`torchrun swift/cli/sft.py`,
-    `-m swift.cli.sft`: advisor.sources.launchers.swift.reads_swift_arguments)."""
+    """Whether the command's flags go to a parser with defaults of its own (a launcher's `own_defaults`):
+    the `swift` launcher, or one of ms-swift's route files started directly (`torchrun swift/cli/sft.py`,
+    `-m swift.cli.sft`: advisor.sources.launchers.argument_owner)."""
     if command is None:
         return False
-    if command.launcher in OWN_DEFAULTS_LAUNCHERS:
-        return True
-    from advisor.sources.launchers.swift import reads_swift_arguments
-
     script = getattr(command, "script", None)
     text = script.text if script is not None and not getattr(command, "subcommand", False) else None
-    return reads_swift_arguments(command.launcher, text, bool(command.module))
+    owner = launchers.argument_owner(command.launcher, text, bool(command.module))
+    return owner is not None and owner.own_defaults
 
 
 def coerce_text(text: str) -> Any:
@@ -443,7 +439,7 @@ def reads_training_arguments(spec: RunSpec, context: CheckContext) -> bool:
 
     A script whose parser is its own argparse.ArgumentParser (DeepSpeed-Chat's main.py, OpenRLHF's
     train_sft.py) reads no TrainingArguments either, whatever its flags are called, and neither does a
-    launcher with defaults of its own (OWN_DEFAULTS_LAUNCHERS).
+    launcher with defaults of its own (has_own_defaults).
 
     The plan computes this once (`training.reads_training_arguments`); everything else reads that."""
     command = spec.command

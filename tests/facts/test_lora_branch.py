@@ -6,18 +6,17 @@ not decide makes the method unknown, with the reason; the rank comes from the ca
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from advisor.facts import run_names
 from advisor.facts.estimates import plan_inputs
-from advisor.pipeline.check import CheckOptions, build_plans, resolve_settings, run_check
+from advisor.pipeline.check import CheckOptions, run_check
 from tests.conftest import write_files
 
 
 @pytest.fixture(autouse=True)
-def _cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
+def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
 
@@ -75,72 +74,75 @@ python qlora.py \\
 """
 
 
-def _inputs(tmp_path: Path, test: str = "not args.full_finetune", extra: str = "", script: bool = True):
+def _estimate_inputs(run_facts_of: Any, files: dict[str, str]) -> Any:
+    names = run_facts_of(files, hardware="1xH100-SXM")
+    return plan_inputs(names["plan"], names)
+
+
+def _files(test: str = "not args.full_finetune", extra: str = "", script: bool = True) -> dict[str, str]:
     files = {"launch.sh": LAUNCH.format(extra=extra)}
     if script:
         files["qlora.py"] = SCRIPT.format(test=test)
-    write_files(tmp_path, files)
-    options = CheckOptions(hardware="1xH100-SXM")
-    assert not run_check([Path(".")], options).errors
-    plans, _ = build_plans([tmp_path], options, resolve_settings([tmp_path], options))
-    (plan,) = plans
-    return plan_inputs(plan, run_names(plan))
+    return files
 
 
-def test_branch_taken_by_the_dataclass_default_is_qlora(tmp_path: Path) -> None:
-    inputs = _inputs(tmp_path)
+def test_the_check_of_the_project_has_no_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the whole pipeline on disk, once: the tests below build the run in memory (tests/facts/conftest.py)
+    write_files(tmp_path, _files())
+    monkeypatch.chdir(tmp_path)
+    result = run_check([Path(".")], CheckOptions(hardware="1xH100-SXM"))
+    assert not result.errors and len(result.runs) == 1
+
+
+def test_branch_taken_by_the_dataclass_default_is_qlora(run_facts_of) -> None:
+    inputs = _estimate_inputs(run_facts_of, _files())
     assert inputs.reason is None
     assert inputs.setup.method == "qlora"
     assert inputs.setup.lora_r == 64  # LoraConfig(r=args.lora_r): the field's default
     assert inputs.setup.lora_targets == ["q_proj", "v_proj"]
 
 
-def test_branch_not_taken_by_the_launch_flag(tmp_path: Path) -> None:
-    inputs = _inputs(tmp_path, extra=" \\\n    --full_finetune True")
+def test_branch_not_taken_by_the_launch_flag(run_facts_of) -> None:
+    inputs = _estimate_inputs(run_facts_of, _files(extra=" \\\n    --full_finetune True"))
     assert inputs.setup is None
     assert "without LoRA adapters" in str(inputs.reason)
 
 
-def test_comparison_against_a_flag_decides(tmp_path: Path) -> None:
-    inputs = _inputs(tmp_path, test="args.bits == 4")
+def test_comparison_against_a_flag_decides(run_facts_of) -> None:
+    inputs = _estimate_inputs(run_facts_of, _files(test="args.bits == 4"))
     assert inputs.setup is not None and inputs.setup.method == "qlora"
 
 
-def test_undecided_branch_is_unknown_with_the_reason(tmp_path: Path) -> None:
-    inputs = _inputs(tmp_path, test="is_chat_model")
+def test_undecided_branch_is_unknown_with_the_reason(run_facts_of) -> None:
+    inputs = _estimate_inputs(run_facts_of, _files(test="is_chat_model"))
     assert inputs.setup is None
     reason = str(inputs.reason)
     assert "whether the run trains LoRA adapters is unknown" in reason
     assert "qlora.py:" in reason and "`is_chat_model`" in reason
 
 
-def test_script_not_read_is_unknown_not_a_base_without_adapters(tmp_path: Path) -> None:
-    inputs = _inputs(tmp_path, script=False)
+def test_script_not_read_is_unknown_not_a_base_without_adapters(run_facts_of) -> None:
+    inputs = _estimate_inputs(run_facts_of, _files(script=False))
     assert inputs.setup is None
     reason = str(inputs.reason)
     assert "unknown" in reason and "qlora.py" in reason and "without LoRA adapters" not in reason
 
 
-def test_rank_from_a_flag_the_estimator_does_not_list(tmp_path: Path) -> None:
+def test_rank_from_a_flag_the_estimator_does_not_list(run_facts_of) -> None:
     script = SCRIPT.format(test="not args.full_finetune").replace("lora_r: int", "adapter_rank: int")
     script = script.replace("r=args.lora_r", "r=args.adapter_rank").replace("default=64", "default=32")
-    write_files(tmp_path, {"qlora.py": script, "launch.sh": LAUNCH.format(extra="")})
-    options = CheckOptions(hardware="1xH100-SXM")
-    plans, _ = build_plans([tmp_path], options, resolve_settings([tmp_path], options))
-    (plan,) = plans
-    assert plan_inputs(plan, run_names(plan)).setup.lora_r == 32  # the field's default, read from the script
-    write_files(tmp_path, {"launch.sh": LAUNCH.format(extra=" \\\n    --adapter_rank 8")})
-    plans, _ = build_plans([tmp_path], options, resolve_settings([tmp_path], options))
-    assert plan_inputs(plans[0], run_names(plans[0])).setup.lora_r == 8  # the launch's value
+    files = {"qlora.py": script, "launch.sh": LAUNCH.format(extra="")}
+    assert (
+        _estimate_inputs(run_facts_of, files).setup.lora_r == 32
+    )  # the field's default, read from the script
+    files["launch.sh"] = LAUNCH.format(extra=" \\\n    --adapter_rank 8")
+    assert _estimate_inputs(run_facts_of, files).setup.lora_r == 8  # the launch's value
 
 
-def test_main_guard_is_taken(tmp_path: Path) -> None:
+def test_main_guard_is_taken(run_facts_of) -> None:
     script = SCRIPT.format(test="not args.full_finetune") + (
         '\n\nif __name__ == "__main__":\n    model = get_peft_model(None, LoraConfig(r=16))\n'
     )
     script = script.replace("        model = get_peft_model(model, config)\n", "")
-    write_files(tmp_path, {"qlora.py": script, "launch.sh": LAUNCH.format(extra="")})
-    options = CheckOptions(hardware="1xH100-SXM")
-    plans, _ = build_plans([tmp_path], options, resolve_settings([tmp_path], options))
-    inputs = plan_inputs(plans[0], run_names(plans[0]))
+    inputs = _estimate_inputs(run_facts_of, {"qlora.py": script, "launch.sh": LAUNCH.format(extra="")})
     assert inputs.setup is not None and inputs.setup.method == "qlora"

@@ -54,15 +54,15 @@ PRE_PARSER_RUN = (
 )
 
 
-def test_a_parse_known_args_pre_parser_keeps_the_trainingarguments_defaults(facts_of) -> None:
-    names = facts_of({"run.sh": PRE_PARSER_RUN, "train.py": PRE_PARSER_TRAIN, "mypkg/runner.py": RUNNER})
+def test_a_parse_known_args_pre_parser_keeps_the_trainingarguments_defaults(run_facts_of) -> None:
+    names = run_facts_of({"run.sh": PRE_PARSER_RUN, "train.py": PRE_PARSER_TRAIN, "mypkg/runner.py": RUNNER})
     t, batch = names["training"], names["batch"]
     assert t.reads_training_arguments is True  # was False: "the script's parser is its own"
     assert t.per_device_train_batch_size == 8  # TrainingArguments' default
     assert batch.effective_batch == 8 * 4 * 2  # was ? (unknown)
 
 
-def test_a_pre_parser_before_the_scripts_own_hfargumentparser_keeps_its_defaults(facts_of) -> None:
+def test_a_pre_parser_before_the_scripts_own_hfargumentparser_keeps_its_defaults(run_facts_of) -> None:
     # review rev-b p5: the pre-parser takes --use_my_loss, the script's HfArgumentParser the rest
     script = (
         "import argparse\nfrom dataclasses import dataclass, field\n"
@@ -75,13 +75,13 @@ def test_a_pre_parser_before_the_scripts_own_hfargumentparser_keeps_its_defaults
         ".parse_args_into_dataclasses(args=rest)\n"
     )
     run = "#!/bin/bash\ntorchrun --nproc_per_node 2 train.py --output_dir out --use_my_loss --bf16 True\n"
-    names = facts_of({"run.sh": run, "train.py": script})
+    names = run_facts_of({"run.sh": run, "train.py": script})
     assert names["training"].reads_training_arguments is True
     assert names["batch"].effective_batch == 8 * 1 * 2
 
 
 @pytest.mark.parametrize("spelling", ["import trl", "import trl as t", "import trl.trainer"])
-def test_import_trl_makes_the_parser_a_librarys(facts_of, spelling: str) -> None:
+def test_import_trl_makes_the_parser_a_librarys(run_facts_of, spelling: str) -> None:
     # an argparse script that builds its config from trl (trl.SFTConfig is TrainingArguments' subclass)
     script = (
         f"import argparse\n{spelling}\n\n"
@@ -89,7 +89,7 @@ def test_import_trl_makes_the_parser_a_librarys(facts_of, spelling: str) -> None
         "args = parser.parse_args()\n"
     )
     run = "#!/bin/bash\ntorchrun train.py --per_device_train_batch_size 4\n"
-    names = facts_of({"run.sh": run, "train.py": script})
+    names = run_facts_of({"run.sh": run, "train.py": script})
     assert names["training"].reads_training_arguments is True  # was False: "its own" argparse parser
     assert names["batch"].effective_batch == 4
 

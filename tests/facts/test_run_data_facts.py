@@ -23,26 +23,26 @@ def launch(cmd: str, **extra: str) -> dict[str, str]:
         ("  fsdp_offload_params: false\n", "FULL_SHARD", True),
     ],
 )
-def test_fsdp_sharding(facts_of, fsdp_config: str, sharding: str, shards: bool) -> None:
+def test_fsdp_sharding(run_facts_of, fsdp_config: str, sharding: str, shards: bool) -> None:
     acc = "distributed_type: FSDP\nnum_processes: 2\nfsdp_config:\n" + fsdp_config
-    run = facts_of({"acc.yaml": acc})["run"]
+    run = run_facts_of({"acc.yaml": acc})["run"]
     assert run.strategy == "fsdp" and run.fsdp_sharding == sharding and run.shards_params is shards
 
 
-def test_training_arguments_fsdp_words(facts_of) -> None:
-    run = facts_of(launch('torchrun --nproc_per_node 8 train.py --fsdp "full_shard auto_wrap offload"'))[
+def test_training_arguments_fsdp_words(run_facts_of) -> None:
+    run = run_facts_of(launch('torchrun --nproc_per_node 8 train.py --fsdp "full_shard auto_wrap offload"'))[
         "run"
     ]
     assert run.strategy == "fsdp" and run.fsdp_sharding == "FULL_SHARD"
     assert run.offload is True and run.offloaded == "optimizer states and parameters"
 
 
-def test_axolotl_nested_fsdp_version(facts_of) -> None:
+def test_axolotl_nested_fsdp_version(run_facts_of) -> None:
     cfg = (
         "base_model: Qwen/Qwen3-8B\nmicro_batch_size: 1\nfsdp_config:\n  fsdp_version: 2\n  "
         "offload_params: false\n"
     )
-    run = facts_of({"cfg.yaml": cfg})["run"]
+    run = run_facts_of({"cfg.yaml": cfg})["run"]
     assert run.strategy == "fsdp" and run.offload is False
 
 
@@ -50,13 +50,13 @@ def test_axolotl_nested_fsdp_version(facts_of) -> None:
     ("zero", "stage", "shards"),
     [('{"stage": 3}', "zero3", True), ('{"stage": 2}', "zero2", False), ('{"stage": 0}', "zero0", False)],
 )
-def test_zero_stage(facts_of, zero: str, stage: str, shards: bool) -> None:
-    run = facts_of({"ds.json": '{"zero_optimization": ' + zero + "}\n"})["run"]
+def test_zero_stage(run_facts_of, zero: str, stage: str, shards: bool) -> None:
+    run = run_facts_of({"ds.json": '{"zero_optimization": ' + zero + "}\n"})["run"]
     assert run.strategy == stage and run.shards_params is shards
 
 
-def test_accelerate_deepspeed_defaults_to_stage_2(facts_of) -> None:
-    run = facts_of({"acc.yaml": "distributed_type: DEEPSPEED\nnum_processes: 2\n"})["run"]
+def test_accelerate_deepspeed_defaults_to_stage_2(run_facts_of) -> None:
+    run = run_facts_of({"acc.yaml": "distributed_type: DEEPSPEED\nnum_processes: 2\n"})["run"]
     assert run.strategy == "zero2"
 
 
@@ -73,26 +73,26 @@ def test_accelerate_deepspeed_defaults_to_stage_2(facts_of) -> None:
         ('{"stage": 2, "cpu_offload": true}', True, False),
     ],
 )
-def test_deepspeed_offload(facts_of, zero: str, opt: bool, param: bool) -> None:
-    run = facts_of({"ds.json": '{"zero_optimization": ' + zero + "}\n"})["run"]
+def test_deepspeed_offload(run_facts_of, zero: str, opt: bool, param: bool) -> None:
+    run = run_facts_of({"ds.json": '{"zero_optimization": ' + zero + "}\n"})["run"]
     assert bool(run.offload_optimizer) is opt and bool(run.offload_params) is param
     assert run.offload is (opt or param)
 
 
-def test_accelerate_offload_devices_none_are_no_offload(facts_of) -> None:
+def test_accelerate_offload_devices_none_are_no_offload(run_facts_of) -> None:
     acc = (
         "distributed_type: DEEPSPEED\nnum_processes: 1\ndeepspeed_config:\n  offload_optimizer_device: none\n"
         "  offload_param_device: none\n  zero_stage: 3\n"
     )
-    assert facts_of({"acc.yaml": acc})["run"].offload is False
+    assert run_facts_of({"acc.yaml": acc})["run"].offload is False
 
 
-def test_offload_fit_uses_the_estimator(facts_of) -> None:
+def test_offload_fit_uses_the_estimator(run_facts_of) -> None:
     acc = (
         "distributed_type: FSDP\nnum_processes: 8\nmixed_precision: bf16\nfsdp_config:\n  "
         "fsdp_offload_params: true\n"
     )
-    names = facts_of(
+    names = run_facts_of(
         launch(
             "accelerate launch --config_file acc.yaml train.py --model_name_or_path "
             "meta-llama/Llama-3.2-1B --per_device_train_batch_size 4 --bf16 True",
@@ -107,13 +107,13 @@ def test_offload_fit_uses_the_estimator(facts_of) -> None:
     assert any("sequence length not set" in a for a in est.assumptions)
 
 
-def test_offload_fit_is_none_without_a_model(facts_of) -> None:
+def test_offload_fit_is_none_without_a_model(run_facts_of) -> None:
     ds = '{"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}}\n'
-    assert facts_of({"ds.json": ds}, hardware="8xH100-SXM")["estimates"].peak_without_offload_gib is None
+    assert run_facts_of({"ds.json": ds}, hardware="8xH100-SXM")["estimates"].peak_without_offload_gib is None
 
 
-def test_workers_against_cores(facts_of) -> None:
-    names = facts_of(
+def test_workers_against_cores(run_facts_of) -> None:
+    names = run_facts_of(
         launch("torchrun --nproc_per_node 4 train.py --dataloader_num_workers 16"), hardware="4xL40S"
     )
     d = names["data"]
@@ -121,19 +121,19 @@ def test_workers_against_cores(facts_of) -> None:
     assert d.max_workers_per_process == 11 and d.workers_total == 64
 
 
-def test_media_inputs(facts_of) -> None:
-    d = facts_of(launch("deepspeed --num_gpus 2 train.py --image_folder imgs --dataloader_num_workers 4"))[
-        "data"
-    ]
+def test_media_inputs(run_facts_of) -> None:
+    d = run_facts_of(
+        launch("deepspeed --num_gpus 2 train.py --image_folder imgs --dataloader_num_workers 4")
+    )["data"]
     assert d.media is True
-    d = facts_of(launch("deepspeed --num_gpus 2 train.py --dataloader_num_workers 4"))["data"]
+    d = run_facts_of(launch("deepspeed --num_gpus 2 train.py --dataloader_num_workers 4"))["data"]
     assert d.media is False
 
 
-def test_pin_memory_and_cpu(facts_of) -> None:
-    d = facts_of({"args.yaml": "output_dir: out\ndataloader_pin_memory: false\n"})["data"]
+def test_pin_memory_and_cpu(run_facts_of) -> None:
+    d = run_facts_of({"args.yaml": "output_dir: out\ndataloader_pin_memory: false\n"})["data"]
     assert d.pin_memory is False and d.on_gpu is True
-    d = facts_of({"args.yaml": "output_dir: out\nuse_cpu: true\ndataloader_pin_memory: false\n"})["data"]
+    d = run_facts_of({"args.yaml": "output_dir: out\nuse_cpu: true\ndataloader_pin_memory: false\n"})["data"]
     assert d.on_gpu is False
 
 

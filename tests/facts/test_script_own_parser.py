@@ -121,8 +121,8 @@ def _line_of(text: str, needle: str) -> int:
     return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
 
 
-def test_argparse_script_keeps_its_own_batch_default_not_trainingarguments_8(facts_of) -> None:
-    names = facts_of({"run.sh": DS_CHAT_RUN, "main.py": DS_CHAT_MAIN}, hardware="1xA100-80GB")
+def test_argparse_script_keeps_its_own_batch_default_not_trainingarguments_8(run_facts_of) -> None:
+    names = run_facts_of({"run.sh": DS_CHAT_RUN, "main.py": DS_CHAT_MAIN}, hardware="1xA100-80GB")
     t, batch = names["training"], names["batch"]
     assert t.reads_training_arguments is False
     micro = t.value("per_device_train_batch_size")
@@ -139,12 +139,12 @@ def test_argparse_script_keeps_its_own_batch_default_not_trainingarguments_8(fac
     assert names["estimates"].seq_len == 512  # not the assumed 2048
 
 
-def test_argparse_script_without_the_term_leaves_it_unknown(facts_of) -> None:
+def test_argparse_script_without_the_term_leaves_it_unknown(run_facts_of) -> None:
     run = (
         "#!/bin/bash\ndeepspeed train_sft.py --micro_train_batch_size 2 --train_batch_size 256 "
         "--learning_rate 5e-6\n"
     )
-    names = facts_of({"run.sh": run, "train_sft.py": OPENRLHF_SFT})
+    names = run_facts_of({"run.sh": run, "train_sft.py": OPENRLHF_SFT})
     t, batch = names["training"], names["batch"]
     assert t.reads_training_arguments is False
     assert t.learning_rate == 5e-6  # written
@@ -155,22 +155,22 @@ def test_argparse_script_without_the_term_leaves_it_unknown(facts_of) -> None:
     assert "its own" in (names["batch"].value("effective_batch").unknown or "")
 
 
-def test_argparse_script_that_builds_trainingarguments_keeps_their_defaults(facts_of) -> None:
+def test_argparse_script_that_builds_trainingarguments_keeps_their_defaults(run_facts_of) -> None:
     script = (
         "import argparse\nfrom transformers import TrainingArguments\n\n"
         "parser = argparse.ArgumentParser()\nparser.add_argument('--lr', type=float, default=1e-4)\n"
         "args = parser.parse_args()\n"
         "targs = TrainingArguments(output_dir='out', learning_rate=args.lr)\n"
     )
-    names = facts_of(
+    names = run_facts_of(
         {"run.sh": "#!/bin/bash\ntorchrun train.py --per_device_train_batch_size 4\n", "train.py": script}
     )
     assert names["training"].reads_training_arguments is True
     assert names["batch"].effective_batch == 4
 
 
-def test_hfargumentparser_dataclass_defaults_replace_the_library_defaults(facts_of) -> None:
-    names = facts_of({"run.sh": ALPACA_RUN, "train.py": ALPACA_TRAIN}, hardware="4xA100-80GB-NVL-pairs")
+def test_hfargumentparser_dataclass_defaults_replace_the_library_defaults(run_facts_of) -> None:
+    names = run_facts_of({"run.sh": ALPACA_RUN, "train.py": ALPACA_TRAIN}, hardware="4xA100-80GB-NVL-pairs")
     t = names["training"]
     assert t.reads_training_arguments is True
     seq = t.value("model_max_length")
@@ -186,34 +186,34 @@ def test_hfargumentparser_dataclass_defaults_replace_the_library_defaults(facts_
     assert "max_length 512" in " ".join(est.assumptions or [])
 
 
-def test_a_flag_overrides_the_dataclass_default_and_keeps_it_related(facts_of) -> None:
+def test_a_flag_overrides_the_dataclass_default_and_keeps_it_related(run_facts_of) -> None:
     run = ALPACA_RUN.rstrip() + " \\\n    --model_max_length 1024\n"
-    t = facts_of({"run.sh": run, "train.py": ALPACA_TRAIN})["training"]
+    t = run_facts_of({"run.sh": run, "train.py": ALPACA_TRAIN})["training"]
     seq = t.value("model_max_length")
     assert seq is not None and seq.value == 1024 and seq.origin.file.name == "run.sh"
     assert [r.line for r in seq.related] == [_line_of(ALPACA_TRAIN, "default=512")]
 
 
-def test_only_literal_dataclass_defaults_are_taken(facts_of) -> None:
+def test_only_literal_dataclass_defaults_are_taken(run_facts_of) -> None:
     script = ALPACA_TRAIN.replace('field(default="adamw_torch")', "field(default=OPTIM)")
     script = script.replace("import transformers\n", "import transformers\n\nOPTIM = 'adafactor'\n")
-    t = facts_of({"run.sh": ALPACA_RUN, "train.py": script})["training"]
+    t = run_facts_of({"run.sh": ALPACA_RUN, "train.py": script})["training"]
     assert t.value("optim") is None  # not a literal: the library default (the estimator's) stays
     assert t.model_max_length == 512
 
 
-def test_llamafactory_cli_flags_use_the_llamafactory_dialect(facts_of) -> None:
+def test_llamafactory_cli_flags_use_the_llamafactory_dialect(run_facts_of) -> None:
     # hiyouga/LLaMA-Factory @ff6d4d12: flags on llamafactory-cli's command line, no YAML
     run = (
         "#!/bin/bash\nllamafactory-cli train --stage sft --do_train --model_name_or_path Qwen/Qwen2.5-7B "
         "--finetuning_type lora --cutoff_len 1024 --per_device_train_batch_size 2\n"
     )
-    t = facts_of({"run.sh": run})["training"]
+    t = run_facts_of({"run.sh": run})["training"]
     assert t.dialect == "llamafactory"  # gradient checkpointing on by default, as for its YAML
     assert t.max_seq_length == 1024  # cutoff_len read under its LLaMA-Factory name
 
 
-def test_swift_gets_no_trainingarguments_defaults(facts_of) -> None:
+def test_swift_gets_no_trainingarguments_defaults(run_facts_of) -> None:
     pytest.importorskip("advisor.sources.launchers.swift")  # the launcher spec comes with its own change
     # modelscope/ms-swift @3602360a examples: `swift sft` with HF-named flags; its own defaults
     # (per_device_train_batch_size 1, ms-swift 4.6.0 swift/trainers/arguments.py:130) replace
@@ -222,7 +222,7 @@ def test_swift_gets_no_trainingarguments_defaults(facts_of) -> None:
         "#!/bin/bash\nswift sft --model Qwen/Qwen2.5-7B-Instruct --gradient_accumulation_steps 4 "
         "--max_length 2048\n"
     )
-    names = facts_of({"run.sh": run})
+    names = run_facts_of({"run.sh": run})
     t = names["training"]
     assert t.reads_training_arguments is False
     assert t.gradient_accumulation_steps == 4  # its written flags, ms-swift's names read as the plan's
@@ -253,7 +253,7 @@ def test_unknown_flag_of_an_hfargumentparser_script_says_valueerror(
     assert all("ValueError" in f.message and "unrecognized arguments" not in f.message for f in hits)
 
 
-def test_flag_words_are_typed_by_the_field_not_as_yaml_11(facts_of) -> None:
+def test_flag_words_are_typed_by_the_field_not_as_yaml_11(run_facts_of) -> None:
     # stanford_alpaca README.md:133-153 passes `--evaluation_strategy "no"`; HfArgumentParser hands the
     # field the string "no" (a str field), and string_to_bool only converts bool fields
     # (transformers 5.24 hf_argparser.py:36-46, 204-234)
@@ -261,7 +261,7 @@ def test_flag_words_are_typed_by_the_field_not_as_yaml_11(facts_of) -> None:
         ' \\\n    --evaluation_strategy "no" --eval_strategy no --report_to "none" --tf32 y'
         " --save_steps 2000 --warmup_ratio 0.03 --lora_dim 128 --own_switch no\n"
     )
-    t = facts_of({"run.sh": run, "train.py": ALPACA_TRAIN})["training"]
+    t = run_facts_of({"run.sh": run, "train.py": ALPACA_TRAIN})["training"]
     assert t.evaluation_strategy == "no"  # a removed key: typed as the str field it was
     assert t.eval_strategy == "no" and t.report_to == "none"  # were False and None
     assert t.tf32 is True and t.bf16 is True  # bool fields: string_to_bool's words

@@ -15,8 +15,8 @@ def serve(cmd: str) -> dict[str, str]:
     return {"serve.sh": "#!/bin/bash\n" + cmd + "\n"}
 
 
-def test_tp_group_is_the_first_visible_gpus(facts_of) -> None:
-    p = facts_of(
+def test_tp_group_is_the_first_visible_gpus(run_facts_of) -> None:
+    p = run_facts_of(
         serve("CUDA_VISIBLE_DEVICES=0,1 vllm serve meta-llama/Llama-3.1-8B --tensor-parallel-size 2"),
         hardware="2xH100-PCIe",
     )["placement"]
@@ -24,8 +24,8 @@ def test_tp_group_is_the_first_visible_gpus(facts_of) -> None:
     assert p.tp_groups == [[0, 1]] and p.tp_groups_over_pcie == [[0, 1]]
 
 
-def test_visible_set_picks_the_gpus(facts_of) -> None:
-    p = facts_of(
+def test_visible_set_picks_the_gpus(run_facts_of) -> None:
+    p = run_facts_of(
         serve("CUDA_VISIBLE_DEVICES=1,2,3 python -m vllm.entrypoints.openai.api_server --model m -tp 2"),
         hardware="4xH100-NVL",
     )["placement"]
@@ -33,21 +33,21 @@ def test_visible_set_picks_the_gpus(facts_of) -> None:
     assert p.nvlink_group_for_tp == [0, 1]
 
 
-def test_data_parallel_engines_take_consecutive_blocks(facts_of) -> None:
-    p = facts_of(
+def test_data_parallel_engines_take_consecutive_blocks(run_facts_of) -> None:
+    p = run_facts_of(
         serve("trl vllm-serve --model Qwen/Qwen2.5-7B --tensor_parallel_size 2 --data_parallel_size 2"),
         hardware="4xH100-NVL",
     )["placement"]
     assert p.tp_groups == [[0, 1], [2, 3]] and p.tp_groups_over_pcie == []
 
 
-def test_nvswitch_has_no_tp_group_over_pcie(facts_of) -> None:
-    p = facts_of(serve("vllm serve m --tensor-parallel-size 8"), hardware="8xH100-SXM")["placement"]
+def test_nvswitch_has_no_tp_group_over_pcie(run_facts_of) -> None:
+    p = run_facts_of(serve("vllm serve m --tensor-parallel-size 8"), hardware="8xH100-SXM")["placement"]
     assert p.tp_groups == [list(range(8))] and p.tp_groups_over_pcie == []
 
 
-def test_more_gpus_than_visible_is_not_judged(facts_of) -> None:
-    p = facts_of(serve("vllm serve m --tensor-parallel-size 4"), hardware="2xH100-PCIe")["placement"]
+def test_more_gpus_than_visible_is_not_judged(run_facts_of) -> None:
+    p = run_facts_of(serve("vllm serve m --tensor-parallel-size 4"), hardware="2xH100-PCIe")["placement"]
     assert p.consistent is False and not p.tp_groups_over_pcie
 
 

@@ -32,10 +32,12 @@ from advisor.sources.settings import Settings
 
 RANK = {"info": 1, "warning": 2, "error": 3}
 NAME = {rank: name for name, rank in RANK.items()}
-# threshold -> (its key, the rules that read it, +1 when a larger value gives fewer findings)
+# threshold -> (its key, the rules that read it, +1 when a larger value gives fewer findings); a rule that
+# reads one in its expressions is listed (tests/core/test_policy_threshold_readers.py), and so is one that
+# reads it through a fact (GA402: estimates.stays_single_gpu)
 THRESHOLDS: dict[str, tuple[str, str, int]] = {
     "single_gpu_hours": ("single-gpu-hours", "GA402, GA405", -1),
-    "workers_per_process": ("workers-per-process", "GA202", +1),
+    "workers_per_process": ("workers-per-process", "GA201, GA202", +1),
     "near_memory_fraction": ("near-memory-fraction", "GA404", -1),
     "prediction_tolerance": ("prediction-tolerance", "GA701", +1),
 }

@@ -356,9 +356,8 @@ def build_spec(
     dev: Literal["cuda", "cpu"] = "cuda" if on_gpu else "cpu"
 
     # ---- launcher and process count ----------------------------------------------------------
-    launcher_name = plan.launch.launcher or (
-        launchers.ACCELERATE if plan.spec.accelerate is not None else None
-    )
+    implied = launchers.implied_by_kind("accelerate") if plan.spec.accelerate is not None else None
+    launcher_name = plan.launch.launcher or (implied.name if implied is not None else None)
     probe_as = launchers.spec_of(launcher_name).probe_as
     if probe_as:
         launcher: Launcher = cast(Launcher, probe_as)

@@ -43,9 +43,11 @@ __all__ = [
     "Processes",
     "RunInputs",
     "VisibleGpus",
+    "argument_owner",
     "by_module",
     "find",
     "implied_by_dialect",
+    "implied_by_kind",
     "launcher",
     "spec_of",
     "starts_launcher",
@@ -84,6 +86,29 @@ def spec_of(name: str | None) -> LauncherSpec:
     """What the launcher of this id implies (its spec); NO_LAUNCHER, all off, for none."""
     found = launcher(name)
     return found.SPEC if found is not None else NO_LAUNCHER
+
+
+def argument_owner(name: str | None, script: str | None, module: bool) -> LauncherSpec | None:
+    """The launcher whose own argument classes read a command's flags: the command's launcher when its
+    parser has defaults of its own (`swift sft`), or the one whose route file the command starts under
+    another launcher (`torchrun swift/cli/sft.py`, `python -m swift.cli.sft`); None for a plain script."""
+    own = spec_of(name)
+    if own.own_defaults:
+        return own
+    if not script:
+        return None
+    path = script.replace("\\", "/")
+    for spec in LAUNCHERS.values():
+        routes = spec.route_modules if module else spec.route_scripts
+        if routes and (script in routes if module else path.endswith(routes)):
+            return spec
+    return None
+
+
+def implied_by_kind(kind: str) -> LauncherSpec | None:
+    """The launcher a run with a config file of this kind (a Document kind) runs under when no launch names
+    one: an accelerate config's, accelerate."""
+    return next((m.SPEC for m in REGISTRY if m.SPEC.implied_by_kind == kind), None)
 
 
 def implied_by_dialect(dialect: object) -> LauncherSpec | None:

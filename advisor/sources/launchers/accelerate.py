@@ -43,6 +43,7 @@ SPEC = LauncherSpec(
     ),
     source="accelerate/commands/launch.py: launch_command_parser",
     reads_accelerate_config=True,
+    implied_by_kind="accelerate",  # a run with an accelerate config and no launch: `accelerate launch`
     probe_as="accelerate",
 )
 

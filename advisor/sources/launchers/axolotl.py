@@ -20,6 +20,7 @@ SPEC = LauncherSpec(
     source="axolotl/cli/main.py: train",
     reads_accelerate_config=True,
     runs_trainer=True,
+    flags_override_config=True,
     implied_by_dialect="axolotl",
     probe_as="accelerate",
 )

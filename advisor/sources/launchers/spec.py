@@ -65,10 +65,20 @@ class LauncherSpec:
     runs_trainer: bool = False  # runs its own trainer script, which reads TrainingArguments
     runs_trl: bool = False  # that trainer is TRL's, named by the command word (`trl grpo`)
     own_defaults: bool = False  # its parser has defaults of its own, not TrainingArguments' (ms-swift)
+    # the entry files of its argument classes, which a run may start under another launcher (`torchrun
+    # swift/cli/sft.py`, `-m swift.cli.sft`): their flags are this launcher's (launchers.argument_owner)
+    route_scripts: tuple[str, ...] = ()
+    route_modules: tuple[str, ...] = ()
+    # `--deepspeed NAME` values it maps to a DeepSpeed config it ships, not a file of the project
+    deepspeed_presets: frozenset[str] = frozenset()
+    # its run's flags override keys of its own config (axolotl's `--key=value` into its pydantic config),
+    # not TrainingArguments flags of an argparse
+    flags_override_config: bool = False
     starts_deepspeed: bool = False  # the script it starts is a DeepSpeed run (--deepspeed_config)
     filters_gpus: bool = False  # --include/--exclude/--num_gpus pick the GPUs, dropping CUDA_VISIBLE_DEVICES
     flags_dialect: str = ""  # the dialect its run's flags are read in (llamafactory-cli: its own)
     implied_by_dialect: str = ""  # a training config of this dialect with no launch runs under it
+    implied_by_kind: str = ""  # a run with a config file of this kind and no launch runs under it
     probe_as: str = ""  # the launcher the probe starts a run of it with ("": by the world size)
     # the flags that name files it reads: the accelerate config (all: --config_file), the hostfile
     accelerate_config_flags: tuple[str, ...] = ("config_file",)

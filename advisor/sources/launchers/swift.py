@@ -50,19 +50,10 @@ SPEC = LauncherSpec(
     ),
     source="swift/cli/main.py:30-35,74-98 (ms-swift 4.6.0)",
     own_defaults=True,
+    route_scripts=SCRIPTS,
+    route_modules=MODULES,
+    deepspeed_presets=frozenset(DEEPSPEED_PRESETS),
 )
-
-
-def reads_swift_arguments(launcher: str, script: str | None, module: bool) -> bool:
-    """Whether the command's flags are read by ms-swift's argument classes: `swift sft`, or one of
-    its route files started directly (by path or as `-m swift.cli.sft`)."""
-    if launcher == SPEC.name:
-        return True
-    if not script:
-        return False
-    if module:
-        return script in MODULES
-    return script.replace("\\", "/").endswith(SCRIPTS)
 
 
 def processes(run: RunInputs) -> ProcessCount:
