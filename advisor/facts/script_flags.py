@@ -184,7 +184,6 @@ def script_flag_items(doc: Document, context: CheckContext) -> dict[str, list[di
         "dropped_flags": [],
     }
     commands = getattr(doc.data, "commands", None) or []
-    checked = context
     settings = None
     for idx, cmd in enumerate(commands):
         spec = launchers.spec_of(cmd.launcher)
@@ -194,11 +193,11 @@ def script_flag_items(doc: Document, context: CheckContext) -> dict[str, list[di
         if cmd.script is None or not cmd.script.text:
             continue
         if settings is None:
-            settings = checked.settings_near(doc.path)
-        path = _script_path(doc, cmd.script.text, settings, checked, getattr(cmd, "workdir", None))
+            settings = context.settings_near(doc.path)
+        path = _script_path(doc, cmd.script.text, settings, context, getattr(cmd, "workdir", None))
         if path is None:
             continue
-        parsing = _analysed(path, checked)
+        parsing = _analysed(path, context)
         if not isinstance(parsing, ArgumentParsing) or not parsing.complete:
             continue
         if not set(parsing.methods) & _ARGV_METHODS:
@@ -209,10 +208,10 @@ def script_flag_items(doc: Document, context: CheckContext) -> dict[str, list[di
         from advisor.facts import versions
 
         # the environment the script runs in: its folder's pins first (a sub-project's requirements.txt)
-        targets = versions.targets_for(doc.path, settings, checked, script=path)
+        targets = versions.targets_for(doc.path, settings, context, script=path)
         if any(p not in targets for p, _ in sources):
             continue
-        pre_parsed = _pre_parsed(path, checked)
+        pre_parsed = _pre_parsed(path, context)
         _judge_command(doc, idx, cmd, parsing, sources, targets, path, out, pre_parsed)
     return out
 
@@ -346,11 +345,10 @@ def config_consumers(doc: Document, context: CheckContext) -> list[ScriptJudge] 
         return None
     from advisor.facts import versions
 
-    checked = context
-    settings = checked.settings_near(doc.path)
+    settings = context.settings_near(doc.path)
     out: list[ScriptJudge] = []
     for script, how in doc.consumers:
-        parsing = _analysed(script, checked)
+        parsing = _analysed(script, context)
         if not isinstance(parsing, ArgumentParsing) or not parsing.complete:
             return None
         methods = set(parsing.methods)
@@ -361,7 +359,7 @@ def config_consumers(doc: Document, context: CheckContext) -> list[ScriptJudge] 
         sources = _library_sources(parsing)
         if sources is None:
             return None
-        targets = versions.targets_for(doc.path, settings, checked, script=script)
+        targets = versions.targets_for(doc.path, settings, context, script=script)
         if any(p not in targets for p, _ in sources):
             return None
         out.append((script, how, parsing, sources, targets))
@@ -374,10 +372,9 @@ def own_fields(doc: Document, context: CheckContext) -> frozenset[str]:
     whole: when the file is judged alone, these keys are the scripts' and known."""
     if not doc.consumers:
         return frozenset()
-    checked = context
     out: set[str] = set()
     for script, _how in doc.consumers:
-        parsing = _analysed(script, checked)
+        parsing = _analysed(script, context)
         if isinstance(parsing, ArgumentParsing):
             out |= parsing.fields
     return frozenset(out)

@@ -204,16 +204,15 @@ def targets_for(
     wanted = dict(getattr(settings, "target_versions", None) or {})
     folder = Path(os.path.abspath(path)).parent
     near = Path(os.path.abspath(script)).parent if script is not None else None
-    checked = context
     items = tuple(sorted(wanted.items()))
 
     def build() -> tuple[tuple[str, Target], ...]:
-        pins = dict(checked.pins_near(near)) if near is not None else {}
-        for package, pin in checked.pins_near(folder).items():
+        pins = dict(context.pins_near(near)) if near is not None else {}
+        for package, pin in context.pins_near(folder).items():
             pins.setdefault(package, pin)
         return _targets(pins, items)
 
-    return dict(checked.derived("targets", (folder, near, items), build))
+    return dict(context.derived("targets", (folder, near, items), build))
 
 
 def _targets(
@@ -251,12 +250,11 @@ def _targets(
 def pinned(package: str, path: Path, context: CheckContext, script: Path | None = None) -> Pin | None:
     """The pin of any package the pin files are read for (advisor.sources.pins.WANTED: bitsandbytes and
     PyYAML besides the judged libraries) nearest the training script ``script``, then nearest ``path``."""
-    checked = context
     if script is not None:
-        near = checked.pins_near(Path(os.path.abspath(script)).parent).get(package)
+        near = context.pins_near(Path(os.path.abspath(script)).parent).get(package)
         if near is not None:
             return near
-    return checked.pins_near(Path(os.path.abspath(path)).parent).get(package)
+    return context.pins_near(Path(os.path.abspath(path)).parent).get(package)
 
 
 def unknown_release_note(targets: dict[str, Target], packages: Any) -> str:
