@@ -74,14 +74,22 @@ def parallel_divisor(plan: RunPlan) -> tuple[int, list[Location]]:
     return divisor, where
 
 
-def implied_launcher(plan: RunPlan) -> str | None:
-    """The launch's launcher; else the one its configs imply (an accelerate config: accelerate; a
-    LLaMA-Factory or axolotl config: that launcher)."""
-    launcher = plan.launch.launcher
-    if launcher:
-        return str(launcher)
+def configured_launcher(plan: RunPlan) -> str | None:
+    """The launch's launcher; else the one a config file of the run implies by its kind (an accelerate
+    config: accelerate)."""
+    if plan.launch.launcher:
+        return str(plan.launch.launcher)
     spec = launchers.implied_by_kind("accelerate") if plan.spec.accelerate is not None else None
-    spec = spec or launchers.implied_by_dialect(plan.training.dialect)
+    return spec.name if spec is not None else None
+
+
+def implied_launcher(plan: RunPlan) -> str | None:
+    """configured_launcher; else the one the training config's dialect implies (a LLaMA-Factory or axolotl
+    config: that launcher)."""
+    launcher = configured_launcher(plan)
+    if launcher is not None:
+        return launcher
+    spec = launchers.implied_by_dialect(plan.training.dialect)
     return spec.name if spec is not None else None
 
 

@@ -356,8 +356,11 @@ def build_spec(
     dev: Literal["cuda", "cpu"] = "cuda" if on_gpu else "cpu"
 
     # ---- launcher and process count ----------------------------------------------------------
-    implied = launchers.implied_by_kind("accelerate") if plan.spec.accelerate is not None else None
-    launcher_name = plan.launch.launcher or (implied.name if implied is not None else None)
+    from advisor.facts.world_size import configured_launcher
+
+    # a config file implies the launcher here, a dialect does not (implied_launcher): the probe of a
+    # LLaMA-Factory or axolotl config with no launch is started as it was
+    launcher_name = configured_launcher(plan)
     probe_as = launchers.spec_of(launcher_name).probe_as
     if probe_as:
         launcher: Launcher = cast(Launcher, probe_as)
