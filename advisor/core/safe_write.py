@@ -41,6 +41,13 @@ class WriteRefused(OSError):
         self.strerror = reason
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """All of ``data`` to an open descriptor (os.write may write less than it is given)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def write_file(path: Path, data: str | bytes, *, parents: bool = False) -> None:
     """Write `data` (text is UTF-8) to `path` as the module docstring says. `parents` creates missing
     folders above a new file. Raises OSError (WriteRefused for what it will not write)."""
@@ -145,9 +152,7 @@ def _write_through(path: Path, st: os.stat_result, raw: bytes, *, follow: bool, 
         now = os.fstat(fd)
         if stat.S_IFMT(now.st_mode) != stat.S_IFMT(st.st_mode):
             raise WriteRefused("it changed while it was written: not written")
-        view = memoryview(raw)
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, raw)
     finally:
         os.close(fd)
 
@@ -170,9 +175,7 @@ def _replace(target: Path, st: os.stat_result | None, raw: bytes, *, durable: bo
     replaced = False
     try:
         try:
-            view = memoryview(raw)
-            while view:
-                view = view[os.write(fd, view) :]
+            write_all(fd, raw)
             os.fchmod(fd, stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask())
             if st is not None and os.geteuid() == 0 and (st.st_uid, st.st_gid) != (0, 0):
                 with contextlib.suppress(OSError):

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.core.findings import Finding, Fix
 from advisor.core.records import field, record
+from advisor.core.safe_write import write_all
 from advisor.engine.textedits import (
     JSON_SUFFIXES,
     SHELL_SUFFIXES,
@@ -388,9 +389,7 @@ def _write_in_place(target: WriteTarget, data: bytes) -> None:
         if not os.path.samestat(os.fstat(fd), target.stat):
             raise FixError("changed while the fixes were planned; not overwritten")
         os.ftruncate(fd, 0)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, data)
         os.fsync(fd)
     except OSError as exc:
         raise FixError(f"cannot write it: {exc.strerror or exc}") from None

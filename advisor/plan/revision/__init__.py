@@ -19,6 +19,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from advisor.core.safe_write import write_all
 from advisor.plan.revision.git import RevisionError, missing_objects, run_git
 from advisor.sources.read import CONFIG_SUFFIXES, MAX_BYTES, PY_SUFFIXES
 
@@ -163,12 +164,6 @@ def _batches(oids: list[str], sizes: dict[str, int]) -> list[list[str]]:
     return out
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
 def _place(rev: str, base: Path, name: str, data: bytes | None, size: int) -> None:
     """Write one tree entry under `base` (fresh files only: O_EXCL, never through a link), or with `data`
     None an empty file of `size` bytes; an entry no checkout could hold is skipped, any other failure is
@@ -181,7 +176,7 @@ def _place(rev: str, base: Path, name: str, data: bytes | None, size: int) -> No
             if data is None:
                 os.ftruncate(fd, size)
             else:
-                _write_all(fd, data)
+                write_all(fd, data)
         finally:
             os.close(fd)
     except OSError as exc:
