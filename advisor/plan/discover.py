@@ -331,6 +331,18 @@ def _workdir(command: Any, bases: list[Path], training_word: Any) -> Path | None
     return next((b for b in bases if _names_file(b / named)), None)
 
 
+def config_run(name: str, doc: Document) -> RunSpec:
+    """A run rooted at a config file that no launch names: the file in its kind's place."""
+    run = RunSpec(name=name, root=doc)
+    if doc.kind == "accelerate":
+        run.accelerate = doc
+    elif doc.kind == "deepspeed":
+        run.deepspeed = doc
+    else:
+        run.training = doc
+    return run
+
+
 def discover(seeds: list[Path], cache: DocumentCache | None = None) -> tuple[list[RunSpec], list[Document]]:
     """Build the runs reachable from the seeds. Returns the runs and every document read.
 
@@ -498,13 +510,7 @@ def _build_runs(docs: list[Document], cache: DocumentCache) -> list[RunSpec]:
     for doc in docs:
         if doc.kind not in RUN_KINDS or resolved(doc.path) in reached:
             continue
-        run = RunSpec(name=relative(doc.path), root=doc)
-        if doc.kind == "accelerate":
-            run.accelerate = doc
-        elif doc.kind == "deepspeed":
-            run.deepspeed = doc
-        else:
-            run.training = doc
+        run = config_run(relative(doc.path), doc)
         _attach_nested(run, cache)
         runs.append(run)
         reached.update(resolved(d.path) for d in run.documents)

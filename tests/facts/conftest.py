@@ -77,7 +77,7 @@ def run_facts_of() -> Callable[..., Names]:
     from advisor.facts import run_names
     from advisor.facts.script_readers import SCRIPT_READERS
     from advisor.plan.context import CheckContext
-    from advisor.plan.discover import RUN_KINDS, RunSpec, _deepspeed_word
+    from advisor.plan.discover import RUN_KINDS, RunSpec, _deepspeed_word, config_run
     from advisor.plan.run_plan import build_plan
     from advisor.sources import launchers
     from advisor.sources.boundary import ProjectBoundary
@@ -131,13 +131,7 @@ def run_facts_of() -> Callable[..., Names]:
                 configs = [d for d in docs.values() if d.kind in RUN_KINDS]
                 assert len(configs) == 1, "one run: one config"
                 root = configs[0]
-                spec = RunSpec(name=root.path.relative_to(PROJECT).as_posix(), root=root)
-                if root.kind == "accelerate":
-                    spec.accelerate = root
-                elif root.kind == "deepspeed":
-                    spec.deepspeed = root
-                else:
-                    spec.training = root
+                spec = config_run(root.path.relative_to(PROJECT).as_posix(), root)
             for holder, key in ((spec.training, "deepspeed"), (spec.accelerate, "deepspeed_config_file")):
                 if spec.deepspeed is None and holder is not None and isinstance(holder.data, dict):
                     found = (
