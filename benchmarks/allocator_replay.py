@@ -139,21 +139,23 @@ class CachingAllocator:
         p = b.prev
         if p is not None and p.free:
             self._remove(p)
-            p.size += b.size
-            p.next = b.next
-            if b.next is not None:
-                b.next.prev = p
-            b = p
+            b = _absorb(p, b)
         nx = b.next
         if nx is not None and nx.free:
             self._remove(nx)
-            b.size += nx.size
-            b.next = nx.next
-            if nx.next is not None:
-                nx.next.prev = b
+            _absorb(b, nx)
         if b.prev is None:
             self._heads[b.seg] = b
         self._insert(b)
+
+
+def _absorb(left: _Block, right: _Block) -> _Block:
+    """Merge free `right` into its free neighbour `left` (the caching allocator's coalescing on free)."""
+    left.size += right.size
+    left.next = right.next
+    if right.next is not None:
+        right.next.prev = left
+    return left
 
 
 def scale(short: list[Event], long: list[Event], l0: int, length: int) -> list[Event]:
