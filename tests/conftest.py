@@ -41,6 +41,21 @@ def git_project(tmp_path: Path, files: dict[str, str], monkeypatch: pytest.Monke
     return tmp_path
 
 
+def estimate_json_run(hardware: str = "1xH100") -> dict[str, Any]:
+    """`gpu-advise estimate . -H HARDWARE --format json` in the current folder, through the CLI as a user
+    runs it; its one run."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from advisor.cli import app
+
+    result = CliRunner().invoke(app, ["estimate", ".", "-H", hardware, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    (run,) = json.loads(result.stdout)["runs"]
+    return run
+
+
 # skip reasons that mean "the real-config corpus beside the checkout is not there" (../shared/corpus)
 _CORPUS_SKIP = re.compile(r"shared/corpus|corpus\S* is (?:absent|not here)|no corpus file")
 

@@ -11,16 +11,11 @@ nearest the recipe: counted when the pin installs a release before 0.43.2, state
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from advisor.cli import app
-from tests.conftest import write_files
-
-runner = CliRunner()
+from tests.conftest import estimate_json_run, write_files
 
 _SFT = (
     "model_name_or_path: meta-llama/Llama-2-7b-hf\ndtype: bfloat16\nuse_peft: true\nlora_r: 16\n"
@@ -35,10 +30,7 @@ _PER_LAYER = (3 * 4096 + 11008) * 2 * 1024  # bf16 x 1024 tokens
 def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str]) -> dict:
     write_files(tmp_path, files)
     monkeypatch.chdir(tmp_path)
-    result = runner.invoke(app, ["estimate", ".", "-H", "1xH100", "--format", "json"])
-    assert result.exit_code == 0, result.output
-    (run,) = json.loads(result.stdout)["runs"]
-    return run
+    return estimate_json_run()
 
 
 def _pinned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recipe: str, pin: str) -> dict:

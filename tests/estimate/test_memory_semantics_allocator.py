@@ -6,19 +6,14 @@ it (expandable_segments)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from advisor.cli import app
 from advisor.core.records import replace
 from advisor.estimate import TrainingSetup, estimate_memory, resolve_model
 from advisor.facts.memory_kinds import memory_figures
-from tests.conftest import write_files
-
-runner = CliRunner()
+from tests.conftest import estimate_json_run, write_files
 
 _SFT = (
     "model_name_or_path: Qwen/Qwen2.5-1.5B\ndtype: bfloat16\nbf16: true\nuse_peft: true\n"
@@ -30,10 +25,7 @@ _SFT = (
 def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recipe: str) -> dict:
     write_files(tmp_path, {"sft.yaml": recipe})
     monkeypatch.chdir(tmp_path)
-    result = runner.invoke(app, ["estimate", ".", "-H", "1xH100", "--format", "json"])
-    assert result.exit_code == 0, result.output
-    (run,) = json.loads(result.stdout)["runs"]
-    return run
+    return estimate_json_run()
 
 
 def test_a_trl_recipe_without_packing_is_told_about_expandable_segments(

@@ -43,15 +43,9 @@ def test_fsdp_fp32_shards_save_bf16_activations(checkpointing: bool) -> None:
 
 
 # ---- FSDP1 units mixing frozen and LoRA weights ---------------------------------------------------------
-import json  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from typer.testing import CliRunner  # noqa: E402
-
-from advisor.cli import app  # noqa: E402
-from tests.conftest import write_files  # noqa: E402
-
-runner = CliRunner()
+from tests.conftest import estimate_json_run, write_files  # noqa: E402
 
 # `accelerate config`'s FSDP answers, in its form
 _ACCELERATE = """compute_environment: LOCAL_MACHINE
@@ -114,10 +108,7 @@ def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str, recipe: s
         },
     )
     monkeypatch.chdir(tmp_path)
-    result = runner.invoke(app, ["estimate", ".", "-H", "4xH100-NVL", "--format", "json"])
-    assert result.exit_code == 0, result.output
-    (run,) = json.loads(result.stdout)["runs"]
-    return run
+    return estimate_json_run("4xH100-NVL")
 
 
 def _grads(run: dict) -> float:

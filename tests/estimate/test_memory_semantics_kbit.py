@@ -10,16 +10,11 @@ bf16 (713-718). axolotl's LoRA/QLoRA path calls PEFT's prepare_model_for_kbit_tr
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from advisor.cli import app
-from tests.conftest import write_files
-
-runner = CliRunner()
+from tests.conftest import estimate_json_run, write_files
 
 _SFT = (
     "model_name_or_path: meta-llama/Llama-2-7b-hf\nuse_peft: true\nlora_r: 16\nload_in_4bit: true\n"
@@ -31,10 +26,7 @@ _SFT = (
 def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str]) -> dict:
     write_files(tmp_path, files)
     monkeypatch.chdir(tmp_path)
-    result = runner.invoke(app, ["estimate", ".", "-H", "1xH100", "--format", "json"])
-    assert result.exit_code == 0, result.output
-    (run,) = json.loads(result.stdout)["runs"]
-    return run
+    return estimate_json_run()
 
 
 def _rows(run: dict) -> dict[str, str]:

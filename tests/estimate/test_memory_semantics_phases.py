@@ -11,20 +11,16 @@ fsdp_qlora train.py: `output = model(...)`, `loss = output.loss`, `loss.backward
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from advisor.cli import app
 from advisor.core.records import replace
 from advisor.estimate import TrainingSetup, estimate_memory, resolve_model
 from advisor.estimate.memory.peak import phase_terms
-from tests.conftest import write_files
+from tests.conftest import estimate_json_run, write_files
 
 GIB = 2**30
-runner = CliRunner()
 
 
 def _setup(**kw: object) -> TrainingSetup:
@@ -118,10 +114,7 @@ def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str, extra: di
         | extra,
     )
     monkeypatch.chdir(tmp_path)
-    result = runner.invoke(app, ["estimate", ".", "-H", "1xH100", "--format", "json"])
-    assert result.exit_code == 0, result.output
-    (run,) = json.loads(result.stdout)["runs"]
-    return run
+    return estimate_json_run()
 
 
 @pytest.mark.parametrize(

@@ -9,17 +9,12 @@ sorted by length), so padding to the longest adds little.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from advisor.cli import app
 from advisor.estimate.timing import DataLength, tokens_per_micro_batch
-from tests.conftest import git_project
-
-runner = CliRunner()
+from tests.conftest import estimate_json_run, git_project
 
 SFT = """model_name_or_path: Qwen/Qwen2.5-1.5B
 use_peft: true
@@ -34,10 +29,7 @@ output_dir: out
 def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str]) -> dict:
     base = {"launch.sh": "#!/bin/bash\npython train.py sft.yaml\n", "train.py": "pass\n"}
     git_project(tmp_path, {**base, **files}, monkeypatch)
-    result = runner.invoke(app, ["estimate", ".", "-H", "1xH100", "--format", "json"])
-    assert result.exit_code == 0, result.output
-    (run,) = json.loads(result.stdout)["runs"]
-    return run
+    return estimate_json_run()
 
 
 def test_unknown_length_counts_no_capped_token_as_real(

@@ -19,7 +19,7 @@ from advisor.cli import app
 from advisor.estimate import TrainingSetup, estimate_time, resolve_model
 from advisor.estimate.timing import fp32_flops_per_token
 from advisor.sources.hardware import resolve_gpu
-from tests.conftest import git_project
+from tests.conftest import estimate_json_run, git_project
 
 runner = CliRunner()
 
@@ -42,10 +42,7 @@ def _estimate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hw: str, args: st
     files = {"launch.sh": "#!/bin/bash\npython train.py args.yaml\n", "args.yaml": args, "train.py": "pass\n"}
     (tmp_path / name).mkdir()
     git_project(tmp_path / name, files, monkeypatch)
-    result = runner.invoke(app, ["estimate", ".", "-H", hw, "--format", "json"])
-    assert result.exit_code == 0, result.output
-    (run,) = json.loads(result.stdout)["runs"]
-    return run
+    return estimate_json_run(hw)
 
 
 def _tps(run: dict) -> float:
