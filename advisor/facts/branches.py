@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.core.document import Location
 from advisor.core.provenance import Value
 from advisor.facts.namespace_entries import truth, written
+from advisor.sources.argparse_calls import dest_of, keyword, switch_default
 
 if TYPE_CHECKING:
     from advisor.plan.run_plan import RunPlan
@@ -42,7 +43,6 @@ _RUNTIME_FLAGS = frozenset(
         "n_gpu",
     }
 )
-_STORE_DEFAULTS = {"store_true": False, "store_false": True}
 _NO_VALUE = object()
 _ORDER: dict[type, Callable[[Any, Any], bool]] = {
     ast.Lt: operator.lt,
@@ -194,25 +194,16 @@ def _declared_defaults(tree: ast.Module) -> dict[str, tuple[Any, ast.AST] | None
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             got = node.value
             if isinstance(got, ast.Call) and called(got) == "field":
-                got = next((k.value for k in got.keywords if k.arg == "default"), None)
+                got = keyword(got, "default")
             if got is not None:
                 found.setdefault(node.target.id, []).append((got, got))
         elif isinstance(node, ast.Call) and called(node) == "add_argument":
-            names = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-            dest = next((k.value for k in node.keywords if k.arg == "dest"), None)
-            flags = {n.lstrip("-").replace("-", "_") for n in names if n.startswith("--")}
-            if isinstance(dest, ast.Constant):
-                flags = {str(dest.value)}
-            kw = {k.arg: k.value for k in node.keywords if k.arg}
-            action = kw.get("action")
-            if "default" in kw:
-                default: tuple[Any, ast.AST] = (kw["default"], node)
-            elif isinstance(action, ast.Constant) and action.value in _STORE_DEFAULTS:
-                default = (ast.Constant(_STORE_DEFAULTS[action.value]), node)
-            else:
-                default = (ast.Constant(None), node)  # argparse's default None
-            for flag in flags:
-                found.setdefault(flag, []).append(default)
+            dest = dest_of(node)
+            if dest is None:
+                continue
+            given = keyword(node, "default")
+            value = given if given is not None else ast.Constant(switch_default(node))  # or argparse's None
+            found.setdefault(dest, []).append((value, node))
     return {flag: _one_literal(declared) for flag, declared in found.items()}
 
 
