@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import json
 import os
@@ -15,7 +16,7 @@ from typer.testing import CliRunner
 
 from advisor.cli import app
 from advisor.core.provenance import UndeclaredFact, Value
-from advisor.facts import declare
+from advisor.facts import declare, stage_namespaces
 from advisor.facts.batch import BatchFacts
 from advisor.facts.catalogue import NAMESPACES, by_name
 from advisor.facts.catalogue_view import markdown
@@ -339,3 +340,17 @@ def test_a_written_value_of_another_type_is_unknown_not_a_crash(tmp_path: Path) 
     )
     assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr
     assert json.loads(done.stdout)["runs"]
+
+
+def test_every_stage_namespace_names_a_builder_that_exists() -> None:
+    """stage_namespaces.py names the builders of higher layers as strings (the facts layer may not import
+    them); `gpu-advise facts` and docs/facts.md print them, so a renamed builder must fail here, not there."""
+    classes = [
+        c
+        for c in vars(stage_namespaces).values()
+        if isinstance(c, type) and issubclass(c, FactNamespace) and c is not FactNamespace
+    ]
+    assert len(classes) >= 11
+    for cls in classes:
+        module, _, function = cls.builder.partition(":")
+        assert callable(getattr(importlib.import_module(module), function, None)), (cls.name, cls.builder)
