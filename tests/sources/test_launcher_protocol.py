@@ -7,14 +7,24 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
+from advisor.core.document import DocumentKind
 from advisor.sources import launchers
+from advisor.sources.known_keys import DIALECTS
+from advisor.sources.pins import PACKAGES
+from advisor.sources.project_imports import LIBRARIES
 from tests.gate.conftest import cli
 
 ADVISOR = Path(__file__).resolve().parents[2] / "advisor"
 LAUNCHER_IDS = frozenset(launchers.LAUNCHERS)
+# ids that name nothing else of the project (no document kind, dialect or package): as a key of a dict
+# or a lookup they can only mean the launcher (`ALIASES["swift"]`, `{"torchrun": ...}`)
+ONLY_LAUNCHER_IDS = LAUNCHER_IDS - set(get_args(DocumentKind)) - set(DIALECTS) - set(PACKAGES) - LIBRARIES
+# ...but for these keys, each once: (file, key)
+NOT_LAUNCHER_KEYS = {("advisor/pipeline/probe/envinfo.py", "python")}  # the interpreter's version
 
 # Comparisons with a launcher id's spelling that are not about a launcher: the name of the thing
 # compared (its last attribute or variable) says what it is.
@@ -93,10 +103,15 @@ def launcher_name_comparisons(path: Path, source: str) -> list[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Subscript):
             subject, keys = _subject_name(node.value), _strings(node.slice)
-            if subject == "LAUNCHERS" and keys & LAUNCHER_IDS:
+            registry = subject == "LAUNCHERS" and keys & LAUNCHER_IDS
+            if registry or (keys & ONLY_LAUNCHER_IDS and not {(where, k) for k in keys} <= NOT_LAUNCHER_KEYS):
                 hit(node)
             # a type of launcher ids (not one of document kinds or packages that share some spellings)
             if subject == "Literal" and keys and keys <= LAUNCHER_IDS:
+                hit(node)
+        elif isinstance(node, ast.Dict):
+            keys = {s for k in node.keys if k is not None for s in _strings(k)}
+            if {k for k in keys & ONLY_LAUNCHER_IDS if (where, k) not in NOT_LAUNCHER_KEYS}:
                 hit(node)
         elif isinstance(node, ast.Attribute):
             if _subject_name(node.value) == "launchers" and _names_a_launcher(node.attr):
@@ -160,6 +175,8 @@ def test_no_launcher_name_is_compared_outside_the_launchers() -> None:
         'spec = ProbeSpec(run=r, launcher="torchrun")',
         'def probe_launcher(n):\n    return "python" if n == 1 else "torchrun"',
         'Launcher = Literal["torchrun", "accelerate", "python"]',
+        'aliases = {**aliases, **TRAINING_ALIASES["swift"]}',  # a launcher's id as a key
+        'KEYS = {"axolotl": "base_model", "swift": "model"}',
     ],
 )
 def test_the_scan_finds_a_launcher_name_comparison(source: str) -> None:

@@ -77,6 +77,8 @@ class LauncherSpec:
     runs_trainer: bool = False  # runs its own trainer script, which reads TrainingArguments
     runs_trl: bool = False  # that trainer is TRL's, named by the command word (`trl grpo`)
     own_defaults: bool = False  # its parser has defaults of its own, not TrainingArguments' (ms-swift)
+    # that parser's flags spelled otherwise than TrainingArguments' (or the dialect's) names: theirs
+    own_aliases: Mapping[str, str] = field(default_factory=dict)
     # the entry files of its argument classes, which a run may start under another launcher (`torchrun
     # swift/cli/sft.py`, `-m swift.cli.sft`): their flags are this launcher's (launchers.argument_owner)
     route_scripts: tuple[str, ...] = ()
