@@ -18,12 +18,12 @@ from advisor.facts.namespace_entries import truth
 from advisor.plan.run_plan import RunPlan
 
 # The key each training dialect names the model with (advisor.plan.run_plan.TRAINING_ALIASES reads them as
-# model_name_or_path): axolotl's base_model, LLaMA-Factory's model_name_or_path, ms-swift's --model.
-# TRL's own configs take model_name_or_path through its ModelConfig (trl 1.16 trainer/model_config.py).
+# model_name_or_path): axolotl's base_model, LLaMA-Factory's model_name_or_path. TRL's own configs take
+# model_name_or_path through its ModelConfig (trl 1.16 trainer/model_config.py). (ms-swift is a launcher,
+# not a dialect: its --model is its spec's own_aliases.)
 DIALECT_KEYS = {
     "axolotl": "base_model",
     "llamafactory": "model_name_or_path",
-    "swift": "model",
     "trl": "model_name_or_path",
 }
 MODEL_FIELD = "model_name_or_path"

@@ -45,18 +45,8 @@ TRAINING_ALIASES: dict[str, dict[str, str]] = {
     },
     "trl": {"max_length": "max_seq_length"},
     "hf": {},
-    # ms-swift runs (has_own_defaults: the launcher or its route files), on top of their dialect's:
-    # ms-swift 4.6.0 swift/arguments/base_args/model_args.py:68 `model`, template_args.py:130 `max_length`
-    # tuner_type (train_type before ms-swift 4) names the method as LLaMA-Factory's finetuning_type does
-    # (tuner_args.py: 'lora', 'full', 'longlora', 'adalora', ...), lora_rank is the LoRA rank
-    "swift": {
-        "model": "model_name_or_path",
-        "max_length": "max_seq_length",
-        "tuner_type": "finetuning_type",
-        "train_type": "finetuning_type",
-        "lora_rank": "lora_r",
-    },
 }
+# a launcher with defaults of its own (ms-swift) adds its spec's own_aliases on top of its dialect's
 
 # (No lr_scheduler_type here, nor in a script's dataclass defaults (_DATACLASS_TERMS): GA107 reads one in
 # the plan as written.)
@@ -98,12 +88,17 @@ def has_own_defaults(command: Any) -> bool:
     """Whether the command's flags go to a parser with defaults of its own (a launcher's `own_defaults`):
     the `swift` launcher, or one of ms-swift's route files started directly (`torchrun swift/cli/sft.py`,
     `-m swift.cli.sft`: advisor.sources.launchers.argument_owner)."""
+    return own_defaults_owner(command) is not None
+
+
+def own_defaults_owner(command: Any) -> launchers.LauncherSpec | None:
+    """The launcher whose parser, with defaults of its own, reads the command's flags (has_own_defaults)."""
     if command is None:
-        return False
+        return None
     script = getattr(command, "script", None)
     text = script.text if script is not None and not getattr(command, "subcommand", False) else None
     owner = launchers.argument_owner(command.launcher, text, bool(command.module))
-    return owner is not None and owner.own_defaults
+    return owner if owner is not None and owner.own_defaults else None
 
 
 def coerce_text(text: str) -> Any:
@@ -353,9 +348,10 @@ def _build_training(plan: RunPlan, spec: RunSpec, readers: ScriptReaders | None 
     plan.training.set("dialect", Value(dialect, None, "derived"))
     aliases = TRAINING_ALIASES.get(dialect, {})
     defaults = AXOLOTL_DEFAULTS if dialect == "axolotl" else {}
-    swift = has_own_defaults(spec.command)
-    if swift:
-        aliases = {**aliases, **TRAINING_ALIASES["swift"]}
+    owner = own_defaults_owner(spec.command)
+    swift = owner is not None
+    if owner is not None:
+        aliases = {**aliases, **owner.own_aliases}
 
     reads = reads_training_arguments(spec, plan.context)
     own = script_arguments(spec, plan.context)

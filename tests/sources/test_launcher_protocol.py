@@ -7,14 +7,24 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
+from advisor.core.document import DocumentKind
 from advisor.sources import launchers
+from advisor.sources.known_keys import DIALECTS
+from advisor.sources.pins import PACKAGES
+from advisor.sources.project_imports import LIBRARIES
 from tests.gate.conftest import cli
 
 ADVISOR = Path(__file__).resolve().parents[2] / "advisor"
 LAUNCHER_IDS = frozenset(launchers.LAUNCHERS)
+# ids that name nothing else of the project (no document kind, dialect or package): as a key of a dict
+# or a lookup they can only mean the launcher (`ALIASES["swift"]`, `{"torchrun": ...}`)
+ONLY_LAUNCHER_IDS = LAUNCHER_IDS - set(get_args(DocumentKind)) - set(DIALECTS) - set(PACKAGES) - LIBRARIES
+# ...but for these keys, each once: (file, key)
+NOT_LAUNCHER_KEYS = {("advisor/pipeline/probe/envinfo.py", "python")}  # the interpreter's version
 
 # Comparisons with a launcher id's spelling that are not about a launcher: the name of the thing
 # compared (its last attribute or variable) says what it is.
@@ -52,30 +62,90 @@ def _subject_name(node: ast.expr) -> str | None:
     return None
 
 
+def _given(node: ast.expr | None) -> set[str]:
+    """The strings an expression may evaluate to: a literal, either arm of `a if c else b`, `a or b`."""
+    if isinstance(node, ast.IfExp):
+        return _given(node.body) | _given(node.orelse)
+    if isinstance(node, ast.BoolOp):
+        return {s for v in node.values for s in _given(v)}
+    return _strings(node) if node is not None else set()
+
+
+def _for_launcher(name: str | None) -> bool:
+    """A variable, attribute, keyword or function that holds or gives a launcher (`launcher`,
+    `cmd.launcher`, `launcher_name`, `probe_launcher`)."""
+    return name is not None and "launcher" in name.lower()
+
+
+def _names_a_launcher(name: str) -> bool:
+    """A name spelled as a launcher's id (launchers.TORCHRUN, an import of VLLM)."""
+    return name.lower() in LAUNCHER_IDS
+
+
 def launcher_name_comparisons(path: Path, source: str) -> list[str]:
-    """`x == "torchrun"`, `x in {"accelerate", "trl"}`, `LAUNCHERS["vllm"]` in one module's source."""
+    """The places in one module's source that tell launchers apart by name: `x == "torchrun"`, `x in
+    {"accelerate", "trl"}`, `LAUNCHERS["vllm"]`, a constant spelled as a launcher (`launchers.TORCHRUN`,
+    `from advisor.sources.launchers import VLLM`), and a launcher's id given as a launcher (`launcher =
+    "torchrun"`, `launcher="python"`, `LaunchCommand("vllm", ...)`, `return "accelerate"` from a function
+    named for a launcher, `Literal["torchrun", ...]`)."""
     where = path.relative_to(ADVISOR.parent).as_posix() if path.is_absolute() else path.as_posix()
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        registry = isinstance(node, ast.Subscript) and _subject_name(node.value) == "LAUNCHERS"
-        if registry and _strings(node.slice) & LAUNCHER_IDS:  # type: ignore[attr-defined]
-            found.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
-        if not isinstance(node, ast.Compare):
-            continue
-        operands = [node.left, *node.comparators]
-        for i, operand in enumerate(operands):
-            if not _strings(operand) & LAUNCHER_IDS:
-                continue
-            for j, other in enumerate(operands):
-                if j == i or _strings(other):
+    found: list[str] = []
+
+    def hit(node: ast.AST) -> None:
+        found.append(f"{where}:{node.lineno}: {ast.unparse(node)}")  # type: ignore[attr-defined]
+
+    tree = ast.parse(source)
+    for function in ast.walk(tree):
+        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef) and _for_launcher(function.name):
+            for node in ast.walk(function):
+                if isinstance(node, ast.Return) and _given(node.value) & LAUNCHER_IDS:
+                    hit(node)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript):
+            subject, keys = _subject_name(node.value), _strings(node.slice)
+            registry = subject == "LAUNCHERS" and keys & LAUNCHER_IDS
+            if registry or (keys & ONLY_LAUNCHER_IDS and not {(where, k) for k in keys} <= NOT_LAUNCHER_KEYS):
+                hit(node)
+            # a type of launcher ids (not one of document kinds or packages that share some spellings)
+            if subject == "Literal" and keys and keys <= LAUNCHER_IDS:
+                hit(node)
+        elif isinstance(node, ast.Dict):
+            keys = {s for k in node.keys if k is not None for s in _strings(k)}
+            if {k for k in keys & ONLY_LAUNCHER_IDS if (where, k) not in NOT_LAUNCHER_KEYS}:
+                hit(node)
+        elif isinstance(node, ast.Attribute):
+            if _subject_name(node.value) == "launchers" and _names_a_launcher(node.attr):
+                hit(node)
+        elif isinstance(node, ast.ImportFrom):
+            if (node.module or "").startswith("advisor.sources.launchers") and any(
+                _names_a_launcher(a.name) for a in node.names
+            ):
+                hit(node)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(_for_launcher(_subject_name(t)) for t in targets) and _given(node.value) & LAUNCHER_IDS:
+                hit(node)
+        elif isinstance(node, ast.Call):
+            given = [kw.value for kw in node.keywords if _for_launcher(kw.arg)]
+            if _subject_name(node.func) == "LaunchCommand" and node.args:
+                given.append(node.args[0])
+            if any(_given(v) & LAUNCHER_IDS for v in given):
+                hit(node)
+        elif isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            for i, operand in enumerate(operands):
+                if not _strings(operand) & LAUNCHER_IDS:
                     continue
-                shown = ast.unparse(other)
-                if (
-                    _subject_name(other) in NOT_LAUNCHER_SUBJECTS
-                    or (where, shown) in NOT_LAUNCHER_EXPRESSIONS
-                ):
-                    continue
-                found.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
+                for j, other in enumerate(operands):
+                    if j == i or _strings(other):
+                        continue
+                    shown = ast.unparse(other)
+                    if (
+                        _subject_name(other) in NOT_LAUNCHER_SUBJECTS
+                        or (where, shown) in NOT_LAUNCHER_EXPRESSIONS
+                    ):
+                        continue
+                    hit(node)
     return found
 
 
@@ -94,6 +164,19 @@ def test_no_launcher_name_is_compared_outside_the_launchers() -> None:
         'if command.launcher in {"accelerate", "trl", "axolotl"}: pass',
         'ok = "deepspeed" != launcher',
         'flags = LAUNCHERS["vllm"].flags',
+        "if cmd.launcher == launchers.AXOLOTL: pass",  # a constant spelled as the launcher
+        "torch = chosen.text == launchers.TORCHRUN",
+        "flags = LAUNCHERS[launchers.VLLM].flags",
+        "from advisor.sources.launchers import PYTHON",
+        'launcher = "python" if n in (None, 1) else "torchrun"',  # the id given as a launcher
+        'spec.launcher = "torchrun"',
+        'launcher: str = "accelerate"',
+        'cmd = LaunchCommand("vllm", Span(1, 1))',
+        'spec = ProbeSpec(run=r, launcher="torchrun")',
+        'def probe_launcher(n):\n    return "python" if n == 1 else "torchrun"',
+        'Launcher = Literal["torchrun", "accelerate", "python"]',
+        'aliases = {**aliases, **TRAINING_ALIASES["swift"]}',  # a launcher's id as a key
+        'KEYS = {"axolotl": "base_model", "swift": "model"}',
     ],
 )
 def test_the_scan_finds_a_launcher_name_comparison(source: str) -> None:
@@ -103,7 +186,10 @@ def test_the_scan_finds_a_launcher_name_comparison(source: str) -> None:
 def test_the_scan_leaves_formats_and_dialects_alone() -> None:
     source = (
         'a = t.dialect == "axolotl"\nb = doc.kind in ("accelerate", "deepspeed")\n'
-        'c = v.source == "accelerate"\nd = dialect.value == "trl"\ne = targs["deepspeed"]'
+        'c = v.source == "accelerate"\nd = dialect.value == "trl"\ne = targs["deepspeed"]\n'
+        'f = Namespace("accelerate")\ng = cmd.launcher_args.get("launcher")\nh = launchers.spec_of(x).name\n'
+        'i = Literal["bf16", "fp16"]\nkind = "deepspeed"\n'
+        'def read_launch():\n    return "trl" if package else None'
     )
     assert launcher_name_comparisons(Path("advisor/facts/x.py"), source) == []
 

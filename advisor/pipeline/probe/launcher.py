@@ -52,34 +52,33 @@ def free_port() -> int:
 
 
 def command_for(spec: ProbeSpec, spec_path: Path, python: str | None = None) -> list[str]:
-    py = python or sys.executable
+    """The worker's command line under the spec's launcher, as its local_start says it starts a Python
+    module on this machine (python itself, `-m torch.distributed.run --standalone`, `-m
+    accelerate.commands.launch` with the accelerate config and flags)."""
     worker = ["-m", "advisor.pipeline.probe.worker", str(spec_path)]
-    if spec.launcher == launchers.PYTHON:
-        return [py, *worker]
-    if spec.launcher == launchers.TORCHRUN:
-        nproc = spec.nproc_arg or str(spec.nproc or 1)
-        return [
-            py,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            "--nnodes",
-            "1",
-            "--nproc_per_node",
-            nproc,
-            *worker,
-        ]
-    cmd = [py, "-m", "accelerate.commands.launch"]
-    if spec.accelerate_config:
-        cmd += ["--config_file", spec.accelerate_config]
-    for flag, value in spec.accelerate_flags.items():
-        if flag in {"multi_gpu", "use_deepspeed", "use_fsdp"}:
-            if str(value).lower() in {"true", "1", "yes"}:
-                cmd.append(f"--{flag}")
-            continue
-        cmd += [f"--{flag}", str(value)]
-    cmd += ["--num_machines", "1", "--main_process_port", str(free_port()), *worker]
-    return cmd
+    own = launchers.spec_of(spec.launcher)
+    start = own.local_start
+    if start is None:
+        raise ValueError(f"the probe cannot start its worker under {spec.launcher!r}")
+    cmd = [python or sys.executable]
+    if own.modules:
+        cmd += ["-m", own.modules[0]]
+    cmd += start.before
+    if start.count_flag:
+        cmd += [f"--{start.count_flag}", spec.nproc_arg or str(spec.nproc or 1)]
+    if own.reads_accelerate_config:
+        if spec.accelerate_config:
+            cmd += [f"--{own.accelerate_config_flags[0]}", spec.accelerate_config]
+        for flag, value in spec.accelerate_flags.items():
+            if flag in own.flags.bools:  # a switch: given bare when true
+                if str(value).lower() in {"true", "1", "yes"}:
+                    cmd.append(f"--{flag}")
+                continue
+            cmd += [f"--{flag}", str(value)]
+    cmd += start.after
+    if start.port_flag:
+        cmd += [f"--{start.port_flag}", str(free_port())]
+    return [*cmd, *worker]
 
 
 def child_env(spec: ProbeSpec, options: ProbeOptions, marker: str) -> dict[str, str]:

@@ -24,7 +24,8 @@ Update = Callable[[int, int], None]
 def describe(procs: int | str | None, device: str, launcher: str) -> str:
     """'4 processes (CPU, gloo)', '1 process (CUDA)', 'gpu processes (CUDA, nccl)'."""
     many = procs != 1
-    backend = ("gloo" if device == "cpu" else "nccl") if many and launcher != launchers.PYTHON else None
+    spread = many and not launchers.spec_of(launcher).is_interpreter  # several processes talk
+    backend = ("gloo" if device == "cpu" else "nccl") if spread else None
     where = "CPU" if device == "cpu" else "CUDA"
     label = f"{procs} process{'es' if many else ''}"
     return f"{label} ({where}{', ' + backend if backend else ''})"

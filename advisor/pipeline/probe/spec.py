@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal
 
 from advisor.core import datacodec
 from advisor.core.provenance import Namespace
@@ -22,7 +22,11 @@ from advisor.sources import launchers
 if TYPE_CHECKING:
     from advisor.plan.run_plan import RunPlan
 
-Launcher = Literal["torchrun", "accelerate", "python"]
+# the launchers the probe can start its worker under (a spec's local_start): a recorded spec naming
+# another does not validate
+Launcher = str
+if not TYPE_CHECKING:
+    Launcher = Literal[tuple(s.name for s in launchers.LAUNCHERS.values() if s.local_start is not None)]
 DEFAULT_STEPS = 20
 DEFAULT_WARMUP = 2
 DEFAULT_TIMEOUT = 600.0
@@ -361,15 +365,12 @@ def build_spec(
     # a config file implies the launcher here, a dialect does not (implied_launcher): the probe of a
     # LLaMA-Factory or axolotl config with no launch is started as it was
     launcher_name = configured_launcher(plan)
-    probe_as = launchers.spec_of(launcher_name).probe_as
-    if probe_as:
-        launcher: Launcher = cast(Launcher, probe_as)
-        if launcher_name != probe_as:
-            notes.append(
-                f"{launcher_name} starts torch.distributed workers: probed under torchrun with the same count"
-            )
-    else:
-        launcher = "python" if (batch.world_size in (None, 1)) else "torchrun"
+    launcher = launchers.probe_launcher(launcher_name, batch.world_size)
+    if launchers.spec_of(launcher_name).probe_as and launcher_name != launcher.name:
+        notes.append(
+            f"{launcher_name} starts torch.distributed workers: "
+            f"probed under {launcher.name} with the same count"
+        )
     nodes = batch.nodes
     if isinstance(nodes, int) and nodes > 1:
         raise Skip(
@@ -382,8 +383,10 @@ def build_spec(
     pinned = bool(batch.pinned)
     if not pinned and on_gpu:
         # the count follows the machine: let the launcher decide here, as it would for the run
-        raw = _plain(plan.launch, "nproc_per_node")
-        if launcher == launchers.TORCHRUN and raw is not None:
+        # a launcher that takes the count as a flag gets the run's own word for it (torchrun's gpu, auto)
+        count_flag = launcher.local_start.count_flag if launcher.local_start is not None else ""
+        raw = _plain(plan.launch, count_flag) if count_flag else None
+        if raw is not None:
             nproc_arg = str(raw)
         nproc = None if nproc_arg else int(device.get("device_count") or 1)
         if nproc is not None:
@@ -399,8 +402,8 @@ def build_spec(
                 f"the run's process count follows its machine's GPUs ({nproc} with the given hardware); "
                 f"this machine has none: probed with {nproc} CPU processes"
             )
-    if launcher == launchers.PYTHON and nproc not in (None, 1):
-        launcher = "torchrun"
+    if launcher.probe_many_as and nproc not in (None, 1):
+        launcher = launchers.spec_of(launcher.probe_many_as)
     if dev == "cpu" and nproc is not None and nproc > int(device.get("cpu_count") or 1) * 4:
         raise Skip("skipped", f"{nproc} processes on a CPU-only machine with {device.get('cpu_count')} cores")
 
@@ -495,7 +498,7 @@ def build_spec(
     # ---- accelerate config ---------------------------------------------------------------------
     acc_cfg = None
     acc_flags: dict[str, str] = {}
-    if launcher == launchers.ACCELERATE:
+    if launcher.reads_accelerate_config:
         if plan.spec.accelerate is not None:
             acc_cfg = str(Path(plan.spec.accelerate.path).resolve())
         command = plan.spec.command
@@ -524,7 +527,7 @@ def build_spec(
     lora = _lora(plan) if method in {"lora", "qlora"} else None
     return ProbeSpec(
         run=plan.name,
-        launcher=launcher,
+        launcher=launcher.name,
         nproc=nproc,
         nproc_arg=nproc_arg,
         faithful=faithful,

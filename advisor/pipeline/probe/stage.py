@@ -286,8 +286,9 @@ def probe_run(
         single = copy.deepcopy(spec)
         single.nproc, single.nproc_arg = 1, None
         single.accelerate_flags = {k: v for k, v in single.accelerate_flags.items() if k != "multi_gpu"}
-        if single.launcher == launchers.ACCELERATE:
-            single.accelerate_flags["num_processes"] = "1"
+        own = launchers.spec_of(single.launcher)
+        if own.reads_accelerate_config:  # its count is a flag of its own (--num_processes), not nproc
+            single.accelerate_flags.update(dict.fromkeys(own.processes.flags, "1"))
         if single.cuda_visible_devices and "," in single.cuda_visible_devices:
             single.cuda_visible_devices = single.cuda_visible_devices.split(",")[0]
         s_status, s_measured, s_res = _probe_once(

@@ -23,22 +23,17 @@ from advisor.sources.launchers import (
     vllm,
 )
 from advisor.sources.launchers.protocol import Launcher, ProcessCount, RunInputs, VisibleGpus
-from advisor.sources.launchers.spec import NO_FLAGS, NO_LAUNCHER, Flags, LauncherSpec, Processes
+from advisor.sources.launchers.spec import NO_FLAGS, NO_LAUNCHER, Flags, LauncherSpec, LocalStart, Processes
 
 __all__ = [
-    "ACCELERATE",
-    "AXOLOTL",
-    "DEEPSPEED",
     "LAUNCHERS",
     "NO_FLAGS",
     "NO_LAUNCHER",
-    "PYTHON",
     "REGISTRY",
-    "TORCHRUN",
-    "VLLM",
     "Flags",
     "Launcher",
     "LauncherSpec",
+    "LocalStart",
     "ProcessCount",
     "Processes",
     "RunInputs",
@@ -49,7 +44,9 @@ __all__ = [
     "implied_by_dialect",
     "implied_by_kind",
     "launcher",
+    "probe_launcher",
     "spec_of",
+    "started_launcher",
     "starts_launcher",
 ]
 
@@ -66,15 +63,6 @@ REGISTRY: tuple[Launcher, ...] = (
 )
 _BY_NAME: dict[str, Launcher] = {m.SPEC.name: m for m in REGISTRY}
 LAUNCHERS: dict[str, LauncherSpec] = {name: m.SPEC for name, m in _BY_NAME.items()}
-
-# The names other packages need as names: the launchers the probe starts and the shell reader's
-# special cases (axolotl's `--launcher`, vLLM's flags, python's -m).
-ACCELERATE = accelerate.SPEC.name
-AXOLOTL = axolotl.SPEC.name
-DEEPSPEED = deepspeed.SPEC.name
-PYTHON = python.SPEC.name
-TORCHRUN = torchrun.SPEC.name
-VLLM = vllm.SPEC.name
 
 
 def launcher(name: str | None) -> Launcher | None:
@@ -103,6 +91,25 @@ def argument_owner(name: str | None, script: str | None, module: bool) -> Launch
         if routes and (script in routes if module else path.endswith(routes)):
             return spec
     return None
+
+
+def probe_launcher(name: str | None, processes: object) -> LauncherSpec:
+    """The launcher `--verify` starts a run of launcher `name` under: its spec's probe_as, else python
+    itself, which hands more than one process (`processes` not None or 1) to its probe_many_as."""
+    own = spec_of(name).probe_as
+    if own:
+        return spec_of(own)
+    if python.SPEC.probe_many_as and processes not in (None, 1):
+        return spec_of(python.SPEC.probe_many_as)
+    return python.SPEC
+
+
+def started_launcher(spec: LauncherSpec, chosen: str | None) -> LauncherSpec | None:
+    """The launcher `spec` starts (`axolotl --launcher torchrun`): the one its launcher_flag names
+    (`chosen`) when it may start that one, else its default; None when it starts none."""
+    if not spec.starts:
+        return None
+    return spec_of(chosen if chosen in spec.starts else spec.starts[0])
 
 
 def implied_by_kind(kind: str) -> LauncherSpec | None:

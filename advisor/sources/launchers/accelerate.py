@@ -9,7 +9,7 @@ from advisor import PACKAGE_DIR
 from advisor.core.provenance import Value
 from advisor.sources.launchers.counting import flag_count, launch_count, one_node, per_visible_gpu
 from advisor.sources.launchers.protocol import ProcessCount, RunInputs
-from advisor.sources.launchers.spec import Flags, LauncherSpec, Processes
+from advisor.sources.launchers.spec import Flags, LauncherSpec, LocalStart, Processes
 
 _DATA = PACKAGE_DIR / "data" / "launchers" / "accelerate.json"
 # Flags of earlier releases that scripts pinned to them still pass (removed from accelerate 1.x's
@@ -45,6 +45,8 @@ SPEC = LauncherSpec(
     reads_accelerate_config=True,
     implied_by_kind="accelerate",  # a run with an accelerate config and no launch: `accelerate launch`
     probe_as="accelerate",
+    # its count is its --num_processes flag; one machine on a port of this one
+    local_start=LocalStart(after=("--num_machines", "1"), port_flag="main_process_port"),
 )
 
 NO_CONFIG = "accelerate without a config file or --num_processes starts one process per visible GPU"

@@ -23,6 +23,10 @@ SPEC = LauncherSpec(
     flags_override_config=True,
     implied_by_dialect="axolotl",
     probe_as="accelerate",
+    # `axolotl train CFG --launcher torchrun -- --nproc_per_node 2`: axolotl/cli/main.py train
+    # (--launcher, default accelerate) hands the words after `--` to the launcher it starts
+    launcher_flag="launcher",
+    starts=("accelerate", "torchrun"),
 )
 
 

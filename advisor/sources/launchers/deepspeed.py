@@ -64,6 +64,9 @@ SPEC = LauncherSpec(
     filters_gpus=True,
     probe_as="torchrun",
     hostfile_flags=("hostfile",),
+    # deepspeed 0.12.2 launcher/launch.py:231-238: with --no_python the script is run as an executable
+    # (and --module with it is refused), never as `python -m`
+    no_module_flags=frozenset({"no_python"}),
 )
 
 

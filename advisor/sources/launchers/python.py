@@ -6,7 +6,7 @@ from __future__ import annotations
 from advisor.core.provenance import Value
 from advisor.sources.launchers.counting import one_node
 from advisor.sources.launchers.protocol import ProcessCount, RunInputs
-from advisor.sources.launchers.spec import LauncherSpec, Processes
+from advisor.sources.launchers.spec import LauncherSpec, LocalStart, Processes
 
 SPEC = LauncherSpec(
     name="python",
@@ -14,6 +14,8 @@ SPEC = LauncherSpec(
     commands=(),  # python, python3, python3.11: matched by name in the registry
     form="interpreter",
     processes=Processes(default="one process"),
+    probe_many_as="torchrun",  # the probe starts more than one process of a plain script under torchrun
+    local_start=LocalStart(),  # the probe's worker: `python -m advisor.pipeline.probe.worker`
 )
 
 

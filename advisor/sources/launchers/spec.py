@@ -44,6 +44,18 @@ class Processes:
 
 
 @record(frozen=True, slots=True)
+class LocalStart:
+    """How a Python module (the probe's worker, pipeline/probe/launcher.py) is started under the
+    launcher on this one machine: `python [-m MODULES[0]] BEFORE [--COUNT_FLAG N] [its accelerate config
+    and flags] AFTER [--PORT_FLAG free-port] worker`. All empty: python itself runs the module."""
+
+    before: tuple[str, ...] = ()  # its flags for one machine, before the count (torchrun --standalone)
+    count_flag: str = ""  # takes the process count as its value (torchrun --nproc_per_node)
+    after: tuple[str, ...] = ()  # its flags for one machine, after the others (accelerate --num_machines 1)
+    port_flag: str = ""  # takes a free port of this machine (accelerate --main_process_port)
+
+
+@record(frozen=True, slots=True)
 class LauncherSpec:
     name: str  # LaunchCommand.launcher
     summary: str
@@ -65,6 +77,8 @@ class LauncherSpec:
     runs_trainer: bool = False  # runs its own trainer script, which reads TrainingArguments
     runs_trl: bool = False  # that trainer is TRL's, named by the command word (`trl grpo`)
     own_defaults: bool = False  # its parser has defaults of its own, not TrainingArguments' (ms-swift)
+    # that parser's flags spelled otherwise than TrainingArguments' (or the dialect's) names: theirs
+    own_aliases: Mapping[str, str] = field(default_factory=dict)
     # the entry files of its argument classes, which a run may start under another launcher (`torchrun
     # swift/cli/sft.py`, `-m swift.cli.sft`): their flags are this launcher's (launchers.argument_owner)
     route_scripts: tuple[str, ...] = ()
@@ -80,6 +94,16 @@ class LauncherSpec:
     implied_by_dialect: str = ""  # a training config of this dialect with no launch runs under it
     implied_by_kind: str = ""  # a run with a config file of this kind and no launch runs under it
     probe_as: str = ""  # the launcher the probe starts a run of it with ("": by the world size)
+    probe_many_as: str = ""  # the launcher the probe uses instead for more than one process (python's)
+    local_start: LocalStart | None = None  # how the probe starts its worker under it (None: it cannot)
+    # axolotl: its flag that names the launcher it starts, and the launchers it may name (the default
+    # first); the flags after `--` are that launcher's
+    launcher_flag: str = ""
+    starts: tuple[str, ...] = ()
+    # switches that run its script as an executable, never as `-m` module (deepspeed --no_python)
+    no_module_flags: frozenset[str] = frozenset()
+    # form "server": `python -m MODULE` forms that start it only with this command word after them
+    module_words: Mapping[str, str] = field(default_factory=dict)
     # the flags that name files it reads: the accelerate config (all: --config_file), the hostfile
     accelerate_config_flags: tuple[str, ...] = ("config_file",)
     hostfile_flags: tuple[str, ...] = ()

@@ -50,6 +50,16 @@ SPEC = LauncherSpec(
     ),
     source="swift/cli/main.py:30-35,74-98 (ms-swift 4.6.0)",
     own_defaults=True,
+    # ms-swift 4.6.0 swift/arguments/base_args/model_args.py:68 `model`, template_args.py:130 `max_length`;
+    # tuner_type (train_type before ms-swift 4) names the method as LLaMA-Factory's finetuning_type does
+    # (tuner_args.py: 'lora', 'full', 'longlora', 'adalora', ...), lora_rank is the LoRA rank
+    own_aliases={
+        "model": "model_name_or_path",
+        "max_length": "max_seq_length",
+        "tuner_type": "finetuning_type",
+        "train_type": "finetuning_type",
+        "lora_rank": "lora_r",
+    },
     route_scripts=SCRIPTS,
     route_modules=MODULES,
     deepspeed_presets=frozenset(DEEPSPEED_PRESETS),

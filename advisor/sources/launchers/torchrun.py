@@ -5,7 +5,7 @@ from __future__ import annotations
 from advisor.core.provenance import Value
 from advisor.sources.launchers.counting import flag_count
 from advisor.sources.launchers.protocol import ProcessCount, RunInputs
-from advisor.sources.launchers.spec import Flags, LauncherSpec, Processes
+from advisor.sources.launchers.spec import Flags, LauncherSpec, LocalStart, Processes
 
 SPEC = LauncherSpec(
     name="torchrun",
@@ -51,6 +51,8 @@ SPEC = LauncherSpec(
     ),
     source="torch/distributed/run.py: get_args_parser",
     probe_as="torchrun",
+    # one machine, no rendezvous server (torch/distributed/run.py --standalone)
+    local_start=LocalStart(before=("--standalone", "--nnodes", "1"), count_flag="nproc_per_node"),
 )
 
 

@@ -46,6 +46,8 @@ SPEC = LauncherSpec(
     ),
     source="vllm/engine/arg_utils.py: EngineArgs.add_cli_args",
     serves=True,
+    # vLLM's CLI entry point is `vllm`'s main: it serves only under its `serve` command
+    module_words={"vllm.entrypoints.cli.main": "serve"},
 )
 
 

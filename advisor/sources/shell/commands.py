@@ -1,4 +1,7 @@
-"""TMP"""
+"""How the shell interpreter reads a launch command: the launcher the words start (launchers.find), its
+flags by its spec's flag table, the training script (or `-m` module, or a subcommand's config) and the
+script's own flags. What a launcher does differently is its spec's data (form, flags, launcher_flag and
+starts, no_module_flags, module_words), never its name."""
 
 from __future__ import annotations
 
@@ -86,9 +89,9 @@ class LauncherReading(Words):
         spec, used = found
         cmd: LaunchCommand | None
         if spec.form == "interpreter":
-            cmd, koffs = self.python(fields, i + used)
+            cmd, koffs = self.python(spec, fields, i + used)
         elif spec.form == "server":
-            cmd, koffs = self.vllm(fields, i + used)
+            cmd, koffs = self.server(spec, fields, i + used)
         elif spec.form == "subcommand":
             cmd, koffs = self.subcommand(spec, fields, i + used)
         else:
@@ -169,6 +172,7 @@ class LauncherReading(Words):
         (trl: accelerate's) go to launcher_args."""
         n = len(fields)
         after = False
+        own = launchers.spec_of(cmd.launcher)
         while i < n:
             f = fields[i]
             if after or not is_flag(f):
@@ -176,13 +180,10 @@ class LauncherReading(Words):
                 i += 1
                 continue
             if f.text == "--":
-                if cmd.launcher == launchers.AXOLOTL:  # axolotl passes what follows `--` to its launcher
-                    chosen = cmd.launcher_args.get("launcher")
-                    torch = chosen is not None and chosen.text == launchers.TORCHRUN
-                    spec_after = launchers.LAUNCHERS[
-                        launchers.TORCHRUN if torch else launchers.ACCELERATE
-                    ].flags
-                    self.flags(fields, i + 1, spec_after, "launcher_args", koffs, cmd.launcher_args)
+                chosen = cmd.launcher_args.get(own.launcher_flag) if own.launcher_flag else None
+                started = launchers.started_launcher(own, chosen.text if chosen is not None else None)
+                if started is not None:  # axolotl passes what follows `--` to the launcher it starts
+                    self.flags(fields, i + 1, started.flags, "launcher_args", koffs, cmd.launcher_args)
                     return
                 after = True
                 i += 1
@@ -202,10 +203,10 @@ class LauncherReading(Words):
             key = _norm(name)
             group = "script_args"
             target = cmd.script_args
-            own = spec.subcommand_flags if spec is not None else None
-            if own is not None and own.knows(key) and key not in spec.run_keeps:  # type: ignore[union-attr]
+            theirs = spec.subcommand_flags if spec is not None else None
+            if theirs is not None and theirs.knows(key) and key not in spec.run_keeps:  # type: ignore[union-attr]
                 group, target = "launcher_args", cmd.launcher_args
-            if cmd.launcher == launchers.AXOLOTL and key == "launcher":
+            if own.launcher_flag and key == own.launcher_flag:
                 group, target = "launcher_args", cmd.launcher_args
             koffs[(group, key)] = f.offset()
             if not value:
@@ -220,7 +221,7 @@ class LauncherReading(Words):
         cmd = LaunchCommand(spec.name, Span(1, 1))
         koffs: dict = {}
         i, module = self.flags(fields, i, spec.flags, "launcher_args", koffs, cmd.launcher_args)
-        if spec.name == launchers.DEEPSPEED and "no_python" in cmd.launcher_args:
+        if any(flag in cmd.launcher_args for flag in spec.no_module_flags):
             module = False
         if i < len(fields):
             cmd.script = self.word(fields[i])
@@ -236,13 +237,13 @@ class LauncherReading(Words):
         self.script_flags(fields, i + 1, cmd, koffs, spec)
         return cmd, koffs
 
-    def vllm(self, fields: list[Field], i: int) -> tuple[LaunchCommand, dict]:
-        """A vLLM server: every flag goes to launcher_args (dashes as underscores, -tp/-pp/-dp
-        spelled out), the model (a positional word or --model) to launcher_args["model"]. There is
-        no training script and no TrainingArguments."""
-        cmd = LaunchCommand(launchers.VLLM, Span(1, 1))
+    def server(self, spec: LauncherSpec, fields: list[Field], i: int) -> tuple[LaunchCommand, dict]:
+        """An inference server (vLLM): every flag goes to launcher_args (dashes as underscores, its
+        short forms -tp/-pp/-dp spelled out), the model (a positional word or --model) to
+        launcher_args["model"]. There is no training script and no TrainingArguments."""
+        cmd = LaunchCommand(spec.name, Span(1, 1))
         koffs: dict = {}
-        vllm_flags = launchers.LAUNCHERS[launchers.VLLM].flags
+        own_flags = spec.flags
         n = len(fields)
         while i < n:
             f = fields[i]
@@ -256,15 +257,15 @@ class LauncherReading(Words):
                 continue
             sp = f.split_eq()
             if sp is not None:
-                key = _norm(sp[0], vllm_flags.shorts)
+                key = _norm(sp[0], own_flags.shorts)
                 koffs[("launcher_args", key)] = f.offset()
                 cmd.launcher_args[key] = self.word(sp[1])
                 i += 1
                 continue
-            key = _norm(f.text if f.text is not None else f.known_prefix, vllm_flags.shorts)
+            key = _norm(f.text if f.text is not None else f.known_prefix, own_flags.shorts)
             koffs[("launcher_args", key)] = f.offset()
             nxt = fields[i + 1] if i + 1 < n else None
-            if nxt is None or is_flag(nxt) or key in vllm_flags.bools or key.startswith("no_"):
+            if nxt is None or is_flag(nxt) or key in own_flags.bools or key.startswith("no_"):
                 cmd.launcher_args[key] = self.true_word(f)
                 i += 1
             else:
@@ -272,7 +273,7 @@ class LauncherReading(Words):
                 i += 2
         return cmd, koffs
 
-    def python(self, fields: list[Field], i: int) -> tuple[LaunchCommand | None, dict]:
+    def python(self, python: LauncherSpec, fields: list[Field], i: int) -> tuple[LaunchCommand | None, dict]:
         n = len(fields)
         pyargs: dict[str, Word] = {}
         koffs: dict = {}
@@ -309,7 +310,7 @@ class LauncherReading(Words):
         if module is None:
             if i >= n:
                 return None, {}
-            cmd = LaunchCommand(launchers.PYTHON, Span(1, 1), launcher_args=pyargs)
+            cmd = LaunchCommand(python.name, Span(1, 1), launcher_args=pyargs)
             cmd.script = self.word(fields[i])
             self.script_flags(fields, i + 1, cmd, koffs)
             return cmd, koffs
@@ -318,13 +319,12 @@ class LauncherReading(Words):
         if spec is not None and spec.form == "script":
             return self.spec_launch(spec, fields, i)
         if spec is not None and spec.form == "server":
-            if mod == "vllm.entrypoints.cli.main" and (i >= n or fields[i].text != "serve"):
+            word = spec.module_words.get(mod or "")
+            if word is not None and (i >= n or fields[i].text != word):
                 return None, {}
-            return self.vllm(fields, i + (1 if mod == "vllm.entrypoints.cli.main" else 0))
-        launcher = spec.name if spec is not None else launchers.PYTHON
-        cmd = LaunchCommand(
-            launcher, Span(1, 1), launcher_args=pyargs if launcher == launchers.PYTHON else {}
-        )
+            return self.server(spec, fields, i + (1 if word is not None else 0))
+        owner = spec if spec is not None else python
+        cmd = LaunchCommand(owner.name, Span(1, 1), launcher_args=pyargs if owner.is_interpreter else {})
         cmd.script = self.word(module)
         cmd.module = True
         self.script_flags(fields, i, cmd, koffs)
