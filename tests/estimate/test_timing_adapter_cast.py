@@ -1,0 +1,199 @@
+"""PEFT's fp32 adapters on a 16-bit base cost HBM traffic (issue 21 section 2, "Time").
+
+PEFT upcasts bf16/fp16 adapter weights to fp32 (autocast_adapter_dtype=True, peft 0.21.0
+tuners/tuners_utils.py:2705-2740) and casts every targeted Linear's input to the adapter dtype
+(tuners/lora/layer.py:1100), so each targeted input gets an fp32 copy, and without autocast the adapter
+output, `* scaling` and the sum run in fp32 before `result.to(torch_result_dtype)` (layer.py:1101-1113).
+PEFT before 0.12 had no upcast: the adapters stay in the base's dtype (peft 0.12.0 tuners_utils.py:316-330).
+
+The referee below runs the installed PEFT LoRA Linear forward and backward on CPU under a dispatch mode that
+adds up the bytes each aten op reads and writes, once with fp32 adapters and once with adapters in the
+base's bf16, and compares the difference with the time model's per-element table.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from advisor.cli import app
+from advisor.core.records import replace
+from advisor.estimate import TrainingSetup, estimate_time, resolve_model
+from advisor.estimate.timing import (
+    ADAPTER_CAST_BYTES,
+    ELEMENTWISE_HBM_EFFICIENCY,
+    adapter_cast_bytes_per_token,
+)
+from advisor.sources.hardware import resolve_gpu
+from tests.conftest import git_project
+
+runner = CliRunner()
+
+# no traffic of their own (allocation, views, the seed gradient), identical in both runs anyway
+_NO_TRAFFIC = ("empty_like", "detach", "aten.t.", "ones_like", "view", "expand")
+
+
+def _extra_bytes_per_token(autocast: bool, tokens: int = 2048, d_in: int = 256, d_out: int = 512) -> float:
+    torch = pytest.importorskip("torch")
+    peft = pytest.importorskip("peft")
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    class Count(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bytes = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            out = func(*args, **(kwargs or {}))
+            if not any(k in str(func) for k in _NO_TRAFFIC):
+                for t in tree_flatten((args, kwargs))[0] + tree_flatten(out)[0]:
+                    # the token-sized tensors, transposed ones too (the adapters' r x d weights: negligible)
+                    if isinstance(t, torch.Tensor) and t.dim() == 2 and tokens in t.shape:
+                        self.bytes += t.numel() * t.element_size()
+            return out
+
+    def run(fp32_adapters: bool) -> int:
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(d_in, d_out, bias=False)).to(torch.bfloat16)
+        config = peft.LoraConfig(r=8, target_modules=["0"], lora_dropout=0.0)
+        model = peft.get_peft_model(model, config, autocast_adapter_dtype=fp32_adapters)
+        x = torch.randn(tokens, d_in, dtype=torch.bfloat16, requires_grad=True)
+        ctx = torch.autocast("cpu", dtype=torch.bfloat16) if autocast else contextlib.nullcontext()
+        counter = Count()
+        with counter:
+            with ctx:
+                y = model(x)
+            y.backward(torch.ones_like(y))
+        return counter.bytes
+
+    return (run(True) - run(False)) / tokens
+
+
+@pytest.mark.parametrize("autocast", [True, False])
+def test_the_table_matches_what_the_real_peft_layer_moves(autocast: bool) -> None:
+    d_in, d_out = 256, 512
+    measured = _extra_bytes_per_token(autocast, d_in=d_in, d_out=d_out)
+    f_in, f_out, b_in, b_out = ADAPTER_CAST_BYTES[("linear", autocast)]
+    modelled = (f_in + b_in) * d_in + (f_out + b_out) * d_out
+    assert measured > 0
+    assert modelled == pytest.approx(measured, rel=0.02)
+
+
+LLAMA3_8B = "meta-llama/Meta-Llama-3-8B"
+ALL = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+def _setup(**kw: object) -> TrainingSetup:
+    fields: dict[str, object] = dict(
+        method="lora",
+        lora_r=16,
+        lora_targets=ALL,
+        micro_batch=2,
+        seq_len=4096,
+        gradient_checkpointing=False,
+        optimizer="adamw_torch",
+        storage_dtype="bf16",
+        autocast="off",
+        precision="bf16",
+    )
+    fields.update(kw)
+    return TrainingSetup(model=resolve_model(LLAMA3_8B).count(), **fields)  # type: ignore[arg-type]
+
+
+def test_bytes_per_token_follow_the_shapes_passes_and_dropout() -> None:
+    s = _setup()
+    pc = s.model
+    f_in, f_out, b_in, b_out = ADAPTER_CAST_BYTES[("linear", False)]
+    lins = [lin for lin in pc.linears if lin.name in ALL]
+    d_in = sum(lin.d_in * lin.count for lin in lins)
+    d_out = sum(lin.d_out * lin.count for lin in lins)
+    want = ((f_in + b_in) * d_in + (f_out + b_out) * d_out) * pc.layers
+    assert adapter_cast_bytes_per_token(s) == pytest.approx(want)
+    # checkpointing runs the forward (and its casts) twice
+    gc = adapter_cast_bytes_per_token(replace(s, gradient_checkpointing=True))
+    assert gc == pytest.approx(want + (f_in * d_in + f_out * d_out) * pc.layers)
+    # dropout on the fp32 copy: 4 extra bytes per input element in the forward and in the backward
+    drop = adapter_cast_bytes_per_token(replace(s, lora_dropout=0.05))
+    assert drop == pytest.approx(want + 8 * d_in * pc.layers)
+    # under autocast only the input side is copied (the output is autocast's 16-bit)
+    under = adapter_cast_bytes_per_token(replace(s, autocast="bf16"))
+    assert 0 < under < want
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        dict(
+            trainable_dtype="bf16"
+        ),  # adapters in the base's dtype (autocast_adapter_dtype=False, PEFT < 0.12)
+        dict(method="full", lora_targets=None, lora_r=None),
+        dict(framework="torchtune"),  # torchtune builds the adapters in the model's dtype
+        dict(strategy="fsdp", world_size=2),  # FSDP gathers the adapters in its param_dtype with the unit
+        dict(torch_compile=True),  # Inductor fuses the casts
+        dict(
+            method="qlora", autocast="bf16"
+        ),  # bitsandbytes' LoRA converts only without autocast (bnb.py:543)
+        dict(storage_dtype="fp32", precision="fp32"),  # an fp32 stream: the cast is a no-op
+    ],
+)
+def test_no_cast_traffic_where_the_adapter_matches_the_stream(change: dict[str, object]) -> None:
+    assert adapter_cast_bytes_per_token(_setup(**change)) == 0.0
+
+
+def test_the_step_pays_the_traffic_at_the_elementwise_bandwidth() -> None:
+    gpu = resolve_gpu("H100-SXM")
+    assert gpu is not None
+
+    def step(s: TrainingSetup) -> tuple[float, int]:
+        t = estimate_time(s, 989.0, 1.0, "H100-SXM", 1, fp32_tflops=67.0)
+        return t.step_time_s, t.computed_tokens_per_step
+
+    fp32, tokens = step(_setup())
+    bf16, _ = step(_setup(trainable_dtype="bf16"))
+    traffic = tokens * adapter_cast_bytes_per_token(_setup())
+    cast_s = traffic / (gpu.memory_bandwidth_gbs * 1e9 * ELEMENTWISE_HBM_EFFICIENCY)
+    # plus the adapters' own matmuls, which without autocast run in fp32 on the CUDA cores
+    assert fp32 - bf16 > cast_s
+    assert fp32 - bf16 < cast_s * 1.3
+
+
+_RECIPE = (
+    "model_name_or_path: meta-llama/Meta-Llama-3-8B\nuse_peft: true\nlora_r: 16\n"
+    "lora_target_modules: all-linear\n"
+    "dtype: bfloat16\nbf16: true\nper_device_train_batch_size: 2\nmax_length: 4096\npacking: true\n"
+    "optim: adamw_torch\nmax_steps: 10\noutput_dir: out\n"
+)
+
+
+def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pins: str | None) -> dict:
+    files = {"launch.sh": "#!/bin/bash\ntrl sft --config sft.yaml\n", "sft.yaml": _RECIPE}
+    if pins is not None:
+        files["requirements.txt"] = pins
+    tmp_path.mkdir()
+    git_project(tmp_path, files, monkeypatch)
+    result = runner.invoke(app, ["estimate", ".", "-H", "1xH100", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    (run,) = json.loads(result.stdout)["runs"]
+    return run
+
+
+def _trainable(run: dict) -> str:
+    return next(d["dtype"] for d in run["dtypes"] if d["what"] == "trainable")
+
+
+def test_peft_before_0_12_keeps_the_adapters_in_the_base_dtype(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = _run(tmp_path / "old", monkeypatch, "peft>=0.7.1,<0.8.0\ntrl\n")
+    new = _run(tmp_path / "new", monkeypatch, "peft==0.12.0\n")
+    unpinned = _run(tmp_path / "none", monkeypatch, None)
+    assert _trainable(old) == "bf16"
+    assert _trainable(new) == "fp32" and _trainable(unpinned) == "fp32"
+    assert any("PEFT's fp32 adapters" in a for a in new["assumptions"])
+    assert not any("PEFT's fp32 adapters" in a for a in old["assumptions"])
+    assert old["time"]["tokens_per_s"] > new["time"]["tokens_per_s"]
