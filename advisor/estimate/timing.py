@@ -37,7 +37,6 @@ from advisor.estimate.memory import TrainingSetup, lora_params, resolve_setup
 __all__ = [
     "DataLength",
     "TimeEstimate",
-    "adapter_cast_bytes_per_token",
     "default_mfu",
     "estimate_time",
     "flops_per_token",
@@ -170,33 +169,6 @@ FOREACH_ADAM_PASSES = 20 / 7
 # Elementwise kernels (the optimizer step, 4-bit dequantisation) reach about this fraction of HBM bandwidth
 # (a STREAM-like triad).
 ELEMENTWISE_HBM_EFFICIENCY = 0.7
-# PEFT keeps LoRA adapters in fp32 on a 16-bit base (autocast_adapter_dtype=True: peft 0.21.0
-# tuners/tuners_utils.py:2705-2740, cast_adapter_dtype) and casts each targeted Linear's input to the adapter
-# dtype before the adapter (tuners/lora/layer.py:1100, `x = self._cast_input_dtype(x, lora_A.weight.dtype)`;
-# gptq.py:93 the same): a copy of every targeted input in fp32, dropout on it, the adapter matmuls reading it.
-# Bytes per token and per element of a targeted Linear's input (d_in) and output (d_out) that this adds over
-# adapters in the stream's dtype (which the LoRA MFU factor was measured with), read + written, per pass:
-# (forward in, forward out, backward in, backward out).
-# Under autocast (layer.py): x.to(fp32) r2 w4, autocast's cast back to 16 bits for lora_A r4 w2; backward
-# the two casts' gradients again (r2 w4, r4 w2); the output is 16-bit.
-# Without autocast (layer.py:1101-1113): the cast r2 w4 and lora_A reading 4 bytes for 2 (+2); lora_B's fp32
-# output (+2), `* scaling` in fp32 (+4), the 16-bit result + fp32 sum promoted to fp32 (+4),
-# `result.to(torch_result_dtype)` r4 w2; backward the cast gradients (r2 w4, r4 w2 twice), scaling's in fp32
-# (+4), lora_B's dgrad and wgrad reading an fp32 gradient (+2 each), lora_A's fp32 input gradient (+2) and
-# its wgrad reading the fp32 input (+2).
-# bitsandbytes 4/8-bit (lora/bnb.py:543-551) and AWQ (lora/awq.py:70-78) convert only without autocast, and
-# cast lora_B's output back before the sum (bnb: after `* scaling`, AWQ: before it).
-# tests/estimate/test_timing_adapter_cast.py counts the bytes the installed PEFT layer moves against this.
-ADAPTER_CAST_BYTES: dict[tuple[str, bool], tuple[float, float, float, float]] = {
-    ("linear", True): (12.0, 0.0, 12.0, 0.0),
-    ("linear", False): (8.0, 16.0, 10.0, 20.0),
-    ("bnb", False): (8.0, 12.0, 10.0, 14.0),
-    ("awq", False): (8.0, 8.0, 10.0, 10.0),
-}
-# lora_dropout > 0 (nn.Dropout, lora/layer.py:256; p = 0 is nn.Identity) runs on the fp32 copy: 4 + 4 bytes
-# read and written per input element where the 16-bit one moves 2 + 2, in each forward and in the backward
-# (CUDA's fused native_dropout; its bool mask is the same in both).
-ADAPTER_DROPOUT_FP32_BYTES = 4.0
 
 
 UNKNOWN_LENGTH = "data length unknown"
@@ -391,14 +363,8 @@ def fp32_flops_per_token(
     autocast's lower-precision list and run in its dtype.
     """
     r = resolve_setup(setup)
-    if r.precision == "fp32" or r.autocast:
+    if not r.qlora_fp32_stream or r.precision == "fp32" or r.autocast:
         return 0.0, []
-    adapters = 0.0
-    if _fp32_adapter_kind(r) is not None:
-        # without autocast the fp32 adapters' matmuls run in fp32 (peft 0.21.0 tuners/lora/layer.py:1100-1101)
-        adapters = 6.0 * lora_params(setup.model, r.lora_r, sorted(r.targets))
-    if not r.qlora_fp32_stream:
-        return adapters, (["the LoRA adapters' matmuls"] if adapters else [])
     pc = setup.model
     k = 4.0 + (2.0 if r.gc else 0.0)
     lm = float(pc.hidden * pc.vocab)
@@ -411,46 +377,6 @@ def fp32_flops_per_token(
         out += a * 4.0 * pc.layers * pc.q_dim * span * 0.5
         parts.append(f"{impl} attention")
     return out, parts
-
-
-def _fp32_adapter_kind(r: Any) -> str | None:
-    """The PEFT layer kind whose fp32 adapters sit on a 16-bit stream (ADAPTER_CAST_BYTES), None when not."""
-    s = r.s
-    if s.method == "full" or not r.targets or r.dtypes.trainable != "fp32" or r.br != 2:
-        return None
-    if r.fsdp:  # FSDP gathers the adapters in its param_dtype with the rest of the unit: no dtype mismatch
-        return None
-    quant = r.dtypes.quant if s.method == "qlora" else None
-    if quant in ("nf4", "int8"):
-        return "bnb"
-    if quant == "awq4":
-        return "awq"
-    return "linear"  # LoRA Linear, GPTQ
-
-
-def adapter_cast_bytes_per_token(setup: TrainingSetup) -> float:
-    """HBM bytes per computed token that PEFT's fp32 adapters on a 16-bit stream add (ADAPTER_CAST_BYTES)."""
-    r = resolve_setup(setup)
-    kind = _fp32_adapter_kind(r)
-    if setup.torch_compile:  # Inductor fuses the casts into the pointwise kernels beside them
-        return 0.0
-    coef = ADAPTER_CAST_BYTES.get((kind, r.autocast)) if kind else None
-    if coef is None:
-        return 0.0
-    f_in, f_out, b_in, b_out = coef
-    fwd = 2.0 if r.gc else 1.0  # the recomputed forward with checkpointing
-    drop = ADAPTER_DROPOUT_FP32_BYTES if (setup.lora_dropout or 0.0) > 0 else 0.0
-    per_in = f_in * fwd + b_in + drop * (fwd + 1.0)
-    per_out = f_out * fwd + b_out
-    pc = setup.model
-    active = float(getattr(pc, "moe_active", 0) or 0)
-    per_layer = 0.0
-    for lin in pc.linears:
-        if lin.name not in r.targets:
-            continue
-        passes = min(float(lin.count), active) if lin.count > 1 and active else float(lin.count)
-        per_layer += passes * (per_in * lin.d_in + per_out * lin.d_out)
-    return per_layer * pc.layers
 
 
 def _optimizer_bytes_per_param(r: Any) -> float:
@@ -621,13 +547,9 @@ def estimate_time(
     if fp32_fpt > 0 and fp32_tflops:
         mfu_32 = mfu if mfu is not None else _default_mfu_for(s, cls, gpu_class, [], simt=fp32_simt)
         achieved_fp32 = fp32_tflops * 1e12 * mfu_32
-        why = (
-            "prepare_model_for_kbit_training's fp32 stream"
-            if r.qlora_fp32_stream
-            else "PEFT's fp32 adapters without autocast"
-        )
         A.append(
-            f"{' and '.join(fp32_parts)} in fp32 ({why}): timed at {fp32_tflops:g} TFLOPS x MFU {mfu_32:.2f}"
+            f"{' and '.join(fp32_parts)} in fp32 (prepare_model_for_kbit_training's fp32 stream): timed at "
+            f"{fp32_tflops:g} TFLOPS x MFU {mfu_32:.2f}"
         )
 
     tok_gpu_step = computed_mb * gas
@@ -642,18 +564,7 @@ def estimate_time(
     t_matmul = tok_gpu_step * (fpt - fp32_fpt) / achieved
     if achieved_fp32 > 0:
         t_matmul += tok_gpu_step * fp32_fpt / achieved_fp32
-    cast_bytes = adapter_cast_bytes_per_token(setup) if hbm else 0.0
-    t_adapter_cast = (
-        tok_gpu_step * cast_bytes / (hbm * 1e9 * ELEMENTWISE_HBM_EFFICIENCY) if cast_bytes else 0.0
-    )
-    if cast_bytes:
-        A.append(
-            f"PEFT's fp32 adapters on a {r.dtypes.storage} stream: each targeted Linear's input is copied to "
-            "fp32 "
-            f"({'under autocast' if r.autocast else 'no autocast: the adapter output and sum in fp32 too'}), "
-            f"{cast_bytes / 1e6:.1f} MB of HBM traffic per token"
-        )
-    t_compute = t_matmul + t_overhead + t_weights + t_adapter_cast
+    t_compute = t_matmul + t_overhead + t_weights
 
     full = s.method == "full"
     p_t = pc.total if full else lora_params(pc, r.lora_r, sorted(r.targets)) + r.saved

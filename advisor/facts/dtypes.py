@@ -390,28 +390,6 @@ def trl_release(plan: RunPlan) -> tuple[int, int] | None:
     return (parts[0], parts[1]) if len(parts) == 2 else None
 
 
-def peft_target(plan: RunPlan) -> Any:
-    """The PEFT release the run is judged against (versions.Target: its pin, else the current release)."""
-    from advisor.facts import versions
-
-    doc = plan.spec.script or plan.spec.training or plan.spec.root
-    if doc is None or getattr(doc, "path", None) is None:
-        return None
-    return versions.targets_for(doc.path, plan.context.settings_near(doc.path), plan.context).get("peft")
-
-
-def _peft_before(target: Any, minor: tuple[int, int]) -> bool:
-    parts = [int(x) for x in re.findall(r"\d+", str(getattr(target, "release", "")))[:2]]
-    return (
-        bool(target is not None and getattr(target, "pinned", False) and len(parts) == 2)
-        and (
-            parts[0],
-            parts[1],
-        )
-        < minor
-    )
-
-
 def _trl_prepares(plan: RunPlan, sharded: bool) -> bool:
     """TRL <= 0.25's SFTTrainer prepares a non-sharded 4-bit or 8-bit model itself (trl 0.25
     models/utils.py:583 prepare_peft_model); from 0.26 it only wraps it (sft_trainer.py:703)."""
@@ -499,12 +477,6 @@ def run_dtypes(
         off = written_value(t, "autocast_adapter_dtype")
         if off is not None and _truth(off) is False and storage.dtype is not None:
             trainable = DtypeFact(storage.dtype, _where(off, "autocast_adapter_dtype"), off.origin)
-        elif storage.dtype is not None and _peft_before(peft := peft_target(plan), (0, 12)):
-            # PEFT before 0.12 builds the adapters in the base layer's dtype: the fp32 upcast
-            # (autocast_adapter_dtype, peft 0.12.0 tuners/tuners_utils.py:316-330) did not exist
-            trainable = DtypeFact(
-                storage.dtype, f"PEFT before 0.12 ({peft.why}): adapters in the base's dtype"
-            )
         elif quant.dtype is not None and trl_trains(plan):
             release = trl_release(plan)
             sharded = strategy in {"fsdp", "fsdp_grad_op", "zero3"}

@@ -136,9 +136,7 @@ def test_step_time_is_compute_plus_overhead_plus_optimizer():
 
 def test_qlora_dequantisation_costs_most_on_short_micro_batches():
     def ratio(seq: int) -> float:
-        # adapters in the base's dtype: PEFT's fp32 adapters cost a cast under autocast for LoRA and none
-        # for bitsandbytes' LoRA (tests/estimate/test_timing_adapter_cast.py), not the dequantisation
-        kw = dict(lora_r=16, lora_targets=["q_proj", "v_proj"], seq_len=seq, trainable_dtype="bf16")
+        kw = dict(lora_r=16, lora_targets=["q_proj", "v_proj"], seq_len=seq)
         q = estimate_time(setup(method="qlora", **kw), 165.2, 20, "RTX-4090", 1)
         lo = estimate_time(setup(method="lora", **kw), 165.2, 20, "RTX-4090", 1)
         return q.step_time_s / lo.step_time_s

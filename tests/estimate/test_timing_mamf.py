@@ -23,7 +23,6 @@ def _setup() -> TrainingSetup:
         micro_batch=4,
         seq_len=2048,
         precision="bf16",
-        trainable_dtype="bf16",  # no fp32-adapter casts: their cost follows the bandwidth
         gradient_checkpointing=True,
         optimizer="adamw_torch_fused",
         attn_implementation="sdpa",
