@@ -516,13 +516,19 @@ def estimate_time(
 
     real_mb, computed_mb, basis = tokens_per_micro_batch(r.b, r.seq, data)
     span = computed_mb / max(1, r.b)
-    if (
+    varlen = bool(
         data is not None
         and data.packed
         and data.padding_free
-        and data.tokens_per_sample
         and str(s.attn_implementation or "").startswith("flash")
-    ):
+    )
+    if varlen and not (data is not None and data.tokens_per_sample):
+        A.append(
+            "packed padding-free rows with flash-attention attend within each sample, whose length is "
+            f"unknown: attention timed over the whole {r.seq}-token row, an upper bound on the step time "
+            "(set dataset-tokens and dataset-samples for the data's length)"
+        )
+    elif varlen and data is not None and data.tokens_per_sample:
         # padding-free packing hands flash-attention one flattened row with per-sample position_ids, which it
         # runs as variable-length attention within each sample (transformers 5.24
         # modeling_flash_attention_utils.py:855-861, _is_packed_sequence -> flash_varlen_fn): each token

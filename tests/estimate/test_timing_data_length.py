@@ -97,3 +97,8 @@ def test_padding_free_packing_attends_within_each_sample() -> None:
     # SDPA gets a block mask, not a variable-length kernel: the whole row is computed
     sdpa = estimate_time(replace(setup, attn_implementation="sdpa"), 989, 1.0, "H100-SXM", 1, data=varlen)
     assert sdpa.flops_per_token == pytest.approx(whole.flops_per_token)
+    # the samples' length unknown: the whole row is timed and the estimate says it is a bound
+    unknown = estimate_time(setup, 989, 1.0, "H100-SXM", 1, data=DataLength(packed=True, padding_free=True))
+    assert unknown.flops_per_token == pytest.approx(whole.flops_per_token)
+    assert any("whose length is unknown" in a and "upper bound" in a for a in unknown.assumptions)
+    assert not any("whose length is unknown" in a for a in within.assumptions + whole.assumptions)
