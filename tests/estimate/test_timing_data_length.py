@@ -42,6 +42,22 @@ def test_unknown_length_counts_no_capped_token_as_real(
     assert "real tokens per second are unknown" in said
 
 
+@pytest.mark.parametrize("known", [False, True])
+def test_the_time_line_says_when_tokens_are_counted_at_the_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, known: bool
+) -> None:
+    files = {"launch.sh": "#!/bin/bash\npython train.py sft.yaml\n", "train.py": "pass\n", "sft.yaml": SFT}
+    if known:
+        toml = '[[runs]]\npath = "launch.sh"\ndataset-samples = 10\ndataset-tokens = 3000\n'
+        files[".gpu-advise.toml"] = toml
+    git_project(tmp_path, files, monkeypatch)
+    result = runner.invoke(app, ["estimate", ".", "-H", "1xH100"])
+    assert result.exit_code == 0, result.output
+    (time_line,) = [line for line in result.stdout.splitlines() if line.startswith("Time:")]
+    assert ("tokens/s counted at max_length" in time_line) is not known
+    assert ("real tokens per second are unknown" in time_line) is not known
+
+
 def test_the_data_length_makes_the_tokens_real(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     toml = '[[runs]]\npath = "launch.sh"\ndataset-samples = 1000\ndataset-tokens = 300000\n'
     run = _run(tmp_path, monkeypatch, {"sft.yaml": SFT, ".gpu-advise.toml": toml})
