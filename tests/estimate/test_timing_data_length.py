@@ -12,7 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from advisor.cli import app
 from advisor.estimate.timing import DataLength, tokens_per_micro_batch
 from tests.conftest import estimate_json_run, git_project
 
@@ -51,7 +53,7 @@ def test_the_time_line_says_when_tokens_are_counted_at_the_cap(
         toml = '[[runs]]\npath = "launch.sh"\ndataset-samples = 10\ndataset-tokens = 3000\n'
         files[".gpu-advise.toml"] = toml
     git_project(tmp_path, files, monkeypatch)
-    result = runner.invoke(app, ["estimate", ".", "-H", "1xH100"])
+    result = CliRunner().invoke(app, ["estimate", ".", "-H", "1xH100"])
     assert result.exit_code == 0, result.output
     (time_line,) = [line for line in result.stdout.splitlines() if line.startswith("Time:")]
     assert ("tokens/s counted at max_length" in time_line) is not known
