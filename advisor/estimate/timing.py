@@ -37,6 +37,7 @@ from advisor.estimate.memory import TrainingSetup, lora_params, resolve_setup
 __all__ = [
     "DataLength",
     "TimeEstimate",
+    "class_mfu",
     "default_mfu",
     "estimate_time",
     "flops_per_token",
@@ -256,23 +257,79 @@ def gpu_class_of(gpu: str) -> str | None:
     return None
 
 
+def _mamf_fraction(g: Any) -> float | None:
+    """A card's achievable bf16 matmul rate (catalog mamf_bf16_tflops) as a fraction of its dense peak."""
+    mamf, peak = getattr(g, "mamf_bf16_tflops", None), getattr(g, "bf16_dense_tflops", None)
+    return float(mamf) / float(peak) if mamf and peak else None
+
+
 def mamf_factor(gpu: str, cls: str | None) -> float:
     """This GPU's achievable-matmul fraction of peak over its class reference's (1.0 when one is unknown)."""
     ref_id = MAMF_REFERENCE.get(cls or "")
     spec, ref = _catalog_gpu(gpu), _catalog_gpu(ref_id) if ref_id else None
     if spec is None or ref is None or getattr(spec, "id", None) == ref.id:
         return 1.0
-
-    def fraction(g: Any) -> float | None:
-        mamf, peak = getattr(g, "mamf_bf16_tflops", None), getattr(g, "bf16_dense_tflops", None)
-        return float(mamf) / float(peak) if mamf and peak else None
-
-    mine, theirs = fraction(spec), fraction(ref)
+    mine, theirs = _mamf_fraction(spec), _mamf_fraction(ref)
     if (
         mine is None
     ):  # a sibling of the same vendor and architecture that was measured (MI325X: the MI300X die)
-        mine = _sibling_fraction(spec, fraction)
+        mine = _sibling_fraction(spec, _mamf_fraction)
     return mine / theirs if mine and theirs else 1.0
+
+
+def _flops_per_hbm_byte(g: Any) -> float | None:
+    peak, hbm = getattr(g, "bf16_dense_tflops", None), getattr(g, "memory_bandwidth_gbs", None)
+    return float(peak) * 1e12 / (float(hbm) * 1e9) if peak and hbm else None
+
+
+def class_mfu(gpu: str, cls: str) -> tuple[float, str | None]:
+    """The single-GPU full fine-tune MFU of this card from its class value, and the assumption line when it
+    is not the class value itself.
+
+    A step is matmuls at the card's achievable matmul rate plus memory-bound kernels (norms, activations,
+    rotary, softmax, loss, casts) at its HBM bandwidth, so 1 / MFU = peak / MAMF + beta * peak / HBM, beta the
+    memory-bound bytes per model FLOP. The two class references give nearly one beta: A100 SXM 80GB
+    (MFU 0.58, MAMF 271.2 of 312 TFLOPS, 2039 GB/s) 3.75e-3 B/FLOP, H100 SXM (0.42, 794.5 of 989, 3350 GB/s)
+    3.85e-3 B/FLOP: the H100's lower MFU is its higher FLOPs per HBM byte. A card of the reference's
+    architecture (A100 40GB and PCIe, A800; H200, H800, H20, GH200, H100 PCIe/NVL) takes its own balance with
+    the reference's beta: the H20, 148 TFLOPS on 4 TB/s, waits far less on memory-bound kernels than an H100.
+    Other architectures keep the class value scaled by the achievable matmul fraction (mamf_factor): their
+    caches differ (Ada's 96 MB L2 against the A100's 40 MB; the L40S rows, huggingface/peft method_comparison
+    P01-P04, imply more than this balance would give its 419 FLOPs per byte).
+    """
+    base = MFU_BY_CLASS[cls]
+    ref_id = MAMF_REFERENCE.get(cls)
+    spec, ref = _catalog_gpu(gpu), _catalog_gpu(ref_id) if ref_id else None
+    same_arch = (
+        spec is not None
+        and ref is not None
+        and getattr(spec, "id", None) != ref.id
+        and (getattr(spec, "vendor", None), getattr(spec, "architecture", None))
+        == (ref.vendor, ref.architecture)
+    )
+    if same_arch:
+        mine = _mamf_fraction(spec) or _sibling_fraction(spec, _mamf_fraction)
+        theirs = _mamf_fraction(ref)
+        r_mine, r_ref = _flops_per_hbm_byte(spec), _flops_per_hbm_byte(ref)
+        if mine and theirs and r_mine and r_ref and 1.0 / base > 1.0 / theirs:
+            beta = (1.0 / base - 1.0 / theirs) / r_ref
+            value = 1.0 / (1.0 / mine + beta * r_mine)
+            if abs(value / base - 1.0) <= 0.01:
+                return base, None
+            name = getattr(spec, "display_name", gpu)
+            share = "less" if r_mine < r_ref else "more"
+            return value, (
+                f"MFU {value:.2f} for {name} (class {base:.2f} on the {ref_id}): {r_mine:.0f} peak FLOPs per "
+                f"HBM byte against the reference's {r_ref:.0f}, so its memory-bound kernels take {share} of "
+                f"the step (beta {beta * 1e3:.2f} B per 1000 FLOPs from the reference's class MFU)"
+            )
+    factor = mamf_factor(gpu, cls)
+    if abs(factor - 1.0) <= 0.01:
+        return base * factor, None
+    return base * factor, (
+        f"MFU x{factor:.2f}: {gpu} reaches {factor:.2f} of the {ref_id}'s achievable matmul fraction of peak "
+        "(catalog mamf_bf16_tflops)"
+    )
 
 
 def _sibling_fraction(spec: Any, fraction: Any) -> float | None:
@@ -294,7 +351,7 @@ def _sibling_fraction(spec: Any, fraction: Any) -> float | None:
 def default_mfu(gpu: str) -> float | None:
     """MFU of a single-GPU full fine-tune for a GPU id or name; None if its class is unknown."""
     cls = gpu_class_of(gpu)
-    return MFU_BY_CLASS[cls] * mamf_factor(gpu, cls) if cls else None
+    return class_mfu(gpu, cls)[0] if cls else None
 
 
 def tokens_per_micro_batch(
@@ -429,13 +486,9 @@ def _default_mfu_for(
         value = K.MFU_FALLBACK
         assumptions.append(f"no MFU default for GPU class '{gpu}': assumed {K.MFU_FALLBACK}")
     else:
-        factor = mamf_factor(gpu, cls)
-        value = MFU_BY_CLASS[cls] * factor
-        if abs(factor - 1.0) > 0.01:
-            assumptions.append(
-                f"MFU x{factor:.2f}: {gpu} reaches {factor:.2f} of the {MAMF_REFERENCE[cls]}'s achievable "
-                "matmul fraction of peak (catalog mamf_bf16_tflops)"
-            )
+        value, note = class_mfu(gpu, cls)
+        if note:
+            assumptions.append(note)
     if s.method == "lora":
         value *= MFU_LORA_FACTOR
     elif s.method == "qlora":
