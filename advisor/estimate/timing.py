@@ -37,6 +37,7 @@ from advisor.estimate.memory import TrainingSetup, lora_params, resolve_setup
 __all__ = [
     "DataLength",
     "TimeEstimate",
+    "adapter_cast_bytes_per_token",
     "class_mfu",
     "default_mfu",
     "estimate_time",
@@ -44,6 +45,7 @@ __all__ = [
     "fp32_flops_per_token",
     "gpu_class_of",
     "mamf_factor",
+    "not_timed",
     "tokens_per_micro_batch",
 ]
 
@@ -214,6 +216,9 @@ class TimeEstimate:
     # max_length cap, so tokens_per_s counts capped tokens (an upper bound on the step time, not real tokens)
     real_tokens_known: bool = True
     gpu_class: str = ""
+    # what this run does that the step time leaves out, each with why (shown on the Time line): the
+    # estimate is then a bound in the direction each one says
+    not_timed: list[str] = field(default_factory=list)
     total_tokens: float | None = None
     steps: float | None = None
     hours_single_gpu: float | None = None
@@ -434,6 +439,103 @@ def fp32_flops_per_token(
         out += a * 4.0 * pc.layers * pc.q_dim * span * 0.5
         parts.append(f"{impl} attention")
     return out, parts
+
+
+# PEFT keeps LoRA adapters in fp32 on a 16-bit base (peft 0.21.2 tuners/tuners_utils.py:2705-2722,
+# cast_adapter_dtype with autocast_adapter_dtype=True) and casts each targeted Linear's input to the adapter
+# dtype (tuners/lora/layer.py:1100, `x = self._cast_input_dtype(x, lora_A.weight.dtype)`); without autocast
+# lora_A/lora_B, `* scaling` and the sum then run in fp32 and `result.to(torch_result_dtype)` casts back
+# (layer.py:1101-1114). Bytes this adds per token and per element of a targeted Linear's input (d_in) and
+# output (d_out) over adapters in the stream's dtype, read + written, per pass (forward in, forward out,
+# backward in, backward out): the cast r2 w4 and lora_A reading 4 bytes for 2 (+2); lora_B's fp32 output (+2),
+# `* scaling` in fp32 (+4), the 16-bit result + fp32 sum promoted to fp32 (+4), the cast back r4 w2; backward
+# the cast gradients (r2 w4, r4 w2 twice), scaling's in fp32 (+4), lora_B's dgrad and wgrad reading an fp32
+# gradient (+2 each), lora_A's fp32 input gradient (+2) and its wgrad reading the fp32 input (+2).
+# bitsandbytes 4/8-bit (lora/bnb.py:543-551) and AWQ (lora/awq.py:70-78) cast lora_B's output back before
+# the sum (bnb after `* scaling`, AWQ before it). tests/estimate/test_timing_adapter_cast.py counts the bytes
+# the installed PEFT layer moves against this (from helper h8's 12633cf).
+ADAPTER_CAST_BYTES_NO_AUTOCAST: dict[str, tuple[float, float, float, float]] = {
+    "linear": (8.0, 16.0, 10.0, 20.0),
+    "bnb": (8.0, 12.0, 10.0, 14.0),
+    "awq": (8.0, 8.0, 10.0, 10.0),
+}
+# lora_dropout > 0 (nn.Dropout, lora/layer.py:256; p = 0 is nn.Identity) runs on the fp32 copy: 4 + 4 bytes
+# read and written per input element where the 16-bit one moves 2 + 2, in each forward and in the backward.
+ADAPTER_DROPOUT_FP32_BYTES = 4.0
+
+
+def _fp32_adapter_kind(setup: TrainingSetup) -> str | None:
+    """The PEFT layer kind running fp32 adapters on a 16-bit stream without autocast; None when not."""
+    r = resolve_setup(setup)
+    if (
+        setup.method == "full"
+        or not r.targets
+        or r.dtypes.trainable != "fp32"
+        or r.br != 2  # the residual stream (fp32 after prepare_model_for_kbit_training: nothing to cast)
+        or r.autocast
+        or r.fsdp  # FSDP gathers the adapters in its param_dtype with the rest of the unit
+        or setup.torch_compile  # Inductor fuses the casts into the pointwise kernels beside them
+        or setup.framework != "hf"
+    ):
+        return None
+    quant = r.dtypes.quant if setup.method == "qlora" else None
+    if quant in ("nf4", "int8"):
+        return "bnb"
+    if quant == "awq4":
+        return "awq"
+    return "linear"  # LoRA Linear, GPTQ
+
+
+def adapter_cast_bytes_per_token(setup: TrainingSetup) -> float:
+    """HBM bytes per computed token that PEFT's fp32 adapters without autocast add (0 when they do not
+    apply): ADAPTER_CAST_BYTES_NO_AUTOCAST over the targeted Linears, the recomputed forward, dropout."""
+    kind = _fp32_adapter_kind(setup)
+    if kind is None:
+        return 0.0
+    r = resolve_setup(setup)
+    f_in, f_out, b_in, b_out = ADAPTER_CAST_BYTES_NO_AUTOCAST[kind]
+    fwd = 2.0 if r.gc else 1.0
+    drop = ADAPTER_DROPOUT_FP32_BYTES if (setup.lora_dropout or 0.0) > 0 else 0.0
+    per_in = f_in * fwd + b_in + drop * (fwd + 1.0)
+    per_out = f_out * fwd + b_out
+    pc = setup.model
+    active = float(getattr(pc, "moe_active", 0) or 0)
+    per_layer = 0.0
+    for lin in pc.linears:
+        if lin.name not in r.targets:
+            continue
+        passes = min(float(lin.count), active) if lin.count > 1 and active else float(lin.count)
+        per_layer += passes * (per_in * lin.d_in + per_out * lin.d_out)
+    return per_layer * pc.layers
+
+
+def not_timed(setup: TrainingSetup, adapter_s: float = 0.0, step_s: float = 0.0) -> list[str]:
+    """What the run does that the step time leaves out, each with why (TimeEstimate.not_timed).
+
+    adapter_s: what PEFT's own layer would add to the step for fp32 adapters without autocast.
+    """
+    out: list[str] = []
+    if _fp32_adapter_kind(setup) is not None:
+        cost = (
+            f"; PEFT's own layer adds about {adapter_s:.2f} s per optimizer step "
+            f"(+{adapter_s / step_s:.0%}: the casts' HBM traffic and the adapter matmuls on the fp32 CUDA "
+            "cores)"
+            if adapter_s > 0 and step_s > 0
+            else "; with PEFT's own layer the step is slower than estimated"
+        )
+        out.append(
+            f"PEFT's fp32 adapters on a {resolve_setup(setup).dtypes.storage} base without autocast (each "
+            "targeted Linear's input copied to fp32, the adapter matmuls and the sum in fp32: peft "
+            "tuners/lora/layer.py): left out, because their cost depends on the LoRA kernels the stack runs "
+            "(fused or 16-bit adapters pay none)" + cost
+        )
+    if setup.liger_kernel:
+        out.append(
+            "Liger's fused RMSNorm/SwiGLU/RoPE/linear-cross-entropy kernels: left out, because the class "
+            "MFUs were measured on runs without them (Liger-Kernel's README reports ~20% more throughput for "
+            "LLaMA 3-8B, batch 8, FSDP1 on 8x A100); the step may be faster than estimated"
+        )
+    return out
 
 
 def _optimizer_bytes_per_param(r: Any) -> float:
@@ -663,6 +765,13 @@ def estimate_time(
         offload += gas * 2 * (pc.total * b_param / n) / (PCIE_HOST_GBS * 1e9)
 
     step = t_compute + t_opt + exposed + offload
+    adapter_s = 0.0  # what PEFT's fp32 adapters without autocast would add (not_timed)
+    cast_bytes = adapter_cast_bytes_per_token(setup) if hbm else 0.0
+    if cast_bytes:
+        adapter_s = tok_gpu_step * cast_bytes / (hbm * 1e9 * ELEMENTWISE_HBM_EFFICIENCY)
+        if fp32_tflops:  # the adapters' matmuls on the CUDA cores instead of the 16-bit rate
+            ad = 6.0 * lora_params(pc, r.lora_r, sorted(r.targets))
+            adapter_s += tok_gpu_step * ad * (1.0 / (fp32_tflops * 1e12 * MFU_FP32_SIMT) - 1.0 / achieved)
     # one GPU doing this rank's work (same per-GPU batch and optimizer shard) without communication, so that
     # the efficiency is communication and offload alone
     t1 = t_compute + t_opt
@@ -712,6 +821,7 @@ def estimate_time(
         tokens_basis=basis,
         real_tokens_known=not basis.startswith(UNKNOWN_LENGTH),
         gpu_class=cls or "",
+        not_timed=not_timed(setup, adapter_s, step),
         total_tokens=float(total) if total is not None else None,
         steps=steps,
         hours_single_gpu=hours_1,

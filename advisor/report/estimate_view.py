@@ -272,6 +272,8 @@ def render_text(reports: list[dict[str, Any]], *, color: bool = False) -> str:
                 if s["gpus"] > 1:
                     line += f" on {s['gpus']} GPUs, {t['hours_single_gpu']:.1f} h on one"
             out.line(line)
+            for item in t.get("not_timed") or []:  # timing.not_timed: each with its reason
+                out.line(f"  not timed: {item}")
         if rep["assumptions"]:
             out.line()
             out.line(st("Assumptions:", "dim"))
