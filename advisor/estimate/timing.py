@@ -10,6 +10,7 @@ flops/tok   k * N_mm + a * 4 * L * q * span / 2 (causal) (+ 6 per adapter parame
             +2 with gradient checkpointing (the forward again); attention has no weights, so its backward
             is always whole: a = 3 (4 with checkpointing)
 achieved    matmul peak * MFU(GPU class x achievable-matmul factor, method) * torch.compile / fp8 factors;
+            a card of its class reference's architecture takes its own compute/HBM balance (class_mfu);
             the peak is the 16-bit tensor rate, for fp32 compute the FP32 CUDA-core rate unless TF32 is on
             (then the TF32 tensor rate), at its own MFU
 t_compute   computed tokens per GPU per optimizer step * flops/token / achieved (the fp32 parts of a 16-bit
@@ -24,6 +25,7 @@ comm        DDP/ZeRO-1: 2(n-1)/n * P_trainable * b once per optimizer step, hidd
 exposed     = max(0, t_comm - COMM_OVERLAP * t_overlappable)
 step time   = t_compute + t_optimizer + exposed + offload transfers / CPU-Adam
 efficiency  = tokens/s on n GPUs / (n * tokens/s on one)
+not timed   what the run does that the step leaves out, each with why and its direction (not_timed)
 """
 
 from __future__ import annotations
