@@ -10,6 +10,7 @@ flops/tok   k * N_mm + a * 4 * L * q * span / 2 (causal) (+ 6 per adapter parame
             +2 with gradient checkpointing (the forward again); attention has no weights, so its backward
             is always whole: a = 3 (4 with checkpointing)
 achieved    matmul peak * MFU(GPU class x achievable-matmul factor, method) * torch.compile / fp8 factors;
+            a card of its class reference's architecture takes its own compute/HBM balance (class_mfu);
             the peak is the 16-bit tensor rate, for fp32 compute the FP32 CUDA-core rate unless TF32 is on
             (then the TF32 tensor rate), at its own MFU
 t_compute   computed tokens per GPU per optimizer step * flops/token / achieved (the fp32 parts of a 16-bit
@@ -24,6 +25,7 @@ comm        DDP/ZeRO-1: 2(n-1)/n * P_trainable * b once per optimizer step, hidd
 exposed     = max(0, t_comm - COMM_OVERLAP * t_overlappable)
 step time   = t_compute + t_optimizer + exposed + offload transfers / CPU-Adam
 efficiency  = tokens/s on n GPUs / (n * tokens/s on one)
+not timed   what the run does that the step leaves out, each with why and its direction (not_timed)
 """
 
 from __future__ import annotations
@@ -37,12 +39,15 @@ from advisor.estimate.memory import TrainingSetup, lora_params, resolve_setup
 __all__ = [
     "DataLength",
     "TimeEstimate",
+    "adapter_cast_bytes_per_token",
+    "class_mfu",
     "default_mfu",
     "estimate_time",
     "flops_per_token",
     "fp32_flops_per_token",
     "gpu_class_of",
     "mamf_factor",
+    "not_timed",
     "tokens_per_micro_batch",
 ]
 
@@ -213,6 +218,9 @@ class TimeEstimate:
     # max_length cap, so tokens_per_s counts capped tokens (an upper bound on the step time, not real tokens)
     real_tokens_known: bool = True
     gpu_class: str = ""
+    # what this run does that the step time leaves out, each with why (shown on the Time line): the
+    # estimate is then a bound in the direction each one says
+    not_timed: list[str] = field(default_factory=list)
     total_tokens: float | None = None
     steps: float | None = None
     hours_single_gpu: float | None = None
@@ -256,23 +264,79 @@ def gpu_class_of(gpu: str) -> str | None:
     return None
 
 
+def _mamf_fraction(g: Any) -> float | None:
+    """A card's achievable bf16 matmul rate (catalog mamf_bf16_tflops) as a fraction of its dense peak."""
+    mamf, peak = getattr(g, "mamf_bf16_tflops", None), getattr(g, "bf16_dense_tflops", None)
+    return float(mamf) / float(peak) if mamf and peak else None
+
+
 def mamf_factor(gpu: str, cls: str | None) -> float:
     """This GPU's achievable-matmul fraction of peak over its class reference's (1.0 when one is unknown)."""
     ref_id = MAMF_REFERENCE.get(cls or "")
     spec, ref = _catalog_gpu(gpu), _catalog_gpu(ref_id) if ref_id else None
     if spec is None or ref is None or getattr(spec, "id", None) == ref.id:
         return 1.0
-
-    def fraction(g: Any) -> float | None:
-        mamf, peak = getattr(g, "mamf_bf16_tflops", None), getattr(g, "bf16_dense_tflops", None)
-        return float(mamf) / float(peak) if mamf and peak else None
-
-    mine, theirs = fraction(spec), fraction(ref)
+    mine, theirs = _mamf_fraction(spec), _mamf_fraction(ref)
     if (
         mine is None
     ):  # a sibling of the same vendor and architecture that was measured (MI325X: the MI300X die)
-        mine = _sibling_fraction(spec, fraction)
+        mine = _sibling_fraction(spec, _mamf_fraction)
     return mine / theirs if mine and theirs else 1.0
+
+
+def _flops_per_hbm_byte(g: Any) -> float | None:
+    peak, hbm = getattr(g, "bf16_dense_tflops", None), getattr(g, "memory_bandwidth_gbs", None)
+    return float(peak) * 1e12 / (float(hbm) * 1e9) if peak and hbm else None
+
+
+def class_mfu(gpu: str, cls: str) -> tuple[float, str | None]:
+    """The single-GPU full fine-tune MFU of this card from its class value, and the assumption line when it
+    is not the class value itself.
+
+    A step is matmuls at the card's achievable matmul rate plus memory-bound kernels (norms, activations,
+    rotary, softmax, loss, casts) at its HBM bandwidth, so 1 / MFU = peak / MAMF + beta * peak / HBM, beta the
+    memory-bound bytes per model FLOP. The two class references give nearly one beta: A100 SXM 80GB
+    (MFU 0.58, MAMF 271.2 of 312 TFLOPS, 2039 GB/s) 3.75e-3 B/FLOP, H100 SXM (0.42, 794.5 of 989, 3350 GB/s)
+    3.85e-3 B/FLOP: the H100's lower MFU is its higher FLOPs per HBM byte. A card of the reference's
+    architecture (A100 40GB and PCIe, A800; H200, H800, H20, GH200, H100 PCIe/NVL) takes its own balance with
+    the reference's beta: the H20, 148 TFLOPS on 4 TB/s, waits far less on memory-bound kernels than an H100.
+    Other architectures keep the class value scaled by the achievable matmul fraction (mamf_factor): their
+    caches differ (Ada's 96 MB L2 against the A100's 40 MB; the L40S rows, huggingface/peft method_comparison
+    P01-P04, imply more than this balance would give its 419 FLOPs per byte).
+    """
+    base = MFU_BY_CLASS[cls]
+    ref_id = MAMF_REFERENCE.get(cls)
+    spec, ref = _catalog_gpu(gpu), _catalog_gpu(ref_id) if ref_id else None
+    same_arch = (
+        spec is not None
+        and ref is not None
+        and getattr(spec, "id", None) != ref.id
+        and (getattr(spec, "vendor", None), getattr(spec, "architecture", None))
+        == (ref.vendor, ref.architecture)
+    )
+    if same_arch:
+        mine = _mamf_fraction(spec) or _sibling_fraction(spec, _mamf_fraction)
+        theirs = _mamf_fraction(ref)
+        r_mine, r_ref = _flops_per_hbm_byte(spec), _flops_per_hbm_byte(ref)
+        if mine and theirs and r_mine and r_ref and 1.0 / base > 1.0 / theirs:
+            beta = (1.0 / base - 1.0 / theirs) / r_ref
+            value = 1.0 / (1.0 / mine + beta * r_mine)
+            if abs(value / base - 1.0) <= 0.01:
+                return base, None
+            name = getattr(spec, "display_name", gpu)
+            share = "less" if r_mine < r_ref else "more"
+            return value, (
+                f"MFU {value:.2f} for {name} (class {base:.2f} on the {ref_id}): {r_mine:.0f} peak FLOPs per "
+                f"HBM byte against the reference's {r_ref:.0f}, so its memory-bound kernels take {share} of "
+                f"the step (beta {beta * 1e3:.2f} B per 1000 FLOPs from the reference's class MFU)"
+            )
+    factor = mamf_factor(gpu, cls)
+    if abs(factor - 1.0) <= 0.01:
+        return base * factor, None
+    return base * factor, (
+        f"MFU x{factor:.2f}: {gpu} reaches {factor:.2f} of the {ref_id}'s achievable matmul fraction of peak "
+        "(catalog mamf_bf16_tflops)"
+    )
 
 
 def _sibling_fraction(spec: Any, fraction: Any) -> float | None:
@@ -294,7 +358,7 @@ def _sibling_fraction(spec: Any, fraction: Any) -> float | None:
 def default_mfu(gpu: str) -> float | None:
     """MFU of a single-GPU full fine-tune for a GPU id or name; None if its class is unknown."""
     cls = gpu_class_of(gpu)
-    return MFU_BY_CLASS[cls] * mamf_factor(gpu, cls) if cls else None
+    return class_mfu(gpu, cls)[0] if cls else None
 
 
 def tokens_per_micro_batch(
@@ -379,6 +443,103 @@ def fp32_flops_per_token(
     return out, parts
 
 
+# PEFT keeps LoRA adapters in fp32 on a 16-bit base (peft 0.21.2 tuners/tuners_utils.py:2705-2722,
+# cast_adapter_dtype with autocast_adapter_dtype=True) and casts each targeted Linear's input to the adapter
+# dtype (tuners/lora/layer.py:1100, `x = self._cast_input_dtype(x, lora_A.weight.dtype)`); without autocast
+# lora_A/lora_B, `* scaling` and the sum then run in fp32 and `result.to(torch_result_dtype)` casts back
+# (layer.py:1101-1114). Bytes this adds per token and per element of a targeted Linear's input (d_in) and
+# output (d_out) over adapters in the stream's dtype, read + written, per pass (forward in, forward out,
+# backward in, backward out): the cast r2 w4 and lora_A reading 4 bytes for 2 (+2); lora_B's fp32 output (+2),
+# `* scaling` in fp32 (+4), the 16-bit result + fp32 sum promoted to fp32 (+4), the cast back r4 w2; backward
+# the cast gradients (r2 w4, r4 w2 twice), scaling's in fp32 (+4), lora_B's dgrad and wgrad reading an fp32
+# gradient (+2 each), lora_A's fp32 input gradient (+2) and its wgrad reading the fp32 input (+2).
+# bitsandbytes 4/8-bit (lora/bnb.py:543-551) and AWQ (lora/awq.py:70-78) cast lora_B's output back before
+# the sum (bnb after `* scaling`, AWQ before it). tests/estimate/test_timing_adapter_cast.py counts the bytes
+# the installed PEFT layer moves against this (from helper h8's 12633cf).
+ADAPTER_CAST_BYTES_NO_AUTOCAST: dict[str, tuple[float, float, float, float]] = {
+    "linear": (8.0, 16.0, 10.0, 20.0),
+    "bnb": (8.0, 12.0, 10.0, 14.0),
+    "awq": (8.0, 8.0, 10.0, 10.0),
+}
+# lora_dropout > 0 (nn.Dropout, lora/layer.py:256; p = 0 is nn.Identity) runs on the fp32 copy: 4 + 4 bytes
+# read and written per input element where the 16-bit one moves 2 + 2, in each forward and in the backward.
+ADAPTER_DROPOUT_FP32_BYTES = 4.0
+
+
+def _fp32_adapter_kind(setup: TrainingSetup) -> str | None:
+    """The PEFT layer kind running fp32 adapters on a 16-bit stream without autocast; None when not."""
+    r = resolve_setup(setup)
+    if (
+        setup.method == "full"
+        or not r.targets
+        or r.dtypes.trainable != "fp32"
+        or r.br != 2  # the residual stream (fp32 after prepare_model_for_kbit_training: nothing to cast)
+        or r.autocast
+        or r.fsdp  # FSDP gathers the adapters in its param_dtype with the rest of the unit
+        or setup.torch_compile  # Inductor fuses the casts into the pointwise kernels beside them
+        or setup.framework != "hf"
+    ):
+        return None
+    quant = r.dtypes.quant if setup.method == "qlora" else None
+    if quant in ("nf4", "int8"):
+        return "bnb"
+    if quant == "awq4":
+        return "awq"
+    return "linear"  # LoRA Linear, GPTQ
+
+
+def adapter_cast_bytes_per_token(setup: TrainingSetup) -> float:
+    """HBM bytes per computed token that PEFT's fp32 adapters without autocast add (0 when they do not
+    apply): ADAPTER_CAST_BYTES_NO_AUTOCAST over the targeted Linears, the recomputed forward, dropout."""
+    kind = _fp32_adapter_kind(setup)
+    if kind is None:
+        return 0.0
+    r = resolve_setup(setup)
+    f_in, f_out, b_in, b_out = ADAPTER_CAST_BYTES_NO_AUTOCAST[kind]
+    fwd = 2.0 if r.gc else 1.0
+    drop = ADAPTER_DROPOUT_FP32_BYTES if (setup.lora_dropout or 0.0) > 0 else 0.0
+    per_in = f_in * fwd + b_in + drop * (fwd + 1.0)
+    per_out = f_out * fwd + b_out
+    pc = setup.model
+    active = float(getattr(pc, "moe_active", 0) or 0)
+    per_layer = 0.0
+    for lin in pc.linears:
+        if lin.name not in r.targets:
+            continue
+        passes = min(float(lin.count), active) if lin.count > 1 and active else float(lin.count)
+        per_layer += passes * (per_in * lin.d_in + per_out * lin.d_out)
+    return per_layer * pc.layers
+
+
+def not_timed(setup: TrainingSetup, adapter_s: float = 0.0, step_s: float = 0.0) -> list[str]:
+    """What the run does that the step time leaves out, each with why (TimeEstimate.not_timed).
+
+    adapter_s: what PEFT's own layer would add to the step for fp32 adapters without autocast.
+    """
+    out: list[str] = []
+    if _fp32_adapter_kind(setup) is not None:
+        cost = (
+            f"; PEFT's own layer adds about {adapter_s:.2f} s per optimizer step "
+            f"(+{adapter_s / step_s:.0%}: the casts' HBM traffic and the adapter matmuls on the fp32 CUDA "
+            "cores)"
+            if adapter_s > 0 and step_s > 0
+            else "; with PEFT's own layer the step is slower than estimated"
+        )
+        out.append(
+            f"PEFT's fp32 adapters on a {resolve_setup(setup).dtypes.storage} base without autocast (each "
+            "targeted Linear's input copied to fp32, the adapter matmuls and the sum in fp32: peft "
+            "tuners/lora/layer.py): left out, because their cost depends on the LoRA kernels the stack runs "
+            "(fused or 16-bit adapters pay none)" + cost
+        )
+    if setup.liger_kernel:
+        out.append(
+            "Liger's fused RMSNorm/SwiGLU/RoPE/linear-cross-entropy kernels: left out, because the class "
+            "MFUs were measured on runs without them (Liger-Kernel's README reports ~20% more throughput for "
+            "LLaMA 3-8B, batch 8, FSDP1 on 8x A100); the step may be faster than estimated"
+        )
+    return out
+
+
 def _optimizer_bytes_per_param(r: Any) -> float:
     """Bytes the optimizer step reads and writes per trainable parameter."""
     from advisor.estimate.memory.resolve import dtype_bytes  # the memory model's dtype sizes
@@ -429,13 +590,9 @@ def _default_mfu_for(
         value = K.MFU_FALLBACK
         assumptions.append(f"no MFU default for GPU class '{gpu}': assumed {K.MFU_FALLBACK}")
     else:
-        factor = mamf_factor(gpu, cls)
-        value = MFU_BY_CLASS[cls] * factor
-        if abs(factor - 1.0) > 0.01:
-            assumptions.append(
-                f"MFU x{factor:.2f}: {gpu} reaches {factor:.2f} of the {MAMF_REFERENCE[cls]}'s achievable "
-                "matmul fraction of peak (catalog mamf_bf16_tflops)"
-            )
+        value, note = class_mfu(gpu, cls)
+        if note:
+            assumptions.append(note)
     if s.method == "lora":
         value *= MFU_LORA_FACTOR
     elif s.method == "qlora":
@@ -516,13 +673,19 @@ def estimate_time(
 
     real_mb, computed_mb, basis = tokens_per_micro_batch(r.b, r.seq, data)
     span = computed_mb / max(1, r.b)
-    if (
+    varlen = bool(
         data is not None
         and data.packed
         and data.padding_free
-        and data.tokens_per_sample
         and str(s.attn_implementation or "").startswith("flash")
-    ):
+    )
+    if varlen and not (data is not None and data.tokens_per_sample):
+        A.append(
+            "packed padding-free rows with flash-attention attend within each sample, whose length is "
+            f"unknown: attention timed over the whole {r.seq}-token row, an upper bound on the step time "
+            "(set dataset-tokens and dataset-samples for the data's length)"
+        )
+    elif varlen and data is not None and data.tokens_per_sample:
         # padding-free packing hands flash-attention one flattened row with per-sample position_ids, which it
         # runs as variable-length attention within each sample (transformers 5.24
         # modeling_flash_attention_utils.py:855-861, _is_packed_sequence -> flash_varlen_fn): each token
@@ -604,6 +767,13 @@ def estimate_time(
         offload += gas * 2 * (pc.total * b_param / n) / (PCIE_HOST_GBS * 1e9)
 
     step = t_compute + t_opt + exposed + offload
+    adapter_s = 0.0  # what PEFT's fp32 adapters without autocast would add (not_timed)
+    cast_bytes = adapter_cast_bytes_per_token(setup) if hbm else 0.0
+    if cast_bytes:
+        adapter_s = tok_gpu_step * cast_bytes / (hbm * 1e9 * ELEMENTWISE_HBM_EFFICIENCY)
+        if fp32_tflops:  # the adapters' matmuls on the CUDA cores instead of the 16-bit rate
+            ad = 6.0 * lora_params(pc, r.lora_r, sorted(r.targets))
+            adapter_s += tok_gpu_step * ad * (1.0 / (fp32_tflops * 1e12 * MFU_FP32_SIMT) - 1.0 / achieved)
     # one GPU doing this rank's work (same per-GPU batch and optimizer shard) without communication, so that
     # the efficiency is communication and offload alone
     t1 = t_compute + t_opt
@@ -653,6 +823,7 @@ def estimate_time(
         tokens_basis=basis,
         real_tokens_known=not basis.startswith(UNKNOWN_LENGTH),
         gpu_class=cls or "",
+        not_timed=not_timed(setup, adapter_s, step),
         total_tokens=float(total) if total is not None else None,
         steps=steps,
         hours_single_gpu=hours_1,

@@ -281,6 +281,7 @@ def _report(
             "step_time_s": round(te.step_time_s, 3),
             "tokens_per_s": round(te.tokens_per_s),
             "real_tokens_known": te.real_tokens_known,  # False: tokens_per_s counts samples at max_length
+            "not_timed": list(te.not_timed),  # what the step time leaves out, each with why
             "tokens_per_s_single_gpu": round(te.tokens_per_s_single_gpu),
             "scaling_efficiency": round(te.scaling_efficiency, 3),
             "mfu": round(te.mfu, 3),

@@ -260,15 +260,20 @@ def render_text(reports: list[dict[str, Any]], *, color: bool = False) -> str:
         t = rep["time"]
         if t is not None:
             out.line()
+            capped = "" if t.get("real_tokens_known", True) else " counted at max_length"
             line = (
-                f"Time: {t['step_time_s']:.2f} s per optimizer step, {t['tokens_per_s']:,} tokens/s "
+                f"Time: {t['step_time_s']:.2f} s per optimizer step, {t['tokens_per_s']:,} tokens/s{capped} "
                 f"(MFU {t['mfu']:.2f}), scaling efficiency {t['scaling_efficiency']:.0%}"
             )
+            if capped:  # timing.tokens_per_micro_batch: the data's length unknown, every sample at the cap
+                line += "; the data's real tokens per second are unknown (its length is not given)"
             if t["hours"] is not None:
                 line += f"; {t['hours']:.1f} h for {t['total_tokens']:.3g} tokens"
                 if s["gpus"] > 1:
                     line += f" on {s['gpus']} GPUs, {t['hours_single_gpu']:.1f} h on one"
             out.line(line)
+            for item in t.get("not_timed") or []:  # timing.not_timed: each with its reason
+                out.line(f"  not timed: {item}")
         if rep["assumptions"]:
             out.line()
             out.line(st("Assumptions:", "dim"))

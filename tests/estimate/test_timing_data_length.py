@@ -12,7 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from advisor.cli import app
 from advisor.estimate.timing import DataLength, tokens_per_micro_batch
 from tests.conftest import estimate_json_run, git_project
 
@@ -40,6 +42,22 @@ def test_unknown_length_counts_no_capped_token_as_real(
     said = " ".join(run["assumptions"])
     assert "max_length 2048, a cap and not the data's length" in said
     assert "real tokens per second are unknown" in said
+
+
+@pytest.mark.parametrize("known", [False, True])
+def test_the_time_line_says_when_tokens_are_counted_at_the_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, known: bool
+) -> None:
+    files = {"launch.sh": "#!/bin/bash\npython train.py sft.yaml\n", "train.py": "pass\n", "sft.yaml": SFT}
+    if known:
+        toml = '[[runs]]\npath = "launch.sh"\ndataset-samples = 10\ndataset-tokens = 3000\n'
+        files[".gpu-advise.toml"] = toml
+    git_project(tmp_path, files, monkeypatch)
+    result = CliRunner().invoke(app, ["estimate", ".", "-H", "1xH100"])
+    assert result.exit_code == 0, result.output
+    (time_line,) = [line for line in result.stdout.splitlines() if line.startswith("Time:")]
+    assert ("tokens/s counted at max_length" in time_line) is not known
+    assert ("real tokens per second are unknown" in time_line) is not known
 
 
 def test_the_data_length_makes_the_tokens_real(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -97,3 +115,8 @@ def test_padding_free_packing_attends_within_each_sample() -> None:
     # SDPA gets a block mask, not a variable-length kernel: the whole row is computed
     sdpa = estimate_time(replace(setup, attn_implementation="sdpa"), 989, 1.0, "H100-SXM", 1, data=varlen)
     assert sdpa.flops_per_token == pytest.approx(whole.flops_per_token)
+    # the samples' length unknown: the whole row is timed and the estimate says it is a bound
+    unknown = estimate_time(setup, 989, 1.0, "H100-SXM", 1, data=DataLength(packed=True, padding_free=True))
+    assert unknown.flops_per_token == pytest.approx(whole.flops_per_token)
+    assert any("whose length is unknown" in a and "upper bound" in a for a in unknown.assumptions)
+    assert not any("whose length is unknown" in a for a in within.assumptions + whole.assumptions)
