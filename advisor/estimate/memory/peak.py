@@ -119,12 +119,22 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
     tied = pc.embedding * train.grad_bytes if (r.full and pc.tied and not s.optimizer_in_backward) else 0.0
     if s.trainable_layers is not None:
         tied = 0.0  # freeze-tuning: the embedding is frozen
+    # The first decoder layer's recompute and working set peak before its own weight gradients exist and
+    # before the embeddings' (both formed after it), so they sit on the gradients of the layers above only
+    # (terms.late_gradients); at the very end it is all gradients and the embedding's backward.
+    bottom = layer_work + (act.layer_input if r.gc else act.one_layer)
+    work_end = max(0.0, bottom - terms.late_gradients(r, train, shards, g, grads_persist))
     end = [
         grads,
-        Term("last layer recompute + backward working set", layer_work, (terms.END,)),
+        Term(
+            "last layer recompute + backward working set",
+            work_end,
+            (terms.END,),
+            "the first layer's saved tensors and working set beyond the gradients formed after it",
+        ),
         Term(
             "tied embedding gradient",
-            max(0.0, tied - layer_work),
+            max(0.0, tied - work_end),
             (terms.END,),
             "the embedding's V x h gradient before it is added to the lm_head's (beyond layer temporaries)",
         ),

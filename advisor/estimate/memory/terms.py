@@ -250,6 +250,30 @@ def gradients(r: ResolvedSetup, train: Trainables, shards: Placement) -> tuple[f
     return g, head / (shards.n if shards.grads else 1), note
 
 
+def late_gradients(r: ResolvedSetup, train: Trainables, shards: Placement, g: float, persist: bool) -> float:
+    """Gradient bytes that do not exist yet while the first (lowest trainable) decoder layer is recomputed
+    and backpropagated: its own weights' and the input embeddings'.
+
+    The autograd engine runs a node when its inputs' gradients are complete, and AccumulateGrad creates a
+    parameter's .grad when its gradient arrives (torch/csrc/autograd/functions/accumulate_grad.h, steal the
+    incoming tensor); the token and position embeddings come after every layer in backward. With
+    non-reentrant checkpointing (transformers 5.24 modeling_utils.py:3158 use_reentrant=False) a layer is
+    recomputed on the first unpack of one of its saved tensors (torch 2.13 torch/utils/checkpoint.py:1175-1183
+    _checkpoint_hook.unpack_hook), i.e. when backward reaches the layer's last op, before any of its weight
+    gradients. A tied embedding's gradient already exists (the lm_head's); gradients kept across
+    micro-batches all exist."""
+    s, pc = r.s, r.pc
+    if persist or s.optimizer_in_backward or mixed_units(r) or not pc.layers:
+        return 0.0
+    if r.full:
+        late = float(pc.per_layer)
+        if s.trainable_layers is None:  # freeze-tuning: the embeddings are frozen
+            late += pc.position_embedding + (0 if pc.tied else pc.embedding)
+    else:
+        late = (train.count - train.saved) / pc.layers  # one layer's adapters
+    return min(g, late * train.grad_bytes / (shards.n if shards.grads else 1))
+
+
 def step_temporaries(r: ResolvedSetup, train: Trainables, shards: Placement) -> Term:
     s = r.s
     largest = max(r.pc.largest_tensor, 1)
@@ -277,6 +301,8 @@ class Activations:
     saved: Term
     last_layer: float  # one layer's saved activations (recomputed at the end of backward with checkpointing)
     work: Term
+    one_layer: float = 0.0  # one layer's saved activations, with or without checkpointing
+    layer_input: float = 0.0  # one checkpointed layer's input (0 without checkpointing)
 
 
 def activations(r: ResolvedSetup) -> Activations:
@@ -304,6 +330,8 @@ def activations(r: ResolvedSetup) -> Activations:
     return Activations(
         saved=Term("activations", act, (BACKWARD,), note),
         last_layer=a_layer * T if r.gc else 0.0,
+        one_layer=a_layer * T,
+        layer_input=r.br * pc.hidden * T if r.gc else 0.0,
         work=Term("backward working set", work * T, (BACKWARD,), "one layer's gradient temporaries"),
     )
 
