@@ -372,9 +372,34 @@ def autocast_copies(r: ResolvedSetup, shards: Placement) -> Term:
             # the first layer's input needs no gradient (activations.outside_bytes): its lora_A matmuls
             # save their input only, not the weight cast
             copies -= 2.0 * r.lora_r * sum(lin.d_in for lin in first_layer_inputs(r) if lin.name in r.targets)
+    copies += _layer_norm_fp32_copies(r)
     return Term(
-        "autocast weight copies", copies, (BACKWARD,), "16-bit casts of fp32 weights saved for backward"
+        "autocast weight copies",
+        copies,
+        (BACKWARD,),
+        "casts of weights that autocast makes and the ops save for backward",
     )
+
+
+def _layer_norm_fp32_copies(r: ResolvedSetup) -> float:
+    """fp32 copies of 16-bit LayerNorm weights and biases: CUDA autocast runs layer_norm in fp32
+    (aten/src/ATen/autocast_mode.h AT_FORALL_FP32, benchmarks/cuda_autocast.py), casting each call's weight
+    and bias anew (cached_cast caches only lower-precision casts of fp32 leaves: autocast_mode.cpp), and
+    native_layer_norm saves both for its backward (tools/autograd/derivatives.yaml native_layer_norm ->
+    native_layer_norm_backward(..., weight, bias, ...)) whenever its input or weight needs a gradient."""
+    pc = r.pc
+    norm_b = 4 if r.prepare_kbit else dtype_bytes(r.dtypes.storage)
+    if pc.norm != "layer" or r.dtypes.autocast is None or norm_b >= 4 or not pc.norms_per_layer:
+        return 0.0
+    per_norm = pc.norm_per_layer / pc.norms_per_layer  # weight (+ bias)
+    saving = 0.0
+    if not r.gc:  # a checkpointed layer's forward saves nothing; its recompute's casts die with the layer
+        saving = float((pc.layers - r.frozen_below) * pc.norms_per_layer)
+        if not r.full and not r.prepare_kbit and not r.saved:
+            # the first layer's norms read the frozen embedding's output, which needs no gradient
+            # (activations.outside_bytes): no autograd node, nothing saved
+            saving -= pc.norms_per_layer if pc.parallel_block else 1
+    return 4.0 * (saving * per_norm + (pc.final_norm if r.s.task == "causal_lm" else 0))
 
 
 def bnb_kept_inputs(r: ResolvedSetup) -> float:
