@@ -19,7 +19,9 @@ from typing import Literal
 from advisor.core.records import record, replace
 from advisor.estimate import constants as K
 from advisor.estimate.memory import terms
+from advisor.estimate.memory.activations import adapter_call_peak
 from advisor.estimate.memory.optimizers import optimizer_profile
+from advisor.estimate.memory.packed import PACKED
 from advisor.estimate.memory.resolve import ResolvedSetup, resolve_setup
 from advisor.estimate.memory.setup import MemoryEstimate, MemoryItem, Phase, Term, TrainingSetup
 
@@ -79,7 +81,18 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
     # bitsandbytes before 0.43.2 (pinned): each 4-bit Linear's input saved, in the recomputed layer only
     # under checkpointing, in every layer without
     bnb_in = terms.bnb_kept_inputs(r) if s.bnb_keeps_input else 0.0
-    layer_work = act.work.bytes + act.last_layer + dequant.bytes + (bnb_in if r.gc else 0.0)
+    # the backward working set, or the (re)computed forward's costliest adapter / 4-bit Linear call
+    # (activations.adapter_call_peak), whichever is larger: they are not live at the same time. A bnb 4-bit
+    # Linear's dequantized weight lives for its own backward, beside its input's and its output's gradients,
+    # not beside the other temporaries (MatMul4Bit.backward `matmul(grad_output, dequantize_4bit(B).t())`)
+    nf4 = s.method == "qlora" and r.dtypes.quant not in PACKED
+    if nf4 and dequant.bytes:
+        largest = max(r.pc.linears, key=lambda lin: lin.d_in * lin.d_out)
+        bwd_work = max(act.work.bytes, dequant.bytes + r.cb * (largest.d_in + largest.d_out) * r.tokens)
+    else:
+        bwd_work = act.work.bytes + dequant.bytes
+    call = adapter_call_peak(r, quantized=nf4 and r.hf and r.dtypes.quant != "int8")
+    layer_work = act.last_layer + (bnb_in if r.gc else 0.0) + max(bwd_work, call)
     held = min(logits.bytes, layer_work + kept.bytes)  # what the sum counts beyond the larger of the two
     beyond = Term(
         act.work.name,
