@@ -9,6 +9,7 @@ import pytest
 
 from advisor.core.records import replace
 from advisor.estimate import TrainingSetup, estimate_memory, resolve_model
+from advisor.estimate.memory import terms
 from advisor.estimate.memory.peak import phase_terms
 
 
@@ -16,8 +17,8 @@ def _activations(s: TrainingSetup) -> float:
     """Saved activations at backward start plus the recomputed layer (its saved tensors)."""
     pt = phase_terms(s)
     saved = sum(t.bytes for t in pt.phases["backward start"] if t.name == "activations")
-    layer = sum(t.bytes for t in pt.phases["end of backward"] if t.name.startswith("last layer"))
-    return saved + layer
+    act = terms.activations(pt.resolved)
+    return saved + act.last_layer + act.work.bytes
 
 
 @pytest.mark.parametrize("checkpointing", [False, True])

@@ -12,7 +12,7 @@ from advisor.estimate import constants as K
 from advisor.estimate.memory.resolve import ResolvedSetup
 from advisor.estimate.params import LinearShape
 
-__all__ = ["first_layer_inputs", "layer_bytes", "logits_bytes", "outside_bytes"]
+__all__ = ["adapter_call_peak", "first_layer_inputs", "layer_bytes", "logits_bytes", "outside_bytes"]
 
 # Model types whose attention concatenates the rotated and the pass-through halves of q and k (partial
 # rotary), so the query reaching attention is a new contiguous (b, heads, s, d) tensor (transformers 5.24
@@ -166,6 +166,51 @@ def layer_bytes(r: ResolvedSetup) -> tuple[float, float]:
     if r.attn == "eager":
         work += 6 * pc.heads * r.seq
     return saved, work
+
+
+def adapter_call_peak(r: ResolvedSetup, quantized: bool) -> float:
+    """Bytes live beside a decoder layer's saved tensors while its forward, or its recompute under
+    checkpointing, runs the costliest adapter-wrapped (or, `quantized`, 4-bit) Linear.
+
+    The layer's Python frames still hold the residual, the block input and the Linear's input; the base
+    output exists; PEFT's adapter branch `x = self._cast_input_dtype(x, lora_A.weight.dtype)` makes a new
+    tensor when x is not in the adapter dtype (peft 0.21 tuners/tuners_utils.py:2233-2235), and
+    `lora_B(lora_A(dropout(x)))` a dropout output of that dtype (tuners/lora/layer.py:1088-1102); what
+    lora_A saves, and the mask, are in layer_bytes, the rest dies after the call. A 4-bit base dequantizes
+    its weight for the call (bitsandbytes MatMul4Bit.forward `linear(A, dequantize_4bit(B).to(A.dtype).t())`).
+    Under checkpointing the layer output's gradient is live too: the recompute runs inside backward.
+    0 for a full fine-tune, whose backward working set (layer_bytes) is larger."""
+    if r.full or not r.hf:
+        return 0.0
+    pc = r.pc
+    h, ab = pc.hidden, r.ab
+    norm_out = _norm_out_bytes(r)
+    frame = r.br * h + (r.cb * h if r.gc else 0)  # the residual (+ the incoming gradient)
+    drop = r.lora_dropout > 0
+    best = 0.0
+    for lin in pc.linears:
+        if lin.name == "router" or lin.name.startswith(("experts.", "shared_expert")):
+            continue
+        d = lin.d_in
+        if lin.feeds_from == "mlp_act":  # the MLP frame holds its input and the product it feeds
+            src = r.lin_out
+            held = norm_out * h + src * d
+        elif lin.feeds_from == "attn_out":
+            src = r.cb
+            held = src * d
+        else:
+            src = norm_out
+            held = src * d
+        base = (frame + held + r.cb * lin.d_out) * r.tokens
+        if quantized:
+            best = max(best, base + r.cb * d * lin.d_out)  # the dequantized weight, during the base call
+        if lin.name in r.targets and not r.s.torch_compile:  # compiled, the casts fuse into the kernels
+            cast = ab * d if src != ab else 0
+            # autocast: lora_A saves autocast's 16-bit cast, PEFT's cast and the dropout output die; without:
+            # lora_A saves its input, the dropout output, or PEFT's cast when there is no dropout
+            branch = (cast + (ab * d if drop else 0)) if r.autocast else (cast if drop else 0)
+            best = max(best, base + branch * r.tokens)
+    return float(best)
 
 
 def first_layer_inputs(r: ResolvedSetup) -> list[LinearShape]:

@@ -19,7 +19,9 @@ from typing import Literal
 from advisor.core.records import record, replace
 from advisor.estimate import constants as K
 from advisor.estimate.memory import terms
+from advisor.estimate.memory.activations import adapter_call_peak
 from advisor.estimate.memory.optimizers import optimizer_profile
+from advisor.estimate.memory.packed import PACKED
 from advisor.estimate.memory.resolve import ResolvedSetup, resolve_setup
 from advisor.estimate.memory.setup import MemoryEstimate, MemoryItem, Phase, Term, TrainingSetup
 
@@ -79,7 +81,18 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
     # bitsandbytes before 0.43.2 (pinned): each 4-bit Linear's input saved, in the recomputed layer only
     # under checkpointing, in every layer without
     bnb_in = terms.bnb_kept_inputs(r) if s.bnb_keeps_input else 0.0
-    layer_work = act.work.bytes + act.last_layer + dequant.bytes + (bnb_in if r.gc else 0.0)
+    # the backward working set, or the (re)computed forward's costliest adapter / 4-bit Linear call
+    # (activations.adapter_call_peak), whichever is larger: they are not live at the same time. A bnb 4-bit
+    # Linear's dequantized weight lives for its own backward, beside its input's and its output's gradients,
+    # not beside the other temporaries (MatMul4Bit.backward `matmul(grad_output, dequantize_4bit(B).t())`)
+    nf4 = s.method == "qlora" and r.dtypes.quant not in PACKED
+    if nf4 and dequant.bytes:
+        largest = max(r.pc.linears, key=lambda lin: lin.d_in * lin.d_out)
+        bwd_work = max(act.work.bytes, dequant.bytes + r.cb * (largest.d_in + largest.d_out) * r.tokens)
+    else:
+        bwd_work = act.work.bytes + dequant.bytes
+    call = adapter_call_peak(r, quantized=nf4 and r.hf and r.dtypes.quant != "int8")
+    layer_work = act.last_layer + (bnb_in if r.gc else 0.0) + max(bwd_work, call)
     held = min(logits.bytes, layer_work + kept.bytes)  # what the sum counts beyond the larger of the two
     beyond = Term(
         act.work.name,
@@ -119,12 +132,22 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
     tied = pc.embedding * train.grad_bytes if (r.full and pc.tied and not s.optimizer_in_backward) else 0.0
     if s.trainable_layers is not None:
         tied = 0.0  # freeze-tuning: the embedding is frozen
+    # The first decoder layer's recompute and working set peak before its own weight gradients exist and
+    # before the embeddings' (both formed after it), so they sit on the gradients of the layers above only
+    # (terms.late_gradients); at the very end it is all gradients and the embedding's backward.
+    bottom = layer_work + (act.layer_input if r.gc else act.one_layer)
+    work_end = max(0.0, bottom - terms.late_gradients(r, train, shards, g, grads_persist))
     end = [
         grads,
-        Term("last layer recompute + backward working set", layer_work, (terms.END,)),
+        Term(
+            "last layer recompute + backward working set",
+            work_end,
+            (terms.END,),
+            "the first layer's saved tensors and working set beyond the gradients formed after it",
+        ),
         Term(
             "tied embedding gradient",
-            max(0.0, tied - layer_work),
+            max(0.0, tied - work_end),
             (terms.END,),
             "the embedding's V x h gradient before it is added to the lm_head's (beyond layer temporaries)",
         ),

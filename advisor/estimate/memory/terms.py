@@ -250,6 +250,30 @@ def gradients(r: ResolvedSetup, train: Trainables, shards: Placement) -> tuple[f
     return g, head / (shards.n if shards.grads else 1), note
 
 
+def late_gradients(r: ResolvedSetup, train: Trainables, shards: Placement, g: float, persist: bool) -> float:
+    """Gradient bytes that do not exist yet while the first (lowest trainable) decoder layer is recomputed
+    and backpropagated: its own weights' and the input embeddings'.
+
+    The autograd engine runs a node when its inputs' gradients are complete, and AccumulateGrad creates a
+    parameter's .grad when its gradient arrives (torch/csrc/autograd/functions/accumulate_grad.h, steal the
+    incoming tensor); the token and position embeddings come after every layer in backward. With
+    non-reentrant checkpointing (transformers 5.24 modeling_utils.py:3158 use_reentrant=False) a layer is
+    recomputed on the first unpack of one of its saved tensors (torch 2.13 torch/utils/checkpoint.py:1175-1183
+    _checkpoint_hook.unpack_hook), i.e. when backward reaches the layer's last op, before any of its weight
+    gradients. A tied embedding's gradient already exists (the lm_head's); gradients kept across
+    micro-batches all exist."""
+    s, pc = r.s, r.pc
+    if persist or s.optimizer_in_backward or mixed_units(r) or not pc.layers:
+        return 0.0
+    if r.full:
+        late = float(pc.per_layer)
+        if s.trainable_layers is None:  # freeze-tuning: the embeddings are frozen
+            late += pc.position_embedding + (0 if pc.tied else pc.embedding)
+    else:
+        late = (train.count - train.saved) / pc.layers  # one layer's adapters
+    return min(g, late * train.grad_bytes / (shards.n if shards.grads else 1))
+
+
 def step_temporaries(r: ResolvedSetup, train: Trainables, shards: Placement) -> Term:
     s = r.s
     largest = max(r.pc.largest_tensor, 1)
@@ -277,6 +301,8 @@ class Activations:
     saved: Term
     last_layer: float  # one layer's saved activations (recomputed at the end of backward with checkpointing)
     work: Term
+    one_layer: float = 0.0  # one layer's saved activations, with or without checkpointing
+    layer_input: float = 0.0  # one checkpointed layer's input (0 without checkpointing)
 
 
 def activations(r: ResolvedSetup) -> Activations:
@@ -304,6 +330,8 @@ def activations(r: ResolvedSetup) -> Activations:
     return Activations(
         saved=Term("activations", act, (BACKWARD,), note),
         last_layer=a_layer * T if r.gc else 0.0,
+        one_layer=a_layer * T,
+        layer_input=r.br * pc.hidden * T if r.gc else 0.0,
         work=Term("backward working set", work * T, (BACKWARD,), "one layer's gradient temporaries"),
     )
 
@@ -344,9 +372,34 @@ def autocast_copies(r: ResolvedSetup, shards: Placement) -> Term:
             # the first layer's input needs no gradient (activations.outside_bytes): its lora_A matmuls
             # save their input only, not the weight cast
             copies -= 2.0 * r.lora_r * sum(lin.d_in for lin in first_layer_inputs(r) if lin.name in r.targets)
+    copies += _layer_norm_fp32_copies(r)
     return Term(
-        "autocast weight copies", copies, (BACKWARD,), "16-bit casts of fp32 weights saved for backward"
+        "autocast weight copies",
+        copies,
+        (BACKWARD,),
+        "casts of weights that autocast makes and the ops save for backward",
     )
+
+
+def _layer_norm_fp32_copies(r: ResolvedSetup) -> float:
+    """fp32 copies of 16-bit LayerNorm weights and biases: CUDA autocast runs layer_norm in fp32
+    (aten/src/ATen/autocast_mode.h AT_FORALL_FP32, benchmarks/cuda_autocast.py), casting each call's weight
+    and bias anew (cached_cast caches only lower-precision casts of fp32 leaves: autocast_mode.cpp), and
+    native_layer_norm saves both for its backward (tools/autograd/derivatives.yaml native_layer_norm ->
+    native_layer_norm_backward(..., weight, bias, ...)) whenever its input or weight needs a gradient."""
+    pc = r.pc
+    norm_b = 4 if r.prepare_kbit else dtype_bytes(r.dtypes.storage)
+    if pc.norm != "layer" or r.dtypes.autocast is None or norm_b >= 4 or not pc.norms_per_layer:
+        return 0.0
+    per_norm = pc.norm_per_layer / pc.norms_per_layer  # weight (+ bias)
+    saving = 0.0
+    if not r.gc:  # a checkpointed layer's forward saves nothing; its recompute's casts die with the layer
+        saving = float((pc.layers - r.frozen_below) * pc.norms_per_layer)
+        if not r.full and not r.prepare_kbit and not r.saved:
+            # the first layer's norms read the frozen embedding's output, which needs no gradient
+            # (activations.outside_bytes): no autograd node, nothing saved
+            saving -= pc.norms_per_layer if pc.parallel_block else 1
+    return 4.0 * (saving * per_norm + (pc.final_norm if r.s.task == "causal_lm" else 0))
 
 
 def bnb_kept_inputs(r: ResolvedSetup) -> float:
