@@ -17,12 +17,13 @@ if TYPE_CHECKING:
 __all__ = ["checkpoint_reentrant"]
 
 
-def checkpoint_reentrant(plan: RunPlan) -> bool | None:
+def checkpoint_reentrant(plan: RunPlan, strategy: str = "none", world: int = 1) -> bool | None:
     """use_reentrant of the run's activation checkpointing: the written gradient_checkpointing_kwargs, else
     the default of the pinned transformers (`{"use_reentrant": True}` up to 4.57: 4.57.0
     modeling_utils.py:3696; False from 5.0.0: modeling_utils.py:3099, 5.24 :3158; the Trainer passes
     TrainingArguments.gradient_checkpointing_kwargs, None by default, and TRL's SFTConfig keeps that None);
-    None when neither says (the current release's default assumed: non-reentrant)."""
+    None when neither says (the current release's default assumed: non-reentrant). ms-swift decides it
+    itself (below)."""
     t = plan.training
     flag: Any = None
     keys = ("gradient_checkpointing_kwargs", "activation_checkpointing_kwargs")
@@ -43,6 +44,14 @@ def checkpoint_reentrant(plan: RunPlan) -> bool | None:
         if isinstance(flag, str) and flag.strip().lower() in ("true", "false"):
             return flag.strip().lower() == "true"
         return flag if isinstance(flag, bool) else None
+    from advisor.plan.run_plan import has_own_defaults
+
+    if has_own_defaults(plan.spec.command):
+        # ms-swift patches torch.utils.checkpoint.checkpoint itself: the written use_reentrant, else False
+        # under plain DDP (several processes, no DeepSpeed, no FSDP) and True otherwise (ms-swift 4.6
+        # swift/trainers/mixin.py:900-919 _fix_gradient_checkpointing, @3602360a; ms-swift 1.x patched it
+        # to False always: swift/llm/utils/model.py:1380-1398 @4312aeb2)
+        return not (world > 1 and strategy == "ddp")
     doc = plan.spec.script or plan.spec.training or plan.spec.root
     if doc is None or getattr(doc, "path", None) is None:
         return None

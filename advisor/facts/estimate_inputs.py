@@ -751,7 +751,7 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
         "kept_logits_bytes": _kept_logits(plan, dtype_kw.get("precision"), a),
         "fixed_length": _fixed_length(plan),
         "bnb_keeps_input": _bnb_keeps_input(plan) if method == "qlora" else None,
-        "checkpoint_reentrant": checkpoint_reentrant(plan),
+        "checkpoint_reentrant": checkpoint_reentrant(plan, strategy, out.dp),
         **allocator_inputs(plan),  # expandable_segments, torch_empty_cache_steps
         **_fsdp_units(plan, strategy, method, a),
         **peft_kw,
