@@ -16,6 +16,7 @@ from advisor.core.document import Location
 from advisor.core.provenance import Value
 from advisor.core.records import field, record
 from advisor.facts.allocator_inputs import allocator_inputs
+from advisor.facts.checkpoint_kind import checkpoint_reentrant
 from advisor.facts.load_calls import script_trainer
 from advisor.facts.lora_inputs import (
     lora_targets,
@@ -750,6 +751,7 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
         "kept_logits_bytes": _kept_logits(plan, dtype_kw.get("precision"), a),
         "fixed_length": _fixed_length(plan),
         "bnb_keeps_input": _bnb_keeps_input(plan) if method == "qlora" else None,
+        "checkpoint_reentrant": checkpoint_reentrant(plan, strategy, out.dp),
         **allocator_inputs(plan),  # expandable_segments, torch_empty_cache_steps
         **_fsdp_units(plan, strategy, method, a),
         **peft_kw,

@@ -41,16 +41,28 @@ def _allocated(run: dict) -> float:
     return float(run["memory"]["allocated"]["gib"])
 
 
-@pytest.mark.parametrize(("gc", "layers"), [(False, 32), (True, 1)])
+# reentrant checkpointing runs the forward without grad: only the recomputed layer keeps the inputs; the
+# non-reentrant one (transformers' default from 5.0, and what gradient_checkpointing_kwargs can ask for)
+# drops only saved_for_backward tensors, not MatMul4Bit's ctx.tensors: every layer keeps them
+@pytest.mark.parametrize(
+    ("gc", "kwargs", "layers"),
+    [
+        (False, "", 32),
+        (True, "", 32),
+        (True, "gradient_checkpointing_kwargs: {use_reentrant: false}\n", 32),
+        (True, "gradient_checkpointing_kwargs: {use_reentrant: true}\n", 1),
+        (True, "gradient_checkpointing_kwargs: '{\"use_reentrant\": true}'\n", 1),
+    ],
+)
 def test_old_pin_counts_the_kept_inputs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gc: bool, layers: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gc: bool, kwargs: str, layers: int
 ) -> None:
-    recipe = _SFT + f"gradient_checkpointing: {str(gc).lower()}\n"
+    recipe = _SFT + f"gradient_checkpointing: {str(gc).lower()}\n" + kwargs
     old = _pinned(tmp_path / "old", monkeypatch, recipe, "==0.42.0")
     new = _pinned(tmp_path / "new", monkeypatch, recipe, ">=0.43.2")
     none = _run(tmp_path / "none", monkeypatch, {"sft.yaml": recipe})
     extra = layers * _PER_LAYER / 2**30
-    if gc:
+    if layers == 1:
         # in the recomputed layer: it adds to one layer's working set, which peaks against the logits/loss
         # buffers (the larger of the two), so the peak grows by at most that much
         assert -0.005 <= _allocated(old) - _allocated(new) <= extra + 0.01
@@ -71,3 +83,23 @@ def test_a_range_below_the_fix_counts_and_int8_never(tmp_path: Path, monkeypatch
     int8 = recipe.replace("load_in_4bit: true", "load_in_8bit: true")
     eight = _pinned(tmp_path / "i", monkeypatch, int8, "==0.42.0")
     assert "4-bit Linear inputs" not in {b["name"] for b in eight["breakdown"]}
+
+
+def test_a_transformers_pin_before_5_checkpoints_reentrant(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """transformers up to 4.57 passes {"use_reentrant": True} when nothing is given (4.57.0
+    modeling_utils.py:3696), 5.0.0 {"use_reentrant": False} (modeling_utils.py:3099)."""
+    recipe = _SFT + "gradient_checkpointing: true\n"
+    runs = {
+        pin: _run(
+            tmp_path / pin.strip("=<>"),
+            monkeypatch,
+            {"sft.yaml": recipe, "requirements.txt": f"bitsandbytes==0.42.0\ntransformers{pin}\n"},
+        )
+        for pin in ("==4.46.0", "==5.0.0")
+    }
+    assert any("in the recomputed layer (reentrant" in a for a in runs["==4.46.0"]["assumptions"])
+    assert any("in every layer" in a for a in runs["==5.0.0"]["assumptions"])
+    gap = _allocated(runs["==5.0.0"]) - _allocated(runs["==4.46.0"])
+    assert gap >= 31 * _PER_LAYER / 2**30 - 0.01  # the other 31 layers' inputs

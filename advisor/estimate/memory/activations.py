@@ -247,8 +247,28 @@ def outside_bytes(r: ResolvedSetup) -> float:
     return out
 
 
+def normalized_head_bytes(autocast: bool, weight_bytes: int) -> int:
+    """Bytes per lm_head weight element that a normalising head (Baichuan 2's NormHead: `linear(h,
+    normalize(W))`) saves from its forward to its backward: the normalised copy `linear` keeps. normalize is
+    `W / W.norm(dim=1)` (torch/nn/functional.py normalize); under CUDA autocast the norm runs with an fp32
+    dtype (linalg_vector_norm, fp32_set_opt_dtype in aten/src/ATen/autocast_mode.cpp), so the division
+    promotes to an fp32 copy that `linear` casts to 16 bits and saves (a non-leaf's cast is not cached);
+    without autocast the copy is in the weight's dtype. norm's and the division's backward keep only W
+    itself and the V x 1 norms, whether W trains or not."""
+    return 2 if autocast else weight_bytes
+
+
 def logits_bytes(r: ResolvedSetup) -> tuple[float, float, str]:
     """(peak bytes during the loss backward, bytes left when the lm_head grad is formed, label)."""
+    peak, after, label = _logits_bytes(r)
+    pc = r.pc
+    if pc.normalized_head and r.s.task == "causal_lm":
+        head = float(normalized_head_bytes(r.autocast, r.wb) * pc.vocab * pc.hidden)
+        return peak + head, after + head, label + " + the normalised lm_head weight saved for backward"
+    return peak, after, label
+
+
+def _logits_bytes(r: ResolvedSetup) -> tuple[float, float, str]:
     pc = r.pc
     tokens = r.tokens
     if r.s.task != "causal_lm":

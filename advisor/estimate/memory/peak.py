@@ -79,7 +79,7 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
     if bnb is not None:
         r.assumptions.append(bnb)
     # bitsandbytes before 0.43.2 (pinned): each 4-bit Linear's input saved, in the recomputed layer only
-    # under checkpointing, in every layer without
+    # under reentrant checkpointing, in every layer otherwise (terms.bnb_recomputed_only)
     bnb_in = terms.bnb_kept_inputs(r) if s.bnb_keeps_input else 0.0
     # the backward working set, or the (re)computed forward's costliest adapter / 4-bit Linear call
     # (activations.adapter_call_peak), whichever is larger: they are not live at the same time. A bnb 4-bit
@@ -92,7 +92,8 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
     else:
         bwd_work = act.work.bytes + dequant.bytes
     call = adapter_call_peak(r, quantized=nf4 and r.hf and r.dtypes.quant != "int8")
-    layer_work = act.last_layer + (bnb_in if r.gc else 0.0) + max(bwd_work, call)
+    bnb_one = terms.bnb_recomputed_only(r)
+    layer_work = act.last_layer + (bnb_in if bnb_one else 0.0) + max(bwd_work, call)
     held = min(logits.bytes, layer_work + kept.bytes)  # what the sum counts beyond the larger of the two
     beyond = Term(
         act.work.name,
@@ -101,7 +102,7 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
         "one layer's gradient temporaries"
         + (" + its recompute" if act.last_layer else "")
         + (f" + the {dequant.name}" if dequant.bytes else "")
-        + (" + its 4-bit Linear inputs" if bnb_in and r.gc else "")
+        + (" + its 4-bit Linear inputs" if bnb_in and bnb_one else "")
         + (" + the kept logits" if kept.bytes else "")
         + " beyond the logits/loss buffers, freed before it",
     )
@@ -119,7 +120,7 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
         terms.packed_weights_saved(r),
         Term(
             "4-bit Linear inputs",
-            0.0 if r.gc else bnb_in * r.pc.layers,
+            0.0 if bnb_one else bnb_in * r.pc.layers,
             (terms.BACKWARD,),
             "bitsandbytes < 0.43.2 keeps every 4-bit Linear's input for backward (PR #1270)",
         ),

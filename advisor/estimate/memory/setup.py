@@ -100,6 +100,9 @@ class TrainingSetup:
     # the bitsandbytes pin: True when it installs a release before 0.43.2, whose MatMul4Bit keeps every 4-bit
     # Linear's input for backward (PR #1270); False for 0.43.2 or later; None = not pinned (current assumed)
     bnb_keeps_input: bool | None = None
+    # torch.utils.checkpoint's use_reentrant (advisor/facts/estimate_inputs.py _checkpoint_reentrant); None =
+    # not said, the current transformers default (non-reentrant) assumed
+    checkpoint_reentrant: bool | None = None
     # FSDP1 units that hold frozen and trainable (LoRA) weights in one flat parameter (use_orig_params=True
     # with a loop of its own; HF Trainer wraps LoRA leaves apart): each keeps a full-size flat gradient
     fsdp_mixed_units: bool = False

@@ -414,14 +414,33 @@ def bnb_kept_inputs(r: ResolvedSetup) -> float:
     return r.cb * sum(widths.values()) * r.tokens  # one compute-dtype copy of each distinct Linear input
 
 
+def bnb_recomputed_only(r: ResolvedSetup) -> bool:
+    """Whether only the recomputed layer holds the inputs bitsandbytes < 0.43.2 keeps (bnb_kept_inputs):
+    under reentrant checkpointing the forward runs without grad, so no MatMul4Bit context outlives it.
+    Non-reentrant checkpointing (transformers' default from 5.0) runs it with grad and drops only what
+    save_for_backward passes through its saved-tensor hooks (torch/utils/checkpoint.py
+    _checkpoint_hook); MatMul4Bit keeps its input as a context attribute (`ctx.tensors = (A, B)`), so
+    every layer's inputs stay from its forward to its backward, and the recompute's copies are freed
+    with the recomputed graph."""
+    return r.gc and r.s.checkpoint_reentrant is True
+
+
 def bnb_input_note(r: ResolvedSetup) -> str | None:
     """What bitsandbytes before 0.43.2 adds (bnb_kept_inputs): counted when the pin says so, stated when
     nothing pins bitsandbytes."""
     per_layer = bnb_kept_inputs(r)
     if not per_layer or r.s.bnb_keeps_input is False:
         return None
-    extra = per_layer * (1 if r.gc else r.pc.layers) / K.GIB
-    where = ", in the recomputed layer" if r.gc else ""
+    one = bnb_recomputed_only(r)
+    extra = per_layer * (1 if one else r.pc.layers) / K.GIB
+    if one:
+        where = ", in the recomputed layer (reentrant checkpointing)"
+    elif r.gc:
+        where = ", in every layer: non-reentrant checkpointing does not drop a context attribute" + (
+            "" if r.s.checkpoint_reentrant is False else " (use_reentrant not said: transformers 5's)"
+        )
+    else:
+        where = ""
     if r.s.bnb_keeps_input:
         return (
             "bitsandbytes pinned below 0.43.2: every 4-bit Linear also keeps its input for backward "

@@ -242,6 +242,7 @@ def count_from_table(config: Mapping[str, Any], model_type: str) -> ParamCount:
         hidden_dropout=hidden_dropout,
         embd_dropout=embd_dropout,
         final_logit_softcapping=None if softcap is None else float(softcap),
+        normalized_head=arch.normalized_head,
         attn_logit_softcapping=None if attn_softcap is None else float(attn_softcap),
         linears=attn_lin + mlp_lin,
         layer_linear_weights=linear_weights,

@@ -89,6 +89,9 @@ class Arch:
     norm_affine: Flag = True  # False: the norms carry no weights (OPT's layer_norm_elementwise_affine)
     embedding_norm: bool = False  # LayerNorm right after the token embedding (BLOOM, BERT)
     lm_head_bias: Flag = False
+    # the lm_head normalises its weight rows in every training forward and multiplies by the result, a
+    # new V x h tensor the matmul saves for backward (Baichuan 2's NormHead)
+    normalized_head: bool = False
     positions: Callable[[Config, Dims], int] = lambda cfg, d: 0  # learned absolute position rows
     extra: Callable[[Config, Dims], int] = lambda cfg, d: 0  # pooler, projections outside the layers
     embedding_dim: str = "h"  # OPT's word_embed_proj_dim
@@ -366,8 +369,15 @@ _register(
         mlp=gated_mlp(names=("w1", "w3", "w2")),
     ),
 )
-# Baichuan 2 (remote code, modeling_baichuan.py): W_pack = Linear(h, 3h, bias=False), lm_head NormHead(h, V)
-_register(("baichuan",), replace(LLAMA, attn=fused_attn("W_pack", "o_proj"), mlp=gated_mlp()))
+# Baichuan 2 (remote code, modeling_baichuan.py): W_pack = Linear(h, 3h, bias=False), lm_head NormHead(h, V):
+# in training `norm_weight = nn.functional.normalize(self.weight)` then `nn.functional.linear(hidden_states,
+# norm_weight)` (Baichuan2-13B-Chat's file, copy at jrd77/Baichuan2-13B-Chat@35e3d5af modeling_baichuan.py,
+# NormHead.forward; ms-swift patches the same form with `.to(self.weight.dtype)`,
+# swift/llm/utils/model.py:446-456 @4312aeb2)
+_register(
+    ("baichuan",),
+    replace(LLAMA, attn=fused_attn("W_pack", "o_proj"), mlp=gated_mlp(), normalized_head=True),
+)
 # ChatGLM2/3 (remote code, modeling_chatglm.py of THUDM/chatglm3-6b; copy at DracoUnion/chatglm3-6b-int4-lora
 # @61985f2 modeling_chatglm.py): SelfAttention.query_key_value = Linear(h, kv_channels*heads + 2*kv_channels*
 # multi_query_group_num, bias=add_bias_linear or add_qkv_bias), dense without bias; MLP dense_h_to_4h =

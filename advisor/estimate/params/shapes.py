@@ -75,6 +75,7 @@ class ParamCount:
     hidden_dropout: float = 0.0
     embd_dropout: float = 0.0
     final_logit_softcapping: float | None = None
+    normalized_head: bool = False  # the lm_head multiplies by a normalised copy of its weight (Baichuan 2)
     attn_logit_softcapping: float | None = None  # eager attention tanh-caps the scores (Gemma 2)
     linears: list[LinearShape] = field(default_factory=list)  # per (dense or MoE) decoder layer
     # weights of all Linear layers inside the decoder layers, summed over layers (what bitsandbytes 4-bit
