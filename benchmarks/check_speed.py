@@ -124,17 +124,28 @@ def cold_start_against_yamllint(runs: int) -> None:
     )
 
 
-def _installed_wheel(dest: Path) -> Path:
+def _installed_wheel(dest: Path, revision: str | None = None) -> Path:
     """The package as pip installs it: a wheel built from a clean copy of the checkout (setup.py writes the
-    prebuilt catalog into it), unpacked and byte-compiled. The source checkout has no prebuilt catalog."""
+    prebuilt catalog into it), unpacked and byte-compiled. The source checkout has no prebuilt catalog.
+    With `revision`, the wheel of that commit (`git archive`), to compare with the working tree."""
     source = dest / "src"
-    shutil.copytree(
-        REPO,
-        source,
-        ignore=shutil.ignore_patterns(
-            ".git", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", "tests"
-        ),
-    )
+    if revision is None:
+        shutil.copytree(
+            REPO,
+            source,
+            ignore=shutil.ignore_patterns(
+                ".git", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", "tests"
+            ),
+        )
+    else:
+        source.mkdir(parents=True)
+        archive = subprocess.run(
+            ["git", "-C", str(REPO), "archive", "--format=tar", revision],
+            check=True,
+            capture_output=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(source)], input=archive, check=True)
+        shutil.rmtree(source / "tests", ignore_errors=True)
     subprocess.run(
         [
             sys.executable,
@@ -158,24 +169,31 @@ def _installed_wheel(dest: Path) -> Path:
     return site
 
 
-def startup_cold_and_warm(runs: int) -> dict[str, float]:
+def startup_cold_and_warm(runs: int, base: str | None = None) -> dict[str, float]:
     """Issue 18 item 11: start-up of the installed package with an empty cache (a fresh CI runner: a new
     GPU_ADVISE_CACHE_DIR per run) and with a warm one, each paired with yamllint on the same YAML files.
     Both tools run as `python -S` with the same PYTHONPATH (the wheel, then site-packages), so neither
-    pays this environment's .pth files and the checkout's editable install is not what is measured."""
+    pays this environment's .pth files and the checkout's editable install is not what is measured.
+
+    "warm" runs the same check on unchanged files, which a stored answer serves (advisor/core/replay.py);
+    "edited" is a warm cache with one input changed before each run (the checked YAML file's last line
+    alternates), the pre-commit case, which checks for real. With `base`, the wheel of that commit runs
+    the same three in the same rotation, so a change is measured against it paired."""
     with tempfile.TemporaryDirectory() as tmp:
-        base = Path(tmp)
-        site = _installed_wheel(base / "wheel")
-        project = base / "example"
+        root = Path(tmp)
+        sites = {"this": _installed_wheel(root / "wheel")}
+        if base:
+            sites[base] = _installed_wheel(root / "base-wheel", base)
+        project = root / "example"
         shutil.copytree(REPO / "fixtures" / "example", project)
-        env = {
-            **os.environ,
-            "PYTHONPATH": f"{site}{os.pathsep}{sysconfig.get_paths()['purelib']}",
-            "HF_HUB_OFFLINE": "1",
-        }
+        edited_file = project / "configs" / "sft.yaml"
+        original = edited_file.read_text(encoding="utf-8")
+        purelib = sysconfig.get_paths()["purelib"]
+        env = {**os.environ, "HF_HUB_OFFLINE": "1"}
         env.pop("GPU_ADVISE_NO_CACHE", None)
         yamllint = [sys.executable, "-S", "-m", "yamllint"]
-        if subprocess.run([*yamllint, "--version"], env=env, capture_output=True, check=False).returncode:
+        ref_env = {**env, "PYTHONPATH": purelib}
+        if subprocess.run([*yamllint, "--version"], env=ref_env, capture_output=True, check=False).returncode:
             print("yamllint not installed (pip install yamllint): no start-up ratios")
             return {}
         files = sorted(
@@ -183,46 +201,72 @@ def startup_cold_and_warm(runs: int) -> dict[str, float]:
         )
         check = [sys.executable, "-S", "-m", "advisor", "check", "--exit-zero", "."]
         ref_cmd = [*yamllint, "-d", "relaxed", *files]
-        warm_dir = base / "warm-cache"
         fresh = iter(range(10**6))
+        turn = iter(range(10**6))
 
-        def run(cmd: list[str], cache: Path) -> tuple[float, float]:
+        def run(cmd: list[str], site: Path | None, cache: Path) -> tuple[float, float]:
             """Wall-clock and CPU seconds (user + system) of one run: on a shared machine the CPU time
             is what the other jobs disturb least."""
+            path = purelib if site is None else f"{site}{os.pathsep}{purelib}"
             before = _children_cpu()
             start = time.perf_counter()
             subprocess.run(
-                cmd, cwd=project, env={**env, "GPU_ADVISE_CACHE_DIR": str(cache)}, capture_output=True
+                cmd,
+                cwd=project,
+                env={**env, "PYTHONPATH": path, "GPU_ADVISE_CACHE_DIR": str(cache)},
+                capture_output=True,
             )
             return time.perf_counter() - start, _children_cpu() - before
 
-        run(check, warm_dir)  # fills the warm cache; warms the page cache for both
-        run(ref_cmd, warm_dir)
-        cold: list[tuple[float, float]] = []
-        warm: list[tuple[float, float]] = []
-        ref: list[tuple[float, float]] = []
-        for _ in range(runs):  # a cold, a warm and a yamllint run in turn: load falls on all alike
-            cold.append(run(check, base / f"cold-{next(fresh)}"))
-            warm.append(run(check, warm_dir))
-            ref.append(run(ref_cmd, warm_dir))
+        def edit() -> None:
+            edited_file.write_text(original + f"# run {next(turn)}\n", encoding="utf-8")
+
+        times: dict[str, list[tuple[float, float]]] = {"yamllint": []}
+        warm_dirs = {name: root / f"warm-{i}" for i, name in enumerate(sites)}
+        edited_dirs = {name: root / f"edited-{i}" for i, name in enumerate(sites)}
+        for name, site in sites.items():
+            for _ in range(2):  # fills the warm caches (and the stored answer); warms the page cache
+                run(check, site, warm_dirs[name])
+                edit()
+                run(check, site, edited_dirs[name])
+                edited_file.write_text(original, encoding="utf-8")
+            for kind in ("cold", "warm", "edited"):
+                times[f"{name} {kind}"] = []
+        run(ref_cmd, None, root / "unused")
+        for _ in range(runs):  # each kind in turn, alternating: load falls on all alike
+            for name, site in sites.items():
+                times[f"{name} cold"].append(run(check, site, root / f"cold-{next(fresh)}"))
+                times[f"{name} warm"].append(run(check, site, warm_dirs[name]))
+                edit()
+                times[f"{name} edited"].append(run(check, site, edited_dirs[name]))
+                edited_file.write_text(original, encoding="utf-8")
+            times["yamllint"].append(run(ref_cmd, None, root / "unused"))
         print(
-            f"start-up of the installed wheel on fixtures/example (n={runs}), "
-            f"yamllint on its {len(files)} YAML files:"
+            f"start-up of the installed wheel on fixtures/example (n={runs}, medians; paired ratios are the "
+            f"median of each run's ratio to the run beside it), yamllint on its {len(files)} YAML files:"
         )
-        ratios = {
-            "cold": _paired_ratio([c[1] for c in cold], [r[1] for r in ref]),
-            "warm": _paired_ratio([w[1] for w in warm], [r[1] for r in ref]),
-        }
         for what, i in (("wall", 0), ("cpu", 1)):
-            y = [r[i] for r in ref]
-            print(
-                f"  {what}: yamllint median {statistics.median(y) * 1000:.0f} ms; "
-                f"check with an empty cache {statistics.median(c[i] for c in cold) * 1000:.0f} ms "
-                f"(paired ratio {_paired_ratio([c[i] for c in cold], y):.2f}, target <= 1.5), "
-                f"with a warm cache {statistics.median(w[i] for w in warm) * 1000:.0f} ms "
-                f"(paired ratio {_paired_ratio([w[i] for w in warm], y):.2f}, target <= 1.3)"
-            )
-        return ratios
+            y = [r[i] for r in times["yamllint"]]
+            print(f"  {what}: yamllint {statistics.median(y) * 1000:.0f} ms")
+            for name in sites:
+                parts = []
+                for kind, target in (("cold", 1.5), ("warm", 1.3), ("edited", 1.3)):
+                    ours = [t[i] for t in times[f"{name} {kind}"]]
+                    parts.append(
+                        f"{kind} {statistics.median(ours) * 1000:.0f} ms "
+                        f"({_paired_ratio(ours, y):.2f}x, target <= {target})"
+                    )
+                print(f"    {name}: " + "; ".join(parts))
+            if base:
+                for kind in ("cold", "warm", "edited"):
+                    ours = [t[i] for t in times[f"this {kind}"]]
+                    theirs = [t[i] for t in times[f"{base} {kind}"]]
+                    print(f"    this / {base}, {kind}: paired {_paired_ratio(ours, theirs):.3f}")
+        y = [r[1] for r in times["yamllint"]]
+        return {
+            kind: _paired_ratio([t[1] for t in times[f"this {kind}"]], y)
+            for kind in ("cold", "warm", "edited")
+        }
 
 
 def over_budget(ratios: dict[str, float], budget: str) -> list[str]:
@@ -256,13 +300,16 @@ def main() -> None:
         "--startup", action="store_true", help="only the installed wheel's cold- and warm-cache start-up"
     )
     parser.add_argument(
+        "--base", metavar="REV", help="with --startup: also the wheel of this commit, paired (e.g. ecae8f4)"
+    )
+    parser.add_argument(
         "--budget",
         metavar="COLD,WARM",
         help="with --startup: exit 1 when a paired CPU ratio to yamllint is over these (CI: 2.5,2.5)",
     )
     args = parser.parse_args()
     if args.startup:
-        ratios = startup_cold_and_warm(max(args.runs, 11))
+        ratios = startup_cold_and_warm(max(args.runs, 11), args.base)
         failures = over_budget(ratios, args.budget) if args.budget else []
         for line in failures:
             print(f"start-up budget: {line}", file=sys.stderr)

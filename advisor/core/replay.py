@@ -1,0 +1,1023 @@
+"""A check whose inputs are all unchanged answers with its stored output, without importing the tool.
+
+Issue 18 item 11: a warm start-up of `gpu-advise check` is spent importing ~160 modules and using them for
+the first time, far more than the check itself. A console-script run of `check` (advisor/__main__.py)
+records what it reads, and a later run whose every input is unchanged writes the recorded output and exit
+status instead of checking again. The inputs, so that a stored answer is never stale:
+
+  - in the key, known before anything runs: the arguments, the current folder, the whole environment,
+    the interpreter (version, executable, sys.path, flags), whether each standard stream is a terminal
+    and the terminal's size, the user and group ids, this file's own stamp;
+  - in the entry, met while the check ran: every file it opened (a project file by the BLAKE2b digest of
+    its bytes; a file of the installed tool or the interpreter, as Python itself trusts them for its .pyc,
+    by size, mtime, ctime and inode), every stat, lstat, access and readlink answer (mode; size and mtime
+    of a file), every folder listing (names and kinds), every module imported (its stamp), and every
+    subprocess (git, in a work tree) with its whole output, which is run again and compared.
+
+A run that does anything this record does not cover is not stored: a subprocess other than through
+subprocess.run, a write outside the cache folder, reading standard input, a change of folder, a file
+changed while it was read, a stream used below its text layer, an exit status other than 0 or 1.
+
+The entry sits in the cache folder (advisor/core/cache.py) under its rules: never in a git work tree, the
+current folder or the project of a path named on the command line; owned by the reading user; the key's
+full digest in its header. It is plain data, one record a line and every field hex: reading it runs
+nothing and imports nothing (not even json, which imports re: ~4 ms of a ~30 ms replay).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import Any
+
+try:  # as advisor/core/cache.py: BLAKE2 without hashlib loading OpenSSL
+    from _blake2 import blake2b
+except ImportError:
+    from hashlib import blake2b
+
+FORMAT = "gpu-advise-replay 1"
+MAX_ENTRY_BYTES = 8 * 1024 * 1024
+MAX_DIGESTED_BYTES = 32 * 1024 * 1024  # a project file larger than this makes the run not stored
+_IFMT = 0o170000
+_IFREG = 0o100000
+_IFDIR = 0o040000
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_ALTERING_EVENTS = frozenset(
+    {
+        "os.remove",
+        "os.rename",
+        "os.rmdir",
+        "os.mkdir",
+        "os.symlink",
+        "os.link",
+        "os.truncate",
+        "os.chmod",
+        "os.chown",
+        "os.utime",
+        "shutil.rmtree",
+        "shutil.move",
+        "shutil.copyfile",
+    }
+)
+_UNCOVERED_EVENTS = frozenset(
+    {
+        "os.fork",
+        "os.forkpty",
+        "os.exec",
+        "os.posix_spawn",
+        "os.spawn",
+        "os.system",
+        "os.startfile",
+        "socket.connect",
+        "socket.getaddrinfo",
+        "ctypes.dlopen",
+        "mmap.__new__",
+        "sqlite3.connect",
+        "urllib.Request",
+    }
+)
+_DIR_FLAG = getattr(os, "O_DIRECTORY", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def _hex(text: str) -> str:
+    return text.encode("utf-8", "surrogateescape").hex()
+
+
+def _unhex(field: str) -> str:
+    return bytes.fromhex(field).decode("utf-8", "surrogateescape")
+
+
+def cacheable_arguments(argv: list[str]) -> bool:
+    """`check` without an output file and without standard input as a path; what it does besides is the
+    recorder's to see (a command that goes through typer, --fix or --help, is not stored: see finish)."""
+    if not argv or argv[0] != "check":
+        return False
+    options = True
+    for arg in argv[1:]:
+        if arg == "--" and options:
+            options = False
+            continue
+        if arg == "-":
+            return False
+        if options and (arg in ("-o", "--output") or arg.startswith(("--output=", "-o"))):
+            return False
+    return True
+
+
+def _unresolved_cache_folder() -> str:
+    base = os.environ.get("GPU_ADVISE_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME") or "~/.cache"
+    return os.path.join(os.path.expanduser(base), "gpu-advise")
+
+
+def cache_folder() -> str | None:
+    """The folder advisor/core/cache.py's cache_dir names (same variables), as a real path."""
+    if os.environ.get("GPU_ADVISE_NO_CACHE"):
+        return None
+    return _real(_unresolved_cache_folder())
+
+
+def _real(path: str) -> str:
+    try:
+        return os.path.realpath(os.path.expanduser(path))
+    except (OSError, ValueError, RuntimeError):
+        return os.path.abspath(path)
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def work_tree(start: str) -> str | None:
+    """The closest folder at or above `start` with a `.git` entry (as advisor/sources/boundary.py)."""
+    folder = start
+    while True:
+        if os.path.lexists(os.path.join(folder, ".git")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def shared(folder: str, home: str) -> bool:
+    """/, the home folder and its parents: never taken for a project."""
+    return os.path.dirname(folder) == folder or _within(home, folder)
+
+
+def folder_untrusted(folder: str, cwd: str, home: str) -> bool:
+    """A cache folder in a git work tree or under the current folder may be a checkout's own files."""
+    tree = work_tree(folder)
+    if tree is not None and not shared(tree, home):
+        return True
+    return _within(folder, cwd) and not shared(cwd, home)
+
+
+def untrusted(folder: str, slots: list[str]) -> bool:
+    """Whether entries in `folder` could have been written by a project being checked: one holding the
+    cache folder, the current folder, or one of `slots` (absolute paths: the files an entry is for)."""
+    real = _real(folder)
+    try:
+        cwd, home = _real(os.getcwd()), _real(os.path.expanduser("~"))
+    except (OSError, RuntimeError):
+        return True
+    if folder_untrusted(real, cwd, home):
+        return True
+    for slot in slots:
+        source = _real(slot)
+        base = source if os.path.isdir(source) else os.path.dirname(source)
+        project = work_tree(base) or base
+        if _within(real, project) and not shared(project, home):
+            return True
+    return False
+
+
+def _terminal(fd: int) -> str:
+    try:
+        size = os.get_terminal_size(fd)
+    except (OSError, ValueError):
+        return "-"
+    return f"{size.columns}x{size.lines}"
+
+
+def _streams() -> list[str]:
+    out = []
+    for fd in (0, 1, 2):
+        try:
+            out.append(f"{int(os.isatty(fd))}:{_terminal(fd)}")
+        except OSError:
+            out.append("closed")
+    return out
+
+
+def key_text(argv: list[str]) -> str:
+    """Everything the answer may depend on that is known before the check runs (module docstring)."""
+    here = os.path.abspath(__file__)
+    parts: list[object] = [
+        FORMAT,
+        argv,
+        os.getcwd(),
+        sorted(os.environ.items()),
+        sys.version,
+        sys.executable,
+        sys.path,
+        repr(sys.flags),
+        _streams(),
+        (os.getuid(), os.geteuid(), os.getgid(), os.getegid()),
+        here,
+        _stamp(here),
+    ]
+    return repr(parts)
+
+
+def _digest(text: str, size: int) -> str:
+    return blake2b(text.encode("utf-8", "surrogateescape"), digest_size=size).hexdigest()
+
+
+def _entry_name(argv: list[str], key: str) -> tuple[str, str]:
+    """(`result-<slot>-`, the entry's file name): one entry per current folder and arguments."""
+    prefix = f"result-{_digest(repr((os.getcwd(), argv, sys.version_info[:2])), 8)}-"
+    return prefix, f"{prefix}{_digest(key, 8)}.txt"
+
+
+def _slots(argv: list[str]) -> list[str]:
+    """Every argument taken as a path: the projects of the checked files (an option's value is taken too,
+    which only makes the check stricter)."""
+    return [os.path.abspath(a) for a in argv[1:] if a and not a.startswith("-")]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Stamps: what an input looked like
+
+
+def _stamp(path: str) -> str:
+    """A file of the tool or the interpreter: size, mtime, ctime and inode (an edit changes the ctime)."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return f"E{exc.errno}"
+    return f"{st.st_mode:o}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
+
+
+def _stat_answer(st: os.stat_result) -> str:
+    """What a stat tells the check: the mode, and for anything but a folder the size. Not the times: no
+    answer depends on them (they key cache entries only; tests/core/test_replay.py fails when advisor/
+    reads one elsewhere), and a file written again with the same bytes is unchanged."""
+    if st.st_mode & _IFMT == _IFDIR:
+        return f"{st.st_mode:o}"
+    return f"{st.st_mode:o}:{st.st_size}"
+
+
+def _content(path: str) -> str | None:
+    """The BLAKE2b digest of a regular file's bytes, or None for anything else (not stored then)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC)
+    except OSError as exc:
+        return f"E{exc.errno}"
+    try:
+        st = os.fstat(fd)
+        if st.st_mode & _IFMT != _IFREG or st.st_size > MAX_DIGESTED_BYTES:
+            return None
+        h = blake2b(digest_size=32)
+        while chunk := os.read(fd, 1 << 20):
+            h.update(chunk)
+        return h.hexdigest()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _listing(path: str) -> str | None:
+    """A folder's entries with their kinds (folder, file, link), sorted; `E<errno>` when it cannot be
+    listed."""
+    try:
+        with os.scandir(path) as it:
+            entries = sorted((e.name, e.is_dir(), e.is_file(), e.is_symlink()) for e in it)
+    except OSError as exc:
+        return f"E{exc.errno}"
+    return repr(entries)
+
+
+def _names(path: str) -> str:
+    try:
+        return repr(sorted(os.listdir(path)))
+    except OSError as exc:
+        return f"E{exc.errno}"
+
+
+def _stat_probe(kind: str, path: str) -> str:
+    try:
+        st = os.lstat(path) if kind == "lstat" else os.stat(path)
+    except OSError as exc:
+        return f"E{exc.errno}"
+    return _stat_answer(st)
+
+
+def _access(path: str, mode: int) -> str:
+    try:
+        return str(int(os.access(path, mode)))
+    except (OSError, ValueError) as exc:
+        return f"E{exc}"
+
+
+def _readlink(path: str) -> str:
+    try:
+        return "L" + os.readlink(path)
+    except OSError as exc:
+        return f"E{exc.errno}"
+
+
+def _realpath(path: str) -> str:
+    try:
+        return "P" + os.path.realpath(path)
+    except (OSError, ValueError) as exc:
+        return f"E{exc}"
+
+
+def _probe(kind: str, path: str, arg: str) -> str | None:
+    """The answer an input gives now, in the form the recorder stored it."""
+    if kind == "realpath":
+        return _realpath(path)
+    if kind == "file":
+        return _content(path)
+    if kind == "code":
+        return _stamp(path)
+    if kind in ("stat", "lstat"):
+        return _stat_probe(kind, path)
+    if kind == "scandir":
+        return _listing(path)
+    if kind == "listdir":
+        return _names(path)
+    if kind == "access":
+        return _access(path, int(arg))
+    if kind == "readlink":
+        return _readlink(path)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------
+# Replay
+
+
+def _read_entry(path: str) -> bytes | None:
+    """The entry's bytes when it is a regular file the reading user owns, of sane size, not a link."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _NONBLOCK | _NOFOLLOW | _CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if st.st_mode & _IFMT != _IFREG or st.st_size > MAX_ENTRY_BYTES or st.st_uid != os.geteuid():
+            return None
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _parse(raw: bytes, key: str) -> tuple[int, list[list[str]], list[tuple[int, str]]] | None:
+    """(exit status, input records, output chunks) of an entry for exactly this key, or None."""
+    try:
+        lines = raw.decode("ascii").split("\n")
+    except UnicodeDecodeError:
+        return None
+    if len(lines) < 3 or lines[0] != _hex(FORMAT) or lines[1] != _digest(key, 32) or lines[-1] != "":
+        return None
+    try:
+        status = int(lines[2])
+        inputs: list[list[str]] = []
+        output: list[tuple[int, str]] = []
+        for line in lines[3:-1]:
+            tag, *fields = line.split("\t")
+            if tag == "i" and len(fields) == 3:
+                inputs.append([_unhex(f) for f in fields])
+            elif tag == "r" and len(fields) == 2:
+                inputs.append(["run", fields[0], fields[1]])
+            elif tag == "o" and len(fields) == 2 and fields[0] in ("1", "2"):
+                output.append((int(fields[0]), _unhex(fields[1])))
+            else:
+                return None
+    except ValueError:
+        return None
+    return status, inputs, output
+
+
+def _unchanged(inputs: list[list[str]]) -> bool:
+    runs = []
+    for kind, path, answer in inputs:
+        if kind == "run":
+            runs.append((path, answer))
+            continue
+        arg = ""
+        if kind == "access":
+            path, _, arg = path.rpartition("\0")
+        if _probe(kind, path, arg) != answer:
+            return _changed(kind, path)
+    # subprocesses last, after the cheap probes: each one is run again and its output compared
+    for call, result in runs:
+        if _run_again(call) != result:
+            return _changed("run", call)
+    return True
+
+
+def _changed(kind: str, what: str) -> bool:
+    if os.environ.get("GPU_ADVISE_REPLAY_DEBUG"):
+        print(f"gpu-advise: not replayed: {kind} {what[:200]} changed", file=sys.stderr)
+    return False
+
+
+def replay(argv: list[str]) -> int | None:
+    """Write the stored output of this very check and return its exit status, or None: no entry, an
+    untrusted cache folder, or an input that changed (then the check runs, and records itself)."""
+    folder = cache_folder()
+    if folder is None or not cacheable_arguments(argv):
+        return None
+    try:
+        key = key_text(argv)
+        _, name = _entry_name(argv, key)
+    except OSError:
+        return None
+    raw = _read_entry(os.path.join(folder, name))
+    if raw is None or untrusted(folder, _slots(argv)):
+        return None
+    entry = _parse(raw, key)
+    if entry is None or not _unchanged(entry[1]):
+        return None
+    status, _, output = entry
+    streams = {1: sys.stdout, 2: sys.stderr}
+    last = None
+    try:
+        for fd, text in output:
+            stream = streams[fd]
+            if last is not None and last is not stream:
+                last.flush()
+            stream.write(text)
+            last = stream
+    except (OSError, ValueError):  # a closed reader (`| head`): answered all the same, never twice
+        return 1
+    return status
+
+
+# ---------------------------------------------------------------------------------------------------
+# Record
+
+
+class _Tee:
+    """A standard stream that also keeps what is written to it, in order with the other one."""
+
+    def __init__(self, real: Any, fd: int, recorder: Recorder) -> None:
+        self._real = real
+        self._fd = fd
+        self._recorder = recorder
+
+    def write(self, text: str) -> int:
+        n: int = self._real.write(text)
+        if isinstance(text, str):
+            self._recorder.output.append((self._fd, text))
+        else:
+            self._recorder.refuse("bytes written to a text stream")
+        return n
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("buffer", "detach", "reconfigure", "fileno"):
+            self._recorder.refuse(f"sys.std{'out' if self._fd == 1 else 'err'}.{name} used")
+        return getattr(self._real, name)
+
+
+class Recorder:
+    """What one check reads, through os's and subprocess's functions and the audit hook."""
+
+    def __init__(self, argv: list[str], folder: str) -> None:
+        self.argv = argv
+        self.folder = folder
+        self.key = key_text(argv)
+        self.cwd = os.getcwd()
+        self.inputs: dict[tuple[str, str], str] = {}
+        self.opened: dict[str, str] = {}  # path -> its stat when opened
+        self.runs: list[tuple[str, str]] = []
+        self.output: list[tuple[int, str]] = []
+        self.refused: str | None = None
+        self.active = False
+        self._in_run = False
+        self._in_realpath = False
+        self._in_rmtree = 0
+        # what the run changed outside the cache folder; allowed only in its own temporary files and
+        # folders (`scratch`: the comparison with HEAD writes HEAD's files there), which are not inputs
+        self.altered: list[tuple[str, str]] = []
+        self.scratch: list[str] = []
+        self._paths: dict[object, str | None] = {}
+        self.folders = (folder, os.path.normpath(os.path.abspath(_unresolved_cache_folder())))
+        self._installed: list[tuple[Any, str, Any]] = []
+        self.trusted = tuple(
+            _real(p) + os.sep
+            for p in {
+                sys.prefix,
+                sys.base_prefix,
+                sys.exec_prefix,
+                os.path.dirname(os.path.dirname(__file__)),
+            }
+        )
+
+    def refuse(self, why: str) -> None:
+        if self.refused is None:
+            self.refused = why
+
+    # paths --------------------------------------------------------------------------------------
+
+    def _path(self, path: Any) -> str | None:
+        """An absolute path for a path argument, None for the cache folder's own files (derived data,
+        keyed by content) and for a descriptor (not followed: refused where it matters)."""
+        if isinstance(path, int):
+            return None
+        if isinstance(path, str):
+            known = self._paths.get(path, "")
+            if known != "":
+                return known
+        try:
+            text = os.fsdecode(path)
+        except (TypeError, ValueError):
+            self.refuse(f"path {path!r}")
+            return None
+        full = os.path.normpath(os.path.join(os.getcwd(), text) if not os.path.isabs(text) else text)
+        answer = None if any(_within(full, f) for f in self.folders) else full
+        if isinstance(path, str):
+            self._paths[path] = answer
+        return answer
+
+    def _cache_ancestor(self, path: str) -> bool:
+        """A folder above the cache folder (made by the cache's mkdir(parents=True))."""
+        return any(_within(f, path) for f in self.folders)
+
+    def note(self, kind: str, path: Any, answer: str, arg: str = "") -> None:
+        if not self.active or self._in_realpath:
+            return
+        full = self._path(path)
+        if full is None:
+            return
+        if arg:
+            full = f"{full}\0{arg}"
+        self.inputs.setdefault((kind, full), answer)
+
+    # the hooks ------------------------------------------------------------------------------------
+
+    def install(self) -> None:
+        self._wrap(os, "stat", self._stat_wrapper(os.stat, "stat"))
+        self._wrap(os, "lstat", self._stat_wrapper(os.lstat, "lstat"))
+        self._wrap(os, "scandir", self._scandir_wrapper(os.scandir))
+        self._wrap(os, "listdir", self._listdir_wrapper(os.listdir))
+        self._wrap(os, "access", self._access_wrapper(os.access))
+        self._wrap(os, "readlink", self._readlink_wrapper(os.readlink))
+        # one input per resolved path, not one lstat per component of it (Path.resolve calls this)
+        self._wrap(os.path, "realpath", self._realpath_wrapper(os.path.realpath))
+        for name, patch in (("subprocess", self._patch_subprocess), ("shutil", self._patch_shutil)):
+            if name in sys.modules:
+                patch(sys.modules[name])
+            else:  # importing subprocess costs ~10 ms, and a check outside a git work tree runs none
+                sys.meta_path.insert(0, _OnImport(name, patch))
+        sys.stdout = _Tee(sys.stdout, 1, self)
+        sys.stderr = _Tee(sys.stderr, 2, self)
+        sys.addaudithook(self._audit)
+        self.active = True
+
+    def _patch_subprocess(self, module: Any) -> None:
+        self._wrap(module, "run", self._run_wrapper(module.run))
+
+    def _patch_shutil(self, module: Any) -> None:
+        real = module.rmtree
+
+        def rmtree(path: Any, *args: Any, **kwargs: Any) -> Any:
+            # removing the run's own temporary folder (tempfile.TemporaryDirectory) walks it by
+            # descriptor: not inputs; anything else removed is refused at the end (os.rmdir, os.remove)
+            full = self._path(path)
+            inside = full is not None and any(_within(full, folder) for folder in self.scratch)
+            self._in_rmtree += inside
+            try:
+                return real(path, *args, **kwargs)
+            finally:
+                self._in_rmtree -= inside
+
+        rmtree.avoids_symlink_attacks = getattr(real, "avoids_symlink_attacks", False)  # type: ignore[attr-defined]
+        self._wrap(module, "rmtree", rmtree)
+
+    def _wrap(self, module: Any, name: str, wrapper: Any) -> None:
+        self._installed.append((module, name, getattr(module, name)))
+        setattr(module, name, wrapper)
+
+    def uninstall(self) -> None:
+        self.active = False
+        sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _OnImport)]
+        for module, name, real in reversed(self._installed):
+            setattr(module, name, real)
+        self._installed.clear()
+        for stream in ("stdout", "stderr"):
+            current = getattr(sys, stream)
+            if isinstance(current, _Tee):
+                setattr(sys, stream, current._real)
+
+    def _stat_wrapper(self, real: Callable[..., os.stat_result], kind: str) -> Callable[..., os.stat_result]:
+        def wrapper(path: Any, **kwargs: Any) -> os.stat_result:
+            if kwargs.get("dir_fd") is not None and not self._in_rmtree:
+                self.refuse(f"{kind} with dir_fd")
+            which = "lstat" if kind == "lstat" or not kwargs.get("follow_symlinks", True) else "stat"
+            try:
+                st = real(path, **kwargs)
+            except OSError as exc:
+                self.note(which, path, f"E{exc.errno}")
+                raise
+            if not isinstance(path, int):
+                self.note(which, path, _stat_answer(st))
+            return st
+
+        return wrapper
+
+    def _scandir_wrapper(self, real: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(path: Any = ".") -> Any:
+            if isinstance(path, int):
+                if not self._in_rmtree:
+                    self.refuse("scandir of a descriptor")
+                return real(path)
+            try:
+                with real(path) as it:
+                    entries = list(it)
+            except OSError as exc:
+                self.note("scandir", path, f"E{exc.errno}")
+                raise
+            listing = sorted((e.name, e.is_dir(), e.is_file(), e.is_symlink()) for e in entries)
+            self.note("scandir", path, repr(listing))
+            return _Listing(entries)
+
+        return wrapper
+
+    def _listdir_wrapper(self, real: Callable[..., list[Any]]) -> Callable[..., list[Any]]:
+        def wrapper(path: Any = ".") -> list[Any]:
+            if isinstance(path, int):
+                self.refuse("listdir of a descriptor")
+                return real(path)
+            try:
+                names = real(path)
+            except OSError as exc:
+                self.note("listdir", path, f"E{exc.errno}")
+                raise
+            if isinstance(path, bytes):
+                self.refuse("listdir of a bytes path")
+            else:
+                self.note("listdir", path, repr(sorted(names)))
+            return names
+
+        return wrapper
+
+    def _access_wrapper(self, real: Callable[..., bool]) -> Callable[..., bool]:
+        def wrapper(path: Any, mode: int, **kwargs: Any) -> bool:
+            if kwargs:
+                self.refuse("access with options")
+            answer = real(path, mode, **kwargs)
+            self.note("access", path, str(int(answer)), str(mode))
+            return answer
+
+        return wrapper
+
+    def _readlink_wrapper(self, real: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(path: Any, *, dir_fd: int | None = None) -> Any:
+            if dir_fd is not None:
+                self.refuse("readlink with dir_fd")
+            try:
+                target = real(path, dir_fd=dir_fd)
+            except OSError as exc:
+                self.note("readlink", path, f"E{exc.errno}")
+                raise
+            if isinstance(target, str):
+                self.note("readlink", path, "L" + target)
+            else:
+                self.refuse("readlink of a bytes path")
+            return target
+
+        return wrapper
+
+    def _realpath_wrapper(self, real: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(path: Any, *, strict: bool = False) -> Any:
+            if strict or not self.active or self._in_realpath:
+                return real(path, strict=strict)
+            self._in_realpath = True
+            try:
+                resolved = real(path)
+            finally:
+                self._in_realpath = False
+            if isinstance(resolved, str):
+                self.note("realpath", path, "P" + resolved)
+            else:
+                self.refuse("realpath of a bytes path")
+            return resolved
+
+        return wrapper
+
+    def _run_wrapper(self, real: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            call = _call_text(args, kwargs)
+            if call is None:
+                self.refuse("a subprocess.run the recorder cannot repeat")
+                return real(*args, **kwargs)
+            self._in_run = True
+            try:
+                proc = real(*args, **kwargs)
+            except BaseException:
+                self.refuse("a subprocess that failed to run")
+                raise
+            finally:
+                self._in_run = False
+            self.runs.append((call, _result_text(proc.returncode, proc.stdout, proc.stderr)))
+            return proc
+
+        return wrapper
+
+    def _audit(self, event: str, args: tuple[Any, ...]) -> None:
+        if not self.active:
+            return
+        if event == "open":
+            self._opened(args)
+        elif event == "os.chdir":  # relative paths are the new folder's from here on
+            self._paths.clear()
+        elif event == "subprocess.Popen":
+            if not self._in_run:
+                self.refuse("a subprocess outside subprocess.run")
+        elif event in _ALTERING_EVENTS and not self._in_rmtree:  # rmtree: of a scratch folder only
+            for path in args[:2]:
+                if not isinstance(path, (str, bytes, os.PathLike)):
+                    continue
+                full = self._path(path)
+                if full is not None and not (event == "os.mkdir" and self._cache_ancestor(full)):
+                    self.altered.append((event, full))
+        elif event in ("tempfile.mkdtemp", "tempfile.mkstemp"):
+            full = self._path(args[0]) if args else None
+            if full is not None:
+                self.scratch.append(full)
+        elif event in _UNCOVERED_EVENTS or event.startswith(("os.exec", "os.spawn", "socket.")):
+            self.refuse(event)
+
+    def _opened(self, args: tuple[Any, ...]) -> None:
+        path, mode, flags = (*args, None, None, None)[:3]
+        if mode == "r" and _importing():
+            return  # a module's source or .pyc (io.open_code): stamped with sys.modules at the end
+        writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+            isinstance(flags, int) and flags & _WRITE_FLAGS
+        )
+        if isinstance(path, int):
+            if path == 0:
+                self.refuse("standard input read")
+            return
+        full = self._path(path)
+        if full is None or (self._in_run and full == os.devnull):  # subprocess's own stdin=DEVNULL
+            return
+        if writing:
+            if isinstance(flags, int) and flags & os.O_EXCL and flags & os.O_CREAT:
+                self.scratch.append(full)  # made new by this run (tempfile's own probe of /tmp)
+            self.altered.append(("open for writing", full))
+            return
+        if full in self.opened:
+            return
+        try:
+            st = _os_lstat(full) if isinstance(flags, int) and flags & _NOFOLLOW else _os_stat(full)
+        except OSError as exc:
+            self.opened[full] = f"E{exc.errno}"
+            return
+        self.opened[full] = f"{st.st_mode:o}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
+
+    # the end -------------------------------------------------------------------------------------
+
+    def finish(self, status: int) -> None:
+        """Store the run's output for its inputs, unless something it did is not covered (see above)."""
+        self.uninstall()
+        for what, path in self.altered:
+            if not any(_within(path, folder) for folder in self.scratch):
+                self.refuse(f"{path}: {what} outside the cache folder")
+        for path in self.scratch:  # a replay leaves nothing behind: neither may the run it stands for
+            if os.path.lexists(path):
+                self.refuse(f"{path}: made by the run and left behind")
+        if self.refused is None and status not in (0, 1):
+            self.refuse(f"exit status {status}")
+        if self.refused is None and "typer" in sys.modules:
+            self.refuse("the command went through typer (help, --fix, an option the fast path leaves)")
+        if self.refused is None and untrusted(self.folder, _slots(self.argv)):
+            self.refuse("the cache folder is inside a checked project")
+        if self.refused is not None:
+            if os.environ.get("GPU_ADVISE_REPLAY_DEBUG"):
+                print(f"gpu-advise: this run is not stored: {self.refused}", file=sys.stderr)
+            return
+        lines = self._records()
+        if lines is None:
+            if os.environ.get("GPU_ADVISE_REPLAY_DEBUG"):
+                print(f"gpu-advise: this run is not stored: {self.refused}", file=sys.stderr)
+            return
+        self._write([_hex(FORMAT), _digest(self.key, 32), str(status), *lines])
+
+    def _records(self) -> list[str] | None:
+        records: list[str] = []
+
+        def add(kind: str, path: str, answer: str) -> None:
+            if any(_within(path.partition("\0")[0], folder) for folder in self.scratch):
+                return  # the run's own temporary files
+            records.append("\t".join(("i", _hex(kind), _hex(path), _hex(answer))))
+
+        for path, seen in self.opened.items():
+            if any(_within(path, folder) for folder in self.scratch):
+                continue
+            if seen.startswith("E") or int(seen.partition(":")[0], 8) & _IFMT == _IFDIR:
+                # opening it failed, or a folder opened (for its descriptor): what a stat says of it
+                add("stat", path, _stat_probe("stat", path))
+                continue
+            if path.startswith(self.trusted):
+                if _stamp(path) != seen:
+                    self.refuse(f"{path} changed while the check read it")
+                    return None
+                add("code", path, _stamp(path))
+                continue
+            digest = _content(path)
+            try:
+                st = os.stat(path)
+            except OSError:
+                self.refuse(f"{path} removed while the check ran")
+                return None
+            if (
+                digest is None
+                or f"{st.st_mode:o}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}" != seen
+            ):
+                self.refuse(f"{path}: not a regular file, too large, or changed while the check read it")
+                return None
+            add("file", path, digest)
+        for (kind, path), answer in self.inputs.items():
+            add(kind, path, answer)
+        for module in list(sys.modules.values()):
+            origin = getattr(module, "__file__", None)
+            if isinstance(origin, str):
+                add("code", os.path.abspath(origin), _stamp(os.path.abspath(origin)))
+        for call, result in self.runs:
+            records.append("\t".join(("r", call, result)))
+        records.extend(f"o\t{fd}\t{_hex(text)}" for fd, text in self.output)
+        return records
+
+    def _write(self, lines: list[str]) -> None:
+        text = "\n".join(lines) + "\n"
+        if len(text) > MAX_ENTRY_BYTES:
+            return
+        try:
+            prefix, name = _entry_name(self.argv, self.key)
+            import contextlib
+            from pathlib import Path
+
+            from advisor.core.safe_write import replace_file
+
+            os.makedirs(self.folder, exist_ok=True)
+            replace_file(Path(self.folder) / name, text, durable=False)
+            for old in os.listdir(self.folder):  # the slot's older entries: one entry per slot
+                if old.startswith(prefix) and old != name and old.endswith(".txt"):
+                    with contextlib.suppress(OSError):
+                        os.unlink(os.path.join(self.folder, old))
+        except OSError:
+            return
+
+
+_os_stat = os.stat
+_os_lstat = os.lstat
+
+
+class _OnImport:
+    """A meta-path finder that lets the other finders find one module and calls `then` with it once it
+    has been executed (to patch it), then leaves sys.meta_path."""
+
+    def __init__(self, name: str, then: Callable[[Any], None]) -> None:
+        self.name = name
+        self.then = then
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != self.name:
+            return None
+        sys.meta_path.remove(self)
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find is not None else None
+            if spec is not None:
+                if spec.loader is not None:
+                    spec.loader = _ThenLoader(spec.loader, self.then)
+                return spec
+        return None
+
+
+class _ThenLoader:
+    def __init__(self, real: Any, then: Callable[[Any], None]) -> None:
+        self._real = real
+        self._then = then
+
+    def create_module(self, spec: Any) -> Any:
+        return self._real.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self._real.exec_module(module)
+        self._then(module)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+class _Listing:
+    """os.scandir's iterator over entries already read (a context manager, as the real one)."""
+
+    def __init__(self, entries: list[Any]) -> None:
+        self._entries = iter(entries)
+
+    def __iter__(self) -> Iterator[Any]:
+        return self._entries
+
+    def __next__(self) -> Any:
+        return next(self._entries)
+
+    def __enter__(self) -> _Listing:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._entries = iter(())
+
+
+def _importing() -> bool:
+    """Whether the import system is what opens a file (a module's source or .pyc)."""
+    # the direct caller only: a module that reads a data file while it is imported is a reader like any
+    # other, with the import system further up its stack
+    try:
+        return sys._getframe(3).f_code.co_filename.startswith("<frozen importlib")
+    except ValueError:  # no such frame
+        return False
+
+
+_RUN_KEYWORDS = frozenset({"cwd", "input", "capture_output", "timeout", "check", "env", "stdin"})
+
+
+def _call_text(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    """A subprocess.run call as text that _run_again can repeat (hex fields), or None for one it cannot."""
+    if len(args) != 1 or not set(kwargs) <= _RUN_KEYWORDS or not kwargs.get("capture_output"):
+        return None
+    argv = args[0]
+    if not isinstance(argv, (list, tuple)) or not all(isinstance(a, str) for a in argv):
+        return None
+    data = kwargs.get("input")
+    env = kwargs.get("env")
+    stdin = kwargs.get("stdin")
+    if data is not None and not isinstance(data, bytes):
+        return None
+    if env is not None and not (
+        isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
+    ):
+        return None
+    if stdin is not None and stdin != -3:  # subprocess.DEVNULL
+        return None
+    cwd = kwargs.get("cwd")
+    return "|".join(
+        (
+            _hex(os.path.abspath(os.fspath(cwd)) if cwd is not None else os.getcwd()),
+            data.hex() if data is not None else "-",
+            "d" if stdin == -3 else "-",
+            ",".join(_hex(a) for a in argv),
+            ",".join(f"{_hex(k)}={_hex(v)}" for k, v in sorted(env.items())) if env is not None else "-",
+        )
+    )
+
+
+def _result_text(code: int, out: Any, err: Any) -> str:
+    if not isinstance(out, bytes) or not isinstance(err, bytes):
+        return "x"  # never equal to a repeated run's text: such a run is never replayed
+    return f"{code}:{out.hex()}:{err.hex()}"
+
+
+def _run_again(call_text: str) -> str:
+    """The result of repeating a recorded subprocess.run call, in _result_text's form."""
+    import subprocess
+
+    try:
+        cwd, data, stdin, argv, env = call_text.split("|")
+        args = [_unhex(a) for a in argv.split(",")] if argv else []
+        environment = None
+        if env != "-":
+            environment = dict(
+                (_unhex(k), _unhex(v)) for k, v in (item.split("=") for item in env.split(",") if item)
+            )
+        proc = subprocess.run(
+            args,
+            cwd=_unhex(cwd),
+            input=bytes.fromhex(data) if data != "-" else None,
+            capture_output=True,
+            timeout=60,
+            check=False,
+            env=environment,
+            stdin=subprocess.DEVNULL if stdin == "d" else None,
+        )
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return "failed"
+    return _result_text(proc.returncode, proc.stdout, proc.stderr)
+
+
+def start(argv: list[str]) -> Recorder | None:
+    """A recorder for this console-script run of `check`, hooks installed; None when it is not stored."""
+    folder = cache_folder()
+    if folder is None or not cacheable_arguments(argv) or not os.environ.get("HOME"):
+        return None  # without HOME, ~ is the password database's, which nothing here records
+    try:
+        recorder = Recorder(argv, folder)
+    except OSError:
+        return None
+    recorder.install()
+    return recorder
