@@ -7,16 +7,20 @@ status instead of checking again. The inputs, so that a stored answer is never s
 
   - in the key, known before anything runs: the arguments, the current folder, the whole environment,
     the interpreter (version, executable, sys.path, flags), whether each standard stream is a terminal
-    and the terminal's size, the user and group ids, this file's own stamp;
+    and the terminal's size, the user and group ids, the CPU count, this file's own stamp;
   - in the entry, met while the check ran: every file it opened (a project file by the BLAKE2b digest of
     its bytes; a file of the installed tool or the interpreter, as Python itself trusts them for its .pyc,
     by size, mtime, ctime and inode), every stat, lstat, access and readlink answer (mode; size and mtime
     of a file), every folder listing (names and kinds), every module imported (its stamp), and every
     subprocess (git, in a work tree) with its whole output, which is run again and compared.
 
-A run that does anything this record does not cover is not stored: a subprocess other than through
-subprocess.run, a write outside the cache folder, reading standard input, a change of folder, a file
-changed while it was read, a stream used below its text layer, an exit status other than 0 or 1.
+A run that does anything this record does not cover is not stored: a subprocess other than a plain
+subprocess.run of bytes (nvidia-smi's text=True is one), a write or removal outside the cache folder and
+the run's own temporary files (made new, gone by the end: the comparison with HEAD writes HEAD's files
+there), a path given as a descriptor, reading standard input, a file changed while it was read, a
+stream used below its text layer, an exit status other than 0 or 1, a command that went through typer.
+Nor is anything recorded while the cache folder does not exist yet (a fresh CI runner, where the same
+check seldom runs twice): its first check costs what it did, and the next one records.
 
 The entry sits in the cache folder (advisor/core/cache.py) under its rules: never in a git work tree, the
 current folder or the project of a path named on the command line; owned by the reading user; the key's
@@ -80,7 +84,26 @@ _UNCOVERED_EVENTS = frozenset(
         "urllib.Request",
     }
 )
-_DIR_FLAG = getattr(os, "O_DIRECTORY", 0)
+# the most frequent events, which say nothing the wrappers do not (listings) or nothing read (imports)
+_PASSING_EVENTS = frozenset(
+    {
+        "import",
+        "exec",
+        "compile",
+        "marshal.loads",
+        "builtins.id",
+        "object.__setattr__",
+        "object.__getattr__",
+        "object.__delattr__",
+        "sys._getframe",
+        "os.listdir",
+        "os.scandir",
+        "os.walk",
+        "glob.glob",
+        "pathlib.Path.glob",
+        "pathlib.Path.rglob",
+    }
+)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -196,6 +219,15 @@ def _streams() -> list[str]:
     return out
 
 
+def _cpus() -> tuple[int | None, int | None]:
+    affinity = getattr(os, "sched_getaffinity", None)
+    try:
+        usable = len(affinity(0)) if affinity is not None else None
+    except OSError:
+        usable = None
+    return os.cpu_count(), usable
+
+
 def key_text(argv: list[str]) -> str:
     """Everything the answer may depend on that is known before the check runs (module docstring)."""
     here = os.path.abspath(__file__)
@@ -210,6 +242,7 @@ def key_text(argv: list[str]) -> str:
         repr(sys.flags),
         _streams(),
         (os.getuid(), os.geteuid(), os.getgid(), os.getegid()),
+        _cpus(),  # the machine's own CPUs, when it describes itself (advisor/sources/nvidia_smi.py)
         here,
         _stamp(here),
     ]
@@ -462,7 +495,11 @@ class _Tee:
         self._recorder = recorder
 
     def write(self, text: str) -> int:
-        n: int = self._real.write(text)
+        try:
+            n: int = self._real.write(text)
+        except BaseException:  # a closed reader, a full disk: what was written is not all the answer
+            self._recorder.refuse("the output could not be written")
+            raise
         if isinstance(text, str):
             self._recorder.output.append((self._fd, text))
         else:
@@ -725,7 +762,7 @@ class Recorder:
         return wrapper
 
     def _audit(self, event: str, args: tuple[Any, ...]) -> None:
-        if not self.active:
+        if event in _PASSING_EVENTS or not self.active:
             return
         if event == "open":
             self._opened(args)
@@ -1015,6 +1052,10 @@ def start(argv: list[str]) -> Recorder | None:
     folder = cache_folder()
     if folder is None or not cacheable_arguments(argv) or not os.environ.get("HOME"):
         return None  # without HOME, ~ is the password database's, which nothing here records
+    if not os.path.isdir(folder):
+        # no cache yet: a fresh machine (a CI runner), where the same check seldom runs twice; the
+        # first check there pays nothing for a record that would not be used, a later one records
+        return None
     try:
         recorder = Recorder(argv, folder)
     except OSError:

@@ -24,6 +24,7 @@ class Project:
         self.root = tmp_path / "project"
         shutil.copytree(EXAMPLE, self.root)
         self.cache = tmp_path / "cache"
+        (self.cache / "gpu-advise").mkdir(parents=True)  # a machine that ran gpu-advise before
         self.source = source
         self.env = {
             **os.environ,
@@ -77,6 +78,15 @@ def test_an_unchanged_check_replays_the_same_bytes_and_exit_status(tmp_path: Pat
     failing = project.check("--fail-on", "warning")  # another command line: its own answer, exit 1
     assert failing[0] == 0  # --exit-zero wins
     assert project.check("--statistics") == project.check("--statistics", cache=False)
+
+
+def test_a_fresh_cache_records_from_the_second_check_on(tmp_path: Path) -> None:
+    """A fresh machine (a CI runner: no cache folder yet) pays nothing for a record on its first check."""
+    project = Project(tmp_path)
+    shutil.rmtree(project.cache)
+    first = project.check()
+    assert project.entries() == {} and (project.cache / "gpu-advise").is_dir()
+    assert project.stored_then_replayed() == first
 
 
 def _edit(path: Path, old: str, new: str) -> None:
@@ -229,6 +239,7 @@ def test_a_cache_folder_in_the_project_holds_no_answer(tmp_path: Path) -> None:
     project = Project(tmp_path)
     project.env["GPU_ADVISE_CACHE_DIR"] = str(project.root / ".cache")
     project.cache = project.root / ".cache"
+    (project.cache / "gpu-advise").mkdir(parents=True)
     first = project.check()
     assert project.check() == first
     assert project.entries() == {}
