@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -271,3 +272,41 @@ def test_no_answer_depends_on_a_files_times() -> None:
         if re.search(r"st_[amc]time|get[amc]time", p.read_text(encoding="utf-8"))
     ]
     assert sorted(set(readers) - allowed) == []
+
+
+def test_a_replay_imports_almost_nothing(tmp_path: Path) -> None:
+    """What makes a replay cheap: the stored answer is written before the tool is imported (-X importtime
+    in both runs: the interpreter's flags are part of the key)."""
+    project = Project(tmp_path)
+    # -S: without this environment's .pth files (the editable install's finder imports re and pathlib)
+    path = os.pathsep.join((str(REPO), sysconfig.get_paths()["purelib"]))
+
+    def imported() -> tuple[str, list[str]]:
+        proc = subprocess.run(
+            [sys.executable, "-S", "-X", "importtime", "-m", "advisor", "check", "--exit-zero"],
+            cwd=project.root,
+            env={**project.env, "PYTHONPATH": path},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        names = [
+            line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines() if "import time:" in line
+        ]
+        return proc.stdout, names[1:]  # the header line's "package"
+
+    recorded, during_check = imported()
+    replayed, during_replay = imported()
+    assert replayed == recorded and "GA101" in replayed
+    assert "advisor.cli" in during_check and "yaml" in during_check
+    advisor = sorted(n for n in during_replay if n.startswith("advisor"))
+    assert advisor == sorted(
+        [
+            "advisor",
+            "advisor.commands",
+            "advisor.commands.startup",
+            "advisor.core",
+            "advisor.core.replay",
+        ]
+    )
+    assert not {"pathlib", "re", "json", "yaml", "typing", "subprocess"} & set(during_replay)
