@@ -526,6 +526,7 @@ class Recorder:
         self.cwd = os.getcwd()
         self.inputs: dict[tuple[str, str], str] = {}
         self.opened: dict[str, str] = {}  # path -> its stat when opened
+        self.digests: dict[str, str | None] = {}  # a project file -> its digest when opened
         self.runs: list[tuple[str, str]] = []
         self.output: list[tuple[int, str]] = []
         self.refused: str | None = None
@@ -813,6 +814,10 @@ class Recorder:
             self.opened[full] = f"E{exc.errno}"
             return
         self.opened[full] = f"{st.st_mode:o}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
+        if st.st_mode & _IFMT == _IFREG and not full.startswith(self.trusted):
+            # hashed now, before the check reads it, and again at the end: a file rewritten meanwhile
+            # (even within one timestamp tick, at the same size) is not stored with either answer
+            self.digests[full] = _content(full)
 
     # the end -------------------------------------------------------------------------------------
 
@@ -864,16 +869,16 @@ class Recorder:
                 add("code", path, _stamp(path))
                 continue
             digest = _content(path)
+            if digest is None or digest != self.digests.get(path):
+                self.refuse(f"{path}: not a regular file, too large, or changed while the check read it")
+                return None
             try:
                 st = os.stat(path)
             except OSError:
                 self.refuse(f"{path} removed while the check ran")
                 return None
-            if (
-                digest is None
-                or f"{st.st_mode:o}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}" != seen
-            ):
-                self.refuse(f"{path}: not a regular file, too large, or changed while the check read it")
+            if f"{st.st_mode:o}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}" != seen:
+                self.refuse(f"{path} changed while the check read it")
                 return None
             add("file", path, digest)
         for (kind, path), answer in self.inputs.items():
