@@ -22,7 +22,7 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from advisor.core.replay import Recorder
+    from advisor.core.replay_record import Recorder
 
 _deferred = False
 
@@ -108,6 +108,8 @@ def replay_or_record(argv: list[str]) -> Recorder | None:
     if status is not None:
         exit_now(status)
     try:
-        return replay.start(argv)
+        from advisor.core.replay_record import start
+
+        return start(argv)
     except Exception:  # no recorder: the check runs as it would, unrecorded
         return None
