@@ -94,10 +94,20 @@ def exit_now(code: object, recorder: Recorder | None = None) -> None:
     os._exit(status)
 
 
+def _cache_folder_present() -> bool:
+    """Whether the cache folder exists (the variables of advisor/core/replay.py cache_folder, which
+    decides): on a fresh machine there is nothing to replay and nothing is recorded, so a CI runner's
+    first check does not even import the replay."""
+    if os.environ.get("GPU_ADVISE_NO_CACHE"):
+        return False
+    base = os.environ.get("GPU_ADVISE_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME") or "~/.cache"
+    return os.path.isdir(os.path.join(os.path.expanduser(base), "gpu-advise"))
+
+
 def replay_or_record(argv: list[str]) -> Recorder | None:
     """`check` in the console script: end the process with a stored answer when every input of this very
     check is unchanged (advisor/core/replay.py), else a recorder of this run (None: not stored)."""
-    if not argv or argv[0] != "check":
+    if not argv or argv[0] != "check" or not _cache_folder_present():
         return None
     from advisor.core import replay
 
