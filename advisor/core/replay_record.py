@@ -185,7 +185,7 @@ class Recorder:
         return any(_within(f, path) for f in self.folders)
 
     def note(self, kind: str, path: Any, answer: str, arg: str = "") -> None:
-        if not self.active or self._in_realpath:
+        if not self.active or self._in_realpath or self._in_rmtree:  # rmtree: names relative to a descriptor
             return
         full = self._path(path)
         if full is None:
@@ -394,6 +394,8 @@ class Recorder:
 
     def _opened(self, args: tuple[Any, ...]) -> None:
         path, mode, flags = (*args, None, None, None)[:3]
+        if self._in_rmtree:  # removing a scratch folder opens its entries by descriptor: not inputs
+            return
         if mode == "r" and _importing():
             return  # a module's source or .pyc (io.open_code): stamped with sys.modules at the end
         writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
