@@ -17,21 +17,22 @@ Where the time went, and what was done (2-core sandbox shared with other jobs; p
     tomllib (advisor/sources/toml_subset.py): check cold vs the 57e12f1 wheel, paired CPU, n=41 on a
     loaded machine: 213 vs 220 ms (paired 0.967), warm unchanged (0.984, noise); ratios to yamllint
     cold 1.57 -> 1.56, warm 1.45 -> 1.40 (targets 1.5 / 1.3 not reached).
-  - issue 18 item 11, round 2 (`--startup --base ecae8f4`, n=25, paired CPU, a machine at load 5-7 on 2
-    cores): a check whose every input is unchanged writes its stored output without importing the tool
-    (advisor/core/replay.py): warm 22 ms vs yamllint 99 ms (0.21x; 0.14x ecae8f4's warm 156 ms). Cold
-    (a fresh runner: no cache folder, so nothing is recorded) unchanged: paired 1.003 of ecae8f4, 1.67x
-    yamllint (ecae8f4 1.59x on the same runs; 1.45-1.56x on quieter runs). "edited" (a warm cache, one
-    checked file changed: the pre-commit case, which checks for real and records) pays the recording:
-    paired 1.06 of ecae8f4 (in-process: start 0.7, hooks 6, storing 2.8 ms), 1.62x yamllint (1.52x).
+  - issue 18 item 11, round 2 (`--startup --runs 25 --base ecae8f4`, paired CPU, load 2-3 on 2 cores):
+    a check whose every input is unchanged writes its stored output without importing the tool
+    (advisor/core/replay.py): warm 26 ms vs yamllint 126 ms (0.20x; paired 0.14 of ecae8f4's warm, 189
+    ms, 1.44x). Cold (a fresh runner: no cache folder, so nothing is looked up or recorded) unchanged:
+    paired 0.96-1.04 of ecae8f4 over three sessions, 1.53x yamllint here (ecae8f4 1.49x on the same runs).
+    "edited" (a warm cache, one checked file changed: the pre-commit case, which checks for real and
+    records) pays the recording: paired 1.08-1.14 of ecae8f4 (in-process: lookup and start ~1, hooks ~6,
+    storing ~3 ms), 1.63x yamllint (ecae8f4 1.46x).
 What remains (importtime, in-process timers): the interpreter with this environment's .pth files ~37
 ms (yamllint pays it too); PyYAML's import ~11 ms (yamllint too, ~7 ms of it yaml.reader's regex);
 ~160 advisor modules at ~0.1 ms each to find and load plus their bodies (the largest: the model
 families, the shell lexer, the memory setup, pins, the rule engine, ~1-2.5 ms each); the first run
 ~35 ms beyond a second run in the same process: ~8 ms compiling advisor's own regexes, ~6 ms of JSON
 (prebuilt catalog, GPU catalog, key history), ~3 ms parsing rule expressions, script facts walking
-train.py's tree ~18 times. Cold <= 1.5x and edited <= 1.3x are not reached; they need those cuts
-(facts/, sources/, engine/: other owners' files).
+train.py's tree ~18 times. Cold <= 1.5x (borderline) and edited <= 1.3x are not reached; they need
+those cuts (facts/, sources/, engine/: other owners' files) and a cheaper recorder.
 The runs go through `python -m advisor`, the console script's own path. PYTHONDONTWRITEBYTECODE=1 is
 set in this environment: the script compiles advisor/ first, as pip does on install, or every module
 edited since its .pyc was written is compiled again on each run and the figures mean nothing.
