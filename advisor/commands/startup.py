@@ -16,10 +16,13 @@ for them start_collecting does nothing, and they exit as usual.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import os
 import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from advisor.core.replay_record import Recorder
 
 _deferred = False
 
@@ -62,19 +65,61 @@ def exit_code(code: object) -> int:
     return 1
 
 
-def exit_now(code: object) -> None:
+def exit_now(code: object, recorder: Recorder | None = None) -> None:
     """Flush the output and end the process without the interpreter's teardown. A stdout closed early
-    (`gpu-advise check | head -1`) is exit status 1, as main's own broken-pipe handling gives."""
+    (`gpu-advise check | head -1`) is exit status 1, as main's own broken-pipe handling gives. With a
+    recorder (advisor/core/replay.py), a run whose output was all written is stored for replay."""
     status = exit_code(code)
+    flushed = True
     for stream in (sys.stdout, sys.stderr):
         if stream is None:
             continue
         try:
             stream.flush()
         except BrokenPipeError:
-            status = status or 1  # the reader went away (`| head`): nothing more to say
+            status, flushed = status or 1, False  # the reader went away (`| head`): nothing more to say
         except (OSError, ValueError) as exc:  # a full disk, a closed stream: say so, as Python would
-            status = status or 1
-            with contextlib.suppress(OSError, ValueError):
+            status, flushed = status or 1, False
+            try:  # noqa: SIM105 - contextlib is not imported on a replayed check's path
                 os.write(2, f"gpu-advise: cannot write the output: {exc}\n".encode(errors="replace"))
+            except (OSError, ValueError):
+                pass
+    if recorder is not None:
+        import contextlib
+
+        if not flushed:
+            recorder.refuse("the output could not be written")
+        with contextlib.suppress(Exception):  # storing is an optimisation: the run's own answer stands
+            recorder.finish(status)
     os._exit(status)
+
+
+def _cache_folder_present() -> bool:
+    """Whether the cache folder exists (the variables of advisor/core/replay.py cache_folder, which
+    decides): on a fresh machine there is nothing to replay and nothing is recorded, so a CI runner's
+    first check does not even import the replay."""
+    if os.environ.get("GPU_ADVISE_NO_CACHE"):
+        return False
+    base = os.environ.get("GPU_ADVISE_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME") or "~/.cache"
+    return os.path.isdir(os.path.join(os.path.expanduser(base), "gpu-advise"))
+
+
+def replay_or_record(argv: list[str]) -> Recorder | None:
+    """`check` in the console script: end the process with a stored answer when every input of this very
+    check is unchanged (advisor/core/replay.py), else a recorder of this run (None: not stored)."""
+    if not argv or argv[0] != "check" or not _cache_folder_present():
+        return None
+    from advisor.core import replay
+
+    try:
+        status = replay.replay(argv)
+    except Exception:  # an unreadable entry is a miss: the check runs
+        status = None
+    if status is not None:
+        exit_now(status)
+    try:
+        from advisor.core.replay_record import start
+
+        return start(argv)
+    except Exception:  # no recorder: the check runs as it would, unrecorded
+        return None
