@@ -8,6 +8,7 @@ import pytest
 
 from advisor.estimate import TrainingSetup, default_mfu, estimate_time, flops_per_token, resolve_model
 from advisor.estimate import timing as T
+from advisor.estimate.gpu_mfu import MFU_BY_CLASS
 from advisor.estimate.timing import DataLength, gpu_class_of, tokens_per_micro_batch
 
 LLAMA3_8B = "meta-llama/Meta-Llama-3-8B"
@@ -104,15 +105,15 @@ def test_gpu_class(gpu, cls):
 
 
 def test_mfu_follows_the_class_and_the_method():
-    assert default_mfu("A100-SXM-80GB") == T.MFU_BY_CLASS["datacenter"]
-    assert default_mfu("RTX-4090") == T.MFU_BY_CLASS["consumer"]
+    assert default_mfu("A100-SXM-80GB") == MFU_BY_CLASS["datacenter"]
+    assert default_mfu("RTX-4090") == MFU_BY_CLASS["consumer"]
     assert default_mfu("mystery accelerator") is None
     full = estimate_time(setup(), 312, 230, "A100-SXM-80GB", 1)
     lora = estimate_time(
         setup(method="lora", lora_r=16, lora_targets=["q_proj"]), 312, 230, "A100-SXM-80GB", 1
     )
-    assert full.mfu == T.MFU_BY_CLASS["datacenter"]
-    assert lora.mfu == pytest.approx(T.MFU_BY_CLASS["datacenter"] * T.MFU_LORA_FACTOR)
+    assert full.mfu == MFU_BY_CLASS["datacenter"]
+    assert lora.mfu == pytest.approx(MFU_BY_CLASS["datacenter"] * T.MFU_LORA_FACTOR)
     compiled = estimate_time(setup(torch_compile=True), 312, 230, "A100-SXM-80GB", 1)
     assert compiled.mfu == pytest.approx(full.mfu * T.COMPILE_SPEEDUP)
     unknown = estimate_time(setup(), 100, 10, "mystery accelerator", 1)
@@ -121,7 +122,7 @@ def test_mfu_follows_the_class_and_the_method():
 
 def test_step_time_is_compute_plus_overhead_plus_optimizer():
     t = estimate_time(setup(), 312, 230, "A100-SXM-80GB", 1)
-    achieved = 312e12 * T.MFU_BY_CLASS["datacenter"]
+    achieved = 312e12 * MFU_BY_CLASS["datacenter"]
     overhead = 32 * 3 * T.LAYER_PASS_OVERHEAD_S
     # the matmuls stream the bf16 weights twice (forward, input-gradient backward), write the bf16 gradients
     weights = (2 * MATMUL * 2 + MATMUL * 2) / (2039e9 * T.ELEMENTWISE_HBM_EFFICIENCY)

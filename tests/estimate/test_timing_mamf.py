@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from advisor.estimate import TrainingSetup, estimate_time, resolve_model
-from advisor.estimate.timing import MFU_BY_CLASS, class_mfu, default_mfu, mamf_factor
+from advisor.estimate.gpu_mfu import MFU_BY_CLASS, class_mfu, default_mfu, mamf_factor
 
 
 def _setup() -> TrainingSetup:
