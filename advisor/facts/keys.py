@@ -149,9 +149,10 @@ def _key_items(doc: Document, context: CheckContext) -> dict[str, list[dict[str,
         _check_section(doc, dialect, section, node, out, budget, context)
     if consumers is not None:
         _judge_top_level_by_scripts(doc, consumers, out)
-    elif doc.consumers and out["unknown_keys"]:
+    elif out["unknown_keys"] and (doc.consumers or dialect in {"training_args", "trl"}):
         # judged alone, the keys the reading scripts' own dataclasses declare are still theirs (issue 20
-        # item 10: a SimPOConfig subclass adding gamma_beta_ratio)
+        # item 10: a SimPOConfig subclass adding gamma_beta_ratio); with no launch naming the file, the
+        # project's scripts that parse a config file are its readers
         from advisor.facts.script_flags import own_fields
 
         own = own_fields(doc, context)

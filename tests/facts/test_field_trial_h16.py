@@ -34,3 +34,79 @@ def test_adamw_hf_removed_from_4_50_is_a_warning(tmp_path, monkeypatch, pin):
     files = {"args.json": ADAMW_HF} | ({"requirements.txt": pin} if pin else {})
     git_project(tmp_path, files, monkeypatch)
     assert _findings({"GA001", "GA005"}) == [("GA005", "args.json", 3)]
+
+
+# Firefly's form: train.py reads `--train_args_file x.json` through its own dataclass and TrainingArguments;
+# the only launches are README lines, so no run hands the JSON to the script. `max_prompt_length` and
+# `beta` make it read as a TRL config; its own fields are still the script's, a misspelt key is not.
+FIREFLY_TRAIN = """\
+from dataclasses import dataclass, field
+from transformers import HfArgumentParser, TrainingArguments
+
+
+@dataclass
+class CustomizedArguments:
+    max_seq_length: int = field(metadata={"help": "max length"})
+    train_file: str = field(metadata={"help": "data"})
+    template_name: str = field(default="")
+    max_prompt_length: int = field(default=512)
+    beta: float = field(default=0.1)
+    lora_rank: int = field(default=64)
+
+
+def main():
+    parser = HfArgumentParser((CustomizedArguments, TrainingArguments))
+    args, training_args = parser.parse_json_file(json_file="train_args/dpo.json")
+"""
+FIREFLY_ARGS = """\
+{
+    "output_dir": "out",
+    "train_file": "./data/dummy.jsonl",
+    "template_name": "qwen",
+    "beta": 0.1,
+    "max_seq_length": 1024,
+    "max_prompt_length": 300,
+    "lora_rank": 64,
+    "learnig_rate": 5e-7,
+    "num_train_epochs": 1,
+    "per_device_train_batch_size": 1,
+    "gradient_accumulation_steps": 16,
+    "logging_steps": 100,
+    "save_steps": 100,
+    "lr_scheduler_type": "constant_with_warmup",
+    "warmup_steps": 100,
+    "gradient_checkpointing": true,
+    "fp16": true
+}
+"""
+
+
+def test_a_config_no_launch_names_takes_the_project_parsers_fields(tmp_path, monkeypatch):
+    git_project(
+        tmp_path,
+        {
+            "requirements.txt": "transformers==4.44.2\ntrl==0.9.6\n",
+            "train.py": FIREFLY_TRAIN,
+            "train_args/dpo.json": FIREFLY_ARGS,
+        },
+        monkeypatch,
+    )
+    assert _findings({"GA002"}) == [("GA002", "train_args/dpo.json", 9)]
+
+
+def test_without_a_file_parser_in_the_project_the_trl_table_judges(tmp_path, monkeypatch):
+    # the same JSON beside a script that parses the command line only: nothing reads the file through
+    # the script's dataclasses, so its keys are judged as a TRL config's
+    cmdline = FIREFLY_TRAIN.replace(
+        'parse_json_file(json_file="train_args/dpo.json")', "parse_args_into_dataclasses()"
+    )
+    git_project(
+        tmp_path,
+        {
+            "requirements.txt": "transformers==4.44.2\ntrl==0.9.6\n",
+            "train.py": cmdline,
+            "train_args/dpo.json": FIREFLY_ARGS,
+        },
+        monkeypatch,
+    )
+    assert ("GA002", "train_args/dpo.json", 3) in _findings({"GA002"})
