@@ -110,3 +110,39 @@ def test_without_a_file_parser_in_the_project_the_trl_table_judges(tmp_path, mon
         monkeypatch,
     )
     assert ("GA002", "train_args/dpo.json", 3) in _findings({"GA002"})
+
+
+# Firefly's train_args/sft/qlora/*.json: the script's own `train_mode` / `lora_rank` say LoRA, and only
+# train.py's code (get_peft_model under `if args.train_mode in ['lora', 'qlora']`) turns that into adapters;
+# with no launch naming train.py, a full fine-tune is no more known than LoRA, so no GA401 error.
+LONE_QLORA = """\
+{{
+    "output_dir": "out",
+    "model_name_or_path": "meta-llama/Llama-2-13b-hf",
+    {own}
+    "num_train_epochs": 1,
+    "per_device_train_batch_size": 1,
+    "gradient_accumulation_steps": 16,
+    "learning_rate": 2e-4,
+    "logging_steps": 100,
+    "gradient_checkpointing": true,
+    "fp16": true
+}}
+"""
+
+
+def _fit_findings(tmp_path, monkeypatch, own: str) -> list[tuple[str, str, int]]:
+    git_project(tmp_path, {"args.json": LONE_QLORA.format(own=own)}, monkeypatch)
+    result = run_check([Path(".")], CheckOptions(hardware="1xA100-80GB"))
+    assert not result.errors, result.errors
+    return [(f.rule, str(f.location.file), f.location.line) for f in result.findings if f.rule == "GA401"]
+
+
+@pytest.mark.parametrize("own", ['"train_mode": "qlora",', '"lora_rank": 64,'])
+def test_a_lone_file_with_the_scripts_own_lora_keys_is_not_estimated_as_full(tmp_path, monkeypatch, own):
+    assert _fit_findings(tmp_path, monkeypatch, own) == []
+
+
+def test_a_lone_file_without_them_is_still_a_full_fine_tune(tmp_path, monkeypatch):
+    # 13B full fine-tune on one 80 GB card: GA401 as before
+    assert _fit_findings(tmp_path, monkeypatch, '"train_mode": "full",') == [("GA401", "args.json", 3)]
