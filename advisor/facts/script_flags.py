@@ -383,11 +383,6 @@ def own_fields(doc: Document, context: CheckContext) -> frozenset[str]:
 # A project's own scripts, looked through for the parsers that may read a config no launch names (Firefly's
 # train.py reads `--train_args_file x.json` with parse_json_file; its launches are only in the README).
 _PARSER_WORDS = ("HfArgumentParser", "TrlParser", "ArgumentParser((")
-MAX_PROJECT_SCRIPTS = 2_000
-# installed packages (transformers' own hf_argparser.py) and other trees that are not the project's scripts
-_NOT_PROJECT_FOLDERS = frozenset(
-    {"node_modules", "venv", "env", "site-packages", "dist-packages", "__pycache__"}
-)
 _READS_A_FILE = _FILE_METHODS | _CONFIG_METHODS
 
 
@@ -395,32 +390,25 @@ def _project_file_parsers(path: Path, context: CheckContext) -> list[Path]:
     """The Python files of the project holding ``path`` whose parser reads a config file (parse_yaml_file,
     parse_json_file, parse_dict, TrlParser's --config): a file that no launch hands to a script is read by
     one of them, so their dataclass fields are its keys too."""
-    roots = [r for r in context.boundary.roots if r == path or r in path.resolve().parents]
-    if not roots:
+    from advisor.facts.project_files import project_root_of
+
+    root = project_root_of(path, context)
+    if root is None:
         return []
-    return context.derived("project-file-parsers", roots[0], lambda: _file_parsers_under(roots[0], context))
+    return context.derived("project-file-parsers", root, lambda: _file_parsers_under(root, context))
 
 
 def _file_parsers_under(root: Path, context: CheckContext) -> list[Path]:
-    import os
+    from advisor.facts.project_files import project_files
 
     out: list[Path] = []
-    seen = 0
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in _NOT_PROJECT_FOLDERS)
-        for name in sorted(filenames):
-            if not name.endswith(".py"):
-                continue
-            seen += 1
-            if seen > MAX_PROJECT_SCRIPTS:
-                return out
-            script = Path(dirpath, name)
-            text = context.script_text(script, MAX_SCRIPT_BYTES)
-            if not text or not any(w in text for w in _PARSER_WORDS):
-                continue
-            parsing = _analysed(script, context)
-            if isinstance(parsing, ArgumentParsing) and set(parsing.methods) & _READS_A_FILE:
-                out.append(script)
+    for script in project_files(root, (".py",)):
+        text = context.script_text(script, MAX_SCRIPT_BYTES)
+        if not text or not any(w in text for w in _PARSER_WORDS):
+            continue
+        parsing = _analysed(script, context)
+        if isinstance(parsing, ArgumentParsing) and set(parsing.methods) & _READS_A_FILE:
+            out.append(script)
     return out
 
 

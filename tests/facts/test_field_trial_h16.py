@@ -146,3 +146,65 @@ def test_a_lone_file_with_the_scripts_own_lora_keys_is_not_estimated_as_full(tmp
 def test_a_lone_file_without_them_is_still_a_full_fine_tune(tmp_path, monkeypatch):
     # 13B full fine-tune on one 80 GB card: GA401 as before
     assert _fit_findings(tmp_path, monkeypatch, '"train_mode": "full",') == [("GA401", "args.json", 3)]
+
+
+# SimPO's form: training_configs/*.yaml are lone files (the launches are README lines) and
+# accelerate_configs/deepspeed_zero3.yaml shards; a 70B full fine-tune on one GPU is the tool's assumption,
+# not the project's run, so GA401 is a warning that names the sharding config.
+LONE_70B = (
+    "model_name_or_path: meta-llama/Meta-Llama-3-70B\nbf16: true\nper_device_train_batch_size: 1\n"
+    "max_length: 2048\n"
+)
+ZERO3 = (
+    "compute_environment: LOCAL_MACHINE\ndeepspeed_config:\n  zero_stage: 3\ndistributed_type: DEEPSPEED\n"
+    "num_processes: 4\n"
+)
+
+
+def _fit(tmp_path, monkeypatch, files: dict[str, str]) -> list[tuple[str, str, int, str]]:
+    git_project(tmp_path, {"training_configs/sft.yaml": LONE_70B, **files}, monkeypatch)
+    result = run_check([Path(".")], CheckOptions(hardware="1xH100"))
+    assert not result.errors, result.errors
+    return [
+        (f.rule, str(f.location.file), f.location.line, str(getattr(f.severity, "value", f.severity)))
+        for f in result.findings
+        if f.rule == "GA401"
+    ]
+
+
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("accelerate_configs/deepspeed_zero3.yaml", ZERO3),
+        (
+            "accelerate_configs/fsdp.yaml",
+            "distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: FULL_SHARD\n",
+        ),
+        ("ds/zero3.json", '{"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": "auto"}\n'),
+    ],
+)
+def test_a_lone_file_beside_a_sharding_config_is_a_warning(tmp_path, monkeypatch, name, text):
+    (finding,) = _fit(tmp_path, monkeypatch, {name: text})
+    assert finding == ("GA401", "training_configs/sft.yaml", 1, "warning")
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {},
+        {"accelerate_configs/multi_gpu.yaml": "distributed_type: MULTI_GPU\nnum_processes: 8\n"},
+        {"ds/zero1.json": '{"zero_optimization": {"stage": 1}}\n'},
+    ],
+)
+def test_a_lone_file_without_one_stays_an_error(tmp_path, monkeypatch, files):
+    assert _fit(tmp_path, monkeypatch, files) == [("GA401", "training_configs/sft.yaml", 1, "error")]
+
+
+def test_a_launched_run_is_judged_as_launched(tmp_path, monkeypatch):
+    # the launch names the file and no sharding: the sharding config beside it is not the run's
+    files = {
+        "accelerate_configs/deepspeed_zero3.yaml": ZERO3,
+        "run.sh": "accelerate launch --num_processes 1 train.py training_configs/sft.yaml\n",
+        "train.py": "print('train')\n",
+    }
+    assert _fit(tmp_path, monkeypatch, files) == [("GA401", "training_configs/sft.yaml", 1, "error")]
