@@ -59,6 +59,8 @@ def classify_mapping(data: dict[str, Any], syntax: str) -> DocumentKind:
     keys = set(data)
     if is_trainer_state(data):
         return "unknown"
+    if _instantiates_objects(data):
+        return "unknown"
     if "distributed_type" in keys or "compute_environment" in keys:
         return "accelerate"
     if isinstance(data.get("gpus"), dict) and ("nvlink" in keys or "name" in keys or "cpu_cores" in keys):
@@ -74,6 +76,16 @@ def classify_mapping(data: dict[str, Any], syntax: str) -> DocumentKind:
     if keys and _share_of_training_keys(keys) >= 0.5:
         return "training_args"
     return "unknown"
+
+
+# torchtune recipes (`model: {_component_: torchtune.models.llama3_1.lora_llama3_1_8b}`, read by
+# torchtune/config/_instantiate.py) and Hydra configs (`_target_`) build objects from their sections: no
+# HfArgumentParser reads them, though they share names such as output_dir and gradient_accumulation_steps.
+_INSTANTIATE_KEYS = ("_component_", "_target_")
+
+
+def _instantiates_objects(data: dict[str, Any]) -> bool:
+    return any(isinstance(v, dict) and any(k in v for k in _INSTANTIATE_KEYS) for v in data.values())
 
 
 def _share_of_training_keys(keys: set[str]) -> float:
