@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from advisor.plan.context import CheckContext
+    from advisor.sources.boundary import ProjectBoundary
 
 MAX_PROJECT_FILES = 2_000
 # installed packages (transformers' own hf_argparser.py) and other trees that are not the project's files
@@ -26,9 +27,10 @@ def project_root_of(path: Path, context: CheckContext) -> Path | None:
     return max(roots, key=lambda r: len(r.parts)) if roots else None
 
 
-def project_files(root: Path, suffixes: tuple[str, ...]) -> Iterator[Path]:
+def project_files(root: Path, suffixes: tuple[str, ...], boundary: ProjectBoundary) -> Iterator[Path]:
     """The files under ``root`` whose names end in one of ``suffixes``, in a stable order; at most
-    MAX_PROJECT_FILES of them, so a root that is a home folder stays cheap."""
+    MAX_PROJECT_FILES of them, so a root that is a home folder stays cheap. A symlink that leaves the
+    boundary is passed by unopened (os.walk does not follow symlinked folders)."""
     seen = 0
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in _NOT_PROJECT_FOLDERS)
@@ -38,4 +40,6 @@ def project_files(root: Path, suffixes: tuple[str, ...]) -> Iterator[Path]:
             seen += 1
             if seen > MAX_PROJECT_FILES:
                 return
-            yield Path(dirpath, name)
+            path = Path(dirpath, name)
+            if not os.path.islink(path) or boundary.contains(path):
+                yield path
