@@ -338,7 +338,15 @@ def _read_json(path: Path, text: str, hint: DocumentKind | None) -> Document:
         if hint is None and isinstance(result.data, list):
             return _unnamed_list(path, result.data)
         return _fail(path, hint or "unknown", "expected a JSON object at the top level")
-    return _classified(path, hint or classify_mapping(result.data, "json"), result, text)
+    doc = _classified(path, hint or classify_mapping(result.data, "json"), result, text)
+    if hint is None and doc.kind == "unknown":
+        # what only a strict reader refuses (a comment, a 31-digit integer) is no problem of a file that is
+        # no config: .devcontainer/devcontainer.json (JSONC), a tokenizer_config.json's model_max_length
+        doc.problems = [p for p in doc.problems if p.kind not in _STRICT_READER_KINDS]
+    return doc
+
+
+_STRICT_READER_KINDS = frozenset({"json-comment", "refused-number"})
 
 
 def _unnamed_list(path: Path, data: list[Any]) -> Document:
