@@ -18,6 +18,7 @@ from advisor.core.records import field, record
 from advisor.facts.allocator_inputs import allocator_inputs
 from advisor.facts.load_calls import script_trainer
 from advisor.facts.lora_inputs import (
+    lone_file_lora_key,
     lora_targets,
     modules_to_save,
     not_read_script,
@@ -118,13 +119,8 @@ def _method(plan: RunPlan, quant: str | None) -> tuple[str | None, str | None]:
         return "qlora", None
     if not lora and wraps is None:
         return None, f"whether the run trains LoRA adapters is unknown: {undecided}"
-    if not lora and plan.spec.script is None:
-        own = _lora_keys_of_an_unread_script(plan)
-        if own is not None:
-            return None, (
-                f"whether the run trains LoRA adapters is unknown: the file sets {own}, a key of the script "
-                "that reads it (no TrainingArguments or TRL field), and no launch names that script"
-            )
+    if not lora and (own := lone_file_lora_key(plan)) is not None:
+        return None, f"whether the run trains LoRA adapters is unknown: {own}"
     unread = not_read_script(plan) if quant is not None else None
     if unread is not None:
         return None, f"whether the run trains LoRA adapters on its quantized base is unknown: {unread}"
@@ -135,29 +131,6 @@ def _method(plan: RunPlan, quant: str | None) -> tuple[str | None, str | None]:
             f"{kind} quantized base without LoRA adapters is not a training setup the estimator models",
         )
     return ("lora" if lora else "full"), None
-
-
-def _lora_keys_of_an_unread_script(plan: RunPlan) -> str | None:
-    """A LoRA key (`lora_rank`, Firefly's CustomizedArguments) or a key set to "lora"/"qlora" (its
-    `train_mode`) that no library dataclass of the file's dialect has: the script's own, so its code decides
-    whether adapters are trained (Firefly's train_args JSON are read by train.py, launched only from the
-    README)."""
-    from advisor.sources import known_keys as kk
-
-    t = plan.training
-    dialect = value_at(t, "dialect")
-    table = {"hf": "training_args", "trl": "trl"}.get(str(dialect.value)) if dialect is not None else None
-    if table is None:
-        return None
-    known = kk.known_keys(table)
-    for key, v in t.items():
-        if not isinstance(v, Value) or v.source == "default" or key in known:
-            continue
-        if "lora" in key.lower():
-            return key
-        if isinstance(v.value, str) and v.value.strip().lower() in ("lora", "qlora"):
-            return f"{key}: {v.value}"  # Firefly's `train_mode: qlora`
-    return None
 
 
 def _seq_len(plan: RunPlan) -> Value | None:
