@@ -234,8 +234,8 @@ TRANSFORMERS_DEPRECATED: dict[str, dict[str, Any]] = {
 }
 
 # Values of `optim` that old configs still carry but no 5.x release accepts (tf4 had adamw_apex_fused;
-# adamw_hf is already absent from 4.50.0).
-TRANSFORMERS_REMOVED_CHOICES = {"optim": {"adamw_hf": "<=4.50.0", "adamw_apex_fused": "5.0.0"}}
+# adamw_hf is last in 4.49.0 and absent from 4.50.0: transformers 4.49.0 training_args.py:148 ADAMW_HF).
+TRANSFORMERS_REMOVED_CHOICES = {"optim": {"adamw_hf": "4.50.0", "adamw_apex_fused": "5.0.0"}}
 
 # TRL fields gone from the installed release, found by diffing the dataclass fields of the TRL wheels
 # 0.12.0, 0.14.0, 0.16.0-0.20.0, 0.22.0, 0.24.0, 0.26.0-0.29.0, 1.0.0, 1.4.0-1.8.0, 1.12.0 and 1.16.0.

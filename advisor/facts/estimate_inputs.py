@@ -19,6 +19,7 @@ from advisor.facts.allocator_inputs import allocator_inputs
 from advisor.facts.checkpoint_kind import checkpoint_reentrant
 from advisor.facts.load_calls import script_trainer
 from advisor.facts.lora_inputs import (
+    lone_file_lora_key,
     lora_targets,
     modules_to_save,
     not_read_script,
@@ -119,6 +120,8 @@ def _method(plan: RunPlan, quant: str | None) -> tuple[str | None, str | None]:
         return "qlora", None
     if not lora and wraps is None:
         return None, f"whether the run trains LoRA adapters is unknown: {undecided}"
+    if not lora and (own := lone_file_lora_key(plan)) is not None:
+        return None, f"whether the run trains LoRA adapters is unknown: {own}"
     unread = not_read_script(plan) if quant is not None else None
     if unread is not None:
         return None, f"whether the run trains LoRA adapters on its quantized base is unknown: {unread}"

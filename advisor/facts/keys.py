@@ -149,9 +149,10 @@ def _key_items(doc: Document, context: CheckContext) -> dict[str, list[dict[str,
         _check_section(doc, dialect, section, node, out, budget, context)
     if consumers is not None:
         _judge_top_level_by_scripts(doc, consumers, out)
-    elif doc.consumers and out["unknown_keys"]:
+    elif out["unknown_keys"] and (doc.consumers or dialect in {"training_args", "trl"}):
         # judged alone, the keys the reading scripts' own dataclasses declare are still theirs (issue 20
-        # item 10: a SimPOConfig subclass adding gamma_beta_ratio)
+        # item 10: a SimPOConfig subclass adding gamma_beta_ratio); with no launch naming the file, the
+        # project's scripts that parse a config file are its readers
         from advisor.facts.script_flags import own_fields
 
         own = own_fields(doc, context)
@@ -282,13 +283,16 @@ def _check_section(
         ft = kk.field_type(dialect, key, section)
         if ft is None or path in refused:
             continue  # a refused number (NaN, inf, too large) is already the reader's GA001
+        removed_in = kk.removed_choice(dialect, key, value)
+        if removed_in is not None:
+            # a value an older release takes (`optim: adamw_hf`) is a removal for the judged release, not a
+            # type error: the current choices know nothing of it
+            dropped = _removed_choice_item(doc, path, key, value, removed_in, versioned)
+            if dropped is not None:
+                out["removed_keys"].append(dropped)
+            continue
         problem = kk.check_type(ft, value, coerces=coerces) or _range_problem(dialect, path, value)
         if problem is None:
-            choice = kk.removed_choice(dialect, key, value)
-            if choice:
-                out["removed_keys"].append(
-                    {"location": _loc(doc, path, value=True), "key": key, "message": choice, "severity": None}
-                )
             continue
         if any(p.kind == "yaml11-scalar" and p.key == path for p in doc.problems):
             continue  # GA003 already says why this scalar is not what it looks like
@@ -388,6 +392,31 @@ def _predates(sources: list[tuple[Any, tuple[str, ...]]], removal: Any) -> bool:
     since = _release_tuple(str(removal.version))
     pinned = [_release_tuple(t.release) for t, _ in sources if t.package == removal.package]
     return since is not None and bool(pinned) and all(r is not None and r < since for r in pinned)
+
+
+def _removed_choice_item(
+    doc: Document,
+    path: KeyPath,
+    key: str,
+    value: Any,
+    removed_in: str,
+    versioned: list[tuple[Any, tuple[str, ...]]] | None,
+) -> dict[str, Any] | None:
+    """GA005's item for a value that transformers ``removed_in`` dropped from ``key``'s choices, or None when
+    the pinned release predates the removal (or is a tree whose release cannot be known)."""
+    pinned = [t for t, _ in versioned or () if t.package == "transformers"]
+    if any(not t.known for t in pinned):
+        return None
+    since = _release_tuple(removed_in)
+    if pinned and since is not None and all((_release_tuple(t.release) or since) < since for t in pinned):
+        return None
+    judged = f"; it is not a value of {pinned[0].label}" if pinned else _current_note("transformers")
+    return {
+        "location": _loc(doc, path, value=True),
+        "key": key,
+        "message": f"{key}: {value!r} was removed in transformers {removed_in}{judged}",
+        "severity": None,
+    }
 
 
 def _versioned_verdict(sources: list[tuple[Any, tuple[str, ...]]], key: str) -> dict[str, Any] | None:

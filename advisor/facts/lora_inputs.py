@@ -13,7 +13,7 @@ from advisor.facts.branches import called as _called
 from advisor.facts.branches import decide as _decide
 from advisor.facts.branches import indexed as _indexed
 from advisor.facts.branches import script_default as _script_default
-from advisor.facts.namespace_entries import truth, written
+from advisor.facts.namespace_entries import truth, value_at, written
 from advisor.sources.python_source import parsed
 
 if TYPE_CHECKING:
@@ -532,3 +532,33 @@ def _other_method(
         return {"lora_targets": [], "lora_r": 1, "lora_dropout": 0.0}, None
     why = _NOT_MODELLED_WHY.get(method, "its trainable parameters and activations are not modelled")
     return {}, f"PEFT {method} ({where}) is not modelled: {why}"
+
+
+def lone_file_lora_key(plan: RunPlan) -> str | None:
+    """Why a lone file's method is unknown, or None: it sets a LoRA key (`lora_rank`, Firefly's
+    CustomizedArguments) or a key to "lora"/"qlora" (its `train_mode`) that no library dataclass of the
+    file's dialect has: the script's own, so its code decides whether adapters are trained (Firefly's
+    train_args JSON are read by train.py, launched only from the README). A launch whose script is not
+    found (DeepSpeed-Chat's `deepspeed main.py --lora_dim 128`) is not a lone file: judged as before."""
+    from advisor.sources import known_keys as kk
+
+    if plan.spec.script is not None or plan.spec.command is not None:
+        return None
+    t = plan.training
+    dialect = value_at(t, "dialect")
+    table = {"hf": "training_args", "trl": "trl"}.get(str(dialect.value)) if dialect is not None else None
+    if table is None:
+        return None
+    known = kk.known_keys(table)
+    for key, v in t.items():
+        if not isinstance(v, Value) or v.source == "default" or key in known:
+            continue
+        if "lora" in key.lower() or (
+            isinstance(v.value, str) and v.value.strip().lower() in ("lora", "qlora")
+        ):
+            shown = key if "lora" in key.lower() else f"{key}: {v.value}"  # Firefly's `train_mode: qlora`
+            return (
+                f"the file sets {shown}, a key of the script that reads it (no TrainingArguments or TRL "
+                "field), and no launch names that script"
+            )
+    return None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor.core.document import Location
@@ -11,6 +13,7 @@ from advisor.sources import launchers
 
 if TYPE_CHECKING:
     from advisor.facts.batch import BatchFacts
+    from advisor.plan.context import CheckContext
     from advisor.plan.run_plan import RunPlan
 
 
@@ -40,6 +43,11 @@ class RunFacts(FactNamespace, name="run", doc="How a run distributes its model, 
         list[dict],
         "files the run names outside the project root",
         items=("location", "raw", "reason", "role"),
+    )
+    sharding_beside = fact(
+        str,
+        "a launch config of the project that shards (accelerate ZeRO-2/3 or FSDP, a DeepSpeed stage 2/3 "
+        "JSON), when no launch names the run's training file and the run has none of its own",
     )
 
 
@@ -321,4 +329,49 @@ def run_facts(plan: RunPlan, batch: BatchFacts) -> RunFacts:
     ns.launcher = Value(plan.launch.launcher, plan.root_location, "derived")
     # an inference server (vLLM): placement facts apply, training ones do not
     ns.serving = Value(launchers.spec_of(plan.launch.launcher).serves, plan.root_location, "derived")
+    ns.sharding_beside = _sharding_beside(plan)
     return ns
+
+
+# What says a file shards: accelerate's `distributed_type: FSDP`, or DEEPSPEED with `zero_stage: 2|3`
+# (accelerate commands/config/config_args.py ClusterConfig), and a DeepSpeed JSON's zero_optimization stage.
+_ACCELERATE_FSDP = re.compile(r"^distributed_type:\s*['\"]?FSDP\b", re.M)
+_ACCELERATE_DEEPSPEED = re.compile(r"^distributed_type:\s*['\"]?DEEPSPEED\b", re.M)
+_ACCELERATE_ZERO = re.compile(r"^\s+zero_stage:\s*[23]\b", re.M)
+_DEEPSPEED_STAGE = re.compile(r'"stage"\s*:\s*[23]\b')
+_MAX_CONFIG_BYTES = 64 * 1024
+
+
+def _sharding_beside(plan: RunPlan) -> Value:
+    """A lone training file (no launch command, no accelerate or DeepSpeed file of its run) in a project that
+    ships a sharding launch config: SimPO's training_configs/*.yaml, launched in its README with
+    accelerate_configs/deepspeed_zero3.yaml. The one-process estimate is then not known to be the run's."""
+    spec = plan.spec
+    doc = spec.training
+    if doc is None or spec.command is not None or spec.accelerate is not None or spec.deepspeed is not None:
+        return Value(None, None, "derived")
+    from advisor.facts.project_files import project_root_of
+
+    root = project_root_of(doc.path, plan.context)
+    if root is None:
+        return Value(None, None, "derived")
+    found = plan.context.derived("sharding-configs", root, lambda: _sharding_config_under(root, plan.context))
+    if found is None:
+        return Value(None, None, "derived")
+    return Value(found.relative_to(root).as_posix(), Location(found, 1, 1), "derived")
+
+
+def _sharding_config_under(root: Path, context: CheckContext) -> Path | None:
+    from advisor.facts.project_files import project_files
+
+    for path in project_files(root, (".yaml", ".yml", ".json"), context.boundary):
+        text = context.script_text(path, _MAX_CONFIG_BYTES)
+        if not text:
+            continue
+        if _ACCELERATE_FSDP.search(text) or (
+            _ACCELERATE_DEEPSPEED.search(text) and _ACCELERATE_ZERO.search(text)
+        ):
+            return path
+        if "zero_optimization" in text and _DEEPSPEED_STAGE.search(text):
+            return path
+    return None

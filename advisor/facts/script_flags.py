@@ -369,15 +369,47 @@ def config_consumers(doc: Document, context: CheckContext) -> list[ScriptJudge] 
 def own_fields(doc: Document, context: CheckContext) -> frozenset[str]:
     """The fields the scripts that read ``doc`` declare in their own dataclasses (a `SimPOConfig(CPOConfig)`
     or `SimPOConfig(TrainingArguments)` adding `gamma_beta_ratio`), whether or not their parsers can be read
-    whole: when the file is judged alone, these keys are the scripts' and known."""
-    if not doc.consumers:
-        return frozenset()
+    whole: when the file is judged alone, these keys are the scripts' and known. A file no run hands to a
+    script takes the fields of the project's scripts whose parser reads a config file."""
+    scripts = [script for script, _how in doc.consumers] or _project_file_parsers(doc.path, context)
     out: set[str] = set()
-    for script, _how in doc.consumers:
+    for script in scripts:
         parsing = _analysed(script, context)
         if isinstance(parsing, ArgumentParsing):
             out |= parsing.fields
     return frozenset(out)
+
+
+# A project's own scripts, looked through for the parsers that may read a config no launch names (Firefly's
+# train.py reads `--train_args_file x.json` with parse_json_file; its launches are only in the README).
+_PARSER_WORDS = ("HfArgumentParser", "TrlParser", "ArgumentParser((")
+_READS_A_FILE = _FILE_METHODS | _CONFIG_METHODS
+
+
+def _project_file_parsers(path: Path, context: CheckContext) -> list[Path]:
+    """The Python files of the project holding ``path`` whose parser reads a config file (parse_yaml_file,
+    parse_json_file, parse_dict, TrlParser's --config): a file that no launch hands to a script is read by
+    one of them, so their dataclass fields are its keys too."""
+    from advisor.facts.project_files import project_root_of
+
+    root = project_root_of(path, context)
+    if root is None:
+        return []
+    return context.derived("project-file-parsers", root, lambda: _file_parsers_under(root, context))
+
+
+def _file_parsers_under(root: Path, context: CheckContext) -> list[Path]:
+    from advisor.facts.project_files import project_files
+
+    out: list[Path] = []
+    for script in project_files(root, (".py",), context.boundary):
+        text = context.script_text(script, MAX_SCRIPT_BYTES)
+        if not text or not any(w in text for w in _PARSER_WORDS):
+            continue
+        parsing = _analysed(script, context)
+        if isinstance(parsing, ArgumentParsing) and set(parsing.methods) & _READS_A_FILE:
+            out.append(script)
+    return out
 
 
 def _file_verdict(

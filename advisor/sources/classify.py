@@ -59,6 +59,8 @@ def classify_mapping(data: dict[str, Any], syntax: str) -> DocumentKind:
     keys = set(data)
     if is_trainer_state(data):
         return "unknown"
+    if _instantiates_objects(data) or keys & _TOKENIZER_KEYS:
+        return "unknown"
     if "distributed_type" in keys or "compute_environment" in keys:
         return "accelerate"
     if isinstance(data.get("gpus"), dict) and ("nvlink" in keys or "name" in keys or "cpu_cores" in keys):
@@ -70,10 +72,42 @@ def classify_mapping(data: dict[str, Any], syntax: str) -> DocumentKind:
     if keys & _AXOLOTL_KEYS and "base_model" in keys:
         return "axolotl"
     if keys & _TRAINING_KEYS or keys & _LLAMAFACTORY_KEYS or keys & _TRL_KEYS:
-        return "training_args"
+        if len(keys) < _FEW_KEYS or _share_of_config_keys(keys) >= _MIN_CONFIG_SHARE:
+            return "training_args"
+        return "unknown"
     if keys and _share_of_training_keys(keys) >= 0.5:
         return "training_args"
     return "unknown"
+
+
+# torchtune recipes (`model: {_component_: torchtune.models.llama3_1.lora_llama3_1_8b}`, read by
+# torchtune/config/_instantiate.py) and Hydra configs (`_target_`) build objects from their sections: no
+# HfArgumentParser reads them, though they share names such as output_dir and gradient_accumulation_steps.
+_INSTANTIATE_KEYS = ("_component_", "_target_")
+
+
+# A saved tokenizer's tokenizer_config.json (transformers tokenization_utils_base.py save_pretrained) shares
+# chat_template, eos_token and pad_token with TRL's configs; these two keys are a tokenizer's alone.
+_TOKENIZER_KEYS = frozenset({"added_tokens_decoder", "tokenizer_class"})
+
+
+def _instantiates_objects(data: dict[str, Any]) -> bool:
+    return any(isinstance(v, dict) and any(k in v for k in _INSTANTIATE_KEYS) for v in data.values())
+
+
+# A mapping that merely holds a training key among many others is data, not a training config: a tokenizer's
+# vocab.json (63,668 tokens, "stage" and "dataset" among them) or tokenizer_config.json (chat_template among
+# 15 tokenizer settings), both in torchtune's tests/assets. From _FEW_KEYS keys on, at least _MIN_CONFIG_SHARE
+# of them must be keys of a training table (TrainingArguments, TRL's configs, LLaMA-Factory's arguments).
+_FEW_KEYS = 8
+_MIN_CONFIG_SHARE = 0.2
+
+
+def _share_of_config_keys(keys: set[str]) -> float:
+    from advisor.sources.known_keys import known_keys
+
+    known = known_keys("training_args") | known_keys("trl") | known_keys("llamafactory")
+    return sum(1 for k in keys if k in known) / len(keys)
 
 
 def _share_of_training_keys(keys: set[str]) -> float:

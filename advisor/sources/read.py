@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from advisor.core import records
 from advisor.core.document import Document, DocumentKind, SourceProblem, Span
@@ -219,7 +219,7 @@ def read_document(path: Path, hint: DocumentKind | None = None, pyyaml: PinLooku
     return as_named(doc, hint) if hint in NAMED_KINDS else doc
 
 
-NAMED_KINDS = {"deepspeed": "DeepSpeed config", "accelerate": "accelerate config"}
+NAMED_KINDS = {"deepspeed": "a DeepSpeed config", "accelerate": "an accelerate config"}
 
 
 def as_named(doc: Document, hint: DocumentKind | None) -> Document:
@@ -231,7 +231,11 @@ def as_named(doc: Document, hint: DocumentKind | None) -> Document:
     if failed:
         span = failed[0].span
         where = f"at line {span.line}, column {span.col}" if (span.line, span.col) != (1, 1) else "as a whole"
-        return _fail(doc.path, kind, f"named as a {label}, but not readable {where}; not judged", span)
+        return _fail(doc.path, kind, f"named as {label}, but not readable {where}; not judged", span)
+    if isinstance(doc.data, list):  # read by the walk as no config (_unnamed_list): named, it is a broken one
+        return _fail(
+            doc.path, kind, f"named as {label}, but its top level is a list, not a mapping; not judged"
+        )
     if not isinstance(doc.data, dict) or not doc.data:
         return doc
     if hint is not None and (
@@ -242,7 +246,7 @@ def as_named(doc: Document, hint: DocumentKind | None) -> Document:
     return _fail(
         doc.path,
         kind,
-        f"named as a {label}, but none of its {count} top-level keys is one; not judged",
+        f"named as {label}, but none of its {count} top-level keys is one; not judged",
     )
 
 
@@ -300,6 +304,8 @@ def _read_yaml(path: Path, text: str, hint: DocumentKind | None, pyyaml: PinLook
     if result.data is None:
         return _empty(path, hint)
     if not isinstance(result.data, dict):
+        if hint is None and isinstance(result.data, list):
+            return _unnamed_list(path, result.data)
         kind = hint or "unknown"
         return Document(
             path,
@@ -329,8 +335,25 @@ def _read_json(path: Path, text: str, hint: DocumentKind | None) -> Document:
     except RecursionError:
         return _fail(path, hint or "unknown", "JSON rejected: nested too deeply")
     if not isinstance(result.data, dict):
+        if hint is None and isinstance(result.data, list):
+            return _unnamed_list(path, result.data)
         return _fail(path, hint or "unknown", "expected a JSON object at the top level")
-    return _classified(path, hint or classify_mapping(result.data, "json"), result, text)
+    doc = _classified(path, hint or classify_mapping(result.data, "json"), result, text)
+    if hint is None and doc.kind == "unknown":
+        # what only a strict reader refuses (a comment, a 31-digit integer) is no problem of a file that is
+        # no config: .devcontainer/devcontainer.json (JSONC), a tokenizer_config.json's model_max_length
+        doc.problems = [p for p in doc.problems if p.kind not in _STRICT_READER_KINDS]
+    return doc
+
+
+_STRICT_READER_KINDS = frozenset({"json-comment", "refused-number"})
+
+
+def _unnamed_list(path: Path, data: list[Any]) -> Document:
+    """A YAML or JSON list that nothing names as a config: a dataset (alpaca_data.json's records), a docs
+    table of contents (HF repos' docs/source/_toctree.yml), a playbook. None of the configs read here is a
+    list, so it is no config at all, not a broken one; a list a launch names is still refused."""
+    return Document(path, "unknown", data=data)
 
 
 def _classified(path: Path, kind: DocumentKind, result: YamlResult | JsonResult, text: str) -> Document:
