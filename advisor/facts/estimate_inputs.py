@@ -118,10 +118,8 @@ def _method(plan: RunPlan, quant: str | None) -> tuple[str | None, str | None]:
         return "qlora", None
     if quant is not None and lora:
         return "qlora", None
-    if not lora and wraps is None:
-        return None, f"whether the run trains LoRA adapters is unknown: {undecided}"
-    if not lora and (own := lone_file_lora_key(plan)) is not None:
-        return None, f"whether the run trains LoRA adapters is unknown: {own}"
+    if not lora and (wraps is None or (own := lone_file_lora_key(plan)) is not None):
+        return None, f"whether the run trains LoRA adapters is unknown: {undecided if wraps is None else own}"
     unread = not_read_script(plan) if quant is not None else None
     if unread is not None:
         return None, f"whether the run trains LoRA adapters on its quantized base is unknown: {unread}"
