@@ -12,27 +12,14 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.estimate import TrainingSetup, resolve_model
+from advisor.estimate import TrainingSetup
 from advisor.estimate.memory import terms
 from advisor.estimate.memory.peak import phase_terms
+from tests.estimate.setups import checkpointed_full_ft
 
 
 def _setup(model: str, **kw: object) -> TrainingSetup:
-    fields: dict[str, object] = dict(
-        model=resolve_model(model).count(),
-        method="full",
-        micro_batch=4,
-        seq_len=512,
-        precision="bf16",
-        amp=False,
-        optimizer="adamw_torch_fused",
-        gradient_checkpointing=True,
-        attn_implementation="sdpa",
-        metric="allocated",
-        kept_logits_bytes=0,
-    )
-    fields.update(kw)
-    return TrainingSetup(**fields)  # type: ignore[arg-type]
+    return checkpointed_full_ft(model, **{"micro_batch": 4, "seq_len": 512, **kw})  # type: ignore[arg-type]
 
 
 def _end(s: TrainingSetup) -> tuple[float, float, float]:

@@ -20,26 +20,14 @@ from advisor.estimate import TrainingSetup, estimate_memory, resolve_model
 from advisor.estimate.memory import terms
 from advisor.estimate.memory.peak import phase_terms
 from tests.conftest import estimate_json_run, write_files
+from tests.estimate.setups import checkpointed_full_ft
 
 GIB = 2**30
 
 
 def _setup(**kw: object) -> TrainingSetup:
-    fields: dict[str, object] = dict(
-        model=resolve_model("mistralai/Mistral-7B-v0.1").count(),
-        method="full",
-        micro_batch=1,
-        seq_len=2048,
-        precision="bf16",
-        amp=False,
-        optimizer="adamw_torch_fused",
-        gradient_checkpointing=True,
-        attn_implementation="sdpa",
-        metric="allocated",
-        kept_logits_bytes=0,
-    )
-    fields.update(kw)
-    return TrainingSetup(**fields)  # type: ignore[arg-type]
+    fields: dict[str, object] = {"micro_batch": 1, "seq_len": 2048, **kw}
+    return checkpointed_full_ft("mistralai/Mistral-7B-v0.1", **fields)  # type: ignore[arg-type]
 
 
 def _bytes(ts: list, name: str) -> float:
