@@ -1,6 +1,8 @@
 """A bounded walk of the project that holds a file, for facts about files no launch connects to it: the
 scripts whose parser may read a lone config (advisor.facts.script_flags), the sharding launch configs a lone
-training file may be launched with (advisor.facts.run). Installed trees and hidden folders are skipped."""
+training file may be launched with (advisor.facts.run). Installed trees and hidden folders are skipped, and
+so is what the check's own folder walk skips (advisor/sources/exclude.py: `exclude`, `extend-exclude` of the
+settings near the root, and what git ignores): a file the check does not read must not decide a fact."""
 
 from __future__ import annotations
 
@@ -11,7 +13,6 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from advisor.plan.context import CheckContext
-    from advisor.sources.boundary import ProjectBoundary
 
 MAX_PROJECT_FILES = 2_000
 # installed packages (transformers' own hf_argparser.py) and other trees that are not the project's files
@@ -27,15 +28,25 @@ def project_root_of(path: Path, context: CheckContext) -> Path | None:
     return max(roots, key=lambda r: len(r.parts)) if roots else None
 
 
-def project_files(root: Path, suffixes: tuple[str, ...], boundary: ProjectBoundary) -> Iterator[Path]:
+def project_files(root: Path, suffixes: tuple[str, ...], context: CheckContext) -> Iterator[Path]:
     """The files under ``root`` whose names end in one of ``suffixes``, in a stable order; at most
     MAX_PROJECT_FILES of them, so a root that is a home folder stays cheap. A symlink that leaves the
     boundary is passed by unopened (os.walk does not follow symlinked folders)."""
+    from advisor.sources.exclude import FileFilter
+
+    skipped = FileFilter(context.settings_near(root / "any"))  # the settings found from root upwards
+    boundary = context.boundary
     seen = 0
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in _NOT_PROJECT_FOLDERS)
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if not d.startswith(".")
+            and d not in _NOT_PROJECT_FOLDERS
+            and not skipped.skip(os.path.join(dirpath, d), True)
+        )
         for name in sorted(filenames):
-            if not name.endswith(suffixes):
+            if not name.endswith(suffixes) or skipped.skip(os.path.join(dirpath, name), False):
                 continue
             seen += 1
             if seen > MAX_PROJECT_FILES:

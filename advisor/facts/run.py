@@ -364,7 +364,7 @@ def _sharding_beside(plan: RunPlan) -> Value:
 def _sharding_config_under(root: Path, context: CheckContext) -> Path | None:
     from advisor.facts.project_files import project_files
 
-    for path in project_files(root, (".yaml", ".yml", ".json"), context.boundary):
+    for path in project_files(root, (".yaml", ".yml", ".json"), context):
         text = context.script_text(path, _MAX_CONFIG_BYTES)
         if not text:
             continue

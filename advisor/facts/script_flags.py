@@ -402,7 +402,7 @@ def _file_parsers_under(root: Path, context: CheckContext) -> list[Path]:
     from advisor.facts.project_files import project_files
 
     out: list[Path] = []
-    for script in project_files(root, (".py",), context.boundary):
+    for script in project_files(root, (".py",), context):
         text = context.script_text(script, MAX_SCRIPT_BYTES)
         if not text or not any(w in text for w in _PARSER_WORDS):
             continue

@@ -208,3 +208,16 @@ def test_a_launched_run_is_judged_as_launched(tmp_path, monkeypatch):
         "train.py": "print('train')\n",
     }
     assert _fit(tmp_path, monkeypatch, files) == [("GA401", "training_configs/sft.yaml", 1, "error")]
+
+
+@pytest.mark.parametrize(
+    "ignore",
+    [
+        {".gitignore": "outputs/\n"},  # a training output git ignores
+        {"pyproject.toml": '[tool.gpu-advise]\nextend-exclude = ["outputs"]\n'},
+    ],
+)
+def test_a_sharding_config_the_check_skips_decides_nothing(tmp_path, monkeypatch, ignore):
+    # the project walk for lone files skips what the check's folder walk skips (issue 18 item 4)
+    files = {"outputs/run1/deepspeed_zero3.yaml": ZERO3, **ignore}
+    assert _fit(tmp_path, monkeypatch, files) == [("GA401", "training_configs/sft.yaml", 1, "error")]
