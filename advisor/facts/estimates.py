@@ -715,7 +715,7 @@ def _deepspeed_named_at(plan: RunPlan, origin: Location | None) -> Location | No
     for ref in spec.references:
         if ref.role != "deepspeed" or ref.path is None or Path(ref.named_at.file) not in own:
             continue
-        if Path(ref.path).resolve() == Path(ds.path).resolve():
+        if plan.context.real_path(Path(ref.path)) == plan.context.real_path(Path(ds.path)):
             return ref.named_at
     return None
 

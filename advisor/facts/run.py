@@ -350,9 +350,7 @@ def _sharding_beside(plan: RunPlan) -> Value:
     doc = spec.training
     if doc is None or spec.command is not None or spec.accelerate is not None or spec.deepspeed is not None:
         return Value(None, None, "derived")
-    from advisor.facts.project_files import project_root_of
-
-    root = project_root_of(doc.path, plan.context)
+    root = plan.context.project_root_of(doc.path)
     if root is None:
         return Value(None, None, "derived")
     found = plan.context.derived("sharding-configs", root, lambda: _sharding_config_under(root, plan.context))
@@ -362,9 +360,7 @@ def _sharding_beside(plan: RunPlan) -> Value:
 
 
 def _sharding_config_under(root: Path, context: CheckContext) -> Path | None:
-    from advisor.facts.project_files import project_files
-
-    for path in project_files(root, (".yaml", ".yml", ".json"), context):
+    for path in context.project_files(root, (".yaml", ".yml", ".json")):
         text = context.script_text(path, _MAX_CONFIG_BYTES)
         if not text:
             continue

@@ -390,19 +390,15 @@ def _project_file_parsers(path: Path, context: CheckContext) -> list[Path]:
     """The Python files of the project holding ``path`` whose parser reads a config file (parse_yaml_file,
     parse_json_file, parse_dict, TrlParser's --config): a file that no launch hands to a script is read by
     one of them, so their dataclass fields are its keys too."""
-    from advisor.facts.project_files import project_root_of
-
-    root = project_root_of(path, context)
+    root = context.project_root_of(path)
     if root is None:
         return []
     return context.derived("project-file-parsers", root, lambda: _file_parsers_under(root, context))
 
 
 def _file_parsers_under(root: Path, context: CheckContext) -> list[Path]:
-    from advisor.facts.project_files import project_files
-
     out: list[Path] = []
-    for script in project_files(root, (".py",), context):
+    for script in context.project_files(root, (".py",)):
         text = context.script_text(script, MAX_SCRIPT_BYTES)
         if not text or not any(w in text for w in _PARSER_WORDS):
             continue

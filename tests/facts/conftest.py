@@ -66,7 +66,8 @@ def run_facts_of() -> Callable[..., Names]:
     expected name), built in memory: each file read through the same readers as on disk (read_document
     over the read overlay), the run's files put together by name, the plan merged by
     advisor.plan.run_plan.build_plan with a preset check context (no settings file, no pins, the scripts'
-    texts given), so the test needs no file system.
+    texts given, and the project's files as the walk for lone files would list them), so the test needs no
+    file system.
 
     Putting the run together is discovery's job (advisor.plan.discover), not done here: the root is the
     one launch script (else the one config), and a file joins the run only when the command (or the
@@ -97,7 +98,8 @@ def run_facts_of() -> Callable[..., Names]:
             cwd=PROJECT,
             settings={f: None for f in folders},
             pins={f: {} for f in folders},
-            texts=dict(scripts),
+            texts={p: files[n] for n, p in paths.items()},
+            listings=_listings(paths.values()),
         )
         with overlay({paths[n]: text.encode() for n, text in files.items()}):
             docs = {n: read_document(p, "script" if p in scripts else None) for n, p in paths.items()}
@@ -129,6 +131,8 @@ def run_facts_of() -> Callable[..., Names]:
                     spec.training.consumers.append((spec.script.path, how))
             else:
                 configs = [d for d in docs.values() if d.kind in RUN_KINDS]
+                if run is not None:  # several configs, each its own run: the one asked for
+                    configs = [d for d in configs if d.path == PROJECT / run]
                 assert len(configs) == 1, "one run: one config"
                 root = configs[0]
                 spec = config_run(root.path.relative_to(PROJECT).as_posix(), root)
@@ -147,3 +151,13 @@ def run_facts_of() -> Callable[..., Names]:
         return names
 
     return build
+
+
+def _listings(paths: Any) -> dict[tuple[Path, tuple[str, ...]], list[Path]]:
+    """The project listings the facts ask the context for (CheckContext.project_files), in the walk's order
+    (advisor.sources.project_walk: a folder's files, then its sub-folders, each sorted)."""
+    ordered = sorted(paths, key=lambda p: (p.parent.relative_to(PROJECT).parts, p.name))
+    out: dict[tuple[Path, tuple[str, ...]], list[Path]] = {}
+    for suffixes in ((".py",), (".yaml", ".yml", ".json")):
+        out[(PROJECT, suffixes)] = [p for p in ordered if p.name.endswith(suffixes)]
+    return out

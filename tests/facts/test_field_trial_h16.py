@@ -221,3 +221,16 @@ def test_a_sharding_config_the_check_skips_decides_nothing(tmp_path, monkeypatch
     # the project walk for lone files skips what the check's folder walk skips (issue 18 item 4)
     files = {"outputs/run1/deepspeed_zero3.yaml": ZERO3, **ignore}
     assert _fit(tmp_path, monkeypatch, files) == [("GA401", "training_configs/sft.yaml", 1, "error")]
+
+
+@pytest.mark.parametrize(
+    "files, beside",
+    [
+        ({"accelerate_configs/deepspeed_zero3.yaml": ZERO3}, "accelerate_configs/deepspeed_zero3.yaml"),
+        ({"accelerate_configs/multi_gpu.yaml": "distributed_type: MULTI_GPU\nnum_processes: 8\n"}, None),
+    ],
+)
+def test_sharding_beside_is_decided_from_the_contexts_listing(run_facts_of, files, beside):
+    # in memory: the fact asks the check's context for the project's files and texts, it walks nothing
+    names = run_facts_of({"training_configs/sft.yaml": LONE_70B, **files}, run="training_configs/sft.yaml")
+    assert names["run"].sharding_beside == beside

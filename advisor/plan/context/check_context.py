@@ -72,9 +72,11 @@ class CheckContext:
         settings: dict[Path, Settings | None] | None = None,
         pins: dict[Path, dict[str, Pin]] | None = None,
         texts: dict[Path, str | None] | None = None,
+        listings: dict[tuple[Path, tuple[str, ...]], Sequence[Path]] | None = None,
     ) -> CheckContext:
         """A context whose answers are given, not read (unit tests of facts): settings by folder, the
-        pins that apply to a folder, script texts by path. Anything not given is read as usual."""
+        pins that apply to a folder, script texts by path, the project files under a root by suffixes
+        (`project_files`). Anything not given is read as usual."""
         from advisor.sources.settings import Settings, SettingsScope
 
         context = cls(SettingsScope.single(Settings()), boundary, cwd)
@@ -84,6 +86,8 @@ class CheckContext:
             context.memo[("pins", folder)] = dict(folder_pins)
         for path, text in (texts or {}).items():
             context.memo[("text", path)] = text
+        for (root, suffixes), paths in (listings or {}).items():
+            context.memo[("project-files", (root, suffixes))] = tuple(paths)
         return context
 
     @property
@@ -141,6 +145,29 @@ class CheckContext:
     def script_text(self, path: Path, limit: int) -> str | None:
         """A script's text through the safe reader (None when it cannot be read), once per check."""
         return self.derived("text", path, lambda: _read_text(path, limit))
+
+    def real_path(self, path: Path) -> Path:
+        """`path` with its links resolved (as discovery resolves the files it reads), once per check."""
+        return self.derived("real-path", path, path.resolve)
+
+    def project_root_of(self, path: Path) -> Path | None:
+        """The boundary root (the project's work tree) that holds the file at `path`, or None."""
+        from advisor.sources.project_walk import project_root_of
+
+        return self.derived("project-root", path, lambda: project_root_of(path, self.boundary))
+
+    def project_files(self, root: Path, suffixes: tuple[str, ...]) -> tuple[Path, ...]:
+        """The project's files under `root` ending in one of `suffixes` that the check's own walk would
+        read (advisor.sources.project_walk: bounded, hidden, installed, git-ignored and excluded folders
+        skipped under the settings found from `root`), walked once per check."""
+        return self.derived("project-files", (root, suffixes), lambda: self._walk(root, suffixes))
+
+    def _walk(self, root: Path, suffixes: tuple[str, ...]) -> tuple[Path, ...]:
+        from advisor.sources.exclude import FileFilter
+        from advisor.sources.project_walk import walk_project_files
+
+        skipped = FileFilter(self.settings_near(root / "any"))  # the settings found from root upwards
+        return tuple(walk_project_files(root, suffixes, self.boundary, skipped))
 
 
 def _boundary_key(settings: Settings, seeds: Sequence[Path]) -> tuple[str, int, tuple[Path, ...]]:
