@@ -99,11 +99,7 @@ def _followed(
 def _script_path(
     doc: Document, raw: str, settings: Any, context: CheckContext, workdir: Any = None
 ) -> Path | None:
-    from advisor.plan.discover import command_bases, resolve_reference
-
-    boundary = context.boundary_for(settings, [doc.path])
-    # the folders discover resolves the run's script from (after the launch's `cd`), never the current one
-    path, _outside = resolve_reference(raw, doc.path, command_bases(doc.path, workdir, boundary), boundary)
+    path = context.launched_script(doc.path, raw, settings, workdir)
     return path if path is not None and path.suffix == ".py" else None
 
 

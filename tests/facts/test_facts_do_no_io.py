@@ -107,3 +107,35 @@ def test_the_scan_lets_package_data_through() -> None:
 def test_no_fact_module_touches_the_file_system(module: Path) -> None:
     calls = io_calls(module.read_text(encoding="utf-8"))
     assert not calls, f"{module.relative_to(FACTS.parents[1])}: ask the check's context instead: {calls}"
+
+
+# the modules that read the project's files on the context's behalf: a fact that imported one would read
+_READERS = (
+    "advisor.sources.read",
+    "advisor.sources.project_walk",
+    "advisor.sources.exclude",
+    "advisor.sources.gitignore",
+    "advisor.sources.git_index",
+    "advisor.plan.discover",
+)
+
+
+def imported_readers(source: str) -> list[tuple[int, str]]:
+    """(line, module) of each import in `source` of a module that reads the project's files."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        out += [(node.lineno, n) for n in names if n.startswith(_READERS)]
+    return out
+
+
+def test_the_import_scan_sees_a_reader() -> None:
+    source = "from advisor.plan.discover import resolve_reference\nimport advisor.sources.read\nimport os\n"
+    assert imported_readers(source) == [(1, "advisor.plan.discover"), (2, "advisor.sources.read")]
+
+
+@pytest.mark.parametrize("module", sorted(FACTS.rglob("*.py")), ids=lambda p: str(p.relative_to(FACTS)))
+def test_no_fact_module_imports_a_reader(module: Path) -> None:
+    found = imported_readers(module.read_text(encoding="utf-8"))
+    assert not found, f"{module.relative_to(FACTS.parents[1])}: ask the check's context instead: {found}"

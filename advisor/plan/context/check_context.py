@@ -146,6 +146,20 @@ class CheckContext:
         """A script's text through the safe reader (None when it cannot be read), once per check."""
         return self.derived("text", path, lambda: _read_text(path, limit))
 
+    def launched_script(self, launch: Path, raw: str, settings: Settings | None, workdir: Any) -> Path | None:
+        """The file a command in `launch` names as `raw` (after the launch's `cd` to `workdir`), resolved
+        as discovery resolves a run's script (advisor.plan.discover.resolve_reference from the command's
+        bases, never the current folder), within the boundary of `settings`; once per check."""
+        from advisor.plan.discover import command_bases, resolve_reference
+
+        def resolve() -> Path | None:
+            boundary = self.boundary_for(settings, [launch])
+            bases = command_bases(launch, workdir, boundary)
+            path, _outside = resolve_reference(raw, launch, bases, boundary)
+            return path
+
+        return self.derived("launched-script", (launch, raw, id(settings), str(workdir)), resolve)
+
     def real_path(self, path: Path) -> Path:
         """`path` with its links resolved (as discovery resolves the files it reads), once per check."""
         return self.derived("real-path", path, path.resolve)
