@@ -155,6 +155,27 @@ def test_baichuan2_13b_shape_by_hand() -> None:
     assert resolve_model("baichuan-inc/Baichuan2-13B-Chat").count().total == 2 * V * h + L * block + h
 
 
+def test_opt_350m_shape_by_hand() -> None:
+    # modeling_opt.py (transformers 5.24): OPT-350m's word_embed_proj_dim 512 makes embed_tokens V x 512 and
+    # the tied lm_head 512 wide, with project_in 512 -> h and project_out h -> 512 (no bias); it is post-norm
+    # (do_layer_norm_before false), so OPTDecoder has no final_layer_norm; positions keep 2 offset rows
+    h, V, L, ff, wp = 1024, 50272, 24, 4096, 512
+    block = 4 * (h * h + h) + (h * ff + ff) + (ff * h + h) + 2 * 2 * h
+    pc = resolve_model("facebook/opt-350m").count()
+    assert pc.embedding == V * wp and pc.lm_head == 0 and pc.final_norm == 0
+    assert pc.other == 2 * h * wp
+    assert pc.total == V * wp + (2048 + 2) * h + 2 * h * wp + L * block == 331_196_416
+
+
+def test_starcoder2_ties_the_small_sizes_only() -> None:
+    # bigcode-project/starcoder2 issue #18: the 3B and 7B checkpoints hold no lm_head.weight (tied)
+    h15, V = 6144, 49152
+    small = [resolve_model(f"bigcode/starcoder2-{size}").count() for size in ("3b", "7b")]
+    big = resolve_model("bigcode/starcoder2-15b").count()
+    assert all(pc.tied and pc.lm_head == 0 for pc in small)
+    assert not big.tied and big.lm_head == V * h15  # modeling_starcoder2.py:403 lm_head bias=False
+
+
 def test_fine_tune_named_after_a_listed_fine_tune_resolves_to_its_base() -> None:
     # no listed model is called zephyr; the alias HuggingFaceH4/zephyr-7b-beta (Mistral-7B-v0.1's shapes) is
     info = resolve_model("OpenBuddy/openbuddy-zephyr-7b-v14.1", from_name=True)
