@@ -266,10 +266,10 @@ def _fixed_length(plan: RunPlan) -> bool | None:
     """Whether every batch has one shape (allocator growth, memory-model.md 6.10): packed or padded to the
     cap; collators pad to the longest (trl 0.26 sft_trainer.py:195; HF DataCollatorForSeq2Seq padding)."""
     t = plan.training
-    from advisor.facts.training_loop import loop_outputs, swift_trains
+    from advisor.facts.training_loop import loop_outputs, own_trainer
 
-    if swift_trains(plan):
-        return False  # no ms-swift collation has one shape, packed or not (see training_loop.swift_trains)
+    if (trainer := own_trainer(plan)) is not None and trainer.varied_shapes:
+        return False  # ms-swift: no collation of one shape, packed or not (launchers/swift.py varied_shapes)
     if any(truth(written(t, k)) for k in ("packing", "sample_packing", "neat_packing")):
         return True
     if truth(written(t, "pad_to_max_length")) or str(getattr(written(t, "padding"), "value", "")).lower() in (

@@ -20,14 +20,14 @@ from typing import Any
 
 from advisor.core.records import record
 from advisor.plan.run_plan import RunPlan
+from advisor.sources.launchers.spec import LauncherSpec
 
 __all__ = [
-    "SWIFT_LOOP",
     "LoopOutputs",
     "custom_loop_outputs",
     "logits_kept_bytes",
     "loop_outputs",
-    "swift_trains",
+    "own_trainer",
 ]
 
 
@@ -132,32 +132,12 @@ def custom_loop_outputs(tree: ast.Module, script: str) -> LoopOutputs | None:
     return None
 
 
-# ms-swift's trainer subclass computes the loss (and its token accuracy from `outputs.logits.argmax`) inside
-# compute_loss and returns the loss only; HF Trainer's training_step then calls backward, the outputs gone
-# (ms-swift 4.6.0.dev0 swift/trainers/seq2seq_trainer.py:125-229 @3602360a, 2.1.0.dev0
-# swift/trainers/trainers.py compute_loss @db07118, 1.6.0.dev0 swift/trainers/trainers.py:171-195 @4312aeb)
-SWIFT_LOOP = (
-    "ms-swift trains through its HF Trainer subclass: compute_loss returns the loss only, so the logits are "
-    "freed before backward (swift/trainers/seq2seq_trainer.py:125-229; trainers.py:171-195 in ms-swift 1.x)"
-)
-
-
-def swift_trains(plan: RunPlan) -> bool:
-    """Whether ms-swift's own parser and trainer run the step (`swift sft`, or its route files started
-    directly: advisor.plan.run_plan.own_defaults_owner).
-
-    Such a run drops the outputs before backward (SWIFT_LOOP), and no ms-swift collation has one shape. Its
-    collator pads a batch to its longest (4.6.0.dev0 swift/template/base.py:1909-1915 _data_collator
-    @3602360a, padding_to is Megatron's only; 1.6.0.dev0 swift/llm/utils/utils.py:301-343 @4312aeb,
-    padding_to for longlora only). Its packing joins a best-fit bin of samples up to max_length into one
-    unpadded row (swift/dataset/packing.py:16-48 binpacking.to_constant_volume; template/base.py:1921-1922
-    packing_row); 2.x's ConstantLengthDataset yields max_length chunks and a shorter tail per buffer
-    (swift/llm/utils/utils.py:241 @db07118), and its use_loss_scale loss gathers only the labelled
-    positions (trainers.py compute_scaled_loss `shift_logits[masks]`), whose count varies per batch."""
+def own_trainer(plan: RunPlan) -> LauncherSpec | None:
+    """The launcher whose own parser and trainer run the step (`swift sft`, or ms-swift's route files started
+    directly: advisor.plan.run_plan.own_defaults_owner), its LauncherSpec; None for any other run."""
     from advisor.plan.run_plan import own_defaults_owner
 
-    owner = own_defaults_owner(plan.spec.command)
-    return owner is not None and owner.name == "swift"
+    return own_defaults_owner(plan.spec.command)
 
 
 def loop_outputs(plan: RunPlan) -> LoopOutputs:
@@ -180,8 +160,9 @@ def loop_outputs(plan: RunPlan) -> LoopOutputs:
             f"{doc.path.name} calls no backward itself: a Trainer's compute_loss returns the loss only "
             "(transformers trainer.py:2172, 2217)",
         )
-    if swift_trains(plan):
-        return LoopOutputs(False, SWIFT_LOOP)
+    trainer = own_trainer(plan)
+    if trainer is not None and trainer.drops_outputs:
+        return LoopOutputs(False, trainer.drops_outputs)
     dialect = plan.training.known_value("dialect") if plan.training is not None else None
     if dialect is not None and dialect.value in ("trl", "hf", "axolotl", "llamafactory"):
         return LoopOutputs(

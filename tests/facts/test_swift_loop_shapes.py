@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from advisor.facts.estimate_inputs import plan_inputs
-from advisor.facts.training_loop import SWIFT_LOOP, custom_loop_outputs, loop_outputs
+from advisor.facts.training_loop import custom_loop_outputs, loop_outputs
+from advisor.sources.launchers.swift import SPEC
 
 SWIFT = """#!/bin/bash
 swift sft \\
@@ -66,7 +67,7 @@ def _setup(facts_of: Facts, files: dict[str, str]) -> tuple[Any, Any]:
 @pytest.mark.parametrize("extra", ["", "\\\n    --packing true"])
 def test_swift_runs_drop_the_outputs_and_feed_varying_shapes(facts_of: Facts, extra: str) -> None:
     setup, plan = _setup(facts_of, {"train.sh": SWIFT.format(extra=extra)})
-    assert loop_outputs(plan).kept is False and loop_outputs(plan).source == SWIFT_LOOP
+    assert loop_outputs(plan).kept is False and loop_outputs(plan).source == SPEC.drops_outputs
     assert setup.kept_logits_bytes == 0
     # packed or not, each batch may be longer than any before: the allocator's growth is stated
     assert setup.fixed_length is False
