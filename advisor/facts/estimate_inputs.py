@@ -263,10 +263,13 @@ def _dtype_inputs(
 
 
 def _fixed_length(plan: RunPlan) -> bool | None:
-    """Whether every batch has one shape (the caching allocator's growth, memory-model.md 6.10): packed or
-    padded to max_length; the trainers' collators pad to the longest in the batch (trl 0.26
-    sft_trainer.py:195 pad(...), pad_to_multiple_of None; HF DataCollatorForSeq2Seq padding=True)."""
+    """Whether every batch has one shape (allocator growth, memory-model.md 6.10): packed or padded to the
+    cap; collators pad to the longest (trl 0.26 sft_trainer.py:195; HF DataCollatorForSeq2Seq padding)."""
     t = plan.training
+    from advisor.facts.training_loop import loop_outputs, own_trainer
+
+    if (trainer := own_trainer(plan)) is not None and trainer.varied_shapes:
+        return False  # ms-swift: no collation of one shape, packed or not (launchers/swift.py varied_shapes)
     if any(truth(written(t, k)) for k in ("packing", "sample_packing", "neat_packing")):
         return True
     if truth(written(t, "pad_to_max_length")) or str(getattr(written(t, "padding"), "value", "")).lower() in (
@@ -277,12 +280,10 @@ def _fixed_length(plan: RunPlan) -> bool | None:
     if truth(written(t, "padding_free")):
         return False
     from advisor.facts.dtypes import trl_trains
-    from advisor.facts.training_loop import loop_outputs
 
     if loop_outputs(plan).own:
         return None  # the script collates its own batches
     dialect = t.known_value("dialect") if t is not None else None
-
     if (dialect is not None and dialect.value in ("trl", "axolotl", "llamafactory")) or trl_trains(plan):
         return False
     return None

@@ -20,8 +20,15 @@ from typing import Any
 
 from advisor.core.records import record
 from advisor.plan.run_plan import RunPlan
+from advisor.sources.launchers.spec import LauncherSpec
 
-__all__ = ["LoopOutputs", "custom_loop_outputs", "logits_kept_bytes", "loop_outputs"]
+__all__ = [
+    "LoopOutputs",
+    "custom_loop_outputs",
+    "logits_kept_bytes",
+    "loop_outputs",
+    "own_trainer",
+]
 
 
 @record(frozen=True, slots=True)
@@ -125,6 +132,14 @@ def custom_loop_outputs(tree: ast.Module, script: str) -> LoopOutputs | None:
     return None
 
 
+def own_trainer(plan: RunPlan) -> LauncherSpec | None:
+    """The launcher whose own parser and trainer run the step (`swift sft`, or ms-swift's route files started
+    directly: advisor.plan.run_plan.own_defaults_owner), its LauncherSpec; None for any other run."""
+    from advisor.plan.run_plan import own_defaults_owner
+
+    return own_defaults_owner(plan.spec.command)
+
+
 def loop_outputs(plan: RunPlan) -> LoopOutputs:
     """Whether the run's training loop keeps the model outputs alive through backward."""
     from advisor.sources.python_source import parsed
@@ -145,6 +160,9 @@ def loop_outputs(plan: RunPlan) -> LoopOutputs:
             f"{doc.path.name} calls no backward itself: a Trainer's compute_loss returns the loss only "
             "(transformers trainer.py:2172, 2217)",
         )
+    trainer = own_trainer(plan)
+    if trainer is not None and trainer.drops_outputs:
+        return LoopOutputs(False, trainer.drops_outputs)
     dialect = plan.training.known_value("dialect") if plan.training is not None else None
     if dialect is not None and dialect.value in ("trl", "hf", "axolotl", "llamafactory"):
         return LoopOutputs(

@@ -79,6 +79,11 @@ class LauncherSpec:
     own_defaults: bool = False  # its parser has defaults of its own, not TrainingArguments' (ms-swift)
     # that parser's flags spelled otherwise than TrainingArguments' (or the dialect's) names: theirs
     own_aliases: Mapping[str, str] = field(default_factory=dict)
+    # the trainer of its own that runs the step, where read from its source: why its compute_loss leaves no
+    # model output alive through backward (facts/training_loop.py), and why no batch it collates is of one
+    # shape, packed or not (the caching allocator's growth); "" = not read
+    drops_outputs: str = ""
+    varied_shapes: str = ""
     # the entry files of its argument classes, which a run may start under another launcher (`torchrun
     # swift/cli/sft.py`, `-m swift.cli.sft`): their flags are this launcher's (launchers.argument_owner)
     route_scripts: tuple[str, ...] = ()

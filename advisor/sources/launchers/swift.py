@@ -63,6 +63,22 @@ SPEC = LauncherSpec(
     route_scripts=SCRIPTS,
     route_modules=MODULES,
     deepspeed_presets=frozenset(DEEPSPEED_PRESETS),
+    # compute_loss returns the loss only (the token accuracy read from outputs.logits inside it), and HF
+    # Trainer's training_step calls backward after it: 4.6.0.dev0 swift/trainers/seq2seq_trainer.py:125-229
+    # @3602360a; 2.1.0.dev0 swift/trainers/trainers.py compute_loss @db07118; 1.6.0.dev0 trainers.py:171-195
+    # @4312aeb (Benchmark.md's runs)
+    drops_outputs=(
+        "ms-swift trains through its HF Trainer subclass: compute_loss returns the loss only, so the logits "
+        "are freed before backward (swift/trainers/seq2seq_trainer.py:125-229; trainers.py:171-195 in 1.x)"
+    ),
+    # Its collator pads a batch to its longest (4.6.0.dev0 swift/template/base.py:1909-1915 _data_collator
+    # @3602360a, padding_to is Megatron's only; 1.6.0.dev0 swift/llm/utils/utils.py:301-343 @4312aeb,
+    # padding_to for longlora only). Its packing joins a best-fit bin of samples up to max_length into one
+    # unpadded row (swift/dataset/packing.py:16-48 binpacking.to_constant_volume; template/base.py:1921-1922
+    # packing_row); 2.x's ConstantLengthDataset yields max_length chunks and a shorter tail per buffer
+    # (swift/llm/utils/utils.py:241 @db07118), and its use_loss_scale loss gathers only the labelled
+    # positions (trainers.py compute_scaled_loss `shift_logits[masks]`), whose count varies per batch.
+    varied_shapes="ms-swift pads each batch to its longest and packs bins of up to max_length unpadded",
 )
 
 
