@@ -18,23 +18,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from advisor.facts.layer_parts import layer_part
 from advisor.facts.namespace_entries import integer, truth, written
 
 if TYPE_CHECKING:
     from advisor.plan.run_plan import RunPlan
 
-__all__ = ["freeze_setup", "is_freeze_tuning", "layer_part", "storage_kw"]
+__all__ = ["freeze_setup", "is_freeze_tuning", "storage_kw"]
 
 DEFAULT_TRAINABLE_LAYERS = 2  # llamafactory hparams/finetuning_args.py:23-24
 # freeze_extra_modules names a non-layer module by the last part of its parameter name (adapter.py:102-103)
 _EMBEDDING = {"embed_tokens", "wte", "embed_in", "word_embeddings"}
 _LM_HEAD = {"lm_head", "embed_out"}
 _FINAL_NORM = {"norm", "ln_f", "final_layernorm", "final_layer_norm"}
-# the names transformers gives a decoder layer's children (e.g. transformers 5.25 models/llama/
-# modeling_llama.py LlamaDecoderLayer: self_attn, mlp, input_layernorm, post_attention_layernorm;
-# gpt2: attn, mlp, ln_1, ln_2; mixtral: block_sparse_moe before transformers 5)
-ATTENTION = {"self_attn", "attn", "attention", "self_attention"}
-MLP = {"mlp", "block_sparse_moe", "feed_forward", "ffn", "moe"}
 
 
 def _names(v: Any) -> list[str]:
@@ -55,22 +51,6 @@ def is_freeze_tuning(plan: RunPlan) -> bool:
         and ftype.known
         and str(ftype.value).lower() == "freeze"
     )
-
-
-def _is_norm(name: str) -> bool:
-    return name.endswith("norm") or name in {"ln_1", "ln_2", "ln_attn", "ln_mlp"}
-
-
-def layer_part(pc: Any, name: str) -> int | None:
-    """Parameters of one decoder layer under a child module's name (self_attn, mlp, a norm), or None when
-    the name is not one the catalog can size."""
-    if name in ATTENTION:
-        return int(pc.attn_per_layer)
-    if name in MLP:
-        return int(pc.mlp_per_layer)
-    if _is_norm(name) and pc.norms_per_layer:
-        return int(pc.norm_per_layer // pc.norms_per_layer)
-    return None
 
 
 def storage_kw(plan: RunPlan, strategy: str, upcast: bool) -> dict[str, Any]:

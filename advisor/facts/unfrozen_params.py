@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from advisor.facts.freeze_tuning import ATTENTION, MLP, layer_part
+from advisor.facts.layer_parts import ATTENTION, MLP, layer_part
 from advisor.facts.namespace_entries import written
 
 if TYPE_CHECKING:
