@@ -31,7 +31,9 @@ def _candidates(setup: Any, machine_gpus: int, bf16: bool = True) -> list[tuple[
         )
         out.append((label, cheap))
     sharded = s.strategy in ("zero3", "fsdp")
-    if s.method == "full" and machine_gpus > 1 and (not sharded or s.world_size < machine_gpus):
+    # BAdam under ZeRO-3 partitions the active block itself, which is not modelled (advisor/facts/badam.py)
+    badam = s.block_optimizer
+    if s.method == "full" and machine_gpus > 1 and (not sharded or s.world_size < machine_gpus) and not badam:
         out.append(
             (
                 f"ZeRO-3 across the machine's {machine_gpus} GPUs with gradient checkpointing",

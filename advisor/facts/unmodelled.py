@@ -27,6 +27,7 @@ RL_KEYS = (
 )
 # Keys that change what is trained or how the optimizer stores its state in ways the estimator does not
 # model: vision-language towers and projector-only stages, partial freezing, low-rank/block optimizers.
+# (LLaMA-Factory freeze-tuning, BAdam and axolotl's unfrozen_parameters are estimated: facts/freeze_tuning.py)
 UNMODELLED_KEYS = {
     "vision_tower": "a vision-language model (vision tower + projector)",
     "mm_projector_type": "a vision-language model (vision tower + projector)",
@@ -34,10 +35,8 @@ UNMODELLED_KEYS = {
     "freeze_backbone": "a partly frozen model",
     "freeze_trainable_layers": "a partly frozen model",
     "use_apollo": "the APOLLO optimizer",
-    "use_badam": "BAdam (one block trained at a time)",
     "use_adam_mini": "Adam-mini (blockwise second moments)",
     "use_muon": "the Muon optimizer",
-    "unfrozen_parameters": "a partly frozen model (axolotl unfrozen_parameters)",
 }
 # Megatron-Core parallelism (LLaMA-Factory's mcore_adapter recipes, NeMo): pipeline stages and expert shards
 # split the model in ways the estimator does not model.

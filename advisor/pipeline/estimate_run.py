@@ -121,6 +121,7 @@ def _comparison(
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Every method x layout: peak per GPU and where it fits. n: GPUs for the multi-GPU layouts; dp: the
     run's data-parallel size (on one GPU, accumulation grows by dp to keep the effective batch)."""
+    from advisor.estimate.memory.setup import fully_trained
     from advisor.facts.estimates import peak_of, verdict_for
 
     gpus = _usable_by_gpu(machine)
@@ -142,6 +143,8 @@ def _comparison(
             if strategy == "none":
                 update["grad_accum"] = base.grad_accum * max(dp, 1)
             trial = replace(base, **update)
+            if method == "full":
+                trial = fully_trained(trial)  # a partly frozen run's "full fine-tune" row trains everything
             peak = peak_of(trial, reference_copy and method == "full")
             fits_on = [g for g, usable in gpus if verdict_for(peak, usable, near) == "fits"]
             smallest = min(

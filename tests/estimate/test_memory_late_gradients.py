@@ -67,7 +67,20 @@ def test_gradients_kept_across_micro_batches_all_exist() -> None:
 
 
 def test_freeze_tuning_leaves_the_frozen_embedding_out() -> None:
-    s = _setup("EleutherAI/pythia-1.4b", micro_batch=8, seq_len=4096, trainable_layers=2)
+    # LLaMA-Factory's checkpointing (only layers with trainable parameters): backward stops at the lowest
+    # trainable layer, whose weight gradients come after its recompute
+    s = _setup(
+        "EleutherAI/pythia-1.4b",
+        micro_batch=8,
+        seq_len=4096,
+        trainable_layers=2,
+        frozen_layers_checkpointed=False,
+    )
     above, layer, _g = _end(s)
     pc = phase_terms(s).resolved.pc
     assert above == pytest.approx(max(0.0, layer - 2.0 * pc.per_layer))
+    # transformers' checkpointing makes the embedding's output require grad: the last layer backward reaches
+    # is a frozen one, when every gradient already exists
+    hf = _setup("EleutherAI/pythia-1.4b", micro_batch=8, seq_len=4096, trainable_layers=2)
+    above, layer, _g = _end(hf)
+    assert above == pytest.approx(layer)

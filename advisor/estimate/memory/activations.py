@@ -8,11 +8,19 @@ Every tensor's size follows the dtype facts: matmul outputs and attention tensor
 
 from __future__ import annotations
 
+from advisor.core.records import replace
 from advisor.estimate import constants as K
 from advisor.estimate.memory.resolve import ResolvedSetup
 from advisor.estimate.params import LinearShape
 
-__all__ = ["adapter_call_peak", "first_layer_inputs", "layer_bytes", "logits_bytes", "outside_bytes"]
+__all__ = [
+    "adapter_call_peak",
+    "first_layer_inputs",
+    "frozen_layer_bytes",
+    "layer_bytes",
+    "logits_bytes",
+    "outside_bytes",
+]
 
 # Model types whose attention concatenates the rotated and the pass-through halves of q and k (partial
 # rotary), so the query reaching attention is a new contiguous (b, heads, s, d) tensor (transformers 5.24
@@ -166,6 +174,16 @@ def layer_bytes(r: ResolvedSetup) -> tuple[float, float]:
     if r.attn == "eager":
         work += 6 * pc.heads * r.seq
     return saved, work
+
+
+def frozen_layer_bytes(r: ResolvedSetup) -> float:
+    """Saved activation bytes per token of a decoder layer with no trainable parameter whose input requires
+    grad, run without checkpointing: what its ops save for the input's gradient only (a frozen Linear keeps
+    its weight, not its input; the norms save their fp32 input): layer_bytes as for adapters on no module."""
+    frozen = replace(
+        r, s=replace(r.s, method="lora", layer_trainable=None, trainable_layers=None), targets=set(), saved=0
+    )
+    return layer_bytes(frozen)[0]
 
 
 def adapter_call_peak(r: ResolvedSetup, quantized: bool) -> float:

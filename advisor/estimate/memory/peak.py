@@ -131,8 +131,8 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
     # torch/csrc/autograd/input_buffer.cpp accumulates in place): by then the layers' temporaries are gone
     pc = r.pc
     tied = pc.embedding * train.grad_bytes if (r.full and pc.tied and not s.optimizer_in_backward) else 0.0
-    if s.trainable_layers is not None:
-        tied = 0.0  # freeze-tuning: the embedding is frozen
+    if r.partly_frozen:
+        tied = 0.0  # partly frozen: the embedding is frozen
     # The first decoder layer's recompute and working set peak before its own weight gradients exist and
     # before the embeddings' (both formed after it), so they sit on the gradients of the layers above only
     # (terms.late_gradients); at the very end it is all gradients and the embedding's backward.
@@ -354,7 +354,8 @@ def what_if(setup: TrainingSetup) -> list[tuple[str, float]]:
         trials.append(("8-bit AdamW (optim=adamw_bnb_8bit)", replace(s, optimizer="adamw_8bit")))
     if s.task == "causal_lm" and s.loss == "standard" and not s.liger_kernel:
         trials.append(("fused linear cross-entropy (use_liger_kernel=True)", replace(s, liger_kernel=True)))
-    if s.method == "full" and s.strategy not in ("zero3", "fsdp"):
+    # BAdam under ZeRO-3 partitions its active block itself, which is not modelled (advisor/facts/badam.py)
+    if s.method == "full" and s.strategy not in ("zero3", "fsdp") and not s.block_optimizer:
         n = s.world_size if s.world_size > 1 else 8
         trials.append((f"ZeRO-3 across {n} GPUs", replace(s, strategy="zero3", world_size=n)))
     if s.method == "full":

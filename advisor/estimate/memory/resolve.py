@@ -74,10 +74,43 @@ class ResolvedSetup:
         return self.s.method == "full"
 
     @property
-    def frozen_below(self) -> int:
-        """Decoder layers frozen under freeze-tuning (the first L - N); 0 when every layer trains."""
+    def layer_trainable(self) -> list[int] | None:
+        """Trainable parameters of each decoder layer, bottom first, for a partly frozen full fine-tune
+        (s.layer_trainable, or the last s.trainable_layers whole layers); None when every parameter trains."""
+        if not self.full:
+            return None
+        L = self.pc.layers
+        if self.s.layer_trainable is not None:
+            return (list(self.s.layer_trainable) + [0] * L)[:L]
         n = self.s.trainable_layers
-        return 0 if (not self.full or n is None) else max(0, self.pc.layers - min(n, self.pc.layers))
+        if n is None:
+            return None
+        n = max(0, min(n, L))
+        return [0] * (L - n) + [self.pc.per_layer] * n
+
+    @property
+    def partly_frozen(self) -> bool:
+        return self.layer_trainable is not None
+
+    @property
+    def frozen_below(self) -> int:
+        """Decoder layers below the lowest one with trainable parameters that backward never reaches (their
+        forward records nothing); 0 when every layer trains or the embedding's output requires grad."""
+        per = self.layer_trainable
+        if per is None or self.s.input_requires_grad:
+            return 0
+        if self.gc and self.hf and self.s.frozen_layers_checkpointed:
+            # transformers' checkpointing makes the embedding's output require grad for every input_ids
+            # model (transformers 5.25 modeling_utils.py:3192-3200 enable_input_require_grads)
+            return 0
+        return next((i for i, x in enumerate(per) if x), len(per))
+
+    @property
+    def frozen_in_backward(self) -> int:
+        """Frozen decoder layers that backward runs through (above the lowest trainable layer, or every
+        frozen layer when the embedding's output requires grad)."""
+        per = self.layer_trainable
+        return 0 if per is None else sum(1 for x in per[self.frozen_below :] if not x)
 
     @property
     def hf(self) -> bool:
@@ -319,6 +352,13 @@ def resolve_setup(s: TrainingSetup) -> ResolvedSetup:
     saved, saved_matmul = _modules_to_save(s, pc, a) if s.method != "full" else (0, 0)
     if s.strategy != "none" and s.world_size <= 1:
         a.append(f"strategy {s.strategy} with world_size {s.world_size}: nothing is sharded")
+    partly = s.method == "full" and (s.layer_trainable is not None or s.trainable_layers is not None)
+    if partly and gc and s.framework == "hf" and s.frozen_layers_checkpointed and not s.input_requires_grad:
+        a.append(
+            "partly frozen with gradient checkpointing: transformers makes the embedding's output require "
+            "grad (modeling_utils.py:3192-3200 enable_input_require_grads), so every layer is checkpointed "
+            "and backpropagated, the frozen ones below the lowest trainable layer too"
+        )
     return ResolvedSetup(
         s=s,
         pc=pc,

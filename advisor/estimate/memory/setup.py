@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any, Literal, get_args
 
-from advisor.core.records import field, field_types, record
+from advisor.core.records import field, field_types, record, replace
 from advisor.estimate.params import ParamCount
 
 Offload = Literal["none", "cpu", "nvme"]
@@ -82,6 +82,19 @@ class TrainingSetup:
     # layers (+ trainable_extra_params of named non-layer modules); None = every parameter trains
     trainable_layers: int | None = None
     trainable_extra_params: int = 0
+    # a partly frozen model in general (axolotl unfrozen_parameters, LLaMA-Factory's other freeze forms,
+    # BAdam's active block): the trainable parameters of each decoder layer, bottom first, overriding
+    # trainable_layers; backward runs from the lowest layer with trainable parameters up, or from the first
+    # layer when the embedding's output requires grad (input_requires_grad: transformers' checkpointing
+    # calls enable_input_require_grads); frozen_layers_checkpointed False: only layers with trainable
+    # parameters are checkpointed (LLaMA-Factory's custom checkpointing), the frozen ones above run
+    # unchecked and keep what their ops save for the input's gradient
+    layer_trainable: list[int] | None = None
+    input_requires_grad: bool = False
+    frozen_layers_checkpointed: bool = True
+    # BAdam's BlockOptimizer (one block trained at a time, an fp32 copy of it that the base optimizer steps):
+    # only the notes differ from a master-weights run; master_weights carries the fp32 copy
+    block_optimizer: bool = False
     # FSDP2 shards 4-bit weights only in a floating quant_storage (bnb_4bit_quant_storage bf16); uint8
     # Params4bit stay whole on every GPU (accelerate 1.15 utils/fsdp_utils.py:789-811)
     quantized_sharded: bool = True
@@ -116,6 +129,30 @@ class TrainingSetup:
         _check_setup(self)
 
 
+def partly_frozen(s: TrainingSetup) -> bool:
+    """Whether only part of a full fine-tune's parameters train (freeze-tuning, BAdam, axolotl)."""
+    return s.method == "full" and (s.layer_trainable is not None or s.trainable_layers is not None)
+
+
+def fully_trained(s: TrainingSetup) -> TrainingSetup:
+    """The same run with every parameter trained: what a "full fine-tune" row of a comparison means."""
+    if not partly_frozen(s):
+        return s
+    return replace(
+        s,
+        trainable_layers=None,
+        trainable_extra_params=0,
+        layer_trainable=None,
+        input_requires_grad=False,
+        frozen_layers_checkpointed=True,
+        block_optimizer=False,
+        master_weights=None if s.block_optimizer else s.master_weights,
+        # the trainable parameters' dtype becomes every parameter's (LLaMA-Factory's fp32 upcast)
+        storage_dtype=s.trainable_dtype or s.storage_dtype,
+        trainable_dtype=None,
+    )
+
+
 def _setup_rules() -> dict[str, tuple[Any, tuple[Any, ...], bool]]:
     """Per field: (the plain type, the allowed values of a Literal or (), whether None is allowed)."""
     rules = {}
@@ -128,7 +165,7 @@ def _setup_rules() -> dict[str, tuple[Any, tuple[Any, ...], bool]]:
         if get_args(kind) and getattr(kind, "__origin__", None) is Literal:
             kind, choices = str, get_args(kind)
         elif getattr(kind, "__origin__", None) is list:
-            kind = list
+            kind = list[int] if get_args(kind) == (int,) else list
         rules[name] = (kind, choices, optional)
     return rules
 
@@ -175,6 +212,11 @@ def _check_setup(s: TrainingSetup) -> None:
         elif kind is list:
             if isinstance(v, list | tuple) and all(isinstance(x, str) for x in v):
                 out = list(v)
+        elif kind == list[int]:
+            if isinstance(v, list | tuple) and all(
+                isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= _MAX_INT for x in v
+            ):
+                out = [int(x) for x in v]
         elif isinstance(v, kind):
             out = v
         if out is _NO:

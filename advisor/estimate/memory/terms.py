@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from advisor.core.records import record
 from advisor.estimate import constants as K
-from advisor.estimate.memory.activations import first_layer_inputs, layer_bytes, logits_bytes, outside_bytes
+from advisor.estimate.memory.activations import (
+    first_layer_inputs,
+    frozen_layer_bytes,
+    layer_bytes,
+    logits_bytes,
+    outside_bytes,
+)
 from advisor.estimate.memory.lora import lora_params
 from advisor.estimate.memory.optimizers import per_param_step_elements
 from advisor.estimate.memory.packed import PACKED, packed_bytes
@@ -54,10 +60,12 @@ def trainables(r: ResolvedSetup) -> Trainables:
     p_lora = lora_params(pc, r.lora_r, sorted(r.targets)) if not r.full else 0
     saved = 0 if r.full else r.saved
     count = pc.total if r.full else p_lora + saved
-    if r.full and s.trainable_layers is not None:
-        # freeze-tuning: the last N decoder layers and the named extra modules train (LLaMA-Factory
-        # model/adapter.py _setup_freeze_tuning: requires_grad_(False) on every other parameter)
-        count = (pc.layers - r.frozen_below) * pc.per_layer + s.trainable_extra_params
+    per_layer = r.layer_trainable
+    if per_layer is not None:
+        # a partly frozen model: the trainable part of each decoder layer and the named extra modules
+        # (LLaMA-Factory model/adapter.py _setup_freeze_tuning, axolotl utils/freeze.py freeze_layers_except:
+        # requires_grad False on every other parameter)
+        count = sum(per_layer) + s.trainable_extra_params
     # torch optimizers allocate their states like the parameter (torch/optim/adam.py:178-182 zeros_like)
     sd = dtype_bytes(d.trainable)
     gb = sd
@@ -107,14 +115,15 @@ def weights(r: ResolvedSetup, train: Trainables, shards: Placement) -> tuple[Ter
             f"{label} {train.quantized / 1e9:.2f}B params x {train.quant_bytes:.3f} B + "
             f"{(pc.total - train.quantized) / 1e9:.2f}B unquantized x {train.unquant_bytes} B"
         )
-    elif r.full and s.trainable_layers is not None:
+    elif r.partly_frozen:
         # the trainable part in its own dtype (LLaMA-Factory upcasts it to fp32: adapter.py
         # cast_trainable_params_to_fp32), the frozen rest in the storage dtype
         tb = dtype_bytes(r.dtypes.trainable)
         base = (pc.total - train.count) * r.wb + train.count * tb
+        layers = sum(1 for x in r.layer_trainable or [] if x)
         note = (
             f"{(pc.total - train.count) / 1e9:.2f}B frozen x {r.wb} B + {train.count / 1e9:.2f}B trainable "
-            f"(last {pc.layers - r.frozen_below} layers) x {tb} B"
+            f"(in {layers} of {pc.layers} layers) x {tb} B"
         )
     else:
         base = pc.total * r.wb
@@ -171,7 +180,7 @@ def optimizer_states(
     s = r.s
     if r.dtypes.master:
         full = 4.0 * train.count + _state_bytes(r, train.count, 4)  # fp32 master + states on the fp32 copy
-        note = f"{r.opt.label} on fp32 master copy (DeepSpeed)"
+        note = f"{r.opt.label} on fp32 master copy ({'BAdam block' if s.block_optimizer else 'DeepSpeed'})"
     else:
         plain = train.count - train.saved
         full = _state_bytes(r, plain, train.state_bytes) + (
@@ -245,8 +254,8 @@ def gradients(r: ResolvedSetup, train: Trainables, shards: Placement) -> tuple[f
             note = f"{train.count / 1e6:.1f}M trainable x {train.grad_bytes} B"
         note += f", sharded /{shards.n}" if shards.grads else ""
     head = (pc.lm_head if pc.lm_head else pc.embedding) * train.grad_bytes if r.full else 0.0
-    if r.full and s.trainable_layers is not None:
-        head = 0.0  # freeze-tuning: the lm_head is frozen unless an extra module (counted with the rest)
+    if r.partly_frozen:
+        head = 0.0  # partly frozen: the lm_head is frozen unless an extra module (counted with the rest)
     return g, head / (shards.n if shards.grads else 1), note
 
 
@@ -265,10 +274,13 @@ def late_gradients(r: ResolvedSetup, train: Trainables, shards: Placement, g: fl
     s, pc = r.s, r.pc
     if persist or s.optimizer_in_backward or mixed_units(r) or not pc.layers:
         return 0.0
-    if r.full:
-        late = float(pc.per_layer)
-        if s.trainable_layers is None:  # freeze-tuning: the embeddings are frozen
-            late += pc.position_embedding + (0 if pc.tied else pc.embedding)
+    per_layer = r.layer_trainable
+    if per_layer is not None:
+        # partly frozen: the lowest layer backward reaches, its trainable part (0 when it is a frozen layer
+        # backward runs through because the embedding's output requires grad); the embeddings are frozen
+        late = float(per_layer[r.frozen_below]) if r.frozen_below < len(per_layer) else 0.0
+    elif r.full:
+        late = float(pc.per_layer + pc.position_embedding + (0 if pc.tied else pc.embedding))
     else:
         late = (train.count - train.saved) / pc.layers  # one layer's adapters
     return min(g, late * train.grad_bytes / (shards.n if shards.grads else 1))
@@ -309,9 +321,23 @@ def activations(r: ResolvedSetup) -> Activations:
     s, pc = r.s, r.pc
     T = r.tokens
     a_layer, work = layer_bytes(r)
-    L = pc.layers - r.frozen_below  # freeze-tuning: the frozen layers below save nothing for backward
+    L = pc.layers - r.frozen_below  # partly frozen: the frozen layers below save nothing for backward
     outside = outside_bytes(r) * T
-    if r.gc:
+    frozen = r.frozen_in_backward
+    if frozen and not (r.gc and s.frozen_layers_checkpointed) and not s.activation_offloading:
+        # frozen layers backward runs through, unchecked (LLaMA-Factory checkpoints only the layers with
+        # trainable parameters: model_utils/checkpointing.py get_custom_gradient_checkpointing_func), keep
+        # what their ops save for the input's gradient
+        frozen_b = frozen_layer_bytes(r) * T
+        unchecked = f"; {frozen} frozen layers unchecked x {frozen_b / T / 1024:.1f} KiB/token"
+        trained = L - frozen
+        if r.gc:
+            act = trained * r.br * pc.hidden * T + frozen * frozen_b + outside
+            note = f"checkpointed: {trained} layer inputs" + unchecked
+        else:
+            act = trained * a_layer * T + frozen * frozen_b + outside
+            note = f"{trained} layers x {a_layer / 1024:.1f} KiB/token x {T} tokens" + unchecked
+    elif r.gc:
         # the first recomputed layer is not live yet when backward starts: the Trainer/TRL loops drop the
         # outputs before backward, so the loss backward frees the logits before torch.utils.checkpoint
         # recomputes the last layer (torch/utils/checkpoint.py _checkpoint_hook unpack): that layer is counted
@@ -325,6 +351,9 @@ def activations(r: ResolvedSetup) -> Activations:
     else:
         act = L * a_layer * T + outside
         note = f"{L} layers x {a_layer / 1024:.1f} KiB/token x {T} tokens"
+    per_layer = r.layer_trainable
+    if not r.gc and per_layer is not None and any(0 < x < pc.per_layer for x in per_layer):
+        note += "; partly trainable layers counted as whole ones (a bound)"
     if s.torch_compile and s.framework == "torchtune":
         note += ", compiled (fused norms)"
     return Activations(
