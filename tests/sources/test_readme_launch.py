@@ -201,3 +201,29 @@ def test_read_document_dispatches_markdown(tmp_path: Path) -> None:
     (tmp_path / "README.md").write_text(SIMPO, encoding="utf-8")
     doc = read_document(tmp_path / "README.md")
     assert doc.kind == "launch" and doc.data.documented and len(doc.data.commands) == 1
+
+
+def test_plan_shows_the_readme_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from advisor.cli import app
+
+    files = {
+        "README.md": SIMPO,
+        "accelerate_configs/deepspeed_zero3.yaml": ZERO3,
+        "training_configs/llama.yaml": "model_name_or_path: meta-llama/Meta-Llama-3-8B\nbf16: true\n",
+        "scripts/run_simpo.py": TRAIN_PY,
+        "run.sh": "python scripts/other.py training_configs/other.yaml\n",
+        "training_configs/other.yaml": "model_name_or_path: meta-llama/Meta-Llama-3-8B\nfp16: true\n",
+        "scripts/other.py": TRAIN_PY,
+    }
+    write(tmp_path, files)
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    text = runner.invoke(app, ["plan", "."]).stdout
+    source = "  source: README.md:5, a command in a README code block (documentation)\n"
+    assert f"run README.md:5\n{source}" in text
+    shown = json.loads(runner.invoke(app, ["plan", "--format", "json", "."]).stdout)
+    assert {r["name"]: r["source"] for r in shown} == {"README.md:5": "readme", "run.sh": "script"}
