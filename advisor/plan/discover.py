@@ -17,7 +17,7 @@ from advisor.core.document import Document, Location, SourceProblem, Span
 from advisor.core.paths import relative, resolved
 from advisor.core.records import field, record
 from advisor.plan.config_flag import config_flag_words
-from advisor.plan.readme_runs import documented_run_name, keep_documented
+from advisor.plan.readme_runs import documented_run_name, keep_documented, prune_documented
 from advisor.plan.unknown_workdir import installed_tool_config, launch_elsewhere
 from advisor.sources import launchers
 from advisor.sources.boundary import ProjectBoundary
@@ -440,7 +440,9 @@ def _scan_files(
         for name in sorted(filenames):
             path = Path(dirpath, name)
             bare = "." not in name.lstrip(".")  # `launch`, `run_job`: a launch script by its first lines
-            if (path.suffix.lower() not in CONFIG_SUFFIXES and not bare) or files.skip(path, False):
+            # a README's code blocks may name the file too (advisor/sources/readme_launch.py)
+            known = path.suffix.lower() in CONFIG_SUFFIXES or bare or project_markdown(path, root)
+            if not known or files.skip(path, False):
                 continue
             if len(out) >= MAX_SCAN_FILES:
                 return out
@@ -514,6 +516,7 @@ def _build_runs(docs: list[Document], cache: DocumentCache) -> list[RunSpec]:
                 continue
             runs.append(run)
             reached.update(resolved(d.path) for d in run.documents)
+    prune_documented(docs, runs)
 
     for doc in docs:
         if doc.kind not in RUN_KINDS or resolved(doc.path) in reached:

@@ -101,3 +101,30 @@ def trains(text: str) -> bool:
         if name is not None and (name in _TRAINS or name.endswith("Trainer")):
             return True
     return False
+
+
+def prune_documented(docs: list[Any], runs: list[RunSpec]) -> None:
+    """Keep in each README Document only the commands that became runs, so that its document-level
+    findings (a removed flag, a missing file) stand only where the README connects something: a README
+    command that a launch script supersedes, or that starts no training, says nothing. The key and value
+    spans are renumbered with the commands, and each run's command_index follows."""
+    for doc in docs:
+        script: Any = getattr(doc, "data", None)
+        if not getattr(script, "documented", False):
+            continue
+        mine = sorted({r.command_index for r in runs if r.root is doc})
+        new = {old: i for i, old in enumerate(mine)}
+        script.commands = [script.commands[i] for i in mine]
+        for spans in (doc.key_spans, doc.value_spans):
+            kept = {}
+            for key, span in spans.items():
+                if key[:1] == ("commands",) and len(key) > 1 and isinstance(key[1], int):
+                    if key[1] not in new:
+                        continue
+                    key = ("commands", new[key[1]], *key[2:])
+                kept[key] = span
+            spans.clear()
+            spans.update(kept)
+        for r in runs:
+            if r.root is doc:
+                r.command_index = new[r.command_index]

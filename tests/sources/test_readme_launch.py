@@ -227,3 +227,35 @@ def test_plan_shows_the_readme_source(tmp_path: Path, monkeypatch: pytest.Monkey
     assert f"run README.md:5\n{source}" in text
     shown = json.loads(runner.invoke(app, ["plan", "--format", "json", "."]).stdout)
     assert {r["name"]: r["source"] for r in shown} == {"README.md:5": "readme", "run.sh": "script"}
+
+
+def test_a_superseded_readme_command_says_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # lm-sys/FastChat @0e6d3e4: README.md:326 and scripts/train_vicuna_7b.sh both run train_mem.py with
+    # --evaluation_strategy; the script's GA005 stands, the README's copy of the command says nothing
+    files = {
+        "README.md": "```bash\ntorchrun --nproc_per_node=4 train.py --evaluation_strategy no\n```\n",
+        "scripts/run.sh": "torchrun --nproc_per_node=4 train.py --evaluation_strategy steps\n",
+        "train.py": "from transformers import HfArgumentParser, TrainingArguments\n\n"
+        "(args,) = HfArgumentParser((TrainingArguments,)).parse_args_into_dataclasses()\n",
+        "requirements.txt": "transformers==4.51.0\n",
+    }
+    write(tmp_path, files)
+    monkeypatch.chdir(tmp_path)
+    found = {(f.rule, f.location.file.name) for f in run_check([Path(".")], CheckOptions()).findings}
+    assert ("GA005", "run.sh") in found and ("GA005", "README.md") not in found
+
+
+def test_a_config_given_alone_finds_the_readme_that_launches_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = {
+        "README.md": SIMPO,
+        "accelerate_configs/deepspeed_zero3.yaml": ZERO3,
+        "training_configs/llama.yaml": "model_name_or_path: meta-llama/Meta-Llama-3-8B\nbf16: true\n",
+        "scripts/run_simpo.py": TRAIN_PY,
+        "pyproject.toml": "[project]\nname = 'x'\n",
+    }
+    write(tmp_path, files)
+    monkeypatch.chdir(tmp_path)
+    (run,) = discover([Path("training_configs/llama.yaml")])[0]
+    assert run.name == "README.md:5" and run.accelerate is not None
