@@ -69,12 +69,20 @@ def keep_documented(run: RunSpec, runs: list[RunSpec]) -> bool:
         if run.training is not None:
             if other.training is not None and resolved(other.training.path) == mine[2]:
                 return False
+        elif _names_config(run):
+            continue  # a config that is not there (GA004): no launch script runs it
         elif run.script is not None and other.script is not None and resolved(other.script.path) == mine[1]:
             return False
     return True
 
 
+def _names_config(run: RunSpec) -> bool:
+    return any(ref.role == "training_args" for ref in run.references)
+
+
 def _starts_training(run: RunSpec, spec: launchers.LauncherSpec) -> bool:
+    if _names_config(run) and run.script is not None and trains(run.script.text or ""):
+        return True
     if run.training is not None or run.deepspeed is not None or run.accelerate is not None:
         return True
     if spec.runs_trainer and run.command.subcommand:  # `trl sft`, `llamafactory-cli train`
@@ -84,7 +92,7 @@ def _starts_training(run: RunSpec, spec: launchers.LauncherSpec) -> bool:
 
 def trains(text: str) -> bool:
     """Whether a Python script's own text trains: a Trainer or TrainingArguments class (transformers', TRL's,
-    a subclass of the project's), HfArgumentParser, a TRL import, or a `.backward(...)` call. Read as AST."""
+    a subclass of the project's), HfArgumentParser, or a `.backward(...)` call. Read as AST."""
     tree = parsed(text)
     if tree is None:
         return False
@@ -96,8 +104,6 @@ def trains(text: str) -> bool:
             name = node.attr
         elif isinstance(node, ast.alias):
             name = node.name.rsplit(".", 1)[-1]
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "trl":
-            return True
         if name is not None and (name in _TRAINS or name.endswith("Trainer")):
             return True
     return False

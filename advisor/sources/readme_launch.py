@@ -26,6 +26,10 @@ from advisor.sources.shell import LaunchScript, Word, read_launch
 SHELL_LANGUAGES = frozenset({"", "bash", "sh", "shell", "console", "zsh", "shell-session", "shellsession"})
 MAX_MARKDOWN_CHARS = 1024 * 1024  # as a launch script (advisor/sources/read.py MAX_SCRIPT_CHARS)
 MAX_SHELL_BLOCKS = 100  # blocks that name a launcher, read per file
+MAX_SHELL_CHARS = 128 * 1024  # their text read per file: a launch script's worst case is 1 MB of it
+MAX_README_COMMANDS = (
+    128  # launch commands kept per file (a launch script keeps 32: shell/lexer.py MAX_COMMANDS)
+)
 
 # a console prompt: `$ cmd` (or `> ` on the lines a continued command goes on), kept at its column
 _PROMPT = re.compile(r"(\$|>)( |$)")
@@ -71,13 +75,14 @@ def read_markdown_launch(path: Path, text: str) -> Document:
     if len(text) > MAX_MARKDOWN_CHARS:
         return doc  # documentation over the limit is not read: no launch, nothing claimed
     text = text[1:] if text.startswith("\ufeff") else text
-    read = 0
+    read = chars = 0
     for block in fenced_blocks(text):
         if block.language not in SHELL_LANGUAGES or not _names_launcher(block):
             continue
         read += 1
-        if read > MAX_SHELL_BLOCKS:
-            break
+        chars += sum(len(ln.text) + 1 for ln in block.lines)
+        if read > MAX_SHELL_BLOCKS or chars > MAX_SHELL_CHARS or len(script.commands) >= MAX_README_COMMANDS:
+            break  # the rest of the file's blocks are not read: no launch, nothing claimed of them
         _read_block(path, block, doc, script)
     return doc
 
@@ -111,15 +116,16 @@ def _read_block(path: Path, block: FencedBlock, doc: Document, script: LaunchScr
     lines = _command_lines(block)
     if not lines:
         return
-    rows = [""] * lines[-1].line
+    first = lines[0].line
+    rows = [""] * (lines[-1].line - first + 1)  # output lines of a console block stay blank
     for ln in lines:
-        rows[ln.line - 1] = " " * ln.col + _ANGLE.sub(rf"{_OPEN}\1{_CLOSE}", ln.text)
-    part = read_launch(path, "\n".join(rows))
+        rows[ln.line - first] = " " * ln.col + _ANGLE.sub(rf"{_OPEN}\1{_CLOSE}", ln.text)
+    part = read_launch(path, "\n".join(rows), first)
     commands = [_with_placeholders(c, path) for c in part.data.commands]
     if not commands:
         return  # a block that starts nothing (pip install, a python snippet): nothing said of it
     shift = len(script.commands)  # each block numbers its commands from 0: renumbered in the file
-    script.commands.extend(commands)
+    script.commands.extend(commands[: MAX_README_COMMANDS - shift])
     script.written.extend(part.data.written)
     for p in part.problems:  # a documented command the reader cannot follow: never an error
         doc.problems.append(records.replace(p, severity="warning") if p.severity != "info" else p)
