@@ -259,3 +259,13 @@ def test_a_config_given_alone_finds_the_readme_that_launches_it(
     monkeypatch.chdir(tmp_path)
     (run,) = discover([Path("training_configs/llama.yaml")])[0]
     assert run.name == "README.md:5" and run.accelerate is not None
+
+
+def test_a_missing_readme_config_is_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = {"README.md": "```bash\npython train.py configs/gone.yaml\n```\n", "train.py": TRAIN_PY}
+    write(tmp_path, files)
+    monkeypatch.chdir(tmp_path)
+    found = [(f.rule, f.severity, f.location.line) for f in run_check([Path(".")], CheckOptions()).findings]
+    assert ("GA004", "warning", 2) in found
