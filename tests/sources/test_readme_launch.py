@@ -261,9 +261,7 @@ def test_a_config_given_alone_finds_the_readme_that_launches_it(
     assert run.name == "README.md:5" and run.accelerate is not None
 
 
-def test_a_missing_readme_config_is_a_warning(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_missing_readme_config_is_a_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     files = {"README.md": "```bash\npython train.py configs/gone.yaml\n```\n", "train.py": TRAIN_PY}
     write(tmp_path, files)
     monkeypatch.chdir(tmp_path)
