@@ -15,15 +15,17 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.core import records
 from advisor.core.document import Document
 from advisor.sources.launchers import starts_launcher
 from advisor.sources.markdown import MARKDOWN_SUFFIXES, CodeLine, FencedBlock, fenced_blocks
-from advisor.sources.shell import LaunchScript, Word, read_launch
 
 SHELL_LANGUAGES = frozenset({"", "bash", "sh", "shell", "console", "zsh", "shell-session", "shellsession"})
+if TYPE_CHECKING:
+    from advisor.sources.shell import LaunchScript, Word
+
 MAX_MARKDOWN_CHARS = 1024 * 1024  # as a launch script (advisor/sources/read.py MAX_SCRIPT_CHARS)
 MAX_SHELL_BLOCKS = 100  # blocks that name a launcher, read per file
 MAX_SHELL_CHARS = 128 * 1024  # their text read per file: a launch script's worst case is 1 MB of it
@@ -43,7 +45,7 @@ _PLACEHOLDER = re.compile(
 
 def documented(doc: Document) -> bool:
     """Whether a launch Document holds a Markdown file's commands (documentation, not a script)."""
-    return isinstance(doc.data, LaunchScript) and doc.data.documented
+    return doc.kind == "launch" and bool(getattr(doc.data, "documented", False))
 
 
 def is_markdown(path: Path) -> bool:
@@ -70,6 +72,8 @@ def project_markdown(path: Path, top: Path) -> bool:
 
 def read_markdown_launch(path: Path, text: str) -> Document:
     """The launch commands of a Markdown file's shell blocks, as one launch Document. Never raises."""
+    from advisor.sources.shell import LaunchScript  # the shell reader loads only when a Markdown file is read
+
     script = LaunchScript(documented=True)
     doc = Document(path, "launch", data=script, text=text)
     if len(text) > MAX_MARKDOWN_CHARS:
@@ -113,6 +117,8 @@ def _command_lines(block: FencedBlock) -> list[CodeLine]:
 
 
 def _read_block(path: Path, block: FencedBlock, doc: Document, script: LaunchScript) -> None:
+    from advisor.sources.shell import read_launch
+
     lines = _command_lines(block)
     if not lines:
         return
