@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from advisor.sources.readme_launch import documented, is_markdown
+from advisor.sources.markdown import is_markdown
+from advisor.sources.readme_launch import documented
 
 if TYPE_CHECKING:
     from advisor.core.findings import Finding

@@ -14,6 +14,7 @@ reports)."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from advisor.core.records import record
 
@@ -48,6 +49,10 @@ class FencedBlock:
         """The info string's first word, lowercased, without a `{.bash}` attribute's braces and dot."""
         word = self.info.split(maxsplit=1)[0] if self.info else ""
         return word.strip("{}").lstrip(".").lower()
+
+
+def is_markdown(path: Path) -> bool:
+    return path.suffix.lower() in MARKDOWN_SUFFIXES
 
 
 def _indent(line: str) -> int:

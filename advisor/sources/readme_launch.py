@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.core import records
 from advisor.core.document import Document
 from advisor.sources.launchers import starts_launcher
-from advisor.sources.markdown import MARKDOWN_SUFFIXES, CodeLine, FencedBlock, fenced_blocks
+from advisor.sources.markdown import CodeLine, FencedBlock, fenced_blocks, is_markdown
 
 SHELL_LANGUAGES = frozenset({"", "bash", "sh", "shell", "console", "zsh", "shell-session", "shellsession"})
 if TYPE_CHECKING:
@@ -46,10 +46,6 @@ _PLACEHOLDER = re.compile(
 def documented(doc: Document) -> bool:
     """Whether a launch Document holds a Markdown file's commands (documentation, not a script)."""
     return doc.kind == "launch" and bool(getattr(doc.data, "documented", False))
-
-
-def is_markdown(path: Path) -> bool:
-    return path.suffix.lower() in MARKDOWN_SUFFIXES
 
 
 def project_markdown(path: Path, top: Path) -> bool:

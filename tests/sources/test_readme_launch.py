@@ -267,3 +267,17 @@ def test_a_missing_readme_config_is_a_warning(tmp_path: Path, monkeypatch: pytes
     monkeypatch.chdir(tmp_path)
     found = [(f.rule, f.severity, f.location.line) for f in run_check([Path(".")], CheckOptions()).findings]
     assert ("GA004", "warning", 2) in found
+
+
+def test_a_readme_holds_no_suppression_directive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a README whose text shows the directive (a `# gpu-advise: ignore-file[GA004]` line, a Markdown heading)
+    # neither suppresses the README's own finding nor is reported as an unused directive (GA900)
+    readme = (
+        "# gpu-advise: ignore-file[GA004] silences a file\n\n"
+        "```bash\naccelerate launch --config_file missing.yaml train.py\n```\n"
+    )
+    write(tmp_path, {"README.md": readme, "train.py": TRAIN_PY})
+    monkeypatch.chdir(tmp_path)
+    result = run_check([Path(".")], CheckOptions())
+    assert ("GA004", 4) in [(f.rule, f.location.line) for f in result.findings]
+    assert "GA900" not in {f.rule for f in result.findings}
