@@ -29,17 +29,17 @@ if TYPE_CHECKING:
 MAX_MARKDOWN_CHARS = 1024 * 1024  # as a launch script (advisor/sources/read.py MAX_SCRIPT_CHARS)
 MAX_SHELL_BLOCKS = 100  # blocks that name a launcher, read per file
 MAX_SHELL_CHARS = 128 * 1024  # their text read per file: a launch script's worst case is 1 MB of it
-MAX_README_COMMANDS = (
-    128  # launch commands kept per file (a launch script keeps 32: shell/lexer.py MAX_COMMANDS)
-)
+MAX_README_COMMANDS = 128  # commands kept per file (a launch script keeps 32: shell/lexer.py MAX_COMMANDS)
 
 # a console prompt: `$ cmd` (or `> ` on the lines a continued command goes on), kept at its column
-_PROMPT = re.compile(r"(\$|>)( |$)")
-# `<your_model>` is a redirection to bash; in a README it is a blank to fill in: read as one word
-_ANGLE = re.compile(r"<([A-Za-z_][\w.\-/ ]{0,80})>")
+_PROMPT = re.compile(r" *(\$|>)( |$)")
+# `<your_model>` is a redirection to bash; in a README it is a blank to fill in: read as one word. Not a
+# here-document (`<<EOF > f`: the `<` before, the space before `>`) or a redirection (`< in.txt > out`)
+_ANGLE = re.compile(r"(?<![<\w$])<([A-Za-z_](?:[\w.\-/ ]{0,80}[\w.\-/])?)>")
 _OPEN, _CLOSE = "\u2039", "\u203a"  # one character each, so every column stays where it was
 _PLACEHOLDER = re.compile(
-    rf"{_OPEN}|(?:^|/)path/to(?:/|$)|\{{[A-Za-z_]\w*\}}|(?:^|[/=_\-])(?:your|YOUR|Your)[_\-]|\.\.\.|xxx|XXX"
+    rf"{_OPEN}|(?:^|/)path/to(?:/|$)|\{{[A-Za-z_]\w*\}}|(?:^|[/=_\-])(?:your|YOUR|Your)[_\-]|\.\.\."
+    r"|(?:^|[/=_\-])(?:xxx|XXX)(?:$|[/_\-.])"
 )
 
 
@@ -96,7 +96,7 @@ def _command_lines(block: FencedBlock) -> list[CodeLine]:
     """The block's lines a shell would read. In a block with `$ ` prompts only the prompted lines and
     the lines a continued command goes on are commands (the others are output); the prompt is dropped
     and the text keeps its column."""
-    prompted = any(_PROMPT.match(ln.text) and ln.text.startswith("$") for ln in block.lines)
+    prompted = any(ln.text.lstrip(" ").startswith("$") and _PROMPT.match(ln.text) for ln in block.lines)
     if not prompted:
         return list(block.lines)
     out: list[CodeLine] = []

@@ -281,3 +281,22 @@ def test_a_readme_holds_no_suppression_directive(tmp_path: Path, monkeypatch: py
     result = run_check([Path(".")], CheckOptions())
     assert ("GA004", 4) in [(f.rule, f.location.line) for f in result.findings]
     assert "GA900" not in {f.rule for f in result.findings}
+
+
+def test_what_is_no_placeholder() -> None:
+    # a here-document and a redirection keep their meaning; a name holding 'xxx' inside a word is a name
+    text = (
+        "```bash\ncat <<EOF > ds.json\n{}\nEOF\n"
+        "torchrun --nproc_per_node=2 train.py --deepspeed ds.json --model_name_or_path org/roberta-xxxlarge"
+        " < input.txt > out.log\n```\n"
+    )
+    doc = read_markdown_launch(Path("README.md"), text)
+    (c,) = doc.data.commands
+    assert c.script_args["model_name_or_path"].text == "org/roberta-xxxlarge"
+    assert c.script_args["deepspeed"].text == "ds.json"
+    assert [w.path for w in doc.data.written] == ["ds.json", "out.log"]
+
+
+def test_an_indented_prompt() -> None:
+    (c,) = commands("```console\n  $ deepspeed --num_gpus 2 train.py\n  done.\n```\n")
+    assert c.launcher == "deepspeed" and (c.span.line, c.span.col) == (2, 5)
