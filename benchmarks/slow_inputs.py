@@ -49,6 +49,15 @@ def torchrun_lines(root: Path) -> list[str]:
     return ["check", "run.sh"]
 
 
+def readme_blocks(root: Path) -> list[str]:
+    """A 1 MB README.md: 19,000 lines of prose, then 120 ```bash blocks of one 12 KB torchrun command each
+    (advisor/sources/readme_launch.py reads 128 KB of shell blocks per file)."""
+    block = "```bash\ntorchrun --nproc_per_node=2 train.py " + "--a b " * 2000 + "\n```\n"
+    (root / "README.md").write_text(("x\n" * 19_000 + block * 120)[: 1024 * 1024])
+    (root / "train.py").write_text("from transformers import Trainer\n")
+    return ["check", "."]
+
+
 def unknown_keys(root: Path) -> list[str]:
     """An accelerate config with 99,000 unknown keys."""
     keys = "".join(f"unknown_setting_{i}: {i}\n" for i in range(99_000))
@@ -182,6 +191,7 @@ CASES: dict[str, Callable[[Path], list[str]]] = {
     "json-array-9.8MB": json_array,
     "json-objects-9.5MB": json_objects,
     "torchrun-14k-lines": torchrun_lines,
+    "readme-120-blocks-1MB": readme_blocks,
     "accelerate-99k-unknown-keys": unknown_keys,
     "accelerate-24k-unknown-keys": unknown_keys_under_limit,
     "nested-default-100k": nested_default,

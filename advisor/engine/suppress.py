@@ -35,6 +35,7 @@ from advisor.engine.selectors import matches as selector_matches
 from advisor.engine.selectors import named_rules
 from advisor.sources.comments import comment_columns
 from advisor.sources.globs import compile_glob
+from advisor.sources.markdown import is_markdown
 
 YAML_SUFFIXES = {".yaml", ".yml"}
 SHELL_SUFFIXES = {".sh", ".bash", ".slurm", ".sbatch", ".zsh"}
@@ -222,6 +223,8 @@ def collect_directives(documents: Iterable[Document], findings: Iterable[Finding
         shown.setdefault(f.location.file.resolve(), f.location.file)
     kinds = {d.path.resolve(): d.kind for d in documents}
     for path, text in _directive_files(documents, findings).items():
+        if is_markdown(path):  # a README's `# gpu-advise: ignore` is an example in documentation
+            continue
         if text is None:
             text = _read(path)
         if text is None:

@@ -14,6 +14,7 @@ from advisor.core.records import field, record, replace
 from advisor.core.suggest import close_matches
 from advisor.engine.rule_engine import Context, Engine, RuleError, load_catalog, select_rules
 from advisor.facts import document_fallback, document_names, run_names
+from advisor.pipeline.documented import cap_documented
 from advisor.plan.context import CheckContext
 from advisor.plan.discover import DocumentCache, discover
 from advisor.plan.run_plan import RunPlan, build_plan
@@ -426,6 +427,7 @@ def _run_check(paths: list[Path], options: CheckOptions) -> CheckResult:
     findings, suppressed, baseline = post_engine(
         findings, documents, settings, options, rules, catalog, scope, context
     )
+    findings = cap_documented(findings, plans)
 
     summaries = [summarize(plan, names) for plan, names, _ in run_contexts]
     if verification is not None:

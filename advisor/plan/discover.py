@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 from advisor.core.document import Document, Location, SourceProblem, Span
 from advisor.core.paths import relative, resolved
 from advisor.core.records import field, record
+from advisor.plan.config_flag import config_flag_words
+from advisor.plan.readme_runs import documented_run_name, keep_documented, prune_documented
 from advisor.plan.unknown_workdir import installed_tool_config, launch_elsewhere
 from advisor.sources import launchers
 from advisor.sources.boundary import ProjectBoundary
@@ -32,6 +34,7 @@ from advisor.sources.read import (
     read_bytes,
     read_document,
 )
+from advisor.sources.readme_launch import documented, project_markdown
 
 if TYPE_CHECKING:
     from advisor.sources.yaml_merge import PyYamlPin
@@ -185,7 +188,8 @@ def iter_files(
             )
             for name in sorted(filenames):
                 p = Path(dirpath, name)
-                if p.suffix.lower() not in CONFIG_SUFFIXES or files.skip(p, False):
+                kept = p.suffix.lower() in CONFIG_SUFFIXES or project_markdown(p, seed)
+                if not kept or files.skip(p, False):
                     continue
                 if not os.path.islink(p):
                     add(p)
@@ -436,7 +440,9 @@ def _scan_files(
         for name in sorted(filenames):
             path = Path(dirpath, name)
             bare = "." not in name.lstrip(".")  # `launch`, `run_job`: a launch script by its first lines
-            if (path.suffix.lower() not in CONFIG_SUFFIXES and not bare) or files.skip(path, False):
+            # a README's code blocks may name the file too (advisor/sources/readme_launch.py)
+            known = path.suffix.lower() in CONFIG_SUFFIXES or bare or project_markdown(path, root)
+            if not known or files.skip(path, False):
                 continue
             if len(out) >= MAX_SCAN_FILES:
                 return out
@@ -495,17 +501,22 @@ def _build_runs(docs: list[Document], cache: DocumentCache) -> list[RunSpec]:
     runs: list[RunSpec] = []
     reached: set[Path] = set()
 
-    for doc in docs:
+    for doc in sorted(docs, key=documented):  # launch scripts first: a README only adds what they lack
         if doc.kind != "launch" or doc.data is None:
             continue
         commands = doc.data.commands
         for i, command in enumerate(commands):
             shown = relative(doc.path)
             name = shown if len(commands) == 1 else f"{shown}:{command.span.line}"
+            if documented(doc):
+                name = documented_run_name(doc.path, command.span.line)
             run = RunSpec(name=name, root=doc, command=command, command_index=i)
             _attach_from_command(run, doc, command, cache)
+            if documented(doc) and not keep_documented(run, runs):
+                continue
             runs.append(run)
             reached.update(resolved(d.path) for d in run.documents)
+    prune_documented(docs, runs)
 
     for doc in docs:
         if doc.kind not in RUN_KINDS or resolved(doc.path) in reached:
@@ -559,6 +570,12 @@ def _attach_from_command(run: RunSpec, doc: Document, command: Any, cache: Docum
             training = cache.get(ref.path)
             if training.kind in {"training_args", "axolotl", "unknown"}:
                 run.training = training
+    for word in config_flag_words(command) if training_word is None else ():
+        ref = _ref(doc, word.text, word.span, "training_args", cache)
+        if ref.path and (found := cache.get(ref.path)).kind in {"training_args", "axolotl"}:
+            run.references.append(ref)
+            run.training, training_word = found, word
+            break
 
     ds_word = _deepspeed_word(command)
     if (

@@ -162,6 +162,13 @@ def _shown_key(key: str, v: Value, docs: dict[str, Any]) -> str:
     return written_key(v.origin, docs) or key
 
 
+def _source(plan: RunPlan) -> str:
+    """What the run starts from: "script" (a launch script), "readme" (a README code block), "config"."""
+    if plan.spec.command is None:
+        return "config"
+    return "readme" if getattr(plan.spec.root.data, "documented", False) else "script"
+
+
 def render_plans(
     runs: list[tuple[RunPlan, dict[str, Any]]],
     *,
@@ -181,6 +188,7 @@ def render_plans(
             out.append(
                 {
                     "name": escape_text(plan.name),
+                    "source": _source(plan),
                     "files": [escape_text(relative(d.path)) for d in plan.spec.documents],
                     "values": values,
                 }
@@ -189,6 +197,9 @@ def render_plans(
     lines: list[str] = []
     for plan, names in runs:
         lines.append(f"run {escape_text(plan.name)}")
+        if _source(plan) == "readme":
+            where = f"{relative(plan.spec.root.path)}:{plan.spec.command.span.line}"
+            lines.append(escape_text(f"  source: {where}, a command in a README code block (documentation)"))
         lines.append("  files: " + ", ".join(escape_text(relative(d.path)) for d in plan.spec.documents))
         for ref in plan.spec.references:
             if ref.path is None:

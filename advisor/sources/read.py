@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.core import records
 from advisor.core.document import Document, DocumentKind, SourceProblem, Span
 from advisor.sources.classify import classify_mapping, looks_like_launch_script, training_dialect
+from advisor.sources.markdown import MARKDOWN_SUFFIXES
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -261,6 +262,10 @@ def _parse(path: Path, text: str, hint: DocumentKind | None, pyyaml: PinLookup |
     suffix = path.suffix.lower()
     if suffix in PY_SUFFIXES or hint == "script":
         return Document(path, "script", data=None, text=text)
+    if suffix in MARKDOWN_SUFFIXES and hint in (None, "launch"):
+        from advisor.sources.readme_launch import read_markdown_launch
+
+        return read_markdown_launch(path, text)
     if suffix in SHELL_SUFFIXES or hint == "launch" or (not suffix and looks_like_launch_script(text)):
         from advisor.sources.launch import read_launch
 

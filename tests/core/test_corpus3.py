@@ -29,11 +29,12 @@ from tests.conftest import CORPUS
 CORPUS3 = Path(__file__).resolve().parents[1] / "corpus3"
 LABELS = CORPUS3 / "labels"
 PERMISSIVE = {"Apache-2.0", "MIT", "BSD-3-Clause", "BSD-2-Clause"}
-# Measured 30/34 = 88.2 % over 25 entries of 21 stored repositories at f0820c2 (benchmarks/corpus_recall.py;
-# 29/34 at 421135b, when six label-first repositories had added 5 misses of 11 labels). The four misses are
-# launch forms not read (README code blocks, a notebook's !deepspeed cell) and one GA007; the bound lets one
-# of the 34 go, no more.
-MIN_RECALL = 0.85
+# Measured 38/41 = 92.7 % over 28 entries of 24 stored repositories at h24 (benchmarks/corpus_recall.py; 30/34
+# at f0820c2, before README code blocks were read: tloen/alpaca-lora's GA502 was one of its four misses, and
+# the three README repositories of the h24 trial added 7 labels, 3 of them missed before). The three misses:
+# a README block labelled ```angular2html (THUDM/ChatGLM3, not a shell language), dolly's GA104 and one GA007;
+# the bound lets one of the 41 go, no more.
+MIN_RECALL = 0.9
 
 Key = tuple[str, str, int]  # (rule, file relative to the entry, line)
 

@@ -61,3 +61,6 @@ class LaunchScript:
     written: list[WrittenFile] = field(default_factory=list)  # in the order the script writes them
     sbatch: dict[str, Word] = field(default_factory=dict)
     variables: dict[str, Word] = field(default_factory=dict)
+    # read from a Markdown file's code blocks (advisor/sources/readme_launch.py): documentation of a
+    # launch, not a file anyone runs
+    documented: bool = False

@@ -1,4 +1,4 @@
-"""TMP"""
+"""The launch-script reader's entry: a script's text to a launch Document (advisor/sources/shell)."""
 
 from __future__ import annotations
 
@@ -12,23 +12,27 @@ from advisor.sources.shell.model import LaunchScript
 from advisor.sources.shell.sbatch import read_sbatch
 
 
-def read_launch(path: Path, text: str) -> Document:
-    """Read a bash/sbatch launch script statically. Never raises for bad content."""
+def read_launch(path: Path, text: str, first_line: int = 1) -> Document:
+    """Read a bash/sbatch launch script statically. Never raises for bad content. `first_line`: the line of
+    the file that `text` starts on (a README code block, advisor/sources/readme_launch.py): every span is
+    that file's, without lexing the lines before it."""
     problems: list[SourceProblem] = []
     doc = Document(path, "launch", data=LaunchScript(), text=text, problems=problems)
     try:
-        _read(text, doc, problems)
+        _read(text, doc, problems, first_line)
     except Exception as exc:  # a reader must never crash the tool; say what happened instead
         message = f"launch script could not be read: {type(exc).__name__}: {exc}"
         problems.append(SourceProblem("unreadable", message, Span(1, 1)))
     return doc
 
 
-def _read(text: str, doc: Document, problems: list[SourceProblem]) -> None:
+def _read(text: str, doc: Document, problems: list[SourceProblem], first_line: int = 1) -> None:
     if text.startswith("\ufeff"):
         text = text[1:]
     text = text.replace("\r\n", "\n")
     shell = Shell(text, problems)
+    # one start below offset 0 per line before the text: Words.span then counts them into every line number
+    shell.starts = list(range(1 - first_line, 0)) + shell.starts
 
     # Lines with binary junk are reported and blanked, so the rest of the file is still read.
     lines = text.split("\n")
