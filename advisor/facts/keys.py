@@ -307,8 +307,9 @@ def _check_section(
             {
                 "location": _loc(doc, path, value=True),
                 "key": key,
-                "message": f"{key}: {problem}{_quote_hint(doc, ft, value)}",
-                "severity": "error",
+                "message": f"{key}: {problem}{_quote_hint(doc, ft, value)}"
+                + (_other_release_type_note(dialect, other) if other is not None else ""),
+                "severity": "error" if other is None else "warning",
             }
         )
 
@@ -502,6 +503,14 @@ def _other_release_note(dialect: str, target: Any) -> str:
         f": {source['package']} {source['version']} refuses unknown keys here; whether the pinned release"
         f" does is unknown, because the key tables of this section are of {source['version']} only"
         f" ({target.why})"
+    )
+
+
+def _other_release_type_note(dialect: str, target: Any) -> str:
+    version = kk.dialect_info(dialect)["source"]["version"]
+    return (
+        f" for {kk.dialect_info(dialect)['source']['package']} {version}; whether the pinned release checks"
+        f" the type is unknown, because the key tables of this section are of {version} only ({target.why})"
     )
 
 

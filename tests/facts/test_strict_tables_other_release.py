@@ -50,3 +50,18 @@ def test_unknown_bf16_key_is_an_error_only_for_the_tables_release(
     if severity == "warning":
         assert "whether the pinned release does is unknown" in found[0][3]
         assert "deepspeed 0.19.8 refuses unknown keys" in found[0][3]
+
+
+@pytest.mark.parametrize(("requirements", "severity"), [(None, "error"), ("deepspeed==0.10.0\n", "warning")])
+def test_a_type_of_a_strict_section_is_checked_for_the_tables_release_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, requirements: str | None, severity: str
+) -> None:
+    # DeepSpeedFP16Config.min_loss_scale is an int in 0.19.8 (runtime/precision_config.py), pydantic v2
+    # refuses 1e-10; deepspeed 0.10.0 reads it with get_scalar_param, untyped (ymcui/Chinese-LLaMA-Alpaca-2)
+    files = {"ds.json": '{\n  "fp16": {\n    "enabled": true,\n    "min_loss_scale": 1e-10\n  }\n}\n'}
+    if requirements:
+        files["requirements.txt"] = requirements
+    git_project(tmp_path, files, monkeypatch)
+    result = run_check([Path(".")], CheckOptions())
+    found = [(f.location.line, f.severity) for f in result.findings if f.rule == "GA001"]
+    assert found == [(4, severity)]
