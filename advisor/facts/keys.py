@@ -204,6 +204,8 @@ def _check_section(
     name = _DIALECT_NAMES.get(dialect, dialect)
     where = f"a key of `{'.'.join(section)}` in {_article(name)}" if section else f"{_article(name)} key"
     versioned = _versioned_sources(doc, dialect, context, section) if at is None else None
+    # a strict section with no per-release key data: its tables say what their own release refuses
+    other = _other_release(doc, dialect, context) if strict and versioned is None else None
     own = kk.own_keys(dialect, section) if dialect == "llamafactory" else frozenset()
     for key, value in node.items():
         if not isinstance(key, str):
@@ -269,14 +271,19 @@ def _check_section(
             consequence = "it refuses unknown keys" if strict else "the key is silently ignored"
             unsure = _unknown_releases(versioned)
             message = f"'{key}' is not {where}{_release_note(versioned)}{hint}"
+            if unsure:
+                message += _unknown_release_note(versioned, strict)
+            elif other is not None:
+                message += _other_release_note(dialect, other)
+            else:
+                message += f": {consequence}"
             out["unknown_keys"].append(
                 {
                     "location": _loc(doc, path),
                     "key": key,
                     "suggestion": guess,
-                    "message": message
-                    + (_unknown_release_note(versioned, strict) if unsure else f": {consequence}"),
-                    "severity": "error" if strict and not unsure else None,
+                    "message": message,
+                    "severity": "error" if strict and not unsure and other is None else None,
                 }
             )
             continue
@@ -300,8 +307,9 @@ def _check_section(
             {
                 "location": _loc(doc, path, value=True),
                 "key": key,
-                "message": f"{key}: {problem}{_quote_hint(doc, ft, value)}",
-                "severity": "error",
+                "message": f"{key}: {problem}{_quote_hint(doc, ft, value)}"
+                + (_other_release_type_note(dialect, other) if other is not None else ""),
+                "severity": "error" if other is None else "warning",
             }
         )
 
@@ -469,6 +477,41 @@ def _current_release(package: str | None) -> str | None:
 
     shipped = versions.releases(package) if package else []
     return shipped[-1] if shipped else None
+
+
+def _other_release(doc: Document, dialect: str, context: CheckContext) -> Any | None:
+    """The pinned release of the dialect's package (a Target) when the dialect's key tables were read from
+    another minor release: what that release refuses is then not known from them. None when nothing is
+    pinned (the current release, the tables', judges) or the pin is the tables' release."""
+    source = kk.dialect_info(dialect).get("source") or {}
+    package, version = source.get("package"), source.get("version")
+    if not isinstance(package, str) or not isinstance(version, str):
+        return None
+    from advisor.facts import versions
+
+    target = versions.targets_for(doc.path, context.settings_near(doc.path), context).get(package)
+    if target is None or not target.pinned:
+        return None
+    if target.known and versions.minor(target.release) == versions.minor(version):
+        return None
+    return target
+
+
+def _other_release_note(dialect: str, target: Any) -> str:
+    source = kk.dialect_info(dialect)["source"]
+    return (
+        f": {source['package']} {source['version']} refuses unknown keys here; whether the pinned release"
+        f" does is unknown, because the key tables of this section are of {source['version']} only"
+        f" ({target.why})"
+    )
+
+
+def _other_release_type_note(dialect: str, target: Any) -> str:
+    version = kk.dialect_info(dialect)["source"]["version"]
+    return (
+        f" for {kk.dialect_info(dialect)['source']['package']} {version}; whether the pinned release checks"
+        f" the type is unknown, because the key tables of this section are of {version} only ({target.why})"
+    )
 
 
 def _release_note(sources: list[tuple[Any, tuple[str, ...]]] | None) -> str:

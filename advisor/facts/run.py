@@ -219,10 +219,11 @@ def fsdp_sharding(plan: RunPlan) -> Value:
     )
 
 
-def offload(plan: RunPlan) -> tuple[Value | None, Value | None]:
+def offload(plan: RunPlan, stage: Value | None = None) -> tuple[Value | None, Value | None]:
     """(optimizer offload, parameter offload): the Value that turns each on, if any.
 
-    `"device": "none"` (and accelerate's `offload_*_device: none`) is no offload.
+    `"device": "none"` (and accelerate's `offload_*_device: none`) is no offload. DeepSpeed's parameter
+    offload exists only under ZeRO-3: at a known stage 0-2 it is not a parameter offload (`stage`).
     """
     opt = param = None
     ds_places = [
@@ -239,7 +240,7 @@ def offload(plan: RunPlan) -> tuple[Value | None, Value | None]:
         if v is not None and str(v.value).lower() in OFFLOAD_DEVICES:
             if which == "opt":
                 opt = opt or v
-            else:
+            elif not _below_zero3(stage):
                 param = param or v
     legacy = plan.deepspeed.known_value("zero_optimization.cpu_offload")
     if legacy is not None and legacy.value is True:
@@ -260,6 +261,12 @@ def offload(plan: RunPlan) -> tuple[Value | None, Value | None]:
         param = param or fsdp
         opt = opt or fsdp
     return opt, param
+
+
+def _below_zero3(stage: Value | None) -> bool:
+    # deepspeed 0.19.8 runtime/engine.py:2670-2706: the stage 1/2 optimizer (DeepSpeedZeroOptimizer) is given
+    # offload_optimizer_config only; offload_param_config goes to the stage-3 optimizers alone (:2731, :2773)
+    return stage is not None and isinstance(stage.value, int) and stage.value < 3
 
 
 def _device(v: Value | None) -> str:
@@ -296,7 +303,7 @@ def run_facts(plan: RunPlan, batch: BatchFacts) -> RunFacts:
         strategy.value == "fsdp" and sharding is not None and sharding.value in PARAM_SHARDING
     )
     ns.shards_params = Value(shards_params, strategy.origin, "derived")
-    opt, param = offload(plan)
+    opt, param = offload(plan, stage)
     ns.offload_optimizer = opt or Value(False, None, "derived")
     ns.offload_params = param or Value(False, None, "derived")
     ns.offload = Value(bool(opt or param), _origin(opt or param), "derived")

@@ -71,6 +71,14 @@ def test_accelerate_deepspeed_defaults_to_stage_2(run_facts_of) -> None:
         ('{"stage": 2, "offload_optimizer": {"device": "cpu"}}', True, False),
         ('{"stage": 3, "offload_param": {"device": "nvme", "nvme_path": "/nvme"}}', False, True),
         ('{"stage": 2, "cpu_offload": true}', True, False),
+        # ZeRO-1/2 have no parameter offload: DeepSpeed hands offload_param to the stage-3 optimizer only
+        # (deepspeed 0.19.8 runtime/engine.py:2670-2706 vs :2731/:2773); 01-ai/Yi's ds_utils.py writes both
+        (
+            '{"stage": 2, "offload_optimizer": {"device": "cpu"}, "offload_param": {"device": "cpu"}}',
+            True,
+            False,
+        ),
+        ('{"stage": 1, "offload_param": {"device": "cpu"}}', False, False),
     ],
 )
 def test_deepspeed_offload(run_facts_of, zero: str, opt: bool, param: bool) -> None:

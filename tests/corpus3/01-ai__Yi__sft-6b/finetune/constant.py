@@ -1,0 +1,5 @@
+SFT = 0
+RM = 1
+PPO = 2
+RSFT = 3
+DPO = 4
