@@ -107,7 +107,11 @@ NAMES: list[tuple[str, str, str | None]] = [
     ("meta-llama/Llama-3.1-8B-Instruct", "allenai/open-instruct configs", "meta-llama/Llama-3.1-8B"),
     ("mistralai/Mistral-Small-24B-Instruct-2501", "axolotl-ai-cloud/axolotl examples", None),
     ("mistralai/Mistral-Small-24B-Base-2501", "axolotl-ai-cloud/axolotl examples", None),
-    ("mistralai/Magistral-Small-2506", "axolotl-ai-cloud/axolotl examples", "mistralai/Mistral-Small-24B-Base-2501"),
+    (
+        "mistralai/Magistral-Small-2506",
+        "axolotl-ai-cloud/axolotl examples",
+        "mistralai/Mistral-Small-24B-Base-2501",
+    ),
     ("google/gemma-3-27b-pt", "google-gemini/gemma-cookbook", "google/gemma-3-27b-it"),
     ("google/gemma-2-9b-it", "hiyouga/LLaMA-Factory examples", "google/gemma-2-9b"),
     ("NousResearch/Hermes-3-Llama-3.1-8B", "NousResearch model card", "meta-llama/Llama-3.1-8B"),
@@ -119,8 +123,16 @@ NAMES: list[tuple[str, str, str | None]] = [
     ("microsoft/phi-4-bf16", "issue 21's form (dtype re-upload)", "microsoft/phi-4"),
     ("Qwen/Qwen2.5-7B-Instruct-2501", "issue 21's form (date suffix)", "Qwen/Qwen2.5-7B"),
     ("my-org/Llama-3.1-8B-Instruct-my-sft", "issue 21's form (fine-tune)", "meta-llama/Llama-3.1-8B"),
-    ("mistralai/Magistral-Small-2507", "oumi-ai/oumi configs/recipes/mistral_magistral", "mistralai/Mistral-Small-24B-Base-2501"),
-    ("mistralai/Mistral-Nemo-Base-2407", "kevinstephano/thunder_model_blocks", "mistralai/Mistral-Nemo-Base-2407"),
+    (
+        "mistralai/Magistral-Small-2507",
+        "oumi-ai/oumi configs/recipes/mistral_magistral",
+        "mistralai/Mistral-Small-24B-Base-2501",
+    ),
+    (
+        "mistralai/Mistral-Nemo-Base-2407",
+        "kevinstephano/thunder_model_blocks",
+        "mistralai/Mistral-Nemo-Base-2407",
+    ),
     ("bigcode/starcoder2-3b", "hiyouga/LLaMA-Factory model registry", "bigcode/starcoder2-3b"),
     ("google/gemma-3-270m-it", "guynich/gemma3_270m", None),
 ]
