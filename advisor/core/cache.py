@@ -350,9 +350,18 @@ def _write(folder: Path, entry: Path, text: str) -> None:
         replace_file(entry, text, durable=False)
     except OSError:
         return
-    slot_prefix = entry.name.rsplit("-", 1)[0]
-    for old in folder.glob(f"{slot_prefix}-*"):
-        # older entries of the slot; files of the earlier pickle format are removed, never read
-        if old != entry and old.suffix in (".json", ".pickle"):
-            with contextlib.suppress(OSError):  # gone already, or open elsewhere (Windows)
-                old.unlink()
+    # older entries of the slot (the names `folder.glob(f"{slot}-*")` gives, matched without compiling a
+    # glob pattern for each write); files of the earlier pickle format are removed, never read
+    slot = entry.name.rsplit("-", 1)[0] + "-"
+    try:
+        with os.scandir(folder) as listing:
+            older = [
+                e.name
+                for e in listing
+                if e.name.startswith(slot) and e.name != entry.name and e.name.endswith((".json", ".pickle"))
+            ]
+    except OSError:
+        return
+    for name in older:
+        with contextlib.suppress(OSError):  # gone already, or open elsewhere (Windows)
+            (folder / name).unlink()
