@@ -1,5 +1,6 @@
 """Ship the rule catalog (rules/*.yaml, at the top of the checkout) inside the wheel as advisor/_rules, and
-what start-up would otherwise decode on a fresh machine as advisor/_prebuilt.json.
+what start-up would otherwise decode on a fresh machine as advisor/_prebuilt.json, with its literal twin
+advisor/_prebuilt.py (the same document as a Python literal, generated from that JSON text: faster to load).
 
 Everything else is configured in pyproject.toml. In a source checkout the engine reads rules/ directly
 (through the runtime cache); an installed wheel has no checkout, so the files travel with the package.
@@ -20,20 +21,22 @@ from setuptools.command.build_py import build_py
 HERE = Path(__file__).resolve().parent
 
 
-def _prebuilt_document() -> str:
-    """The prebuilt entries, computed by the package's own builders from the checkout's files."""
+def _prebuilt_document() -> tuple[str, str]:
+    """The prebuilt entries' JSON text, computed by the package's own builders from the checkout's files,
+    and the source of the literal module generated from that text."""
     os.environ["GPU_ADVISE_NO_CACHE"] = "1"  # built from the files, never from a cache entry
     os.environ["GPU_ADVISE_NO_PREBUILT"] = "1"  # nor from an older prebuilt file in the tree
     sys.path.insert(0, str(HERE))
     try:
-        from advisor.core.cache import prebuilt_document
+        from advisor.core.cache import prebuilt_document, prebuilt_module_source
         from advisor.engine.rule_engine import prebuilt_rules
         from advisor.sources.gpu_catalog import prebuilt_gpus
         from advisor.sources.hardware import prebuilt_machines
 
-        return prebuilt_document(
+        text = prebuilt_document(
             {"rules": prebuilt_rules(HERE / "rules"), "gpus": prebuilt_gpus(), **prebuilt_machines()}
         )
+        return text, prebuilt_module_source(text)
     finally:
         sys.path.remove(str(HERE))
         for name in ("GPU_ADVISE_NO_CACHE", "GPU_ADVISE_NO_PREBUILT"):
@@ -49,11 +52,12 @@ class BuildPyWithRules(build_py):
         for rule in sorted(HERE.joinpath("rules").glob("*.yaml")):
             shutil.copy2(rule, target / rule.name)
         try:
-            text = _prebuilt_document()
+            text, module = _prebuilt_document()
         except ImportError as exc:  # a build environment without PyYAML
             print(f"gpu-advise: no prebuilt catalog ({exc}); start-up decodes it", file=sys.stderr)
             return
         (package / "_prebuilt.json").write_text(text, encoding="utf-8")
+        (package / "_prebuilt.py").write_text(module, encoding="utf-8")
 
 
 setup(cmdclass={"build_py": BuildPyWithRules})

@@ -25,14 +25,26 @@ Where the time went, and what was done (2-core sandbox shared with other jobs; p
     "edited" (a warm cache, one checked file changed: the pre-commit case, which checks for real and
     records) pays the recording: paired 1.08-1.14 of ecae8f4 (in-process: lookup and start ~1, hooks ~6,
     storing ~3 ms), 1.63x yamllint (ecae8f4 1.46x).
-What remains (importtime, in-process timers): the interpreter with this environment's .pth files ~37
-ms (yamllint pays it too); PyYAML's import ~11 ms (yamllint too, ~7 ms of it yaml.reader's regex);
-~160 advisor modules at ~0.1 ms each to find and load plus their bodies (the largest: the model
-families, the shell lexer, the memory setup, pins, the rule engine, ~1-2.5 ms each); the first run
-~35 ms beyond a second run in the same process: ~8 ms compiling advisor's own regexes, ~6 ms of JSON
-(prebuilt catalog, GPU catalog, key history), ~3 ms parsing rule expressions, script facts walking
-train.py's tree ~18 times. Cold <= 1.5x (borderline) and edited <= 1.3x are not reached; they need
-those cuts (facts/, sources/, engine/: other owners' files) and a cheaper recorder.
+  - issue 18 item 11, round 3 (`--startup --runs 21 --base 6d00e9c`, paired CPU, load 4-6 on 2 cores),
+    cutting the cold path (py-spy over 8-16 runs found what a cold start does beyond a warm one):
+    tempfile (with shutil, random, bz2, lzma) and importlib.resources are off it (advisor/core/safe_write.py
+    makes its own O_EXCL temporaries); cache reads use os.read (fh.read(32 MB + 1) allocated 32 MB per
+    file, ~50 files: the rule files' digests for the prebuilt key, 6.7 -> 1.6 ms); the build writes
+    advisor/_prebuilt.py, the prebuilt JSON as a literal (2.3 vs 4.7 ms to load); train.py's tree is
+    walked once (sources/python_source.tree_nodes), not ~20 times; 24 module-level patterns no check of
+    the example uses compile on first use (core/lazy_pattern.py); a cache write lists its slot with one
+    scandir, not a glob pattern; datacodec checks a record's fields with one set comparison. Two sessions
+    at the same commit (load ~4): cold 1.32x / 1.47x yamllint (6d00e9c 1.54x / 1.61x on the same runs),
+    paired 0.928 / 0.926 of 6d00e9c; warm 0.19x both (paired 1.006 / 1.016: unchanged, noise); edited
+    1.56x / 1.55x (6d00e9c 1.62x / 1.60x), paired 1.08 / 0.97, and 0.97 in an edited-only pairing (n=21).
+What remains: imports are half a cold check's CPU (~170 advisor modules, ~2.3 MB of bytecode to
+unmarshal, ~10 ms, and their bodies; about a third of the functions they define do not run on this path,
+but no large subtree is unused); JSON of the key data (~4 ms: training_args, trl and llamafactory keys to
+classify a YAML file, versions.json, the model catalog: a literal module measured no faster for the key
+files, 0.5 ms for the catalog, so they stay JSON); decoding the prebuilt rule catalog into records and
+compiling their templates (~8 ms); rule expressions parsed on first use (~3 ms). "edited" pays the
+replay recorder (advisor/core/replay_record.py: a stamp of every loaded module and read file, ~10 ms):
+<= 1.3x there needs a cheaper recorder.
 The runs go through `python -m advisor`, the console script's own path. PYTHONDONTWRITEBYTECODE=1 is
 set in this environment: the script compiles advisor/ first, as pip does on install, or every module
 edited since its .pyc was written is compiled again on each run and the figures mean nothing.

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any, Literal
 
 from advisor.core.document import Location
+from advisor.core.lazy_pattern import LazyPattern
 from advisor.core.records import field, record
 
 Severity = Literal["error", "warning", "info"]
@@ -14,7 +14,7 @@ SEVERITY_RANK: dict[str, int] = {"info": 0, "warning": 1, "error": 2}
 
 # A number standing on its own in a message ("on line 10", "4 processes"), not part of a name
 # such as GA201 or bf16: a keyless fingerprint must not move when lines are added above.
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)*(?!\w|\.\d)")
+_NUMBER = LazyPattern(r"(?<![\w.])\d+(?:\.\d+)*(?!\w|\.\d)")
 
 
 def stable_message(message: str) -> str:

@@ -4,10 +4,11 @@ cache entries, the probe's own files).
 What the name is decides how it is written:
 
 - a regular file (or a new name) is replaced atomically: a temporary file in the same folder, created
-  by ``tempfile.mkstemp`` (``O_CREAT | O_EXCL | O_NOFOLLOW`` with a random name, CPython
-  Lib/tempfile.py ``_text_openflags``/``_mkstemp_inner``), so nothing planted at a predictable name is
-  followed; the old file's mode is kept (its owner too when we are root), a new file gets 0666 less
-  the umask, as ``open(name, "w")`` would give it; ``os.replace`` never follows a link at the target;
+  as ``tempfile.mkstemp`` creates one (``O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW``, mode 0600, a random
+  name, another name on ``FileExistsError``: CPython 3.11 Lib/tempfile.py ``_bin_openflags`` lines
+  52-58, ``_mkstemp_inner`` lines 243-270), so nothing planted at a predictable name is followed; the
+  old file's mode is kept (its owner too when we are root), a new file gets 0666 less the umask, as
+  ``open(name, "w")`` would give it; ``os.replace`` never follows a link at the target;
 - a character device (``/dev/null``, a terminal) or a FIFO is written through, never replaced;
 - a symlink is followed: its target is written by the rules above and the link stays. A link through
   ``/proc`` (``/dev/stdout``, ``/dev/fd/1``) is the open file itself: written through, appended to
@@ -24,13 +25,14 @@ import contextlib
 import errno
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOCTTY = getattr(os, "O_NOCTTY", 0)
 _MAX_HOPS = 40  # as the kernel's limit on symlinks in one lookup (MAXSYMLINKS)
+_TEMPORARY_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_BINARY", 0)
+_TEMPORARY_TRIES = getattr(os, "TMP_MAX", 10000)  # tempfile.TMP_MAX (Lib/tempfile.py lines 59-63)
 
 
 class WriteRefused(OSError):
@@ -163,12 +165,26 @@ def _umask() -> int:
     return mask
 
 
+def make_temporary(folder: Path, prefix: str, suffix: str) -> tuple[int, str]:
+    """(descriptor, name) of a new file in `folder`, made as tempfile.mkstemp makes it (see the module
+    docstring) but without importing tempfile: it brings shutil, random, bz2 and lzma, ~8 ms of a cold
+    check that writes its first cache entries. The name's 16 hex digits come from os.urandom."""
+    folder_name = os.path.abspath(folder)
+    for _ in range(_TEMPORARY_TRIES):
+        name = os.path.join(folder_name, f"{prefix}{os.urandom(8).hex()}{suffix}")
+        try:
+            return os.open(name, _TEMPORARY_FLAGS, 0o600), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "No usable temporary file name found")
+
+
 def _replace(target: Path, st: os.stat_result | None, raw: bytes, *, durable: bool = True) -> None:
     """Atomically put `raw` at `target` (a regular file, `st`, or a new name when st is None)."""
     folder = target.parent
     try:
         # a short prefix of the name keeps the temporary's name under NAME_MAX whatever the target's
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name[:40]}.", suffix=".gpu-advise.tmp", dir=folder)
+        fd, tmp_name = make_temporary(folder, f".{target.name[:40]}.", ".gpu-advise.tmp")
     except PermissionError:
         raise WriteRefused(f"its folder {folder} is not writable: cannot replace it safely") from None
     tmp = Path(tmp_name)

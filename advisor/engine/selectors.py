@@ -8,11 +8,12 @@ case-insensitive; names and aliases are exact.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
-_PREFIX = re.compile(r"[A-Za-z]+\d*")
+from advisor.core.lazy_pattern import LazyPattern
+
+_PREFIX = LazyPattern(r"[A-Za-z]+\d*")
 
 
 def matches(selector: str, code: str, name: str, aliases: Iterable[str] = ()) -> bool:

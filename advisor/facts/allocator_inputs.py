@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from advisor.core.lazy_pattern import LazyPattern
 from advisor.facts.namespace_entries import integer, value_entry, written
 
 if TYPE_CHECKING:
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = ["allocator_inputs"]
 
-_EXPANDABLE = re.compile(r"(?:^|,)\s*expandable_segments\s*:\s*(true|1)\s*(?:,|$)", re.IGNORECASE)
+_EXPANDABLE = LazyPattern(r"(?:^|,)\s*expandable_segments\s*:\s*(true|1)\s*(?:,|$)", re.IGNORECASE)
 
 
 def allocator_inputs(plan: RunPlan) -> dict[str, Any]:

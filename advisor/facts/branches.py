@@ -22,6 +22,7 @@ from advisor.core.document import Location
 from advisor.core.provenance import Value
 from advisor.facts.namespace_entries import truth, written
 from advisor.sources.argparse_calls import dest_of, keyword, switch_default
+from advisor.sources.python_source import tree_nodes
 
 if TYPE_CHECKING:
     from advisor.plan.run_plan import RunPlan
@@ -56,7 +57,7 @@ _ORDER: dict[type, Callable[[Any, Any], bool]] = {
 def indexed(tree: ast.Module) -> tuple[list[ast.AST], dict[ast.AST, ast.AST]]:
     """Every node of a script's tree (ast.walk keeps its own queue: no recursion) and each node's parent,
     built once per tree (python_tree keeps the tree of a text). Read only; never changed by a caller."""
-    nodes = list(ast.walk(tree))
+    nodes = list(tree_nodes(tree))
     return nodes, {child: node for node in nodes for child in ast.iter_child_nodes(node)}
 
 

@@ -145,9 +145,10 @@ def digest() -> str:
 
 @cache
 def _key_data(name: str) -> dict[str, Any]:
-    from importlib.resources import files
+    # the package's folder, not importlib.resources: that imports tempfile, shutil and zipfile (~10 ms)
+    from advisor import PACKAGE_DIR
 
-    text = files("advisor").joinpath("data", "keys", f"{name}.json").read_text(encoding="utf-8")
+    text = (PACKAGE_DIR / "data" / "keys" / f"{name}.json").read_text(encoding="utf-8")
     data: dict[str, Any] = json.loads(text)
     return data
 

@@ -29,7 +29,7 @@ from advisor.facts.load_calls import field_value
 from advisor.facts.script_ast.load_calls import find_field_keywords
 from advisor.plan.run_plan import RunPlan
 from advisor.sources import launchers
-from advisor.sources.python_source import parsed
+from advisor.sources.python_source import parsed, tree_nodes
 
 SPREADING = frozenset({"auto", "balanced", "balanced_low_0", "sequential"})
 MAX_SITES = 20
@@ -43,7 +43,7 @@ def _spreading_sites(text: str) -> tuple[tuple[int, int, str], ...]:
     if tree is None:
         return ()
     out: list[tuple[int, int, str]] = []
-    for node in ast.walk(tree):
+    for node in tree_nodes(tree):
         if isinstance(node, ast.Call):  # from_pretrained(..., device_map="auto"), dict(device_map="auto")
             pairs = [(kw.arg, kw.value) for kw in node.keywords]
         elif isinstance(node, ast.Dict):  # model_kwargs = {"device_map": "auto"} passed as **model_kwargs

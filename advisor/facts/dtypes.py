@@ -18,6 +18,7 @@ import re
 from typing import Any
 
 from advisor.core.document import Location
+from advisor.core.lazy_pattern import LazyPattern
 from advisor.core.provenance import Value
 from advisor.core.records import record
 from advisor.facts.load_calls import (
@@ -117,7 +118,7 @@ def _auto(checkpoint: str | None, why: str, origin: Location | None = None) -> D
     return DtypeFact(None, f"{why}: the checkpoint's dtype, not in its config.json", origin)
 
 
-_TRL_IMPORT = re.compile(r"^\s*(?:from|import)\s+trl\b", re.MULTILINE)
+_TRL_IMPORT = LazyPattern(r"^\s*(?:from|import)\s+trl\b", re.MULTILINE)
 
 
 def trl_trains(plan: RunPlan) -> bool:
@@ -271,7 +272,7 @@ def quant_storage(plan: RunPlan, names: dict[str, Any]) -> DtypeFact:
     return DtypeFact(None, "bnb_4bit_quant_storage not set: uint8")
 
 
-_DOUBLE_QUANT = re.compile(r"bnb_4bit_use_double_quant\s*=\s*(True|False|[\w.]+)")
+_DOUBLE_QUANT = LazyPattern(r"bnb_4bit_use_double_quant\s*=\s*(True|False|[\w.]+)")
 
 
 def double_quant(plan: RunPlan, names: dict[str, Any]) -> DtypeFact:
@@ -348,8 +349,8 @@ def autocast_fact(plan: RunPlan, names: dict[str, Any], deepspeed: bool) -> Dtyp
 
 # peft's prepare_model_for_kbit_training, and its name before peft 0.4 (peft 0.3.0 utils/other.py:35
 # prepare_model_for_int8_training): the same preparation, for an 8-bit base then
-_KBIT_PREPARE = re.compile(r"\bprepare_model_for_(?:kbit|int8)_training\s*\(")
-_NO_CHECKPOINTING = re.compile(r"[^()]{0,400}?\buse_gradient_checkpointing\s*=\s*(\w[\w.]*)")
+_KBIT_PREPARE = LazyPattern(r"\bprepare_model_for_(?:kbit|int8)_training\s*\(")
+_NO_CHECKPOINTING = LazyPattern(r"[^()]{0,400}?\buse_gradient_checkpointing\s*=\s*(\w[\w.]*)")
 
 
 def kbit_checkpointing(plan: RunPlan) -> DtypeFact | None:

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor.core.document import Location
+from advisor.core.lazy_pattern import LazyPattern
 from advisor.core.provenance import Namespace, Value
 from advisor.core.records import field, record, replace
 from advisor.core.settings_types import Thresholds
@@ -720,7 +721,7 @@ def _deepspeed_named_at(plan: RunPlan, origin: Location | None) -> Location | No
     return None
 
 
-_ACROSS = re.compile(r"across (\d+) GPUs")
+_ACROSS = LazyPattern(r"across (\d+) GPUs")
 
 
 def _on_this_machine(savings: list[tuple[str, float]], machine: Any) -> list[tuple[str, float]]:

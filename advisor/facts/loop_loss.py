@@ -13,15 +13,17 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from advisor.core.lazy_pattern import LazyPattern
+
 if TYPE_CHECKING:
     from advisor.plan.run_plan import RunPlan
 
 __all__ = ["own_loss_bytes"]
 
-_CE = re.compile(r"\b(?:cross_entropy|CrossEntropyLoss)\s*\(")
+_CE = LazyPattern(r"\b(?:cross_entropy|CrossEntropyLoss)\s*\(")
 _LOGITS = re.compile(r"\.logits\b|\blogits\b")
 # a model call that passes labels: transformers computes the loss (and its fp32 copy) itself
-_LABELS_TO_MODEL = re.compile(r"\bmodel\s*\((?:[^()]|\([^()]*\))*\blabels\s*=")
+_LABELS_TO_MODEL = LazyPattern(r"\bmodel\s*\((?:[^()]|\([^()]*\))*\blabels\s*=")
 
 
 def own_loss_bytes(plan: RunPlan, compute_bytes: int) -> tuple[int, str] | None:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor.core.document import Location
+from advisor.core.lazy_pattern import LazyPattern
 from advisor.core.provenance import Value
 from advisor.facts.declare import FactNamespace, fact
 from advisor.sources import launchers
@@ -342,10 +343,10 @@ def run_facts(plan: RunPlan, batch: BatchFacts) -> RunFacts:
 
 # What says a file shards: accelerate's `distributed_type: FSDP`, or DEEPSPEED with `zero_stage: 2|3`
 # (accelerate commands/config/config_args.py ClusterConfig), and a DeepSpeed JSON's zero_optimization stage.
-_ACCELERATE_FSDP = re.compile(r"^distributed_type:\s*['\"]?FSDP\b", re.M)
-_ACCELERATE_DEEPSPEED = re.compile(r"^distributed_type:\s*['\"]?DEEPSPEED\b", re.M)
-_ACCELERATE_ZERO = re.compile(r"^\s+zero_stage:\s*[23]\b", re.M)
-_DEEPSPEED_STAGE = re.compile(r'"stage"\s*:\s*[23]\b')
+_ACCELERATE_FSDP = LazyPattern(r"^distributed_type:\s*['\"]?FSDP\b", re.M)
+_ACCELERATE_DEEPSPEED = LazyPattern(r"^distributed_type:\s*['\"]?DEEPSPEED\b", re.M)
+_ACCELERATE_ZERO = LazyPattern(r"^\s+zero_stage:\s*[23]\b", re.M)
+_DEEPSPEED_STAGE = LazyPattern(r'"stage"\s*:\s*[23]\b')
 _MAX_CONFIG_BYTES = 64 * 1024
 
 

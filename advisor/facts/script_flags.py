@@ -68,12 +68,12 @@ def _pre_parser_flags(text: str | None) -> frozenset[str]:
     dataclasses (whether the rest is what the HF parser reads is not followed)."""
     import ast
 
-    from advisor.sources.python_source import parsed
+    from advisor.sources.python_source import parsed, tree_nodes
 
     tree = parsed(text) if text is not None else None
     if tree is None:
         return frozenset()
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
+    calls = [n for n in tree_nodes(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
     if not any(c.func.attr == "parse_known_args" for c in calls):  # type: ignore[attr-defined]
         return frozenset()
     return frozenset(

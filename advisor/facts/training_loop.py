@@ -21,6 +21,7 @@ from typing import Any
 from advisor.core.records import record
 from advisor.plan.run_plan import RunPlan
 from advisor.sources.launchers.spec import LauncherSpec
+from advisor.sources.python_source import tree_nodes
 
 __all__ = [
     "LoopOutputs",
@@ -95,7 +96,7 @@ def _scope_keeps(scope: ast.AST, backward_line: int) -> str | None:
 def _trainer_methods(tree: ast.Module) -> set[int]:
     """ids of the methods of classes derived from a *Trainer: their backward is the Trainer's loop."""
     out: set[int] = set()
-    for cls in ast.walk(tree):
+    for cls in tree_nodes(tree):
         if not isinstance(cls, ast.ClassDef):
             continue
         bases = [b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "") for b in cls.bases]
@@ -108,7 +109,7 @@ def custom_loop_outputs(tree: ast.Module, script: str) -> LoopOutputs | None:
     """The script's own loop (a `.backward(` call outside a Trainer subclass), or None when it has none."""
     functions = ast.FunctionDef | ast.AsyncFunctionDef
     skip = _trainer_methods(tree)
-    scopes: list[ast.AST] = [n for n in ast.walk(tree) if isinstance(n, functions) and id(n) not in skip]
+    scopes: list[ast.AST] = [n for n in tree_nodes(tree) if isinstance(n, functions) and id(n) not in skip]
     scopes.append(tree)
     found = False
     for scope in scopes:

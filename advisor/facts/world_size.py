@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from advisor.core.document import Location
+from advisor.core.lazy_pattern import LazyPattern
 from advisor.core.provenance import Namespace, Value
 from advisor.core.records import record
 from advisor.core.rule_helpers import plural
@@ -97,10 +98,10 @@ def implied_launcher(plan: RunPlan) -> str | None:
 # Counting GPUs at run time: `$(nvidia-smi -L | wc -l)`, `torch.cuda.device_count()`
 # ------------------------------------------------------------------------------------------------
 
-_GPU_QUERY = re.compile(
+_GPU_QUERY = LazyPattern(
     r"nvidia-smi|nvidia_smi|device_count|gpu_count|num_gpus\(\)|\bnproc\b.*gpu", re.IGNORECASE
 )
-_VAR_REF = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
+_VAR_REF = LazyPattern(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 
 
 def counts_gpus_at_run_time(raw: str, variables: dict[str, Any]) -> bool:

@@ -22,7 +22,7 @@ from advisor.plan.discover import RunSpec
 from advisor.plan.script_training_call import builds_training_arguments, call_value, script_training_call
 from advisor.sources import launchers
 from advisor.sources.known_keys import HF_ARGUMENT_PARSERS, SEQ_KEYS
-from advisor.sources.python_source import parsed
+from advisor.sources.python_source import parsed, tree_nodes
 
 if TYPE_CHECKING:
     from advisor.sources.boundary import ProjectBoundary
@@ -668,7 +668,7 @@ def _read_script_arguments(text: str) -> tuple[str, str, int, int, _Defaults] | 
     if tree is None:
         return None
     try:
-        nodes = list(ast.walk(tree))
+        nodes = list(tree_nodes(tree))
     except RecursionError:
         return None
     hf_call = argparse_call = None

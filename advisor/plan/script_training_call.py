@@ -22,7 +22,7 @@ from advisor.core.document import Document, Location
 from advisor.core.provenance import Value
 from advisor.core.records import record
 from advisor.sources.argparse_calls import add_arguments, keyword, switch_default
-from advisor.sources.python_source import parsed
+from advisor.sources.python_source import parsed, tree_nodes
 
 # transformers' TrainingArguments classes and TRL's trainer configs (their subclasses): the object a
 # Trainer takes as `args`
@@ -98,7 +98,7 @@ def _call_site(tree: ast.Module) -> tuple[ast.Call, str] | None:
         return None
     calls = [
         (node, name)
-        for node in ast.walk(tree)
+        for node in tree_nodes(tree)
         if isinstance(node, ast.Call) and (name := _consumer(node, imported))
     ]
     return calls[0] if len(calls) == 1 else None
@@ -107,7 +107,7 @@ def _call_site(tree: ast.Module) -> tuple[ast.Call, str] | None:
 def _imported(tree: ast.Module) -> set[str]:
     """Names the script imports from transformers or trl, and `transformers` / `trl` themselves."""
     out: set[str] = set()
-    for node in ast.walk(tree):
+    for node in tree_nodes(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in _LIBRARIES:
             out.update(a.asname or a.name for a in node.names)
         elif isinstance(node, ast.Import):
@@ -265,7 +265,7 @@ def _params(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.expr 
 def _fire_targets(tree: ast.Module) -> set[str]:
     """The functions the script hands to fire.Fire (`fire.Fire(train)`, `Fire(main)`)."""
     out = set()
-    for node in ast.walk(tree):
+    for node in tree_nodes(tree):
         if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name):
             func = node.func
             if (isinstance(func, ast.Attribute) and func.attr == "Fire") or (

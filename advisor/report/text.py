@@ -12,6 +12,7 @@ from collections import Counter
 from itertools import groupby
 
 from advisor.core.escape import escape_result, escape_text
+from advisor.core.lazy_pattern import LazyPattern
 from advisor.core.rule_helpers import plural
 from advisor.engine.rule_engine import error_label
 from advisor.report import relative
@@ -45,7 +46,7 @@ def color_enabled(when: str | None, *, isatty: bool) -> bool:
 
 # the first sentence ends at '.', '!' or '?' followed by a space and a capital or a backtick (not
 # inside "2.0e-4", "1.5x" or "e.g. foo"), or at the end of the message
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`(])")
+_SENTENCE_END = LazyPattern(r"(?<=[.!?])\s+(?=[A-Z`(])")
 
 
 def first_sentence(message: str) -> str:

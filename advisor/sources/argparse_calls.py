@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import ast
 
+from advisor.sources.python_source import tree_nodes
+
 # the default argparse gives a switch written without one (argparse.py _StoreTrueAction, _StoreFalseAction)
 SWITCH_DEFAULTS = {"store_true": False, "store_false": True}
 
@@ -13,7 +15,7 @@ SWITCH_DEFAULTS = {"store_true": False, "store_false": True}
 def add_arguments(tree: ast.AST) -> dict[str, ast.Call]:
     """dest -> the first add_argument call that declares it."""
     out: dict[str, ast.Call] = {}
-    for node in ast.walk(tree):
+    for node in tree_nodes(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
         if node.func.attr != "add_argument":

@@ -13,7 +13,9 @@ from __future__ import annotations
 import bisect
 import re
 
-_YAML_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
+from advisor.core.lazy_pattern import LazyPattern
+
+_YAML_BREAK = LazyPattern("\r\n|[\r\n\x85\u2028\u2029]")
 
 
 def comment_columns(text: str, *, shell: bool) -> dict[int, int]:

@@ -8,11 +8,12 @@ import re
 from typing import Any, Literal
 
 from advisor.core.datacodec import invalid
+from advisor.core.lazy_pattern import LazyPattern
 from advisor.core.records import fields, is_record, record, replace, spec
 from advisor.sources.gpu_catalog import resolve_gpu, unknown_gpu_message
 from advisor.sources.gpu_types import GpuSpec
 
-_NETWORK = re.compile(r"^(ib|eth|efa|roce)-(\d+(?:\.\d+)?)g(?:x(\d+))?$", re.IGNORECASE)
+_NETWORK = LazyPattern(r"^(ib|eth|efa|roce)-(\d+(?:\.\d+)?)g(?:x(\d+))?$", re.IGNORECASE)
 
 
 def parse_network(network: str) -> tuple[str, float, int | None]:

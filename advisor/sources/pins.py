@@ -24,6 +24,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from advisor.core.lazy_pattern import LazyPattern
 from advisor.core.records import record
 from advisor.sources.yaml_merge import PyYamlPin
 
@@ -121,7 +122,7 @@ def _from_requirement(text: str, path: Path, line: int, out: dict[str, Pin]) -> 
 
 
 # A revision that names a release: the libraries we read tag their releases v4.44.0 / 0.14.0
-_TAG_RE = re.compile(r"v?(\d+(?:\.\d+)+)")
+_TAG_RE = LazyPattern(r"v?(\d+(?:\.\d+)+)")
 _COMMIT_RE = re.compile(r"[0-9a-fA-F]{7,40}")
 _URL_START = ("git+", "hg+", "svn+", "bzr+", "http://", "https://", "file:")
 _ARCHIVE_EXT = (".tar.gz", ".tar.bz2", ".tgz", ".zip")
@@ -545,7 +546,7 @@ def _shell_pins(text: str, path: Path) -> dict[str, Pin]:
 
 # -r / --requirement and -c / --constraint lines of a requirements file (pip's requirements file format:
 # the named file's requirements, or constraints on the versions installed, are read as if written here)
-_INCLUDE_RE = re.compile(r"^\s*(?:-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+|(?=[^\s-]))(\S+)")
+_INCLUDE_RE = LazyPattern(r"^\s*(?:-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+|(?=[^\s-]))(\S+)")
 MAX_INCLUDE_DEPTH = 5
 
 

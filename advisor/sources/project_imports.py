@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.sources.known_keys import HF_ARGUMENT_PARSERS
-from advisor.sources.python_source import parsed
+from advisor.sources.python_source import parsed, tree_nodes
 
 MAX_MODULES = 20
 MAX_DEPTH = 3
@@ -55,7 +55,7 @@ class ProjectModule:
 def _imports(tree: ast.Module, package: str) -> dict[str, str]:
     """Local name -> qualified name of the module's imports (relative ones against its package)."""
     out: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in tree_nodes(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
@@ -148,7 +148,7 @@ def called_project_functions(
 ) -> list[tuple[Any, ProjectModule]]:
     """The project functions the script's top level calls that build an argument parser; none when the
     script builds a parser or touches sys.argv itself (the called parser may not see the flags then)."""
-    for node in ast.walk(tree):
+    for node in tree_nodes(tree):
         if _is_parser_call(node) or (isinstance(node, ast.Attribute) and node.attr == "argv"):
             return []
         if isinstance(node, ast.Call) and _last_id(node.func) == "ArgumentParser":
@@ -173,14 +173,14 @@ def parser_site(path: Path, text: str, project_roots: tuple[Path, ...], inside: 
         if tree is None:
             return None
         module, modules = ProjectModule(path, tree, text, ""), ProjectModules(roots, inside)
-        own = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and _is_parser_call(n)]
+        own = [n for n in tree_nodes(tree) if isinstance(n, ast.Call) and _is_parser_call(n)]
         if not own:
             found = called_project_functions(tree, module.resolve, modules)
             if len(found) != 1:
                 return None
             module = found[0][1]
             own = [n for n in ast.walk(found[0][0]) if isinstance(n, ast.Call) and _is_parser_call(n)]
-        return module.path, own[0], list(ast.walk(module.tree)), module.resolve, modules.lookup_class
+        return module.path, own[0], list(tree_nodes(module.tree)), module.resolve, modules.lookup_class
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 

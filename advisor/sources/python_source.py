@@ -47,6 +47,14 @@ def python_tree(text: str) -> ast.Module | PythonSyntaxError:
         return PythonSyntaxError(f"cannot parse script: {type(exc).__name__}", 1, 1)
 
 
+@lru_cache(maxsize=32)
+def tree_nodes(tree: ast.AST) -> tuple[ast.AST, ...]:
+    """Every node of a parsed tree, in ast.walk's order, walked once per tree: the check's readers each
+    walked the training script's whole tree, ~20 times in the bundled example's check. Read only, as the
+    tree (python_tree keeps one tree per text, so the same tree comes back here)."""
+    return tuple(ast.walk(tree))
+
+
 def parsed(text: str) -> ast.Module | None:
     """The module's tree, or None when it does not parse."""
     tree = python_tree(text)

@@ -117,3 +117,34 @@ def test_data_from_before_a_field_was_added_is_refused() -> None:
         decode(Thresholds, data)
     with pytest.raises(DataError):
         decode(Thresholds, {**encode(Thresholds()), "added_later": 1})
+
+
+def test_a_file_is_read_whole_and_anything_but_a_regular_file_not_at_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """_regular_bytes reads the descriptor itself (the rule files' digests on a cold start): all of a file
+    of any size, nothing of a folder, a FIFO or a file over the bound."""
+    import os
+
+    for size in (0, 1, 65535, 65536, 200_001):
+        path = tmp_path / f"f{size}"
+        path.write_bytes(bytes(i % 251 for i in range(size)))
+        assert cache._regular_bytes(path, 0) == path.read_bytes()
+    assert cache._regular_bytes(tmp_path, 0) is None
+    os.mkfifo(tmp_path / "fifo")
+    assert cache._regular_bytes(tmp_path / "fifo", 0) is None
+    monkeypatch.setattr(cache, "MAX_ENTRY_BYTES", 1000)
+    assert cache._regular_bytes(tmp_path / "f200001", 0) is None
+    assert cache._regular_bytes(tmp_path / "f1", 0) == b"\0"
+
+
+def test_a_write_removes_the_slots_older_files_only(cache_dir: Path) -> None:
+    cache.cached("thing", "/x", 0, lambda: 0)
+    slot = cache.entry_path(cache_dir, "thing", "/x", 0).name.rsplit("-", 1)[0]
+    kept = [f"{slot}-notes.txt", f"{slot}x-0.json", f".{slot}-1.json.abc.gpu-advise.tmp"]
+    for name in [f"{slot}-old.pickle", f"{slot}-old.json", *kept]:
+        (cache_dir / name).write_text("x", encoding="utf-8")
+    cache.cached("thing", "/x", 1, lambda: 1)
+    assert sorted(p.name for p in cache_dir.iterdir()) == sorted(
+        [cache.entry_path(cache_dir, "thing", "/x", 1).name, *kept]
+    )

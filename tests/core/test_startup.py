@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import sysconfig
+from pathlib import Path
 
 from tests.conftest import REPO
 
@@ -55,9 +58,35 @@ def test_check_runs_without_typer_and_other_commands_with_it() -> None:
 def test_a_clean_check_leaves_costly_stdlib_modules_unimported() -> None:
     """What benchmarks/check_speed.py found in the hook's start-up: dataclasses (with inspect, dis and
     tokenize, ~4.5 ms: the package's records do without it), hashlib (OpenSSL, ~3 ms: fingerprints only),
-    difflib (did-you-mean only); typer and pydantic were kept off this path before."""
+    difflib (did-you-mean only), tempfile (with shutil, random, bz2 and lzma, ~8 ms: the safe writer makes
+    its own temporaries); typer and pydantic were kept off this path before."""
     rc, modules = _modules_after(["check", "--exit-zero", "fixtures/example"])
     assert rc == 0
     assert not sorted(
         modules & {"dataclasses", "inspect", "hashlib", "_hashlib", "difflib", "typer", "pydantic"}
     )
+
+
+def test_a_cold_check_writes_its_cache_without_tempfile(tmp_path: Path) -> None:
+    """tempfile brings shutil, random, bz2 and lzma (~8 ms); importlib.resources brings tempfile and
+    zipfile. A first check (an empty cache: it compiles the rules and writes its entries) needs neither:
+    the safe writer makes its own temporaries. Run as `python -S`, as benchmarks/check_speed.py runs it,
+    since this environment's .pth files import tempfile before any code of ours."""
+    code = (
+        "import sys, json\n"
+        "sys.argv = ['gpu-advise', 'check', '--exit-zero', 'fixtures/example']\n"
+        "from advisor.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('\\nMODULES ' + json.dumps(sorted(sys.modules)))\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO), sysconfig.get_paths()["purelib"]]),
+        "GPU_ADVISE_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=True
+    )
+    modules = set(json.loads(out.stdout.rpartition("\nMODULES ")[2]))
+    assert any((tmp_path / "cache").rglob("rules-*.json"))  # it did write its entries
+    assert not sorted(modules & {"tempfile", "shutil", "random", "bz2", "lzma", "zipfile", "importlib.util"})

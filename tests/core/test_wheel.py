@@ -98,6 +98,12 @@ def test_installed_wheel_starts_from_the_prebuilt_catalog(installed: Path, tmp_p
     into advisor/_prebuilt.json, so a fresh runner (no cache: GPU_ADVISE_NO_CACHE=1 here) loads them
     without validating a rule file or a descriptor: pydantic and the rule schema are never imported."""
     assert (installed / "advisor" / "_prebuilt.json").is_file()
+    # its literal twin (advisor/core/cache.py PREBUILT_MODULE) is the same document, so they never drift
+    dump = "import json, advisor._prebuilt as m; print(json.dumps(m.DOCUMENT))"
+    literal = _python(installed, dump, tmp_path)
+    assert literal.returncode == 0, literal.stderr
+    json_text = (installed / "advisor" / "_prebuilt.json").read_text(encoding="utf-8")
+    assert json.loads(literal.stdout) == json.loads(json_text)
     probe = (
         "import sys\n"
         "from advisor.engine.rule_engine import load_catalog\n"
@@ -114,6 +120,15 @@ def test_installed_wheel_starts_from_the_prebuilt_catalog(installed: Path, tmp_p
     counts, modules = result.stdout.splitlines()
     assert counts == f"{len(list((REPO / 'rules').glob('*.yaml')))} _rules H100-NVL H100-SXM"
     assert modules == "[]"
+    # the literal is what a start-up reads: without the JSON file the catalog is still the prebuilt one
+    moved = installed / "advisor" / "_prebuilt.json.moved"
+    (installed / "advisor" / "_prebuilt.json").rename(moved)
+    try:
+        from_literal = _python(installed, probe, tmp_path)
+    finally:
+        moved.rename(installed / "advisor" / "_prebuilt.json")
+    assert from_literal.returncode == 0, from_literal.stderr
+    assert from_literal.stdout.splitlines() == [counts, "[]"]
     # the files changed since the build: the prebuilt entry is not used, the rule file is read
     rule = next((installed / "advisor" / "_rules").glob("GA203-*.yaml"))
     original = rule.read_text(encoding="utf-8")

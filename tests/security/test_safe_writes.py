@@ -248,3 +248,31 @@ def test_baseline_from_the_settings_inside_the_project_is_written(project: Path)
     assert proc.returncode == 0, proc.stderr
     assert _report(project / "ci" / "baseline.json")["entries"]
     assert _run(["check", "args.yaml"], project).returncode == 0  # the check reads it back
+
+
+def test_the_temporary_is_made_as_mkstemp_makes_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """safe_write makes its temporary without tempfile (off the check path): a new 0600 file at a random
+    name; a name that exists, a link planted there included, is never opened: the next name is tried."""
+    from advisor.core import safe_write
+
+    target = tmp_path / "elsewhere"
+    planted = tmp_path / f".out.{'00' * 8}.tmp"
+    planted.symlink_to(target)
+    draws = iter([b"\0" * 8, b"\1" * 8])
+    monkeypatch.setattr(safe_write.os, "urandom", lambda n: next(draws))
+    fd, name = safe_write.make_temporary(tmp_path, ".out.", ".tmp")
+    os.close(fd)
+    assert name == str(tmp_path / f".out.{'01' * 8}.tmp")
+    assert stat.S_IMODE(os.lstat(name).st_mode) == 0o600
+    assert not target.exists() and planted.is_symlink()
+
+
+def test_no_temporary_name_left_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from advisor.core import safe_write
+
+    (tmp_path / f"a{'00' * 8}b").write_text("taken", encoding="utf-8")
+    monkeypatch.setattr(safe_write.os, "urandom", lambda n: b"\0" * n)
+    monkeypatch.setattr(safe_write, "_TEMPORARY_TRIES", 3)
+    with pytest.raises(FileExistsError):
+        safe_write.make_temporary(tmp_path, "a", "b")
+    assert [p.name for p in tmp_path.iterdir()] == [f"a{'00' * 8}b"]

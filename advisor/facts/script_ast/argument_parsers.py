@@ -9,6 +9,7 @@ from typing import Any
 from advisor.facts.script_ast.nodes import const, kwarg, last_id
 from advisor.facts.script_ast.results import ArgumentClass, ArgumentParsing
 from advisor.sources.known_keys import HF_ARGUMENT_PARSERS
+from advisor.sources.python_source import tree_nodes
 
 # The methods of the parser classes (advisor.sources.known_keys.HF_ARGUMENT_PARSERS) that fill their
 # dataclasses (transformers hf_argparser.py, trl scripts/utils.py TrlParser.parse_args_and_config).
@@ -60,7 +61,7 @@ def find_argument_parsers(
     (advisor.plan.discover.ProjectModules.lookup_class), read like a local one; None: unresolved."""
     classes: dict[str, ast.ClassDef] = {}
     bound: dict[str, ast.expr] = {}
-    for node in ast.walk(tree):
+    for node in tree_nodes(tree):
         if isinstance(node, ast.ClassDef):
             classes.setdefault(node.name, node)
         elif (
@@ -112,14 +113,14 @@ def find_argument_parsers(
         return None
 
     assigned: dict[int, list[str]] = {}
-    for node in ast.walk(tree):
+    for node in tree_nodes(tree):
         if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Call):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             assigned[id(node.value)] = [t.id for t in targets if isinstance(t, ast.Name)]
     parsers: dict[str, tuple[ast.Call, str, list[ArgumentClass] | None]] = {}
     anonymous: list[tuple[ast.Call, str, list[ArgumentClass] | None]] = []
-    within = tree if scope is None else scope
-    for call in ast.walk(within):
+    within = tree_nodes(tree) if scope is None else tuple(ast.walk(scope))
+    for call in within:
         if not isinstance(call, ast.Call) or last_id(call.func) not in _PARSER_CLASSES:
             continue
         arg = call.args[0] if call.args else kwarg(call, "dataclass_types")
@@ -138,14 +139,14 @@ def find_argument_parsers(
     # `a, b, remaining = parser.parse_args_into_dataclasses(return_remaining_strings=True)`: the last name
     leftovers = {
         id(n.value): n.targets[0].elts[-1].id
-        for n in ast.walk(tree)
+        for n in tree_nodes(tree)
         if isinstance(n, ast.Assign)
         and len(n.targets) == 1
         and isinstance(n.targets[0], ast.Tuple)
         and n.targets[0].elts
         and isinstance(n.targets[0].elts[-1], ast.Name)
     }
-    for node in ast.walk(within):
+    for node in within:
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
         if node.func.attr not in _PARSE_METHODS:
@@ -213,7 +214,7 @@ def _leftovers_read(tree: ast.Module, name: str | None) -> tuple[int, str, tuple
         return None
     first: tuple[int, str] | None = None
     indices: set[int] | None = set()
-    for node in ast.walk(tree):
+    for node in tree_nodes(tree):
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == name:
             first = first or (node.lineno, ast.unparse(node)[:80])
             index = node.slice

@@ -10,6 +10,7 @@ from typing import Any
 from advisor.facts.script_ast.nodes import kwarg, last_id
 from advisor.facts.script_ast.results import FieldReference, LoadCall, ModelArgument
 from advisor.sources.argparse_calls import dest_of
+from advisor.sources.python_source import tree_nodes
 
 # from_pretrained keyword arguments that decide the memory of the loaded model (LoadCall)
 LOAD_KWARGS = frozenset(
@@ -44,7 +45,7 @@ def find_load_calls(tree: ast.Module, pos: Any) -> tuple[LoadCall, ...]:
     bound = _bound_once(tree)
     defaults: _Defaults | None = None
     out = []
-    for node in ast.walk(tree):
+    for node in tree_nodes(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
         if node.func.attr != "from_pretrained":
@@ -80,7 +81,7 @@ def find_field_keywords(tree: ast.Module, pos: Any, name: str) -> tuple[FieldRef
     bound = _bound_once(tree)
     defaults: _Defaults | None = None
     out: list[FieldReference] = []
-    for node in ast.walk(tree):
+    for node in tree_nodes(tree):
         if isinstance(node, ast.Call):
             values = [kw.value for kw in node.keywords if kw.arg == name]
         elif isinstance(node, ast.Dict):
@@ -107,7 +108,7 @@ def _bound_once(tree: ast.Module) -> dict[str, list[ast.expr]]:
     (`script_args.device_map = {"": local_rank}`) is listed under ".attr", so a field it rewrites is
     not read as its default."""
     bound: dict[str, list[ast.expr]] = {}
-    for node in ast.walk(tree):
+    for node in tree_nodes(tree):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             bound.setdefault(node.targets[0].id, []).append(node.value)
         if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
@@ -217,7 +218,7 @@ class _Defaults:
         self.flags: dict[str, tuple[str, ...]] = {}
         self.fire = False
         self.functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
-        for node in ast.walk(tree):
+        for node in tree_nodes(tree):
             if isinstance(node, ast.ClassDef):
                 self._class(node)
             elif isinstance(node, ast.Call):

@@ -122,6 +122,7 @@ from advisor.facts.script_ast.vocabulary import (
     TRAINER_RANK_AWARE,
     BranchGuards,
 )
+from advisor.sources.python_source import tree_nodes
 
 
 @record(slots=True)
@@ -260,7 +261,7 @@ class ScriptAnalyser:
     def _collect_bindings(self) -> None:
         """Names bound to Trainer/Accelerator instances, guard flags and ranks (flow-insensitive)."""
         values: dict[str, list[ast.expr | None]] = {}
-        for node in ast.walk(self.tree):
+        for node in tree_nodes(self.tree):
             targets: list[ast.expr] = []
             value: ast.expr | None = None
             if isinstance(node, ast.Assign):

@@ -12,6 +12,7 @@ import ast
 
 from advisor.core.records import record
 from advisor.facts.script_ast.nodes import last_id
+from advisor.sources.python_source import tree_nodes
 
 # TRL's preference trainers (trl 0.19.1 trainer/__init__.py; CPO and ORPO under trl.experimental in 1.16)
 LIBRARY_TRAINERS = {"DPOTrainer": "dpo", "KTOTrainer": "kto", "CPOTrainer": "cpo", "ORPOTrainer": "orpo"}
@@ -34,7 +35,7 @@ def preference_trainer(tree: ast.Module) -> PreferenceTrainer | None:
     defined in the script, a trainer named SimPOTrainer), in source order; None when it instantiates none."""
     classes: dict[str, ast.ClassDef] = {}
     calls: list[ast.Call] = []
-    for node in ast.walk(tree):
+    for node in tree_nodes(tree):
         if isinstance(node, ast.ClassDef):
             classes.setdefault(node.name, node)
         elif isinstance(node, ast.Call):

@@ -13,7 +13,6 @@ inside the child processes (worker.py, envinfo.py). They come with the optional 
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,8 @@ REQUIRED = ("torch", "transformers", "accelerate", "peft")
 
 def missing_requirements() -> list[str]:
     """The packages --verify needs that are not importable here (no import happens)."""
+    import importlib.util  # here: every check imports this package for recorded_measurements
+
     return [name for name in REQUIRED if importlib.util.find_spec(name) is None]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from advisor.core.document import KeyPath, SourceProblem, Span
+from advisor.core.lazy_pattern import LazyPattern
 from advisor.core.records import replace
 from advisor.sources.shell.arith import ArithEval, trim
 from advisor.sources.shell.arrays import array_elements, count_piece, element_pieces, first_element
@@ -63,7 +64,7 @@ from advisor.sources.shell.wrappers import (
 from advisor.sources.shell.written import written_files
 
 _RESERVED_OPEN = {"if", "while", "until", "{"}
-_VAR_USE_RE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+_VAR_USE_RE = LazyPattern(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 _RESERVED_CLOSE = {"fi", "done", "esac", "}"}
 _RESERVED_SKIP = {"then", "do", "else", "elif", "!"}
 _LEADING = _RESERVED_OPEN | _RESERVED_SKIP

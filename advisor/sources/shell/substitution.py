@@ -15,9 +15,9 @@ glob the shell expands first, so it is not read."""
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
+from advisor.core.lazy_pattern import LazyPattern
 from advisor.sources.shell.expand import join_text
 from advisor.sources.shell.lexer import Cmd, Lexer, LexError, Src
 from advisor.sources.shell.piece import Piece
@@ -25,7 +25,7 @@ from advisor.sources.shell.piece import Piece
 if TYPE_CHECKING:
     from advisor.sources.shell.protocol import ShellReader
 
-_INT = re.compile(r"[+-]?\d{1,18}")
+_INT = LazyPattern(r"[+-]?\d{1,18}")
 _TIMES = {"\\*", "'*'", '"*"'}
 
 

@@ -12,11 +12,12 @@ import posixpath
 import re
 
 from advisor.core.document import Span
+from advisor.core.lazy_pattern import LazyPattern
 from advisor.sources.shell.model import Workdir
 
 # `$(dirname "$0")`, `$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)`, `$(dirname $(realpath $0))`:
 # the script's own folder, with what is appended inside the substitution (`/..`) in group 1
-SCRIPT_DIR_RE = re.compile(
+SCRIPT_DIR_RE = LazyPattern(
     r"dirname\s+(?:--\s+)?[^)]*?(?:\$\{?0\}?|\$\{?BASH_SOURCE(?:\[0\])?\}?)[^)]*\)(?:\"?\))?\"?"
     r"(/[^\"'\s)&;|]*)?"
 )
