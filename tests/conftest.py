@@ -41,19 +41,25 @@ def git_project(tmp_path: Path, files: dict[str, str], monkeypatch: pytest.Monke
     return tmp_path
 
 
-def estimate_json_run(hardware: str = "1xH100") -> dict[str, Any]:
-    """`gpu-advise estimate . -H HARDWARE --format json` in the current folder, through the CLI as a user
-    runs it; its one run."""
+def estimate_json_run(hardware: str = "1xH100", target: str = ".") -> dict[str, Any]:
+    """`gpu-advise estimate TARGET -H HARDWARE --format json` in the current folder, through the CLI as a
+    user runs it; its one run."""
     import json
 
     from typer.testing import CliRunner
 
     from advisor.cli import app
 
-    result = CliRunner().invoke(app, ["estimate", ".", "-H", hardware, "--format", "json"])
+    result = CliRunner().invoke(app, ["estimate", target, "-H", hardware, "--format", "json"])
     assert result.exit_code == 0, result.output
     (run,) = json.loads(result.stdout)["runs"]
     return run
+
+
+def breakdown_item(run: dict[str, Any], name: str) -> dict[str, Any]:
+    """The memory breakdown's item `name` of an estimate's JSON run."""
+    item: dict[str, Any] = next(b for b in run["breakdown"] if b["name"] == name)
+    return item
 
 
 # skip reasons that mean "the real-config corpus beside the checkout is not there" (../shared/corpus)

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from advisor.cli import app
 from advisor.estimate import resolve_model
+from tests.conftest import breakdown_item as _item
 from tests.conftest import write_files
 from tests.estimate.test_mem_freeze import FROZEN_LAYER
 
@@ -64,10 +65,6 @@ def _estimate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extra: str = "") 
     assert code == 0, out
     (run,) = json.loads(out)["runs"]
     return run
-
-
-def _item(run: dict, name: str) -> dict:
-    return next(b for b in run["breakdown"] if b["name"] == name)
 
 
 def test_one_layer_trains_with_an_fp32_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,7 +12,6 @@ every layer as HF does; LLaMA-Factory checkpoints only the layers with trainable
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,8 @@ from typer.testing import CliRunner
 
 from advisor.cli import app
 from advisor.estimate import resolve_model
-from tests.conftest import write_files
+from tests.conftest import breakdown_item as _item
+from tests.conftest import estimate_json_run, write_files
 
 runner = CliRunner()
 
@@ -59,14 +59,7 @@ def _estimate(
         },
     )
     monkeypatch.chdir(tmp_path)
-    result = runner.invoke(app, ["estimate", "launch.sh", "-H", "1xA100-80GB", "--format", "json"])
-    assert result.exit_code == 0, result.output
-    (run,) = json.loads(result.stdout)["runs"]
-    return run
-
-
-def _item(run: dict, name: str) -> dict:
-    return next(b for b in run["breakdown"] if b["name"] == name)
+    return estimate_json_run("1xA100-80GB", "launch.sh")
 
 
 def test_freeze_tuning_trains_the_last_layers_in_fp32(

@@ -19,7 +19,8 @@ from advisor.cli import app
 from advisor.core.records import replace
 from advisor.estimate import TrainingSetup, estimate_memory, resolve_model
 from advisor.estimate.memory.packed import packed_bytes
-from tests.conftest import write_files
+from tests.conftest import breakdown_item as _item
+from tests.conftest import estimate_json_run, write_files
 
 runner = CliRunner()
 
@@ -77,14 +78,7 @@ def _estimate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quantization: dic
         },
     )
     monkeypatch.chdir(tmp_path)
-    result = runner.invoke(app, ["estimate", "launch.sh", "-H", "1xA100-80GB", "--format", "json"])
-    assert result.exit_code == 0, result.output
-    (run,) = json.loads(result.stdout)["runs"]
-    return run
-
-
-def _item(run: dict, name: str) -> dict:
-    return next(b for b in run["breakdown"] if b["name"] == name)
+    return estimate_json_run("1xA100-80GB", "launch.sh")
 
 
 def test_lora_on_a_gptq_checkpoint_counts_its_packed_weights(

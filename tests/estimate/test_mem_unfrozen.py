@@ -6,15 +6,14 @@ lowest trainable one record nothing. The config is written in the form of axolot
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from advisor.cli import app
 from advisor.estimate import resolve_model
-from tests.conftest import write_files
+from tests.conftest import breakdown_item as _item
+from tests.conftest import estimate_json_run, write_files
 
 runner = CliRunner()
 
@@ -52,14 +51,7 @@ def _estimate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, patterns: list[st
         },
     )
     monkeypatch.chdir(tmp_path)
-    result = runner.invoke(app, ["estimate", "launch.sh", "-H", "1xA100-80GB", "--format", "json"])
-    assert result.exit_code == 0, result.output
-    (run,) = json.loads(result.stdout)["runs"]
-    return run
-
-
-def _item(run: dict, name: str) -> dict:
-    return next(b for b in run["breakdown"] if b["name"] == name)
+    return estimate_json_run("1xA100-80GB", "launch.sh")
 
 
 def test_the_upper_mlps_train(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
