@@ -219,6 +219,11 @@ def _qwen_moe_layer(cfg: Config, li: int) -> bool:
     return li not in set(cfg.get("mlp_only_layers") or []) and (li + 1) % step == 0
 
 
+# fused gate and up projection h -> 2i, then down_proj (Phi-3)
+_FUSED_GATE_UP = (
+    Lin("gate_up_proj", "h", "i2", feeds="mlp_in", aliases=("gate_up",)),
+    Lin("down_proj", "i", "h", feeds="mlp_act", aliases=("down", "w2")),
+)
 _LLAMA_BIAS = key("attention_bias")
 _ROUTED = Moe(experts=("num_experts",), shared_intermediate=lambda cfg: 0, is_moe_layer=_qwen_moe_layer)
 
@@ -316,13 +321,16 @@ _register(
             Lin("qkv_proj", "h", "qkv", aliases=("qkv", "wqkv")),
             Lin("o_proj", "q", "h", feeds="attn_out", aliases=("o", "wo", "output_proj", "out_proj")),
         ),
-        mlp=(
-            Lin("gate_up_proj", "h", "i2", feeds="mlp_in", aliases=("gate_up",)),
-            Lin("down_proj", "i", "h", feeds="mlp_act", aliases=("down", "w2")),
-        ),
+        mlp=_FUSED_GATE_UP,
         dropout_keys=(("attention_dropout",), ("resid_pdrop",), ("embd_pdrop",)),
     ),
 )
+# Granite 3.x (transformers 5.25 models/granite/modeling_granite.py): Llama's layout. q/k/v/o_proj with
+# attention_bias (:128-139), gate/up/down_proj with mlp_bias (:210-212), input_layernorm and
+# post_attention_layernorm (:227-228), final norm (:360), lm_head tied when the config says so (:430, :439;
+# GraniteConfig tie_word_embeddings defaults to False, configuration_granite.py:77). Its four multipliers
+# (embedding, attention, residual, logits) scale activations and add no parameters.
+_register(("granite",), LLAMA)
 
 
 def _gpt_oss_extra(cfg: Config, d: Dims) -> int:
