@@ -219,7 +219,7 @@ def _qwen_moe_layer(cfg: Config, li: int) -> bool:
     return li not in set(cfg.get("mlp_only_layers") or []) and (li + 1) % step == 0
 
 
-# fused gate and up projection h -> 2i, then down_proj (Phi-3)
+# fused gate and up projection h -> 2i, then down_proj (Phi-3, GLM-4-0414)
 _FUSED_GATE_UP = (
     Lin("gate_up_proj", "h", "i2", feeds="mlp_in", aliases=("gate_up",)),
     Lin("down_proj", "i", "h", feeds="mlp_act", aliases=("down", "w2")),
@@ -331,6 +331,46 @@ _register(
 # GraniteConfig tie_word_embeddings defaults to False, configuration_granite.py:77). Its four multipliers
 # (embedding, attention, residual, logits) scale activations and add no parameters.
 _register(("granite",), LLAMA)
+# GLM-4-0414 (transformers 5.25 models/glm4/modeling_glm4.py): q/k/v_proj with attention_bias (Glm4Config
+# default True, configuration_glm4.py:73), o_proj without bias (:211-220); the MLP's fused gate_up_proj
+# h -> 2i and down_proj, no bias (:54-55); four RMSNorms per layer, input_layernorm, post_self_attn_layernorm,
+# post_attention_layernorm, post_mlp_layernorm (:74-77); final norm (:362); lm_head untied by default
+# (:437, configuration_glm4.py:68)
+_register(
+    ("glm4",),
+    replace(
+        LLAMA,
+        attn=split_attn(qkv_bias=key("attention_bias", True)),
+        mlp=_FUSED_GATE_UP,
+        norms_per_layer=4,
+    ),
+)
+
+
+def _first_key(names: tuple[str, ...], default: bool = False) -> Callable[[Config], bool]:
+    """A flag read from the first of several config.json keys that is set (a key and its alias)."""
+
+    def read(cfg: Config) -> bool:
+        for name in names:
+            if cfg.get(name) is not None:
+                return bool(cfg[name])
+        return default
+
+    read.__qualname__ = f"first_key({names!r}, {default})"
+    return read
+
+
+# InternLM3 (remote code; transformers' port at huggingface/transformers@b5334aa9
+# src/transformers/models/internlm3/modular_internlm3.py, InternLM3Attention and InternLM3MLP): q/k/v_proj
+# with bias=config.qkv_bias, o_proj and gate/up/down_proj with bias=config.bias, Llama's norms and untied
+# lm_head. transformers 5.25 builds it as LlamaForCausalLM with attribute_map qkv_bias -> attention_bias and
+# bias -> mlp_bias and refuses a config where the two differ (configuration_internlm3.py:82, :99-104)
+_INTERNLM3_QKV_BIAS = _first_key(("qkv_bias", "attention_bias"))
+_INTERNLM3_BIAS = _first_key(("bias", "mlp_bias"))
+_register(
+    ("internlm3",),
+    replace(LLAMA, attn=split_attn(_INTERNLM3_QKV_BIAS, _INTERNLM3_BIAS), mlp=gated_mlp(_INTERNLM3_BIAS)),
+)
 
 
 def _gpt_oss_extra(cfg: Config, d: Dims) -> int:
