@@ -129,7 +129,7 @@ def layer_bytes(r: ResolvedSetup) -> tuple[float, float]:
     lin_out = r.lin_out  # Linear outputs that feed pointwise ops
     if pc.block == "gated":
         if pc.moe_experts:
-            active, expert_i = pc.moe_active, pc.expert_intermediate
+            active, expert_i = pc.experts_computed, pc.expert_intermediate
             experts = [lin for lin in pc.linears if lin.name.startswith("experts.")]
             e_in = [lin for lin in experts if lin.feeds_from == "mlp_in"]
             e_act = [lin for lin in experts if lin.feeds_from == "mlp_act"]

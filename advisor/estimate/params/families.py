@@ -65,6 +65,9 @@ class Moe:
     router_name: str = "router"
     router_aliases: tuple[str, ...] = ("gate",)
     is_moe_layer: Callable[[Config, int], bool] = lambda cfg, li: True
+    # every routed expert runs on every token, weighted by its (zero when unrouted) score: the compute and
+    # the saved activations are E experts' worth, not top-k's (Llama 4's HF experts)
+    computes_all_experts: bool = False
 
 
 @record(frozen=True, slots=True)
@@ -370,6 +373,41 @@ _INTERNLM3_BIAS = _first_key(("bias", "mlp_bias"))
 _register(
     ("internlm3",),
     replace(LLAMA, attn=split_attn(_INTERNLM3_QKV_BIAS, _INTERNLM3_BIAS), mlp=gated_mlp(_INTERNLM3_BIAS)),
+)
+
+
+def _llama4_moe_layer(cfg: Config, li: int) -> bool:
+    # Llama4TextConfig: moe_layers when set, else every interleave_moe_layer_step-th layer from step - 1
+    # (transformers 5.25 configuration_llama4.py:175-185)
+    layers = cfg.get("moe_layers")
+    if layers is not None:
+        return li in set(layers)
+    return (li + 1) % int(cfg.get("interleave_moe_layer_step") or 1) == 0
+
+
+# Llama 4 text decoder (transformers 5.25 models/llama4/modeling_llama4.py): q/k/v/o_proj with attention_bias
+# (:322-333; its q/k L2 norm has no weight, :106-122, :335); input_layernorm and post_attention_layernorm
+# (:409-410); MoE layers (:403-405) hold Llama4TextExperts, gate_up_proj E x h x 2i and down_proj E x i x h
+# on intermediate_size, no bias (:59-63), a router Linear h -> E without bias (:145-147) and a shared_expert
+# Llama4TextMLP on intermediate_size (:167, :88-98); dense layers a Llama4TextMLP on intermediate_size_mlp
+# (:407); final norm (:498); lm_head untied by default (:587, configuration_llama4.py:145). Llama4TextMoe
+# repeats every token for every expert and scales it by the sigmoid of its score, zero for an unrouted one
+# (:172-174): all E experts compute on all tokens
+_register(
+    ("llama4_text",),
+    replace(
+        LLAMA,
+        mlp=gated_mlp(),
+        dim_keys={"i": ("intermediate_size_mlp",)},
+        moe=Moe(
+            experts=("num_local_experts",),
+            top_k_default=1,
+            expert_intermediate=("intermediate_size",),
+            shared_intermediate=lambda cfg: int(cfg.get("intermediate_size") or 0),
+            is_moe_layer=_llama4_moe_layer,
+            computes_all_experts=True,
+        ),
+    ),
 )
 
 
