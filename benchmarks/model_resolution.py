@@ -107,7 +107,11 @@ NAMES: list[tuple[str, str, str | None]] = [
     ("meta-llama/Llama-3.1-8B-Instruct", "allenai/open-instruct configs", "meta-llama/Llama-3.1-8B"),
     ("mistralai/Mistral-Small-24B-Instruct-2501", "axolotl-ai-cloud/axolotl examples", None),
     ("mistralai/Mistral-Small-24B-Base-2501", "axolotl-ai-cloud/axolotl examples", None),
-    ("mistralai/Magistral-Small-2506", "axolotl-ai-cloud/axolotl examples", "mistralai/Mistral-Small-24B-Base-2501"),
+    (
+        "mistralai/Magistral-Small-2506",
+        "axolotl-ai-cloud/axolotl examples",
+        "mistralai/Mistral-Small-24B-Base-2501",
+    ),
     ("google/gemma-3-27b-pt", "google-gemini/gemma-cookbook", "google/gemma-3-27b-it"),
     ("google/gemma-2-9b-it", "hiyouga/LLaMA-Factory examples", "google/gemma-2-9b"),
     ("NousResearch/Hermes-3-Llama-3.1-8B", "NousResearch model card", "meta-llama/Llama-3.1-8B"),
@@ -119,10 +123,48 @@ NAMES: list[tuple[str, str, str | None]] = [
     ("microsoft/phi-4-bf16", "issue 21's form (dtype re-upload)", "microsoft/phi-4"),
     ("Qwen/Qwen2.5-7B-Instruct-2501", "issue 21's form (date suffix)", "Qwen/Qwen2.5-7B"),
     ("my-org/Llama-3.1-8B-Instruct-my-sft", "issue 21's form (fine-tune)", "meta-llama/Llama-3.1-8B"),
-    ("mistralai/Magistral-Small-2507", "oumi-ai/oumi configs/recipes/mistral_magistral", "mistralai/Mistral-Small-24B-Base-2501"),
-    ("mistralai/Mistral-Nemo-Base-2407", "kevinstephano/thunder_model_blocks", "mistralai/Mistral-Nemo-Base-2407"),
+    (
+        "mistralai/Magistral-Small-2507",
+        "oumi-ai/oumi configs/recipes/mistral_magistral",
+        "mistralai/Mistral-Small-24B-Base-2501",
+    ),
+    (
+        "mistralai/Mistral-Nemo-Base-2407",
+        "kevinstephano/thunder_model_blocks",
+        "mistralai/Mistral-Nemo-Base-2407",
+    ),
     ("bigcode/starcoder2-3b", "hiyouga/LLaMA-Factory model registry", "bigcode/starcoder2-3b"),
     ("google/gemma-3-270m-it", "guynich/gemma3_270m", None),
+    # 2025 families (issue 21): Granite 3.x, GLM-4-0414, InternLM3, Llama 4
+    (
+        "ibm-granite/granite-3.1-2b-instruct",
+        "hiyouga/LLaMA-Factory model registry",
+        "ibm-granite/granite-3.1-2b-base",
+    ),
+    (
+        "ibm-granite/granite-3.0-8b-instruct",
+        "hiyouga/LLaMA-Factory model registry",
+        "ibm-granite/granite-3.0-8b-base",
+    ),
+    ("ibm-granite/granite-3.3-8b-instruct", "hiyouga/LLaMA-Factory model registry", None),
+    ("zai-org/GLM-4-9B-0414", "hiyouga/LLaMA-Factory model registry", None),
+    ("THUDM/GLM-4-32B-0414", "axolotl-ai-cloud/axolotl examples/glm4/qlora-32b.yaml", None),
+    ("internlm/internlm3-8b-instruct", "hiyouga/LLaMA-Factory model registry", None),
+    (
+        "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+        "axolotl-ai-cloud/axolotl docs/multimodal.qmd",
+        "meta-llama/Llama-4-Scout-17B-16E",
+    ),
+    (
+        "meta-llama/Llama-4-Maverick-17B-128E-Instruct",
+        "hiyouga/LLaMA-Factory model registry",
+        "meta-llama/Llama-4-Maverick-17B-128E",
+    ),
+    (
+        "axolotl-quants/Llama-4-Scout-17B-16E-Linearized-bnb-nf4-bf16",
+        "axolotl-ai-cloud/axolotl examples/llama-4",
+        None,
+    ),
 ]
 
 
