@@ -135,6 +135,36 @@ NAMES: list[tuple[str, str, str | None]] = [
     ),
     ("bigcode/starcoder2-3b", "hiyouga/LLaMA-Factory model registry", "bigcode/starcoder2-3b"),
     ("google/gemma-3-270m-it", "guynich/gemma3_270m", None),
+    # 2025 families (issue 21): Granite 3.x, GLM-4-0414, InternLM3, Llama 4
+    (
+        "ibm-granite/granite-3.1-2b-instruct",
+        "hiyouga/LLaMA-Factory model registry",
+        "ibm-granite/granite-3.1-2b-base",
+    ),
+    (
+        "ibm-granite/granite-3.0-8b-instruct",
+        "hiyouga/LLaMA-Factory model registry",
+        "ibm-granite/granite-3.0-8b-base",
+    ),
+    ("ibm-granite/granite-3.3-8b-instruct", "hiyouga/LLaMA-Factory model registry", None),
+    ("zai-org/GLM-4-9B-0414", "hiyouga/LLaMA-Factory model registry", None),
+    ("THUDM/GLM-4-32B-0414", "axolotl-ai-cloud/axolotl examples/glm4/qlora-32b.yaml", None),
+    ("internlm/internlm3-8b-instruct", "hiyouga/LLaMA-Factory model registry", None),
+    (
+        "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+        "axolotl-ai-cloud/axolotl docs/multimodal.qmd",
+        "meta-llama/Llama-4-Scout-17B-16E",
+    ),
+    (
+        "meta-llama/Llama-4-Maverick-17B-128E-Instruct",
+        "hiyouga/LLaMA-Factory model registry",
+        "meta-llama/Llama-4-Maverick-17B-128E",
+    ),
+    (
+        "axolotl-quants/Llama-4-Scout-17B-16E-Linearized-bnb-nf4-bf16",
+        "axolotl-ai-cloud/axolotl examples/llama-4",
+        None,
+    ),
 ]
 
 

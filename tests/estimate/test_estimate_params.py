@@ -187,23 +187,34 @@ def test_olmo2_full_width_qk_norms():
     assert pc.per_layer == 656_384 and pc.layers == 2 and not pc.tied
 
 
-# a model type without a shape in the table (Granite: Llama's layers with logit/residual multipliers)
+# Granite: Llama's layers with logit/residual multipliers, now in the shape table
 GRANITE = {**OLMO2, "model_type": "granite", "num_key_value_heads": 4}
+# a model type without a shape in the table (EXAONE 4: post-norms and per-head q/k RMSNorms,
+# transformers 5.25 models/exaone4/modeling_exaone4.py:209-210, :284-285)
+EXAONE4 = {**GRANITE, "model_type": "exaone4"}
 
 
-@pytest.mark.skipif(not _meta.available(), reason="transformers/torch not installed")
-def test_unknown_type_counts_on_meta_device():
+def test_granite_counts_by_formula():
     pc = count_params(GRANITE)
     # by hand: 2 x 256,000 (untied) + 2 x (attn 262,144 + mlp 393,216 + 2 RMSNorms 512) + final RMSNorm 256
-    assert pc.source == "meta-device"
+    assert pc.source == "formula"
     assert pc.total == 1_824_000
     assert pc.per_layer == 655_872 and pc.layers == 2 and not pc.tied
 
 
+@pytest.mark.skipif(not _meta.available(), reason="transformers/torch not installed")
+def test_unknown_type_counts_on_meta_device():
+    pc = count_params(EXAONE4)
+    # by hand: Granite's 1,824,000 + 2 layers x (q_norm + k_norm of head_dim 64)
+    assert pc.source == "meta-device"
+    assert pc.total == 1_824_000 + 2 * 2 * 64
+    assert pc.per_layer == 655_872 + 2 * 64 and pc.layers == 2 and not pc.tied
+
+
 def test_unknown_type_without_transformers(monkeypatch):
     monkeypatch.setattr(_meta, "available", lambda: False)
-    with pytest.raises(UnknownModelTypeError, match="granite"):
-        count_params(GRANITE)
+    with pytest.raises(UnknownModelTypeError, match="exaone4"):
+        count_params(EXAONE4)
 
 
 def test_paramcount_is_serialisable():

@@ -25,10 +25,11 @@ __all__ = [
 # Model types whose attention concatenates the rotated and the pass-through halves of q and k (partial
 # rotary), so the query reaching attention is a new contiguous (b, heads, s, d) tensor (transformers 5.24
 # models/gpt_neox/modeling_gpt_neox.py:138, phi3/modeling_phi3.py:184, phi/modeling_phi.py:212,
-# stablelm/modeling_stablelm.py:292). Flash attention allocates its output like the query
-# (torch/_meta_registrations.py:6122 and :6389 `torch.empty_like(query)`), so the output is (b, heads, s, d)
-# in memory and integrations/sdpa_attention.py:195 `transpose(1, 2).contiguous()` copies it.
-ROTARY_CAT = frozenset({"gpt_neox", "phi", "phi3", "stablelm"})
+# stablelm/modeling_stablelm.py:292; transformers 5.25 glm4/modeling_glm4.py:193). Flash attention allocates
+# its output like the query (torch/_meta_registrations.py:6122 and :6389 `torch.empty_like(query)`), so the
+# output is (b, heads, s, d) in memory and integrations/sdpa_attention.py:195 `transpose(1, 2).contiguous()`
+# copies it.
+ROTARY_CAT = frozenset({"glm4", "gpt_neox", "phi", "phi3", "stablelm"})
 
 
 def _fused_qkv_extra(r: ResolvedSetup) -> int:
@@ -136,7 +137,7 @@ def layer_bytes(r: ResolvedSetup) -> tuple[float, float]:
     lin_out = r.lin_out  # Linear outputs that feed pointwise ops
     if pc.block == "gated":
         if pc.moe_experts:
-            active, expert_i = pc.moe_active, pc.expert_intermediate
+            active, expert_i = pc.experts_computed, pc.expert_intermediate
             experts = [lin for lin in pc.linears if lin.name.startswith("experts.")]
             e_in = [lin for lin in experts if lin.feeds_from == "mlp_in"]
             e_act = [lin for lin in experts if lin.feeds_from == "mlp_act"]

@@ -127,7 +127,7 @@ def count_from_table(config: Mapping[str, Any], model_type: str) -> ParamCount:
     n_norms = arch.norms_per_layer(cfg) if callable(arch.norms_per_layer) else arch.norms_per_layer
     norms = n_norms * _norm_size(arch, cfg, h)
 
-    experts = top_k = moe_layers = ei = si = 0
+    experts = top_k = computed = moe_layers = ei = si = 0
     mlp_lin = dense_lin
     mlp = dense
     if arch.moe is not None:
@@ -148,6 +148,7 @@ def count_from_table(config: Mapping[str, Any], model_type: str) -> ParamCount:
             if moe.shared_gate:
                 mlp_lin.append(_shape(Lin("shared_expert_gate", "h", "one", feeds="mlp_in"), d, cfg))
         mlp = _params(mlp_lin)
+        computed = experts if moe.computes_all_experts else top_k
         moe_layers = sum(1 for li in range(L) if moe.is_moe_layer(cfg, li))
         if moe_layers != L:
             notes.append(f"{L - moe_layers} of {L} layers use a dense MLP")
@@ -235,6 +236,7 @@ def count_from_table(config: Mapping[str, Any], model_type: str) -> ParamCount:
         qk_norm=_qk_norm(arch, cfg, d) > 0,
         moe_experts=experts,
         moe_active=top_k,
+        moe_computed=computed,
         moe_layers=moe_layers,
         expert_intermediate=ei,
         shared_expert_intermediate=si,

@@ -65,6 +65,9 @@ class Moe:
     router_name: str = "router"
     router_aliases: tuple[str, ...] = ("gate",)
     is_moe_layer: Callable[[Config, int], bool] = lambda cfg, li: True
+    # every routed expert runs on every token, weighted by its (zero when unrouted) score: the compute and
+    # the saved activations are E experts' worth, not top-k's (Llama 4's HF experts)
+    computes_all_experts: bool = False
 
 
 @record(frozen=True, slots=True)
@@ -219,6 +222,11 @@ def _qwen_moe_layer(cfg: Config, li: int) -> bool:
     return li not in set(cfg.get("mlp_only_layers") or []) and (li + 1) % step == 0
 
 
+# fused gate and up projection h -> 2i, then down_proj (Phi-3, GLM-4-0414)
+_FUSED_GATE_UP = (
+    Lin("gate_up_proj", "h", "i2", feeds="mlp_in", aliases=("gate_up",)),
+    Lin("down_proj", "i", "h", feeds="mlp_act", aliases=("down", "w2")),
+)
 _LLAMA_BIAS = key("attention_bias")
 _ROUTED = Moe(experts=("num_experts",), shared_intermediate=lambda cfg: 0, is_moe_layer=_qwen_moe_layer)
 
@@ -316,11 +324,89 @@ _register(
             Lin("qkv_proj", "h", "qkv", aliases=("qkv", "wqkv")),
             Lin("o_proj", "q", "h", feeds="attn_out", aliases=("o", "wo", "output_proj", "out_proj")),
         ),
-        mlp=(
-            Lin("gate_up_proj", "h", "i2", feeds="mlp_in", aliases=("gate_up",)),
-            Lin("down_proj", "i", "h", feeds="mlp_act", aliases=("down", "w2")),
-        ),
+        mlp=_FUSED_GATE_UP,
         dropout_keys=(("attention_dropout",), ("resid_pdrop",), ("embd_pdrop",)),
+    ),
+)
+# Granite 3.x (transformers 5.25 models/granite/modeling_granite.py): Llama's layout. q/k/v/o_proj with
+# attention_bias (:128-139), gate/up/down_proj with mlp_bias (:210-212), input_layernorm and
+# post_attention_layernorm (:227-228), final norm (:360), lm_head tied when the config says so (:430, :439;
+# GraniteConfig tie_word_embeddings defaults to False, configuration_granite.py:77). Its four multipliers
+# (embedding, attention, residual, logits) scale activations and add no parameters.
+_register(("granite",), LLAMA)
+# GLM-4-0414 (transformers 5.25 models/glm4/modeling_glm4.py): q/k/v_proj with attention_bias (Glm4Config
+# default True, configuration_glm4.py:73), o_proj without bias (:211-220); the MLP's fused gate_up_proj
+# h -> 2i and down_proj, no bias (:54-55); four RMSNorms per layer, input_layernorm, post_self_attn_layernorm,
+# post_attention_layernorm, post_mlp_layernorm (:74-77); final norm (:362); lm_head untied by default
+# (:437, configuration_glm4.py:68)
+_register(
+    ("glm4",),
+    replace(
+        LLAMA,
+        attn=split_attn(qkv_bias=key("attention_bias", True)),
+        mlp=_FUSED_GATE_UP,
+        norms_per_layer=4,
+    ),
+)
+
+
+def _first_key(names: tuple[str, ...], default: bool = False) -> Callable[[Config], bool]:
+    """A flag read from the first of several config.json keys that is set (a key and its alias)."""
+
+    def read(cfg: Config) -> bool:
+        for name in names:
+            if cfg.get(name) is not None:
+                return bool(cfg[name])
+        return default
+
+    read.__qualname__ = f"first_key({names!r}, {default})"
+    return read
+
+
+# InternLM3 (remote code; transformers' port at huggingface/transformers@b5334aa9
+# src/transformers/models/internlm3/modular_internlm3.py, InternLM3Attention and InternLM3MLP): q/k/v_proj
+# with bias=config.qkv_bias, o_proj and gate/up/down_proj with bias=config.bias, Llama's norms and untied
+# lm_head. transformers 5.25 builds it as LlamaForCausalLM with attribute_map qkv_bias -> attention_bias and
+# bias -> mlp_bias and refuses a config where the two differ (configuration_internlm3.py:82, :99-104)
+_INTERNLM3_QKV_BIAS = _first_key(("qkv_bias", "attention_bias"))
+_INTERNLM3_BIAS = _first_key(("bias", "mlp_bias"))
+_register(
+    ("internlm3",),
+    replace(LLAMA, attn=split_attn(_INTERNLM3_QKV_BIAS, _INTERNLM3_BIAS), mlp=gated_mlp(_INTERNLM3_BIAS)),
+)
+
+
+def _llama4_moe_layer(cfg: Config, li: int) -> bool:
+    # Llama4TextConfig: moe_layers when set, else every interleave_moe_layer_step-th layer from step - 1
+    # (transformers 5.25 configuration_llama4.py:175-185)
+    layers = cfg.get("moe_layers")
+    if layers is not None:
+        return li in set(layers)
+    return (li + 1) % int(cfg.get("interleave_moe_layer_step") or 1) == 0
+
+
+# Llama 4 text decoder (transformers 5.25 models/llama4/modeling_llama4.py): q/k/v/o_proj with attention_bias
+# (:322-333; its q/k L2 norm has no weight, :106-122, :335); input_layernorm and post_attention_layernorm
+# (:409-410); MoE layers (:403-405) hold Llama4TextExperts, gate_up_proj E x h x 2i and down_proj E x i x h
+# on intermediate_size, no bias (:59-63), a router Linear h -> E without bias (:145-147) and a shared_expert
+# Llama4TextMLP on intermediate_size (:167, :88-98); dense layers a Llama4TextMLP on intermediate_size_mlp
+# (:407); final norm (:498); lm_head untied by default (:587, configuration_llama4.py:145). Llama4TextMoe
+# repeats every token for every expert and scales it by the sigmoid of its score, zero for an unrouted one
+# (:172-174): all E experts compute on all tokens
+_register(
+    ("llama4_text",),
+    replace(
+        LLAMA,
+        mlp=gated_mlp(),
+        dim_keys={"i": ("intermediate_size_mlp",)},
+        moe=Moe(
+            experts=("num_local_experts",),
+            top_k_default=1,
+            expert_intermediate=("intermediate_size",),
+            shared_intermediate=lambda cfg: int(cfg.get("intermediate_size") or 0),
+            is_moe_layer=_llama4_moe_layer,
+            computes_all_experts=True,
+        ),
     ),
 )
 

@@ -68,6 +68,7 @@ class ParamCount:
     qk_norm: bool = False
     moe_experts: int = 0
     moe_active: int = 0
+    moe_computed: int = 0  # experts each token runs through in the implementation (0: moe_active)
     moe_layers: int = 0
     expert_intermediate: int = 0
     shared_expert_intermediate: int = 0
@@ -112,10 +113,23 @@ class ParamCount:
         return self.total - inactive
 
     @property
+    def experts_computed(self) -> int:
+        """Routed experts a token's forward multiplies: top-k, or E where every expert sees every token."""
+        return self.moe_computed or self.moe_active
+
+    @property
+    def computed_params(self) -> int:
+        """Parameters multiplied per token: ``active_params`` with the experts the implementation runs."""
+        if not self.moe_experts:
+            return self.total
+        idle = self.expert_params * (self.moe_experts - self.experts_computed) // self.moe_experts
+        return self.total - idle
+
+    @property
     def matmul_params(self) -> int:
         """Parameters used in matmuls per token (6N FLOPs rule): all but the input-embedding lookup."""
         lookup = self.embedding if not self.tied else 0
-        return self.active_params - lookup - self.position_embedding
+        return self.computed_params - lookup - self.position_embedding
 
     @property
     def largest_tensor(self) -> int:
