@@ -128,6 +128,12 @@ class EstimatesFacts(
     fits_single_gpu = fact(bool, "single_gpu_peak fits")
     fit_notes = fact(list[str], "how the single-GPU run would be made to fit")
     peak_without_offload_gib = fact(float, "peak with offload turned off", unit="GiB")
+    fits_below_tokens = fact(
+        int,
+        "over at max_length with batches padded to their longest sample: the longest sample length at which"
+        " it fits (the peak at max_length needs a batch holding a sample that long; the config does not say)",
+        unit="tokens",
+    )
     verdict_without_offload = fact(str, "fits | tight | does not fit, without offload")
     fits_without_offload = fact(bool, "the run fits without offload")
     ddp_peak = fact(float, "peak under plain DDP at the run's data-parallel size", unit="GiB")
@@ -183,6 +189,7 @@ class Analysis:
     single_peak: float | None = None
     ddp_peak: float | None = None
     no_offload_peak: float | None = None  # the same run with offload turned off (when it offloads)
+    fits_below: int | None = None  # over at max_length, padded to the longest: the longest length that fits
     fit_notes: list[str] = field(default_factory=list)  # the pessimistic readings behind the fit claims
     time: Any = None  # TimeEstimate
     time_reason: str | None = None
@@ -409,6 +416,10 @@ def analyse(
             replace(setup, offload_optimizer="none", offload_params="none", metric="nvidia-smi"),
             reference_copy,
         )
+    if verdict == "does not fit" and usable is not None:
+        from advisor.facts.peak_memory import longest_fitting_length
+
+        an.fits_below = longest_fitting_length(setup, usable, reference_copy)
     if compare:
         judged, an.fit_notes = pessimistic(setup)
         an.single_peak = peak_of(single_gpu_setup(judged, dp), reference_copy)
@@ -620,7 +631,7 @@ def _fill(ns: EstimatesFacts, inputs: PlanInputs, an: Analysis) -> None:
     put("fitting_options", an.fitting_options)
     put("fit_advice", _fit_advice(an.fitting_options, savings, inputs.machine))
     put("setup_label", _setup_label(s, inputs.dp, info.hub_id or info.name))
-    put("oom_certain", an.usable is not None and an.low > an.usable)
+    put("oom_certain", an.usable is not None and an.low > an.usable and an.fits_below is None)
     put("band", f"{an.low:.1f}-{an.high:.1f} GiB")
     put("near_fraction", inputs.near_fraction)
     if an.usable is not None:
@@ -632,6 +643,8 @@ def _fill(ns: EstimatesFacts, inputs: PlanInputs, an: Analysis) -> None:
             put("single_gpu_peak", round(an.single_peak, 1))
             put("fits_single_gpu", verdict_for(an.single_peak, an.usable, inputs.near_fraction) == "fits")
             put("fit_notes", an.fit_notes)
+        if an.fits_below is not None:
+            put("fits_below_tokens", an.fits_below, at)
         if an.no_offload_peak is not None:
             without = verdict_for(an.no_offload_peak, an.usable, inputs.near_fraction)
             put("peak_without_offload_gib", round(an.no_offload_peak, 1), at)
