@@ -103,6 +103,9 @@ def test_tower_and_projector_weights_shard_under_zero3_only() -> None:
     assert w.bytes == pytest.approx((303_507_456 + 31_467_520) * 2 / 8)
     w2 = _term(_setup(strategy="zero2"), "vision tower + projector weights")
     assert w2.bytes == pytest.approx((303_507_456 + 31_467_520) * 2)
+    # FSDP: LLaVA keeps the tower outside the wrapped module (llava_arch.py:61-62), the projector is sharded
+    w3 = _term(_setup(strategy="fsdp"), "vision tower + projector weights")
+    assert w3.bytes == pytest.approx(303_507_456 * 2 + 31_467_520 * 2 / 8)
 
 
 def test_projector_states_gradients_and_activations() -> None:

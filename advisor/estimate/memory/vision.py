@@ -7,7 +7,8 @@ backward, but while it runs it holds every layer's hidden state (transformers 4.
 collects them in a tuple: models/clip/modeling_clip.py:614-643) and one layer's eager attention scores and
 softmax (modeling_clip.py:271, 297; CLIP has no SDPA path there). That is before the language model's forward,
 so it is a phase of its own ("vision forward"). Under ZeRO-3 the tower is built inside deepspeed.zero.Init
-(transformers 4.37.2 modeling_utils.py:3583 from_pretrained) and partitioned like the rest.
+(transformers 4.37.2 modeling_utils.py:3583 from_pretrained) and partitioned like the rest; under FSDP LLaVA
+keeps it outside the wrapped module (llava_arch.py:61-62), whole on every GPU.
 The projector (built by initialize_vision_modules, llava_arch.py:79-80) trains unless the language model's
 pretraining stage says otherwise; its Linears keep their inputs and its GELUs theirs for backward.
 """
@@ -59,13 +60,16 @@ def vision_terms(r: ResolvedSetup, n_weights: int, n_grads: int, n_optimizer: in
     pb = _projector_bytes(r, v)
     p = v.projector_params if v.projector_trained else 0
     frozen_proj = v.projector_params - p
-    w = (v.tower_params * v.tower_bytes + v.projector_params * pb) / n_weights
+    # under FSDP LLaVA keeps the tower in a list, outside the wrapped module (llava_arch.py:61-62): whole on
+    # every GPU; ZeRO-3 partitions it from its construction on
+    tower_n = n_weights if r.s.strategy == "zero3" else 1
+    w = v.tower_params * v.tower_bytes / tower_n + v.projector_params * pb / n_weights
     w_note = (
         f"vision tower {v.tower_params / 1e6:.1f}M x {v.tower_bytes} B (frozen) + projector "
         f"{v.projector_params / 1e6:.1f}M x {pb} B" + (" (frozen)" if frozen_proj else "")
     )
     if n_weights > 1:
-        w_note += f", sharded /{n_weights}"
+        w_note += f", sharded /{n_weights}" if tower_n > 1 else f", the projector sharded /{n_weights}"
     master = r.dtypes.master and r.s.strategy in _ZERO
     states = (4.0 * p + _states(r, p, 4)) if master else _states(r, p, pb)
     o_note = f"the projector's {r.opt.label}" + (" on an fp32 master copy" if master else "")
