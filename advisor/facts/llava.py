@@ -29,7 +29,7 @@ from advisor.sources.known_keys import SEQ_KEYS
 if TYPE_CHECKING:
     from advisor.plan.run_plan import RunPlan
 
-__all__ = ["VISION_KEYS", "llava_run", "llava_setup"]
+__all__ = ["VISION_KEYS", "llava_run", "llava_setup", "llava_unmodelled"]
 
 # the keys that make a run a LLaVA-style one (train.py ModelArguments, :53-66)
 VISION_KEYS = ("vision_tower", "mm_projector_type", "tune_mm_mlp_adapter")
@@ -51,28 +51,47 @@ def llava_run(plan: RunPlan) -> bool:
     return v is not None and v.known and v.value not in (None, "", "None")
 
 
-def _refusal(plan: RunPlan) -> str | None:
-    """Why the run's vision setup is not modelled, or None."""
+def llava_unmodelled(plan: RunPlan) -> str | None:
+    """Why a LLaVA-style run's vision setup is not modelled, or None (read before anything else, as the
+    other stacks the estimator does not model: advisor/facts/unmodelled.py)."""
+    from advisor.estimate.params.vision import projector, vision_tower
+
     t = plan.training
     bits = integer(written(t, "bits"))
     if bits in (4, 8):
         return (
-            f"LLaVA on a quantized base (--bits {bits}: BitsAndBytesConfig, train.py:798-812): not modelled"
+            f"LLaVA on a quantized base (--bits {bits}: BitsAndBytesConfig, train.py:798-812) is not modelled"
         )
     for key, what in (
         ("unfreeze_mm_vision_tower", "a trained vision tower"),
+        ("mm_tunable_parts", "LLaVA-NeXT's mm_tunable_parts (a trainable vision tower among them)"),
         ("s2", "multi-scale (S2) vision features"),
+        ("num_frames", "video frames per sample"),
     ):
-        if truth(written(t, key)):
+        v = written(t, key)
+        if v is not None and (not v.known or v.value not in (None, False, "", "false", "False")):
             return f"{what} (--{key}) is not modelled"
     aspect = _text(plan, "image_aspect_ratio", "square")
     if aspect is None or aspect.lower() == "anyres":
-        return f"image_aspect_ratio {aspect or 'unknown'}: several crops per image (LLaVA-NeXT): not modelled"
+        return (
+            f"image_aspect_ratio {aspect or 'unknown'}: several crops per image (LLaVA-NeXT) are not modelled"
+        )
     merge = _text(plan, "mm_patch_merge_type", "flat")
     if merge != "flat":
-        return f"mm_patch_merge_type {merge or 'unknown'} is not modelled (llava_arch.py:160-200)"
+        return f"mm_patch_merge_type {merge or 'unknown'} (llava_arch.py:160-200) is not modelled"
     if truth(written(t, "tune_mm_mlp_adapter")) and truth(written(t, "lora_enable")):
-        return "tune_mm_mlp_adapter with lora_enable (adapters frozen again, train.py:927-930): not modelled"
+        return (
+            "tune_mm_mlp_adapter with lora_enable (adapters frozen again, train.py:927-930) is not modelled"
+        )
+    name = _text(plan, "vision_tower", None) or ""
+    if vision_tower(name) is None:
+        return f"a vision-language model with the tower '{name}' (not in the vision catalog) is not modelled"
+    kind = _text(plan, "mm_projector_type", "linear")
+    if projector(kind or "", 1, 1) is None:
+        return f"mm_projector_type {kind or 'unknown'} (LLaVA's builder.py:51 raises on it) is not modelled"
+    feature = _text(plan, "mm_vision_select_feature", "patch")
+    if feature not in ("patch", "cls_patch"):
+        return f"mm_vision_select_feature {feature or 'unknown'} (clip_encoder.py:42 raises) is not modelled"
     return None
 
 
@@ -81,23 +100,14 @@ def llava_setup(plan: RunPlan, pc: Any, strategy: str, a: list[str]) -> tuple[di
     from advisor.estimate.memory.setup import VisionSetup
     from advisor.estimate.params.vision import projector, vision_tower
 
-    why = _refusal(plan)
+    why = llava_unmodelled(plan)
     if why is not None:
         return {}, why
-    name = _text(plan, "vision_tower", None) or ""
-    tower = vision_tower(name)
-    if tower is None:
-        return {}, f"vision tower '{name}' not in the vision catalog: a vision-language model not modelled"
-    kind = _text(plan, "mm_projector_type", "linear")
-    proj = projector(kind or "", tower.hidden, int(pc.hidden))
-    if proj is None:
-        return {}, f"mm_projector_type {kind or 'unknown'} (LLaVA raises ValueError: builder.py:51)"
+    tower = vision_tower(_text(plan, "vision_tower", None) or "")
+    kind = _text(plan, "mm_projector_type", "linear") or ""
+    proj = projector(kind, tower.hidden, int(pc.hidden)) if tower is not None else None
     feature = _text(plan, "mm_vision_select_feature", "patch")
-    if feature not in ("patch", "cls_patch"):
-        return (
-            {},
-            f"mm_vision_select_feature {feature or 'unknown'} (LLaVA raises ValueError, clip_encoder.py:42)",
-        )
+    assert tower is not None and proj is not None  # llava_unmodelled checked both
     image_tokens = tower.patches + (1 if feature == "cls_patch" else 0)
     t = plan.training
     pretrain = bool(truth(written(t, "tune_mm_mlp_adapter")))

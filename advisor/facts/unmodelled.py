@@ -117,10 +117,12 @@ def unmodelled_reason(plan: RunPlan, names: dict[str, Any]) -> str | None:
         if written(t, key) is not None:
             return f"online RL training ({key}): generation and extra models are not modelled"
     from advisor.facts.freeze_tuning import is_freeze_tuning
-    from advisor.facts.llava import VISION_KEYS, llava_run
+    from advisor.facts.llava import VISION_KEYS, llava_run, llava_unmodelled
 
     freeze = is_freeze_tuning(plan)  # LLaMA-Factory freeze-tuning: advisor/facts/freeze_tuning.py
     llava = llava_run(plan)  # LLaVA's vision tower and projector: advisor/facts/llava.py
+    if llava and (why := llava_unmodelled(plan)) is not None:
+        return why
     for key, what in UNMODELLED_KEYS.items():
         v = written(t, key)
         if (freeze and key == "freeze_trainable_layers") or (llava and key in VISION_KEYS):

@@ -135,9 +135,11 @@ def test_the_original_llava_form_uses_llavas_defaults(tmp_path: Path) -> None:
         ("    --image_aspect_ratio anyres \\\n", TOWER, "several crops per image"),
         ("    --bits 4 \\\n", TOWER, "quantized base"),
         ("", "google/siglip-so400m-patch14-384", "not in the vision catalog"),
-        ("    --mm_projector_type qformer \\\n", TOWER, "ValueError"),
+        ("    --mm_projector_type qformer \\\n", TOWER, "builder.py:51 raises"),
+        ("    --num_frames 16 \\\n", TOWER, "video frames"),
+        ('    --mm_tunable_parts="mm_vision_tower,mm_mlp_adapter" \\\n', TOWER, "mm_tunable_parts"),
     ],
 )
 def test_what_is_not_modelled_says_why(tmp_path: Path, extra: str, tower: str, why: str) -> None:
     inputs = _inputs(tmp_path, extra=extra, tower=tower)
-    assert inputs.setup is None and why in str(inputs.reason)
+    assert inputs.setup is None and why in str(inputs.reason) and "not modelled" in str(inputs.reason)
