@@ -5,6 +5,7 @@ tokens      real tokens per sample: the data's average (dataset-tokens / dataset
             data's tokens); packed runs fill every row to max_length. Unpacked batches are padded to their
             longest sample: computed tokens = b x E[max of b lengths] (group_by_length, padding-free: none)
 flops/tok   k * N_mm + a * 4 * L * q * span / 2 (causal) (+ 6 per adapter parameter)
+            (+ a vision tower's forward and projector per sample / the sample's tokens: LLaVA-style runs)
             N_mm = parameters in matmuls per token (all but the input-embedding lookup; MoE: active experts)
             k = 6 full FT (fwd 2 + dgrad 2 + wgrad 2), 4 LoRA/QLoRA (frozen base: no weight-gradient matmuls),
             +2 with gradient checkpointing (the forward again); attention has no weights, so its backward
@@ -211,7 +212,24 @@ def flops_per_token(setup: TrainingSetup, attention_span: float | None = None) -
         f += 6.0 * lora_params(pc, r.lora_r, sorted(r.targets))
         # a trainable lm_head copy (modules_to_save) adds its weight-gradient matmul, 2 FLOPs per weight
         f += 2.0 * r.saved_matmul
+    if setup.vision is not None:
+        f += vision_flops_per_sample(setup) / max(r.seq, 1)
     return f
+
+
+def vision_flops_per_sample(setup: TrainingSetup) -> float:
+    """A LLaVA-style run's image FLOPs per sample (TrainingSetup.vision): the frozen tower's forward only (no
+    grad: LLaVA clip_encoder.py:45), 2 per parameter per token (the patch Conv2d as a matmul over each patch;
+    the position lookup counted too, a bound) + its bidirectional attention, 4 x layers x h x T^2; the
+    projector's forward, and its backward when it trains (weight and input gradients: its input needs none,
+    so 2 more, not 4). Spread over the sample's sequence in flops_per_token."""
+    v = setup.vision
+    if v is None:
+        return 0.0
+    T = v.tower_tokens
+    tower = 2.0 * v.tower_params * T + 4.0 * v.tower_layers * v.tower_hidden * T * T
+    proj = (4.0 if v.projector_trained else 2.0) * v.projector_params * v.image_tokens
+    return v.images_per_sample * (tower + proj)
 
 
 def fp32_flops_per_token(

@@ -153,10 +153,14 @@ def _llamafactory(plan: RunPlan, pc: Any, strategy: str, a: list[str]) -> tuple[
 
 def freeze_setup(plan: RunPlan, pc: Any, strategy: str, a: list[str]) -> tuple[dict[str, Any], str | None]:
     """(TrainingSetup fields, reason the run cannot be estimated) for a partly frozen run: LLaMA-Factory
-    freeze-tuning, axolotl unfrozen_parameters, BAdam; ({}, None) for any other run."""
+    freeze-tuning, axolotl unfrozen_parameters, BAdam, a LLaVA-style vision-language run (advisor/facts/
+    llava.py); ({}, None) for any other run."""
     from advisor.facts.badam import badam_setup, uses_badam
+    from advisor.facts.llava import llava_run, llava_setup
     from advisor.facts.unfrozen_params import unfrozen_patterns, unfrozen_setup
 
+    if llava_run(plan):  # a vision tower + projector; pretraining freezes the language model
+        return llava_setup(plan, pc, strategy, a)
     if uses_badam(plan):
         return badam_setup(plan, pc, strategy, a)
     if is_freeze_tuning(plan):

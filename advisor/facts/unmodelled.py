@@ -27,7 +27,8 @@ RL_KEYS = (
 )
 # Keys that change what is trained or how the optimizer stores its state in ways the estimator does not
 # model: vision-language towers and projector-only stages, partial freezing, low-rank/block optimizers.
-# (LLaMA-Factory freeze-tuning, BAdam and axolotl's unfrozen_parameters are estimated: facts/freeze_tuning.py)
+# (LLaMA-Factory freeze-tuning, BAdam and axolotl's unfrozen_parameters are estimated: facts/freeze_tuning.py;
+# LLaVA's vision_tower with a catalogued CLIP tower: facts/llava.py)
 UNMODELLED_KEYS = {
     "vision_tower": "a vision-language model (vision tower + projector)",
     "mm_projector_type": "a vision-language model (vision tower + projector)",
@@ -116,11 +117,15 @@ def unmodelled_reason(plan: RunPlan, names: dict[str, Any]) -> str | None:
         if written(t, key) is not None:
             return f"online RL training ({key}): generation and extra models are not modelled"
     from advisor.facts.freeze_tuning import is_freeze_tuning
+    from advisor.facts.llava import VISION_KEYS, llava_run, llava_unmodelled
 
     freeze = is_freeze_tuning(plan)  # LLaMA-Factory freeze-tuning: advisor/facts/freeze_tuning.py
+    llava = llava_run(plan)  # LLaVA's vision tower and projector: advisor/facts/llava.py
+    if llava and (why := llava_unmodelled(plan)) is not None:
+        return why
     for key, what in UNMODELLED_KEYS.items():
         v = written(t, key)
-        if freeze and key == "freeze_trainable_layers":
+        if (freeze and key == "freeze_trainable_layers") or (llava and key in VISION_KEYS):
             continue
         if v is not None and v.known and v.value not in (None, False, "", [], "false", "False"):
             return f"{what} ({key}) is not modelled"

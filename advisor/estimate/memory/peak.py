@@ -24,10 +24,12 @@ from advisor.estimate.memory.optimizers import optimizer_profile
 from advisor.estimate.memory.packed import PACKED
 from advisor.estimate.memory.resolve import ResolvedSetup, resolve_setup
 from advisor.estimate.memory.setup import MemoryEstimate, MemoryItem, Phase, Term, TrainingSetup
+from advisor.estimate.memory.vision import VISION_FORWARD, vision_terms
 
 __all__ = ["PhaseTerms", "estimate_memory", "phase_terms", "what_if"]
 
 _PHASE_LABELS = {
+    VISION_FORWARD: "vision tower forward",
     terms.BACKWARD: "backward start (activations + logits)",
     terms.END: "end of backward (all gradients)",
     terms.STEP: "optimizer step",
@@ -62,10 +64,21 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
     host += opt.host
     if opt.grads_offloaded:
         g = 0.0  # FSDP moves the shards; DeepSpeed reduces straight into the fp32 CPU partition
-    step = terms.step_temporaries(r, train, shards)
     act = terms.activations(r)
     grads_persist = (s.grad_accum > 1 or not s.zero_grad_set_to_none) and not s.optimizer_in_backward
-    ddp_buckets, live = terms.distributed_buffers(r, train, shards)
+    vt = None
+    if s.vision is not None:
+        # the image tower and projector (advisor/estimate/memory/vision.py); the projector's gradients go
+        # through the same DDP / ZeRO buckets and optimizer step as the language model's
+        vt = vision_terms(
+            r,
+            shards.n if shards.weights else 1,
+            shards.n if shards.grads else 1,
+            shards.n if shards.optimizer else 1,
+        )
+    bucketed = replace(train, count=train.count + vt.trainable) if vt is not None else train
+    ddp_buckets, live = terms.distributed_buffers(r, bucketed, shards)
+    step = terms.step_temporaries(r, bucketed, shards)
     logits = terms.logits(r, head_grad, grads_persist)
     kept = terms.kept_logits(r)
     # one layer's working set: its gradient temporaries, its recompute under checkpointing, a quantized
@@ -154,8 +167,34 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
         ),
         kept,
     ]
-    phases = {terms.BACKWARD: backward, terms.END: end, terms.STEP: [grads, step, kept]}
-    return PhaseTerms(r, [weights, opt.term, ddp_buckets], [live], phases, train.count, host, opt.soft, held)
+    phases: dict[Phase, list[Term]] = {
+        terms.BACKWARD: backward,
+        terms.END: end,
+        terms.STEP: [grads, step, kept],
+    }
+    static = [weights, opt.term, ddp_buckets]
+    trainable = train.count
+    if vt is not None:
+        trainable += vt.trainable
+        static.append(vt.weights)
+        if opt.grads_offloaded:
+            host += vt.optimizer.bytes + vt.gradients
+            static.append(replace(vt.optimizer, bytes=0.0, note=vt.optimizer.note + "; offloaded"))
+        else:
+            static.append(vt.optimizer)
+        pg = 0.0 if opt.grads_offloaded else vt.gradients
+        proj_grads = Term("projector gradients", pg, (terms.END, terms.STEP), "the projector's gradients")
+        phases[terms.BACKWARD].append(vt.saved)
+        if grads_persist:
+            phases[terms.BACKWARD].append(replace(proj_grads, note="kept across micro-batches"))
+        phases[terms.END].append(proj_grads)
+        phases[terms.STEP].append(proj_grads)
+        kept_grads = (g + pg) if grads_persist else 0.0
+        phases[VISION_FORWARD] = [
+            vt.forward,
+            Term("gradients", kept_grads, (VISION_FORWARD,), "kept across micro-batches"),
+        ]
+    return PhaseTerms(r, static, [live], phases, trainable, host, opt.soft, held)
 
 
 _ALWAYS_SHOWN = {

@@ -13,6 +13,28 @@ Metric = Literal["allocated", "reserved", "nvidia-smi"]
 
 
 @record(frozen=True, slots=True, kw_only=True)
+class VisionSetup:
+    """A LLaVA-style image tower and projector beside the language model (advisor/facts/llava.py): the
+    tower frozen in its own dtype and run without grad, the projector trained unless said otherwise."""
+
+    tower_params: int
+    tower_hidden: int
+    tower_intermediate: int
+    tower_layers: int
+    tower_heads: int
+    tower_tokens: int  # tokens the tower runs per image (its patches and the class token)
+    image_tokens: int  # projected tokens per image that enter the language model's sequence
+    images_per_sample: int = 1
+    tower_bytes: int = 2  # bytes per tower weight and activation element
+    projector_params: int = 0
+    # per image token, the widths of what the projector's backward keeps (Linear inputs, GELU inputs)
+    projector_saved_widths: list[int] = field(default_factory=list)
+    projector_trained: bool = True
+    # the projector as built (torch's default fp32) and never cast: no DeepSpeed engine to cast it
+    projector_fp32: bool = False
+
+
+@record(frozen=True, slots=True, kw_only=True)
 class TrainingSetup:
     """One run, per GPU. ``None`` means "not known": the estimator assumes a value and says so.
 
@@ -121,6 +143,8 @@ class TrainingSetup:
     fsdp_mixed_units: bool = False
     # accelerate's GradientAccumulationPlugin(sync_each_batch=True): no no_sync between micro-batches
     sync_each_batch: bool = False
+    # a vision tower + projector feeding the language model (LLaVA): advisor/estimate/memory/vision.py
+    vision: VisionSetup | None = None
     gpu_memory_gib: float | None = None  # usable memory per GPU, for the fit verdict
     cuda_context_gib: float | None = None  # None -> constants.CUDA_CONTEXT_GIB
     metric: Metric = "nvidia-smi"
@@ -227,7 +251,9 @@ def _check_setup(s: TrainingSetup) -> None:
             object.__setattr__(s, name, out)
 
 
-Phase = Literal["static", "backward start", "end of backward", "optimizer step", "every phase"]
+Phase = Literal[
+    "static", "vision forward", "backward start", "end of backward", "optimizer step", "every phase"
+]
 
 
 @record(frozen=True, slots=True)
