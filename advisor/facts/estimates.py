@@ -765,6 +765,8 @@ def _fit_advice(options: list[str], savings: list[tuple[str, float]], machine: A
 def _setup_label(setup: Any, dp: int, model: str | None) -> str:
     """ "meta-llama/Meta-Llama-3-70B full fine-tune, 1 x 2048 tokens, DDP on 4 GPUs"."""
     method = {"full": "full fine-tune", "lora": "LoRA", "qlora": "QLoRA"}.get(setup.method, str(setup.method))
+    if setup.method == "full" and (setup.trainable_layers is not None or setup.layer_trainable is not None):
+        method = "partly frozen fine-tune"  # freeze-tuning, unfrozen_parameters, BAdam, LLaVA's projector
     label = STRATEGY_LABEL.get(setup.strategy, setup.strategy)
     where = f"{label} on {dp} GPUs" if dp > 1 else f"{label}"
     return f"{model} {method}, {setup.micro_batch} x {setup.seq_len} tokens per micro-batch, {where}"
