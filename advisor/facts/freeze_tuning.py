@@ -155,16 +155,22 @@ def freeze_setup(plan: RunPlan, pc: Any, strategy: str, a: list[str]) -> tuple[d
     """(TrainingSetup fields, reason the run cannot be estimated) for a partly frozen run: LLaMA-Factory
     freeze-tuning, axolotl unfrozen_parameters, BAdam, a LLaVA-style vision-language run (advisor/facts/
     llava.py); ({}, None) for any other run."""
-    from advisor.facts.badam import badam_setup, uses_badam
-    from advisor.facts.llava import llava_run, llava_setup
-    from advisor.facts.unfrozen_params import unfrozen_patterns, unfrozen_setup
+    t = plan.training  # each method's module is imported only when its key is written (cold start)
+    if written(t, "vision_tower") is not None:
+        from advisor.facts.llava import llava_run, llava_setup
 
-    if llava_run(plan):  # a vision tower + projector; pretraining freezes the language model
-        return llava_setup(plan, pc, strategy, a)
-    if uses_badam(plan):
-        return badam_setup(plan, pc, strategy, a)
+        if llava_run(plan):  # a vision tower + projector; pretraining freezes the language model
+            return llava_setup(plan, pc, strategy, a)
+    if written(t, "use_badam") is not None:
+        from advisor.facts.badam import badam_setup, uses_badam
+
+        if uses_badam(plan):
+            return badam_setup(plan, pc, strategy, a)
     if is_freeze_tuning(plan):
         return _llamafactory(plan, pc, strategy, a)
-    if unfrozen_patterns(plan) is not None:
-        return unfrozen_setup(plan, pc, a)
+    if written(t, "unfrozen_parameters") is not None:
+        from advisor.facts.unfrozen_params import unfrozen_patterns, unfrozen_setup
+
+        if unfrozen_patterns(plan) is not None:
+            return unfrozen_setup(plan, pc, a)
     return {}, None

@@ -117,15 +117,19 @@ def unmodelled_reason(plan: RunPlan, names: dict[str, Any]) -> str | None:
         if written(t, key) is not None:
             return f"online RL training ({key}): generation and extra models are not modelled"
     from advisor.facts.freeze_tuning import is_freeze_tuning
-    from advisor.facts.llava import VISION_KEYS, llava_run, llava_unmodelled
 
     freeze = is_freeze_tuning(plan)  # LLaMA-Factory freeze-tuning: advisor/facts/freeze_tuning.py
-    llava = llava_run(plan)  # LLaVA's vision tower and projector: advisor/facts/llava.py
-    if llava and (why := llava_unmodelled(plan)) is not None:
-        return why
+    llava = False
+    vision_keys: tuple[str, ...] = ()
+    if written(t, "vision_tower") is not None:  # imported only then (cold start)
+        from advisor.facts.llava import VISION_KEYS, llava_run, llava_unmodelled
+
+        llava, vision_keys = llava_run(plan), VISION_KEYS  # LLaVA's tower and projector: facts/llava.py
+        if llava and (why := llava_unmodelled(plan)) is not None:
+            return why
     for key, what in UNMODELLED_KEYS.items():
         v = written(t, key)
-        if (freeze and key == "freeze_trainable_layers") or (llava and key in VISION_KEYS):
+        if (freeze and key == "freeze_trainable_layers") or (llava and key in vision_keys):
             continue
         if v is not None and v.known and v.value not in (None, False, "", [], "false", "False"):
             return f"{what} ({key}) is not modelled"
