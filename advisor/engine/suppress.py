@@ -35,7 +35,7 @@ from advisor.engine.selectors import matches as selector_matches
 from advisor.engine.selectors import named_rules
 from advisor.sources.comments import comment_columns
 from advisor.sources.globs import compile_glob
-from advisor.sources.markdown import is_markdown
+from advisor.sources.markdown_files import is_markdown
 
 YAML_SUFFIXES = {".yaml", ".yml"}
 SHELL_SUFFIXES = {".sh", ".bash", ".slurm", ".sbatch", ".zsh"}

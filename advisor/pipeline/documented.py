@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from advisor.sources.markdown import is_markdown
-from advisor.sources.readme_launch import documented
+from advisor.sources.markdown_files import documented, is_markdown
 
 if TYPE_CHECKING:
     from advisor.core.findings import Finding

@@ -17,11 +17,12 @@ from advisor.core.document import Document, Location, SourceProblem, Span
 from advisor.core.paths import relative, resolved
 from advisor.core.records import field, record
 from advisor.plan.config_flag import config_flag_words
-from advisor.plan.readme_runs import documented_run_name, keep_documented, prune_documented
+from advisor.plan.reference_paths import command_bases, names_file, resolve_reference, start_folders
 from advisor.plan.unknown_workdir import installed_tool_config, launch_elsewhere
 from advisor.sources import launchers
 from advisor.sources.boundary import ProjectBoundary
 from advisor.sources.exclude import FileFilter
+from advisor.sources.markdown_files import documented, project_markdown
 from advisor.sources.named import reads_as
 from advisor.sources.project_imports import LIBRARIES, import_roots, module_files
 from advisor.sources.read import (
@@ -34,7 +35,6 @@ from advisor.sources.read import (
     read_bytes,
     read_document,
 )
-from advisor.sources.readme_launch import documented, project_markdown
 
 if TYPE_CHECKING:
     from advisor.sources.yaml_merge import PyYamlPin
@@ -218,94 +218,11 @@ def _is_venv(path: Path) -> bool:
         return False
 
 
-def _lexically_inside(base: Path, candidate: Path, boundary: ProjectBoundary) -> bool:
-    """Whether base/candidate lies in a root with `..` collapsed but no link in `candidate` followed
-    (the base is a real folder: resolved, so a linked /tmp or home folder compares right)."""
-    flat = Path(os.path.normpath(os.path.join(resolved(base), candidate)))
-    return any(flat == root or flat.is_relative_to(root) for root in boundary.roots)
-
-
-def resolve_reference(
-    raw: str, named_in: Path, bases: list[Path], boundary: ProjectBoundary | None
-) -> tuple[Path | None, str | None]:
-    """The file a reference names, or (None, why it is not read) when it leaves the boundary.
-
-    A path outside the boundary is judged before anything touches it: not even its existence is
-    looked up. An absolute path, `~`, `..` that climbs out of the naming file's folder, and a
-    symlink inside the project that points out all count as outside."""
-    try:
-        candidate = Path(os.path.expanduser(raw))
-    except (RuntimeError, ValueError):
-        candidate = Path(raw)
-    if candidate.is_absolute():
-        if boundary is not None and not boundary.contains(candidate):
-            return None, boundary.outside_reason(candidate)
-        return (candidate if _names_file(candidate) else None), None
-    outside: Path | None = None
-    for base in bases:
-        p = base / candidate
-        if boundary is None or boundary.contains(p):
-            if _names_file(p):
-                return p, None
-            continue
-        # outside: a link in the project that points out, or a path climbing out of the naming folder
-        if outside is None and (
-            (_lexically_inside(base, candidate, boundary) and os.path.lexists(p))
-            or os.path.abspath(base) == os.path.abspath(named_in.parent)
-        ):
-            outside = p
-    if outside is not None and boundary is not None:
-        return None, boundary.outside_reason(outside)
-    return None, None
-
-
-def _names_file(path: Path) -> bool:
-    """Something that is there and is not a folder: a FIFO or a device is returned too, so that the
-    reader refuses it by name (GA001) instead of calling it missing."""
-    try:
-        return not stat.S_ISDIR(os.stat(path).st_mode)
-    except (OSError, ValueError):
-        return False
-
-
 def _is_file(path: Path) -> bool:
     try:
         return path.is_file()
     except (OSError, ValueError):
         return False
-
-
-def _bases(doc_path: Path) -> list[Path]:
-    """Where a relative path written in a file may point: the file's folder and its parents up to the
-    project root (scripts are usually started from the repo root). Never the folder `check` is started
-    from: the answer must not depend on it. The file's folder is made absolute first: `Path("x.sh").parent`
-    is `.`, whose parent is itself, so a file named relative to the current folder would climb nowhere
-    (`cd qwen/finetune && check x.sh`)."""
-    bases = []
-    here = Path(os.path.abspath(doc_path)).parent
-    for _ in range(6):
-        bases.append(here)
-        if (here / ".git").exists() or (here / "pyproject.toml").exists() or here.parent == here:
-            break
-        here = here.parent
-    return bases
-
-
-def command_bases(doc_path: Path, workdir: Any, boundary: ProjectBoundary | None) -> list[Path]:
-    """The folders a launch command of `doc_path` may run in: a launch script is started from its own
-    folder or a parent up to the project root (`_bases`), then the script's `cd` moves it (`workdir`,
-    advisor/sources/shell/workdir.py). A `cd` whose folder is not known, or that leaves the project,
-    leaves the folders it may start from."""
-    starts = _bases(doc_path)
-    path = getattr(workdir, "path", None)
-    if path is None:
-        return starts
-    if workdir.script_dir:
-        return [Path(os.path.normpath(starts[0] / path))]
-    if os.path.isabs(path):
-        inside = boundary is None or boundary.contains(Path(path))
-        return [Path(path)] if inside else starts
-    return list(dict.fromkeys(Path(os.path.normpath(s / path)) for s in starts))
 
 
 def resolve_in(
@@ -319,7 +236,7 @@ def resolve_in(
 def _ref(
     doc: Document, raw: str, span: Span, role: str, cache: DocumentCache, key: str | None = None
 ) -> Reference:
-    return resolve_in(doc, raw, span, role, cache, _bases(doc.path), key)
+    return resolve_in(doc, raw, span, role, cache, start_folders(doc.path), key)
 
 
 def _workdir(command: Any, bases: list[Path], training_word: Any) -> Path | None:
@@ -332,7 +249,7 @@ def _workdir(command: Any, bases: list[Path], training_word: Any) -> Path | None
         named = training_word.text
     if not named or os.path.isabs(named) or named.startswith("~") or named.startswith("$"):
         return None
-    return next((b for b in bases if _names_file(b / named)), None)
+    return next((b for b in bases if names_file(b / named)), None)
 
 
 def config_run(name: str, doc: Document) -> RunSpec:
@@ -508,15 +425,21 @@ def _build_runs(docs: list[Document], cache: DocumentCache) -> list[RunSpec]:
         for i, command in enumerate(commands):
             shown = relative(doc.path)
             name = shown if len(commands) == 1 else f"{shown}:{command.span.line}"
-            if documented(doc):
-                name = documented_run_name(doc.path, command.span.line)
+            readme = documented(doc)
+            if readme:
+                from advisor.plan import readme_runs  # only a project with a README command loads it
+
+                name = readme_runs.documented_run_name(doc.path, command.span.line)
             run = RunSpec(name=name, root=doc, command=command, command_index=i)
             _attach_from_command(run, doc, command, cache)
-            if documented(doc) and not keep_documented(run, runs):
+            if readme and not readme_runs.keep_documented(run, runs):
                 continue
             runs.append(run)
             reached.update(resolved(d.path) for d in run.documents)
-    prune_documented(docs, runs)
+    if any(documented(doc) for doc in docs):
+        from advisor.plan import readme_runs
+
+        readme_runs.prune_documented(docs, runs)
 
     for doc in docs:
         if doc.kind not in RUN_KINDS or resolved(doc.path) in reached:

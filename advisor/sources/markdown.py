@@ -14,11 +14,9 @@ reports)."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from advisor.core.records import record
 
-MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})  # read for the launch commands of their shell blocks
 MAX_BLOCKS = 500  # a README with more fenced blocks than this is read up to here
 MAX_LINES = 20_000  # lines of one file looked at
 
@@ -49,10 +47,6 @@ class FencedBlock:
         """The info string's first word, lowercased, without a `{.bash}` attribute's braces and dot."""
         word = self.info.split(maxsplit=1)[0] if self.info else ""
         return word.strip("{}").lstrip(".").lower()
-
-
-def is_markdown(path: Path) -> bool:
-    return path.suffix.lower() in MARKDOWN_SUFFIXES
 
 
 def _indent(line: str) -> int:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.core import records
 from advisor.core.document import Document, DocumentKind, SourceProblem, Span
 from advisor.sources.classify import classify_mapping, looks_like_launch_script, training_dialect
-from advisor.sources.markdown import MARKDOWN_SUFFIXES
+from advisor.sources.markdown_files import MARKDOWN_SUFFIXES
 
 if TYPE_CHECKING:
     from collections.abc import Callable

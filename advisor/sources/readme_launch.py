@@ -12,7 +12,6 @@ the reason; `${MODEL}` is unknown already (a variable the block does not set).""
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.core import records
 from advisor.core.document import Document
 from advisor.sources.launchers import starts_launcher
-from advisor.sources.markdown import CodeLine, FencedBlock, fenced_blocks, is_markdown
+from advisor.sources.markdown import CodeLine, FencedBlock, fenced_blocks
 
 SHELL_LANGUAGES = frozenset({"", "bash", "sh", "shell", "console", "zsh", "shell-session", "shellsession"})
 if TYPE_CHECKING:
@@ -41,29 +40,6 @@ _PLACEHOLDER = re.compile(
     rf"{_OPEN}|(?:^|/)path/to(?:/|$)|\{{[A-Za-z_]\w*\}}|(?:^|[/=_\-])(?:your|YOUR|Your)[_\-]|\.\.\."
     r"|(?:^|[/=_\-])(?:xxx|XXX)(?:$|[/_\-.])"
 )
-
-
-def documented(doc: Document) -> bool:
-    """Whether a launch Document holds a Markdown file's commands (documentation, not a script)."""
-    return doc.kind == "launch" and bool(getattr(doc.data, "documented", False))
-
-
-def project_markdown(path: Path, top: Path) -> bool:
-    """Whether the walk of folder `top` reads a Markdown file for launch commands: a README.md or
-    README_*.md (any case) in `top` or a folder directly below it, or a .md file of `top`/docs/."""
-    if not is_markdown(path):
-        return False
-    try:
-        rel = Path(os.path.relpath(path, top))
-    except ValueError:
-        return False
-    parts = rel.parts
-    if not parts or parts[0] == ".." or len(parts) > 2:
-        return False
-    if len(parts) == 2 and parts[0].lower() == "docs":
-        return True
-    stem = rel.stem.lower()
-    return stem == "readme" or stem.startswith("readme_") or stem.startswith("readme-")
 
 
 def read_markdown_launch(path: Path, text: str) -> Document:

@@ -90,3 +90,29 @@ def test_a_cold_check_writes_its_cache_without_tempfile(tmp_path: Path) -> None:
     modules = set(json.loads(out.stdout.rpartition("\nMODULES ")[2]))
     assert any((tmp_path / "cache").rglob("rules-*.json"))  # it did write its entries
     assert not sorted(modules & {"tempfile", "shutil", "random", "bz2", "lzma", "zipfile", "importlib.util"})
+
+
+def test_a_check_without_readme_or_method_keys_skips_their_readers() -> None:
+    """The README launch reader (fence parser, shell-block reader, README run rules) and the method modules
+    (LLaVA, BAdam, unfrozen_parameters) load only when the project has a README command or a run writes
+    their keys: fixtures/example has neither, and a hook's cold start pays for each module it imports."""
+    rc, modules = _modules_after(["check", "--exit-zero", "fixtures/example"])
+    assert rc == 0
+    lazy = {
+        "advisor.sources.markdown",
+        "advisor.sources.readme_launch",
+        "advisor.plan.readme_runs",
+        "advisor.estimate.memory.vision",
+        "advisor.facts.llava",
+        "advisor.facts.badam",
+        "advisor.facts.unfrozen_params",
+    }
+    assert not sorted(modules & lazy)
+
+
+def test_a_readme_command_still_loads_the_readme_reader(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("from transformers import Trainer\nTrainer().train()\n")
+    (tmp_path / "README.md").write_text("# demo\n\n```bash\ntorchrun --nproc_per_node=4 train.py\n```\n")
+    rc, modules = _modules_after(["check", "--exit-zero", str(tmp_path)])
+    assert rc == 0
+    assert {"advisor.sources.readme_launch", "advisor.plan.readme_runs"} <= modules

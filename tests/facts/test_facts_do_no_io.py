@@ -117,6 +117,7 @@ _READERS = (
     "advisor.sources.gitignore",
     "advisor.sources.git_index",
     "advisor.plan.discover",
+    "advisor.plan.reference_paths",
 )
 
 

@@ -12,8 +12,9 @@ import pytest
 
 from advisor.pipeline.check import CheckOptions, run_check
 from advisor.plan.discover import discover
+from advisor.sources.markdown_files import project_markdown
 from advisor.sources.read import read_document
-from advisor.sources.readme_launch import project_markdown, read_markdown_launch
+from advisor.sources.readme_launch import read_markdown_launch
 
 SIMPO = (
     "# SimPO\n\n* Llama3-Instruct:\n```shell\n"

@@ -24,12 +24,11 @@ from advisor.estimate.memory.optimizers import optimizer_profile
 from advisor.estimate.memory.packed import PACKED
 from advisor.estimate.memory.resolve import ResolvedSetup, resolve_setup
 from advisor.estimate.memory.setup import MemoryEstimate, MemoryItem, Phase, Term, TrainingSetup
-from advisor.estimate.memory.vision import VISION_FORWARD, vision_terms
 
 __all__ = ["PhaseTerms", "estimate_memory", "phase_terms", "what_if"]
 
 _PHASE_LABELS = {
-    VISION_FORWARD: "vision tower forward",
+    terms.VISION_FORWARD: "vision tower forward",
     terms.BACKWARD: "backward start (activations + logits)",
     terms.END: "end of backward (all gradients)",
     terms.STEP: "optimizer step",
@@ -70,6 +69,8 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
     if s.vision is not None:
         # the image tower and projector (advisor/estimate/memory/vision.py); the projector's gradients go
         # through the same DDP / ZeRO buckets and optimizer step as the language model's
+        from advisor.estimate.memory.vision import vision_terms  # LLaVA-style runs only
+
         vt = vision_terms(
             r,
             shards.n if shards.weights else 1,
@@ -190,9 +191,9 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
         phases[terms.END].append(proj_grads)
         phases[terms.STEP].append(proj_grads)
         kept_grads = (g + pg) if grads_persist else 0.0
-        phases[VISION_FORWARD] = [
+        phases[terms.VISION_FORWARD] = [
             vt.forward,
-            Term("gradients", kept_grads, (VISION_FORWARD,), "kept across micro-batches"),
+            Term("gradients", kept_grads, (terms.VISION_FORWARD,), "kept across micro-batches"),
         ]
     return PhaseTerms(r, static, [live], phases, trainable, host, opt.soft, held)
 

@@ -25,6 +25,7 @@ from advisor.estimate.memory.setup import Phase, Term
 
 __all__ = ["Placement", "Trainables", "placement", "trainables"]
 
+VISION_FORWARD: Phase = "vision forward"  # an image tower's no-grad forward (memory/vision.py)
 BACKWARD: Phase = "backward start"
 END: Phase = "end of backward"
 STEP: Phase = "optimizer step"

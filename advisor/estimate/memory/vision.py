@@ -18,11 +18,11 @@ from __future__ import annotations
 from advisor.core.records import record
 from advisor.estimate import constants as K
 from advisor.estimate.memory.resolve import ResolvedSetup
-from advisor.estimate.memory.setup import Phase, Term, VisionSetup
+from advisor.estimate.memory.setup import Term, VisionSetup
+from advisor.estimate.memory.terms import VISION_FORWARD
 
 __all__ = ["VISION_FORWARD", "VisionTerms", "vision_terms"]
 
-VISION_FORWARD: Phase = "vision forward"
 _ZERO = ("zero1", "zero2", "zero3")
 
 

@@ -148,9 +148,9 @@ class CheckContext:
 
     def launched_script(self, launch: Path, raw: str, settings: Settings | None, workdir: Any) -> Path | None:
         """The file a command in `launch` names as `raw` (after the launch's `cd` to `workdir`), resolved
-        as discovery resolves a run's script (advisor.plan.discover.resolve_reference from the command's
+        as discovery resolves a run's script (plan.reference_paths.resolve_reference from the command's
         bases, never the current folder), within the boundary of `settings`; once per check."""
-        from advisor.plan.discover import command_bases, resolve_reference
+        from advisor.plan.reference_paths import command_bases, resolve_reference
 
         def resolve() -> Path | None:
             boundary = self.boundary_for(settings, [launch])
