@@ -23,9 +23,10 @@ active rows also drop the allocator overhead; paged optimizer state lives outsid
 Both sets print a per-source table (rows, median |error| for memory and throughput, unanswered rows). The
 held-out set (`--set heldout`: benchmarks/data/heldout/<ID>/, sources the estimator was never calibrated on,
 listed in benchmarks/data/README.md) is run the same way and reported on its own, never mixed into the
-default calibration headline.
+default calibration headline. The fresh set (`--set fresh`: benchmarks/data/fresh/<ID>/) is a second referee
+from sources neither set used, collected after the held-out set had been looked at; nothing is tuned on it.
 
-Run: python benchmarks/calibration.py [--set calibration|heldout] [--kind memory|time] [--rows GT01,T24]
+Run: python benchmarks/calibration.py [--set calibration|heldout|fresh] [--kind memory|time] [--rows GT01,T24]
      [--json OUT] [--in-process]
 """
 
@@ -46,7 +47,8 @@ from typing import Any
 
 DATA = Path(__file__).resolve().parent / "data"
 KINDS = ("memory", "time")
-SETS = {"calibration": KINDS, "heldout": ("heldout",)}  # the folders under DATA each set reads
+# the folders under DATA each set reads
+SETS = {"calibration": KINDS, "heldout": ("heldout",), "fresh": ("fresh",)}
 CONTEXT_ITEM = "CUDA context"  # breakdown item names start with these (advisor/estimate/memory.py)
 ALLOCATOR_ITEM = "allocator overhead"
 
@@ -467,7 +469,7 @@ def main(argv: list[str] | None = None) -> int:
         "--set",
         choices=sorted(SETS),
         default="calibration",
-        help="calibration (memory/, time/: the default headline) or heldout (sources never fitted on)",
+        help="calibration (memory/, time/: the default headline), heldout or fresh (sources never fitted on)",
     )
     args = ap.parse_args(argv)
     only = {s.strip() for s in args.rows.split(",")} if args.rows else None
