@@ -51,6 +51,9 @@ KINDS = ("memory", "time")
 SETS = {"calibration": KINDS, "heldout": ("heldout",), "fresh": ("fresh",)}
 CONTEXT_ITEM = "CUDA context"  # breakdown item names start with these (advisor/estimate/memory.py)
 ALLOCATOR_ITEM = "allocator overhead"
+# reserved but not allocated: the estimate's reserved figure adds it to the allocated one
+# (advisor/estimate/memory/peak.py, `reserved = alloc + frag + held`)
+HELD_ITEM = "freed logits still reserved"
 
 
 @dataclass(slots=True)
@@ -185,7 +188,7 @@ def memory_in_metric(report: dict[str, Any], metric: str, cuda_context_gib: floa
     items = report.get("breakdown") or []
     total = sum(float(it["gib"]) for it in items)
     ctx = sum(float(it["gib"]) for it in items if str(it["name"]).startswith(CONTEXT_ITEM))
-    frag = sum(float(it["gib"]) for it in items if it["name"] == ALLOCATOR_ITEM)
+    frag = sum(float(it["gib"]) for it in items if it["name"] in (ALLOCATOR_ITEM, HELD_ITEM))
     paged = float((report.get("memory") or {}).get("paged_gib") or 0.0)
     if metric in {"allocated", "active"}:
         return total - ctx - frag - paged
