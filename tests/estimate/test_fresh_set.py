@@ -61,7 +61,7 @@ def test_every_fresh_row_is_user_configs_with_measurement_source_and_quote(row_i
     launch = (row.folder / "launch.sh").read_text()
     assert (row.folder / "train.yaml").is_file() and (row.folder / row.hardware).is_file()
     train = yaml.safe_load((row.folder / "train.yaml").read_text())
-    model = str(train["model_name_or_path"])
+    model = str(train.get("model_name_or_path") or train["base_model"])  # a TRL recipe or an axolotl config
     if model.startswith("./"):  # a model given by its config, as the source's own config file
         assert (row.folder / model / "config.json").is_file()
     if "accelerate" in launch:
