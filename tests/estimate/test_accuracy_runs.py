@@ -106,6 +106,23 @@ def test_the_row_metric_is_read_off_the_breakdown() -> None:
         CAL.memory_in_metric(report, "peak", None)
 
 
+def test_memory_the_allocator_holds_but_torch_has_freed_is_not_allocated() -> None:
+    # the estimate's reserved figure = allocated + allocator overhead + freed logits still reserved
+    report = {
+        "breakdown": [
+            {"name": "weights", "gib": 10.0},
+            {"name": "logits + loss", "gib": 4.0},
+            {"name": "freed logits still reserved", "gib": 3.0},
+            {"name": "allocator overhead", "gib": 0.5},
+            {"name": "CUDA context", "gib": 0.5},
+        ],
+    }
+    assert CAL.memory_in_metric(report, "allocated", None) == pytest.approx(14.0)
+    assert CAL.memory_in_metric(report, "active", None) == pytest.approx(14.0)
+    assert CAL.memory_in_metric(report, "reserved", None) == pytest.approx(17.5)
+    assert CAL.memory_in_metric(report, "nvidia-smi", None) == pytest.approx(18.0)
+
+
 def test_measurements_become_global_tokens_per_second() -> None:
     assert CAL.measured_tokens_per_s({"metric": "tokens_per_s", "value": 100, "scope": "global"}, 8) == 100
     assert CAL.measured_tokens_per_s({"metric": "tokens_per_s", "value": 100, "scope": "per_gpu"}, 8) == 800

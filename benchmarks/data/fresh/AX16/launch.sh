@@ -1,0 +1,2 @@
+#!/usr/bin/env bash
+axolotl train train.yaml
