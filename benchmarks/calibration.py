@@ -49,11 +49,7 @@ DATA = Path(__file__).resolve().parent / "data"
 KINDS = ("memory", "time")
 # the folders under DATA each set reads
 SETS = {"calibration": KINDS, "heldout": ("heldout",), "fresh": ("fresh",)}
-CONTEXT_ITEM = "CUDA context"  # breakdown item names start with these (advisor/estimate/memory.py)
-ALLOCATOR_ITEM = "allocator overhead"
-# reserved but not allocated: the estimate's reserved figure adds it to the allocated one
-# (advisor/estimate/memory/peak.py, `reserved = alloc + frag + held`)
-HELD_ITEM = "freed logits still reserved"
+CONTEXT_ITEM = "CUDA context"  # the breakdown item of the assumed context (advisor/estimate/memory/peak.py)
 
 
 @dataclass(slots=True)
@@ -184,23 +180,20 @@ def _estimate_in(folder: Path, row: Row, in_process: bool) -> tuple[dict[str, An
 
 
 def memory_in_metric(report: dict[str, Any], metric: str, cuda_context_gib: float | None) -> float:
-    """The estimate's peak in the row's own metric, from the breakdown at the peak."""
-    items = report.get("breakdown") or []
-    total = sum(float(it["gib"]) for it in items)
-    ctx = sum(float(it["gib"]) for it in items if str(it["name"]).startswith(CONTEXT_ITEM))
-    frag = sum(float(it["gib"]) for it in items if it["name"] in (ALLOCATOR_ITEM, HELD_ITEM))
-    paged = float((report.get("memory") or {}).get("paged_gib") or 0.0)
-    if metric in {"allocated", "active"}:
-        return total - ctx - frag - paged
-    if metric == "reserved":
-        return total - ctx - paged
-    if metric != "nvidia-smi":
+    """The estimate's peak in the row's own metric: the JSON's own allocated / reserved / device figure
+    (advisor/estimate/memory/peak.py: reserved = allocated + allocator overhead + freed blocks still held;
+    device = reserved + CUDA context + NCCL + paged optimizer state), as a user reads it."""
+    mem = report.get("memory") or {}
+    kind = {"allocated": "allocated", "active": "allocated", "reserved": "reserved", "nvidia-smi": "device"}
+    if metric not in kind:
         raise ValueError(f"unknown memory metric {metric!r}")
-    if cuda_context_gib is not None:
+    figure = float(mem[kind[metric]]["gib"])
+    if metric == "nvidia-smi" and cuda_context_gib is not None:
         # the context the row's own source measured replaces the tool's assumed one (how the row measured)
-        assumed = sum(float(it["gib"]) for it in items if it["name"] == "CUDA context")
-        return total - assumed + cuda_context_gib if assumed else total
-    return total
+        items = report.get("breakdown") or []
+        assumed = sum(float(it["gib"]) for it in items if it["name"] == CONTEXT_ITEM)
+        return figure - assumed + cuda_context_gib if assumed else figure
+    return figure
 
 
 def measured_tokens_per_s(time: dict[str, Any], gpus: int) -> float:
