@@ -86,41 +86,23 @@ def test_throughput_median_error_meets_the_target(results) -> None:
     assert CAL.summary(errors)["median"] <= 20.0
 
 
-def test_the_row_metric_is_read_off_the_breakdown() -> None:
+def test_the_row_metric_is_the_estimates_own_figure() -> None:
     report = {
-        "memory": {"paged_gib": 1.0},
-        "breakdown": [
-            {"name": "weights", "gib": 10.0},
-            {"name": "activations", "gib": 5.0},
-            {"name": "allocator overhead", "gib": 0.5},
-            {"name": "CUDA context", "gib": 0.5},
-        ],
+        "memory": {
+            "allocated": {"gib": 14.0},
+            "reserved": {"gib": 17.5},  # + allocator overhead + freed logits still reserved
+            "device": {"gib": 18.0},
+        },
+        "breakdown": [{"name": "weights", "gib": 10.0}, {"name": "CUDA context", "gib": 0.5}],
     }
-    assert CAL.memory_in_metric(report, "nvidia-smi", None) == pytest.approx(16.0)
-    assert CAL.memory_in_metric(report, "reserved", None) == pytest.approx(14.5)
-    assert CAL.memory_in_metric(report, "allocated", None) == pytest.approx(14.0)
-    assert CAL.memory_in_metric(report, "active", None) == pytest.approx(14.0)
+    assert CAL.memory_in_metric(report, "allocated", None) == 14.0
+    assert CAL.memory_in_metric(report, "active", None) == 14.0
+    assert CAL.memory_in_metric(report, "reserved", None) == 17.5
+    assert CAL.memory_in_metric(report, "nvidia-smi", None) == 18.0
     # the CUDA context the row's own source measured replaces the assumed one
-    assert CAL.memory_in_metric(report, "nvidia-smi", 1.3) == pytest.approx(16.8)
+    assert CAL.memory_in_metric(report, "nvidia-smi", 1.3) == pytest.approx(18.8)
     with pytest.raises(ValueError):
         CAL.memory_in_metric(report, "peak", None)
-
-
-def test_memory_the_allocator_holds_but_torch_has_freed_is_not_allocated() -> None:
-    # the estimate's reserved figure = allocated + allocator overhead + freed logits still reserved
-    report = {
-        "breakdown": [
-            {"name": "weights", "gib": 10.0},
-            {"name": "logits + loss", "gib": 4.0},
-            {"name": "freed logits still reserved", "gib": 3.0},
-            {"name": "allocator overhead", "gib": 0.5},
-            {"name": "CUDA context", "gib": 0.5},
-        ],
-    }
-    assert CAL.memory_in_metric(report, "allocated", None) == pytest.approx(14.0)
-    assert CAL.memory_in_metric(report, "active", None) == pytest.approx(14.0)
-    assert CAL.memory_in_metric(report, "reserved", None) == pytest.approx(17.5)
-    assert CAL.memory_in_metric(report, "nvidia-smi", None) == pytest.approx(18.0)
 
 
 def test_measurements_become_global_tokens_per_second() -> None:
