@@ -126,6 +126,9 @@ class DataLength:
     # (transformers 5.24 trainer_pt_utils.py:484-498, get_length_grouped_indices), so a micro-batch's samples
     # are of nearly one length and padding to the longest adds little
     length_grouped: bool | None = None
+    # why packed rows attend within each packed sample under flash-attention (the consumer's rule, cited:
+    # advisor.facts.packed_attention), None when they attend over the whole row or it is not known
+    per_document: str | None = None
     source: str = ""  # where tokens_per_sample came from, for the assumption line
 
 
@@ -496,14 +499,15 @@ def estimate_time(
     varlen = bool(
         data is not None
         and data.packed
-        and data.padding_free
+        and (data.padding_free or data.per_document)
         and str(s.attn_implementation or "").startswith("flash")
     )
+    why = (data.per_document or "TRL padding_free") if data is not None else ""
     if varlen and not (data is not None and data.tokens_per_sample):
         A.append(
-            "packed padding-free rows with flash-attention attend within each sample, whose length is "
-            f"unknown: attention timed over the whole {r.seq}-token row, an upper bound on the step time "
-            "(set dataset-tokens and dataset-samples for the data's length)"
+            f"packed rows attend within each sample ({why}), whose length is unknown: attention timed over "
+            f"the whole {r.seq}-token row, an upper bound on the step time (set dataset-tokens and "
+            "dataset-samples for the data's length)"
         )
     elif varlen and data is not None and data.tokens_per_sample:
         # padding-free packing hands flash-attention one flattened row with per-sample position_ids, which it
@@ -512,7 +516,9 @@ def estimate_time(
         # attends over its own sample, not the packed row
         span = min(float(data.tokens_per_sample), float(r.seq))
         A.append(
-            f"packed padding-free rows with flash-attention: attention within each ~{span:.0f}-token sample"
+            f"packed rows attend within each sample ({why}): attention within each ~{span:.0f}-token sample, "
+            "the mean length: a lower bound on the attention FLOPs, which grow with each sample's length "
+            "squared (only the mean is known)"
         )
     fpt = flops_per_token(setup, attention_span=span)
     cls = gpu_class_of(gpu_class)

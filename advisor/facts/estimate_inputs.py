@@ -433,28 +433,6 @@ def _ds_bucket(plan: RunPlan, key: str, hidden: int, auto_factor: float | None) 
     return number(v)
 
 
-def _data_length(plan: RunPlan) -> Any:
-    """Tokens per sample (dataset-tokens / dataset-samples) and packing, for the time model."""
-    from advisor.estimate.timing import DataLength
-
-    tokens = samples = None
-    for s in (plan.settings, plan.project):
-        if s is not None:
-            tokens = tokens if tokens is not None else getattr(s, "dataset_tokens", None)
-            samples = samples if samples is not None else getattr(s, "dataset_samples", None)
-    mean = float(tokens) / float(samples) if tokens and samples and tokens > 0 and samples > 0 else None
-    # TRL SFTConfig.packing, axolotl sample_packing, LLaMA-Factory packing / neat_packing
-    packed = any(truth(written(plan.training, k)) for k in ("packing", "sample_packing", "neat_packing"))
-    padding_free = bool(truth(written(plan.training, "padding_free")))  # TRL SFTConfig.padding_free
-    return DataLength(
-        tokens_per_sample=mean,
-        packed=packed,
-        padding_free=padding_free,
-        length_grouped=bool(truth(written(plan.training, "group_by_length"))),  # HF TrainingArguments
-        source="dataset-tokens / dataset-samples",
-    )
-
-
 def _dataset(plan: RunPlan, seq: int | None, world_dp: int, a: list[str]) -> tuple[float | None, int | None]:
     """(total tokens, max_steps) of the run when its length is known."""
     t = plan.training
@@ -793,7 +771,9 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
     out.setup = TrainingSetup(**setup_kw)
     out.related = [loc for loc in (first_origin(micro_v), seq_v.origin, strategy_origin) if loc is not None]
     out.total_tokens, out.max_steps = _dataset(plan, seq, out.dp, a)
-    out.data_length = _data_length(plan)
+    from advisor.facts.data_length import data_length  # read only when a run is estimated
+
+    out.data_length = data_length(plan)
     placement = names.get("placement")
     bw = placement.busbw_gbs if placement is not None else None
     out.busbw_gbs = float(bw) if isinstance(bw, int | float) and bw > 0 else None
