@@ -504,10 +504,12 @@ def estimate_time(
     )
     why = (data.per_document or "TRL padding_free") if data is not None else ""
     if varlen and not (data is not None and data.tokens_per_sample):
+        whole, none = flops_per_token(setup, attention_span=span), flops_per_token(setup, attention_span=0.0)
         A.append(
             f"packed rows attend within each sample ({why}), whose length is unknown: attention timed over "
-            f"the whole {r.seq}-token row, an upper bound on the step time (set dataset-tokens and "
-            "dataset-samples for the data's length)"
+            f"the whole {r.seq}-token row, an upper bound on the step time; that attention is "
+            f"{(whole - none) / whole:.0%} of the FLOPs timed, which samples far shorter than the row would "
+            "mostly save (set dataset-tokens and dataset-samples for the data's length)"
         )
     elif varlen and data is not None and data.tokens_per_sample:
         # padding-free packing hands flash-attention one flattened row with per-sample position_ids, which it

@@ -172,3 +172,21 @@ def test_trl_best_fit_packing_times_attention_per_sample(
         {"sft.yaml": sft + "packing: true\n", ".gpu-advise.toml": toml, "requirements.txt": pin + "\n"},
     )
     assert (packed["time"]["step_time_s"] < 0.9 * row["time"]["step_time_s"]) is faster
+
+
+def test_unknown_sample_lengths_say_how_much_the_row_attention_weighs() -> None:
+    from advisor.estimate import TrainingSetup, estimate_time, flops_per_token, resolve_model
+
+    setup = TrainingSetup(
+        model=resolve_model("meta-llama/Meta-Llama-3-8B").count(),
+        micro_batch=1,
+        seq_len=32768,
+        precision="bf16",
+        gradient_checkpointing=True,
+        attn_implementation="flash_attention_2",
+    )
+    t = estimate_time(setup, 989, 1.0, "H100-SXM", 1, data=DataLength(packed=True, per_document="TRL"))
+    whole, none = flops_per_token(setup, attention_span=32768), flops_per_token(setup, attention_span=0)
+    (line,) = [a for a in t.assumptions if "whose length is unknown" in a]
+    assert f"that attention is {(whole - none) / whole:.0%} of the FLOPs timed" in line
+    assert 0.2 < (whole - none) / whole < 0.6  # 32k rows of an 8B model: attention is a large share
