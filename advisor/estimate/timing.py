@@ -451,7 +451,12 @@ def _communication(
         gather = (gas if per_mb else 1) * f * (total if per_mb else trainable) * b_param
         return (gas * f * trainable * b_grad + gather) / bw, t_compute * bwd_share
     if strategy in ("zero3", "fsdp"):
-        # all-gather of every weight in forward and in backward, reduce-scatter of the trainable gradients
+        # all-gather of every weight in forward and in backward, reduce-scatter of the trainable gradients.
+        # Checkpointing adds no third gather in DeepSpeed: a submodule's weights are kept after its recomputed
+        # forward when they are used again within stage3_max_reuse_distance (1e9 elements by default), which
+        # its own backward right after is (deepspeed 0.14.0 runtime/zero/partitioned_param_coordinator.py
+        # :506-515, zero/config.py:223); gradients are reduced in the 16-bit dtype under bf16/fp16
+        # (runtime/engine.py:826-837 communication_data_type, zero/stage3.py:1330-1332)
         return gas * (2 * f * total * b_param + f * trainable * b_grad) / bw, t_compute
     return 0.0, 0.0
 
@@ -577,6 +582,15 @@ def estimate_time(
         strategy, n, gas, pc.total, p_t, b_param, b_grad, bw_gbs, t_compute, s.method != "full"
     )
     exposed = max(0.0, comm - COMM_OVERLAP * overlappable)
+    if comm > 0 and overlappable > 0 and bw_gbs > 0:
+        # the step's sensitivity to the fabric the descriptor claims: the bus bandwidth below which the
+        # collectives stop hiding behind compute (a network the source did not state is an assumption)
+        edge = comm * bw_gbs / (COMM_OVERLAP * overlappable)
+        A.append(
+            f"{strategy} collectives {comm:.2f} s per step at {bw_gbs:.0f} GB/s bus bandwidth: "
+            + (f"{exposed:.2f} s not hidden" if exposed > 0 else "hidden")
+            + f" behind compute (overlap {COMM_OVERLAP:.0%}); they are exposed below ~{edge:.0f} GB/s"
+        )
 
     t_opt = 0.0
     if hbm > 0 and s.offload_optimizer == "none":

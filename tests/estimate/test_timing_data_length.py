@@ -190,3 +190,13 @@ def test_unknown_sample_lengths_say_how_much_the_row_attention_weighs() -> None:
     (line,) = [a for a in t.assumptions if "whose length is unknown" in a]
     assert f"that attention is {(whole - none) / whole:.0%} of the FLOPs timed" in line
     assert 0.2 < (whole - none) / whole < 0.6  # 32k rows of an 8B model: attention is a large share
+
+
+def test_the_json_reports_the_collectives_and_what_is_not_hidden(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    launch = "#!/bin/bash\ntorchrun --nproc_per_node 8 train.py sft.yaml\n"
+    sft = SFT.replace("use_peft: true\n", "") + "fsdp: full_shard auto_wrap\n"
+    git_project(tmp_path, {"launch.sh": launch, "train.py": "pass\n", "sft.yaml": sft}, monkeypatch)
+    t = estimate_json_run("8xA100-SXM-80GB")["time"]
+    assert t["comm_s"] > 0 and 0 <= t["exposed_comm_s"] <= t["comm_s"]
