@@ -65,6 +65,8 @@ _ATTN = {
     "flash_attention_3": "flash_attention_2",
     "fa2": "flash_attention_2",
     "fa3": "flash_attention_2",
+    "flash_attn": "flash_attention_2",  # ms-swift attn_impl (4.6.0 arguments/base_args/model_args.py:34)
+    "flash_attention_4": "flash_attention_2",
     "sdpa": "sdpa",
     "eager": "eager",
     "disabled": "eager",
@@ -180,7 +182,13 @@ def _gradient_checkpointing(plan: RunPlan, a: list[str], quant: str | None = Non
 
 def _attn(plan: RunPlan) -> str | None:
     t = plan.training
-    v = written(t, "attn_implementation", "flash_attn")
+    v = written(t, "attn_implementation", "flash_attn")  # HF, LLaMA-Factory
+    if v is None:
+        from advisor.facts.training_loop import own_trainer
+
+        trainer = own_trainer(plan)
+        if trainer is not None and trainer.name == "swift":
+            v = written(t, "attn_impl")  # ms-swift 4.6.0 arguments/base_args/model_args.py:79
     if v is not None and v.known and isinstance(v.value, str):
         return _ATTN.get(v.value.strip().lower())
     if truth(written(t, "flash_attention", "use_flash_attn", "use_flash_attention_2")):

@@ -15,6 +15,9 @@ Which packing does so is the consumer's rule:
   `_get_unpad_data` so the per-sample attention-mask ids become varlen segments
   (model/model_utils/packing.py:110-116); other attention gets a 4D block mask (data/collator.py:244), whose
   masked kernel still computes the whole row. `packing` alone attends across samples.
+- ms-swift: `packing` turns padding_free on and needs a flash-attention implementation (ms-swift 4.6.0
+  arguments/sft_args.py:186-197); the collator joins each bin into one row with per-sample position_ids
+  (template/base.py:750-768, packing_row).
 - axolotl: `sample_packing` writes per-sample position_ids; in-tree models then run varlen flash-attention
   through transformers' packed-sequence path, remote-code ones through axolotl's `_get_unpad_data` patch
   (axolotl src/axolotl/monkeypatch/multipack.py@70be5461 patch_for_multipack).
@@ -53,6 +56,13 @@ def per_document_attention(plan: RunPlan) -> str | None:
     cited), or None when they attend over the whole row or the files do not say."""
     t = plan.training
     if t is None:
+        return None
+    from advisor.facts.training_loop import own_trainer
+
+    trainer = own_trainer(plan)
+    if trainer is not None and trainer.name == "swift":
+        if truth(written(t, "packing")):
+            return "ms-swift packing: padding_free with per-sample position_ids (template/base.py:750-768)"
         return None
     dialect_v = t.known_value("dialect")
     dialect = dialect_v.value if dialect_v is not None else "hf"

@@ -94,3 +94,27 @@ output_dir: ./outputs/out
 def test_axolotl_sample_packing_attends_per_sample(facts_of, extra: str, within: bool) -> None:
     names = facts_of({"cfg.yml": AXOLOTL + extra})
     assert (per_document_attention(names["plan"]) is not None) is within
+
+
+SWIFT = """#!/bin/bash
+NPROC_PER_NODE=8 \\
+swift sft \\
+    --model Qwen/Qwen2.5-7B \\
+    --tuner_type full \\
+    --torch_dtype bfloat16 \\
+    --attn_impl flash_attn \\
+    --max_length 16384 {extra}
+"""
+
+
+@pytest.mark.parametrize(("extra", "within"), [("--packing true", True), ("", False)])
+def test_swift_packing_is_padding_free_per_sample(facts_of, extra: str, within: bool) -> None:
+    # ms-swift 4.6.0 arguments/sft_args.py:186-197: packing sets padding_free (flash attention required);
+    # template/base.py:750-768 packing_row writes each sample's own position_ids
+    names = facts_of({"train.sh": SWIFT.format(extra=extra)})
+    assert (per_document_attention(names["plan"]) is not None) is within
+    data = data_length(names["plan"])
+    assert data.packed is within and (data.per_document is not None) is within
+    from advisor.facts.estimate_inputs import _attn
+
+    assert _attn(names["plan"]) == "flash_attention_2"  # --attn_impl flash_attn (model_args.py:34)
