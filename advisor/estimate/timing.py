@@ -582,7 +582,8 @@ def estimate_time(
         strategy, n, gas, pc.total, p_t, b_param, b_grad, bw_gbs, t_compute, s.method != "full"
     )
     exposed = max(0.0, comm - COMM_OVERLAP * overlappable)
-    if comm > 0 and overlappable > 0 and bw_gbs > 0:
+    sharded = strategy in ("zero2", "fsdp_grad_op", "zero3", "fsdp")  # comm ~ 1 / bus bandwidth (no derate)
+    if sharded and comm > 0.01 * t_compute and overlappable > 0 and bw_gbs > 0:
         # the step's sensitivity to the fabric the descriptor claims: the bus bandwidth below which the
         # collectives stop hiding behind compute (a network the source did not state is an assumption)
         edge = comm * bw_gbs / (COMM_OVERLAP * overlappable)

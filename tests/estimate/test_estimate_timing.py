@@ -169,6 +169,9 @@ def test_sharded_runs_say_the_bus_bandwidth_below_which_collectives_show():
     assert above.exposed_comm_s == 0 and below.exposed_comm_s > 0
     assert any(a.startswith("zero3 collectives") and "s not hidden" in a for a in below.assumptions)
     assert not any("collectives" in a for a in estimate_time(s, 312, 90, "A100-SXM-80GB", 1).assumptions)
+    # DDP's derated small-bucket bandwidth makes its time no simple function of the fabric's: no edge said
+    ddp = estimate_time(setup(strategy="ddp", world_size=8), 312, 230, "A100-SXM-80GB", 8)
+    assert ddp.comm_s > 0 and not any("collectives" in a for a in ddp.assumptions)
 
 
 def test_geforce_without_peer_to_peer_halves_the_bus_bandwidth():
