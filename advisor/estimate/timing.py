@@ -126,6 +126,9 @@ class DataLength:
     # (transformers 5.24 trainer_pt_utils.py:484-498, get_length_grouped_indices), so a micro-batch's samples
     # are of nearly one length and padding to the longest adds little
     length_grouped: bool | None = None
+    # why packed rows attend within each packed sample under flash-attention (the consumer's rule, cited:
+    # advisor.facts.packed_attention), None when they attend over the whole row or it is not known
+    per_document: str | None = None
     source: str = ""  # where tokens_per_sample came from, for the assumption line
 
 
@@ -448,7 +451,12 @@ def _communication(
         gather = (gas if per_mb else 1) * f * (total if per_mb else trainable) * b_param
         return (gas * f * trainable * b_grad + gather) / bw, t_compute * bwd_share
     if strategy in ("zero3", "fsdp"):
-        # all-gather of every weight in forward and in backward, reduce-scatter of the trainable gradients
+        # all-gather of every weight in forward and in backward, reduce-scatter of the trainable gradients.
+        # Checkpointing adds no third gather in DeepSpeed: a submodule's weights are kept after its recomputed
+        # forward when they are used again within stage3_max_reuse_distance (1e9 elements by default), which
+        # its own backward right after is (deepspeed 0.14.0 runtime/zero/partitioned_param_coordinator.py
+        # :506-515, zero/config.py:223); gradients are reduced in the 16-bit dtype under bf16/fp16
+        # (runtime/engine.py:826-837 communication_data_type, zero/stage3.py:1330-1332)
         return gas * (2 * f * total * b_param + f * trainable * b_grad) / bw, t_compute
     return 0.0, 0.0
 
@@ -496,14 +504,17 @@ def estimate_time(
     varlen = bool(
         data is not None
         and data.packed
-        and data.padding_free
+        and (data.padding_free or data.per_document)
         and str(s.attn_implementation or "").startswith("flash")
     )
+    why = (data.per_document or "TRL padding_free") if data is not None else ""
     if varlen and not (data is not None and data.tokens_per_sample):
+        whole, none = flops_per_token(setup, attention_span=span), flops_per_token(setup, attention_span=0.0)
         A.append(
-            "packed padding-free rows with flash-attention attend within each sample, whose length is "
-            f"unknown: attention timed over the whole {r.seq}-token row, an upper bound on the step time "
-            "(set dataset-tokens and dataset-samples for the data's length)"
+            f"packed rows attend within each sample ({why}), whose length is unknown: attention timed over "
+            f"the whole {r.seq}-token row, an upper bound on the step time; that attention is "
+            f"{(whole - none) / whole:.0%} of the FLOPs timed, which samples far shorter than the row would "
+            "mostly save (set dataset-tokens and dataset-samples for the data's length)"
         )
     elif varlen and data is not None and data.tokens_per_sample:
         # padding-free packing hands flash-attention one flattened row with per-sample position_ids, which it
@@ -512,7 +523,9 @@ def estimate_time(
         # attends over its own sample, not the packed row
         span = min(float(data.tokens_per_sample), float(r.seq))
         A.append(
-            f"packed padding-free rows with flash-attention: attention within each ~{span:.0f}-token sample"
+            f"packed rows attend within each sample ({why}): attention within each ~{span:.0f}-token sample, "
+            "the mean length: a lower bound on the attention FLOPs, which grow with each sample's length "
+            "squared (only the mean is known)"
         )
     fpt = flops_per_token(setup, attention_span=span)
     cls = gpu_class_of(gpu_class)
@@ -569,6 +582,16 @@ def estimate_time(
         strategy, n, gas, pc.total, p_t, b_param, b_grad, bw_gbs, t_compute, s.method != "full"
     )
     exposed = max(0.0, comm - COMM_OVERLAP * overlappable)
+    sharded = strategy in ("zero2", "fsdp_grad_op", "zero3", "fsdp")  # comm ~ 1 / bus bandwidth (no derate)
+    if sharded and comm > 0.01 * t_compute and overlappable > 0 and bw_gbs > 0:
+        # the step's sensitivity to the fabric the descriptor claims: the bus bandwidth below which the
+        # collectives stop hiding behind compute (a network the source did not state is an assumption)
+        edge = comm * bw_gbs / (COMM_OVERLAP * overlappable)
+        A.append(
+            f"{strategy} collectives {comm:.2f} s per step at {bw_gbs:.0f} GB/s bus bandwidth: "
+            + (f"{exposed:.2f} s not hidden" if exposed > 0 else "hidden")
+            + f" behind compute (overlap {COMM_OVERLAP:.0%}); they are exposed below ~{edge:.0f} GB/s"
+        )
 
     t_opt = 0.0
     if hbm > 0 and s.offload_optimizer == "none":

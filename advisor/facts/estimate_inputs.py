@@ -65,6 +65,8 @@ _ATTN = {
     "flash_attention_3": "flash_attention_2",
     "fa2": "flash_attention_2",
     "fa3": "flash_attention_2",
+    "flash_attn": "flash_attention_2",  # ms-swift attn_impl (4.6.0 arguments/base_args/model_args.py:34)
+    "flash_attention_4": "flash_attention_2",
     "sdpa": "sdpa",
     "eager": "eager",
     "disabled": "eager",
@@ -180,7 +182,13 @@ def _gradient_checkpointing(plan: RunPlan, a: list[str], quant: str | None = Non
 
 def _attn(plan: RunPlan) -> str | None:
     t = plan.training
-    v = written(t, "attn_implementation", "flash_attn")
+    v = written(t, "attn_implementation", "flash_attn")  # HF, LLaMA-Factory
+    if v is None:
+        from advisor.facts.training_loop import own_trainer
+
+        trainer = own_trainer(plan)
+        if trainer is not None and trainer.name == "swift":
+            v = written(t, "attn_impl")  # ms-swift 4.6.0 arguments/base_args/model_args.py:79
     if v is not None and v.known and isinstance(v.value, str):
         return _ATTN.get(v.value.strip().lower())
     if truth(written(t, "flash_attention", "use_flash_attn", "use_flash_attention_2")):
@@ -431,28 +439,6 @@ def _ds_bucket(plan: RunPlan, key: str, hidden: int, auto_factor: float | None) 
     if isinstance(v.value, str) and v.value.strip().lower() == "auto":
         return auto_factor * hidden * hidden if auto_factor is not None else None
     return number(v)
-
-
-def _data_length(plan: RunPlan) -> Any:
-    """Tokens per sample (dataset-tokens / dataset-samples) and packing, for the time model."""
-    from advisor.estimate.timing import DataLength
-
-    tokens = samples = None
-    for s in (plan.settings, plan.project):
-        if s is not None:
-            tokens = tokens if tokens is not None else getattr(s, "dataset_tokens", None)
-            samples = samples if samples is not None else getattr(s, "dataset_samples", None)
-    mean = float(tokens) / float(samples) if tokens and samples and tokens > 0 and samples > 0 else None
-    # TRL SFTConfig.packing, axolotl sample_packing, LLaMA-Factory packing / neat_packing
-    packed = any(truth(written(plan.training, k)) for k in ("packing", "sample_packing", "neat_packing"))
-    padding_free = bool(truth(written(plan.training, "padding_free")))  # TRL SFTConfig.padding_free
-    return DataLength(
-        tokens_per_sample=mean,
-        packed=packed,
-        padding_free=padding_free,
-        length_grouped=bool(truth(written(plan.training, "group_by_length"))),  # HF TrainingArguments
-        source="dataset-tokens / dataset-samples",
-    )
 
 
 def _dataset(plan: RunPlan, seq: int | None, world_dp: int, a: list[str]) -> tuple[float | None, int | None]:
@@ -793,7 +779,9 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
     out.setup = TrainingSetup(**setup_kw)
     out.related = [loc for loc in (first_origin(micro_v), seq_v.origin, strategy_origin) if loc is not None]
     out.total_tokens, out.max_steps = _dataset(plan, seq, out.dp, a)
-    out.data_length = _data_length(plan)
+    from advisor.facts.data_length import data_length  # read only when a run is estimated
+
+    out.data_length = data_length(plan)
     placement = names.get("placement")
     bw = placement.busbw_gbs if placement is not None else None
     out.busbw_gbs = float(bw) if isinstance(bw, int | float) and bw > 0 else None

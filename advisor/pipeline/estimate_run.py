@@ -287,6 +287,8 @@ def _report(
             "not_timed": list(te.not_timed),  # what the step time leaves out, each with why
             "tokens_per_s_single_gpu": round(te.tokens_per_s_single_gpu),
             "scaling_efficiency": round(te.scaling_efficiency, 3),
+            "comm_s": round(te.comm_s, 3),  # collectives per optimizer step, before overlap
+            "exposed_comm_s": round(te.exposed_comm_s, 3),  # what compute does not hide
             "mfu": round(te.mfu, 3),
             "total_tokens": te.total_tokens,
             "hours_single_gpu": round(te.hours_single_gpu, 3) if te.hours_single_gpu is not None else None,

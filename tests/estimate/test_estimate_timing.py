@@ -156,6 +156,24 @@ def test_zero3_over_pcie_small_batch_is_comm_bound():
     assert pcie.hours_n_gpus == pytest.approx(pcie.hours_single_gpu / (8 * pcie.scaling_efficiency))
 
 
+def test_sharded_runs_say_the_bus_bandwidth_below_which_collectives_show():
+    # a multi-node fabric the source did not state is an assumption of the descriptor: the estimate says
+    # where the step stops being compute-bound, so the user can hold it against the real network
+    s = setup(strategy="zero3", world_size=32, seq_len=8192, gradient_checkpointing=True)
+    fast = estimate_time(s, 312, 90, "A100-SXM-80GB", 32)
+    (line,) = [a for a in fast.assumptions if a.startswith("zero3 collectives")]
+    edge = float(line.rsplit("below ~", 1)[1].split(" GB/s")[0])
+    assert fast.exposed_comm_s == 0 and "hidden" in line
+    above = estimate_time(s, 312, edge * 1.05, "A100-SXM-80GB", 32)
+    below = estimate_time(s, 312, edge * 0.9, "A100-SXM-80GB", 32)
+    assert above.exposed_comm_s == 0 and below.exposed_comm_s > 0
+    assert any(a.startswith("zero3 collectives") and "s not hidden" in a for a in below.assumptions)
+    assert not any("collectives" in a for a in estimate_time(s, 312, 90, "A100-SXM-80GB", 1).assumptions)
+    # DDP's derated small-bucket bandwidth makes its time no simple function of the fabric's: no edge said
+    ddp = estimate_time(setup(strategy="ddp", world_size=8), 312, 230, "A100-SXM-80GB", 8)
+    assert ddp.comm_s > 0 and not any("collectives" in a for a in ddp.assumptions)
+
+
 def test_geforce_without_peer_to_peer_halves_the_bus_bandwidth():
     s = setup(method="lora", lora_r=8, lora_targets=["q_proj", "v_proj"], strategy="fsdp", world_size=2)
     t = estimate_time(s, 165.2, 20, "RTX-4090", 2)

@@ -120,3 +120,83 @@ def test_padding_free_packing_attends_within_each_sample() -> None:
     assert unknown.flops_per_token == pytest.approx(whole.flops_per_token)
     assert any("whose length is unknown" in a and "upper bound" in a for a in unknown.assumptions)
     assert not any("whose length is unknown" in a for a in within.assumptions + whole.assumptions)
+
+
+def test_a_consumer_rule_for_per_sample_attention_times_each_sample() -> None:
+    # advisor.facts.packed_attention names the consumer's rule (TRL best-fit packing, LLaMA-Factory
+    # neat_packing, axolotl sample_packing); the mean length stands for every sample: a lower bound on
+    # the attention FLOPs, since each sample's grow with its length squared
+    from advisor.estimate import TrainingSetup, estimate_time, flops_per_token, resolve_model
+
+    setup = TrainingSetup(
+        model=resolve_model("meta-llama/Meta-Llama-3-8B").count(),
+        micro_batch=1,
+        seq_len=32768,
+        precision="bf16",
+        gradient_checkpointing=True,
+        attn_implementation="flash_attention_2",
+    )
+    rule = DataLength(tokens_per_sample=400.0, packed=True, per_document="LLaMA-Factory neat_packing")
+    t = estimate_time(setup, 989, 1.0, "H100-SXM", 1, data=rule)
+    assert t.flops_per_token == pytest.approx(flops_per_token(setup, attention_span=400))
+    (line,) = [a for a in t.assumptions if "attend within each sample" in a]
+    assert "LLaMA-Factory neat_packing" in line and "lower bound on the attention FLOPs" in line
+    across = estimate_time(
+        setup, 989, 1.0, "H100-SXM", 1, data=DataLength(tokens_per_sample=400.0, packed=True)
+    )
+    assert across.flops_per_token == pytest.approx(flops_per_token(setup, attention_span=32768))
+
+
+@pytest.mark.parametrize(("pin", "faster"), [("trl==0.26.0", True), ("trl==0.18.0", False)])
+def test_trl_best_fit_packing_times_attention_per_sample(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pin: str, faster: bool
+) -> None:
+    # trl 0.26 sft_trainer.py:731: packing with the default 'bfd' strategy turns padding_free on, so
+    # flash-attention runs within each sample; trl 0.18 packs under one mask over the row
+    toml = '[[runs]]\npath = "launch.sh"\ndataset-samples = 1000\ndataset-tokens = 300000\n'
+    sft = SFT.replace("max_length: 2048", "max_length: 16384") + "attn_implementation: flash_attention_2\n"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    row = _run(
+        tmp_path / "a",
+        monkeypatch,
+        {
+            "sft.yaml": sft + "packing: true\npacking_strategy: wrapped\n",
+            ".gpu-advise.toml": toml,
+            "requirements.txt": pin + "\n",
+        },
+    )
+    packed = _run(
+        tmp_path / "b",
+        monkeypatch,
+        {"sft.yaml": sft + "packing: true\n", ".gpu-advise.toml": toml, "requirements.txt": pin + "\n"},
+    )
+    assert (packed["time"]["step_time_s"] < 0.9 * row["time"]["step_time_s"]) is faster
+
+
+def test_unknown_sample_lengths_say_how_much_the_row_attention_weighs() -> None:
+    from advisor.estimate import TrainingSetup, estimate_time, flops_per_token, resolve_model
+
+    setup = TrainingSetup(
+        model=resolve_model("meta-llama/Meta-Llama-3-8B").count(),
+        micro_batch=1,
+        seq_len=32768,
+        precision="bf16",
+        gradient_checkpointing=True,
+        attn_implementation="flash_attention_2",
+    )
+    t = estimate_time(setup, 989, 1.0, "H100-SXM", 1, data=DataLength(packed=True, per_document="TRL"))
+    whole, none = flops_per_token(setup, attention_span=32768), flops_per_token(setup, attention_span=0)
+    (line,) = [a for a in t.assumptions if "whose length is unknown" in a]
+    assert f"that attention is {(whole - none) / whole:.0%} of the FLOPs timed" in line
+    assert 0.2 < (whole - none) / whole < 0.6  # 32k rows of an 8B model: attention is a large share
+
+
+def test_the_json_reports_the_collectives_and_what_is_not_hidden(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    launch = "#!/bin/bash\ntorchrun --nproc_per_node 8 train.py sft.yaml\n"
+    sft = SFT.replace("use_peft: true\n", "") + "fsdp: full_shard auto_wrap\n"
+    git_project(tmp_path, {"launch.sh": launch, "train.py": "pass\n", "sft.yaml": sft}, monkeypatch)
+    t = estimate_json_run("8xA100-SXM-80GB")["time"]
+    assert t["comm_s"] > 0 and 0 <= t["exposed_comm_s"] <= t["comm_s"]
