@@ -756,7 +756,7 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
         setup_kw["ds_max_live_parameters"] = _ds_bucket(plan, "stage3_max_live_parameters", h, None)
     if plan.hardware is not None:
         setup_kw["gpu_memory_gib"] = float(plan.hardware.memory_gib)
-    from advisor.facts.freeze_tuning import freeze_setup
+    from advisor.facts.frozen_methods import freeze_setup
     from advisor.facts.packed_base import apply_packed_base
 
     freeze_kw, why = freeze_setup(plan, pc, strategy, a)  # LLaMA-Factory finetuning_type: freeze

@@ -1,6 +1,6 @@
-"""Partly frozen models (issue 21: methods the estimator refused), as TrainingSetup fields: LLaMA-Factory's
-finetuning_type: freeze (here), axolotl's unfrozen_parameters (advisor/facts/unfrozen_params.py) and BAdam's
-one block at a time (advisor/facts/badam.py).
+"""LLaMA-Factory's finetuning_type: freeze as TrainingSetup fields (issue 21: methods the estimator refused).
+Which partly frozen method a run uses (this one, axolotl's unfrozen_parameters, BAdam, LLaVA) is told in
+advisor/facts/frozen_methods.py.
 
 LLaMA-Factory 0.9.5 model/adapter.py _setup_freeze_tuning: freeze_trainable_layers N > 0 trains the last N
 decoder layers, N < 0 the first -N (:89-92), use_llama_pro every (L / N)-th layer of the expanded model
@@ -24,7 +24,7 @@ from advisor.facts.namespace_entries import integer, truth, written
 if TYPE_CHECKING:
     from advisor.plan.run_plan import RunPlan
 
-__all__ = ["freeze_setup", "is_freeze_tuning", "storage_kw"]
+__all__ = ["freeze_setup_llamafactory", "storage_kw"]
 
 DEFAULT_TRAINABLE_LAYERS = 2  # llamafactory hparams/finetuning_args.py:23-24
 # freeze_extra_modules names a non-layer module by the last part of its parameter name (adapter.py:102-103)
@@ -38,19 +38,6 @@ def _names(v: Any) -> list[str]:
         return []
     items = v.value if isinstance(v.value, list) else str(v.value).split(",")
     return [str(x).strip() for x in items if str(x).strip()]
-
-
-def is_freeze_tuning(plan: RunPlan) -> bool:
-    t = plan.training
-    dialect = t.known_value("dialect") if t is not None else None
-    ftype = written(t, "finetuning_type")
-    return (
-        dialect is not None
-        and dialect.value == "llamafactory"
-        and ftype is not None
-        and ftype.known
-        and str(ftype.value).lower() == "freeze"
-    )
 
 
 def storage_kw(plan: RunPlan, strategy: str, upcast: bool) -> dict[str, Any]:
@@ -86,7 +73,9 @@ def _layer_ids(plan: RunPlan, L: int) -> tuple[list[int], str] | str:
     return list(range(min(-n, L))), f"the first {min(-n, L)}"
 
 
-def _llamafactory(plan: RunPlan, pc: Any, strategy: str, a: list[str]) -> tuple[dict[str, Any], str | None]:
+def freeze_setup_llamafactory(
+    plan: RunPlan, pc: Any, strategy: str, a: list[str]
+) -> tuple[dict[str, Any], str | None]:
     t = plan.training
     L = int(pc.layers)
     picked = _layer_ids(plan, L)
@@ -149,28 +138,3 @@ def _llamafactory(plan: RunPlan, pc: Any, strategy: str, a: list[str]) -> tuple[
         + ("; " + "; ".join(notes) if notes else "")
     )
     return kw, None
-
-
-def freeze_setup(plan: RunPlan, pc: Any, strategy: str, a: list[str]) -> tuple[dict[str, Any], str | None]:
-    """(TrainingSetup fields, reason the run cannot be estimated) for a partly frozen run: LLaMA-Factory
-    freeze-tuning, axolotl unfrozen_parameters, BAdam, a LLaVA-style vision-language run (advisor/facts/
-    llava.py); ({}, None) for any other run."""
-    t = plan.training  # each method's module is imported only when its key is written (cold start)
-    if written(t, "vision_tower") is not None:
-        from advisor.facts.llava import llava_run, llava_setup
-
-        if llava_run(plan):  # a vision tower + projector; pretraining freezes the language model
-            return llava_setup(plan, pc, strategy, a)
-    if written(t, "use_badam") is not None:
-        from advisor.facts.badam import badam_setup, uses_badam
-
-        if uses_badam(plan):
-            return badam_setup(plan, pc, strategy, a)
-    if is_freeze_tuning(plan):
-        return _llamafactory(plan, pc, strategy, a)
-    if written(t, "unfrozen_parameters") is not None:
-        from advisor.facts.unfrozen_params import unfrozen_patterns, unfrozen_setup
-
-        if unfrozen_patterns(plan) is not None:
-            return unfrozen_setup(plan, pc, a)
-    return {}, None

@@ -116,7 +116,7 @@ def unmodelled_reason(plan: RunPlan, names: dict[str, Any]) -> str | None:
     for key in RL_KEYS:
         if written(t, key) is not None:
             return f"online RL training ({key}): generation and extra models are not modelled"
-    from advisor.facts.freeze_tuning import is_freeze_tuning
+    from advisor.facts.frozen_methods import is_freeze_tuning
 
     freeze = is_freeze_tuning(plan)  # LLaMA-Factory freeze-tuning: advisor/facts/freeze_tuning.py
     llava = False
