@@ -165,6 +165,31 @@ NAMES: list[tuple[str, str, str | None]] = [
         "axolotl-ai-cloud/axolotl examples/llama-4",
         None,
     ),
+    # the models of the fresh referee set (benchmarks/data/fresh: axolotl example READMEs, PEFT's README)
+    (
+        "mistralai/Devstral-Small-2505",
+        "axolotl-ai-cloud/axolotl examples/devstral",
+        "mistralai/Mistral-Small-24B-Base-2501",
+    ),
+    (
+        "mistralai/Mistral-Small-3.1-24B-Instruct-2503",
+        "axolotl-ai-cloud/axolotl examples/mistral-small",
+        None,
+    ),
+    ("swiss-ai/Apertus-8B-Instruct-2509", "axolotl-ai-cloud/axolotl examples/apertus", None),
+    ("arcee-ai/AFM-4.5B", "axolotl-ai-cloud/axolotl examples/arcee", None),
+    ("ibm-granite/granite-4.0-tiny-preview", "axolotl-ai-cloud/axolotl examples/granite4", None),
+    ("tencent/Hunyuan-0.5B-Instruct", "axolotl-ai-cloud/axolotl examples/hunyuan", None),
+    ("XiaomiMiMo/MiMo-7B-RL", "axolotl-ai-cloud/axolotl examples/mimo", None),
+    ("allenai/Olmo-3-7B-Instruct-SFT", "axolotl-ai-cloud/axolotl examples/olmo3", None),
+    ("katanemo/Plano-Orchestrator-4B", "axolotl-ai-cloud/axolotl examples/plano", None),
+    ("ByteDance-Seed/Seed-OSS-36B-Instruct", "axolotl-ai-cloud/axolotl examples/seed-oss", None),
+    ("arcee-ai/Trinity-Nano-Preview", "axolotl-ai-cloud/axolotl examples/trinity", None),
+    ("mistralai/Ministral-3-3B-Reasoning-2512", "axolotl-ai-cloud/axolotl examples/ministral3", None),
+    ("LiquidAI/LFM2-350M", "axolotl-ai-cloud/axolotl examples/LiquidAI", None),
+    ("bigscience/T0_3B", "huggingface/peft README", None),
+    ("bigscience/mt0-xxl", "huggingface/peft README", None),
+    ("bigscience/bloomz-7b1", "huggingface/peft README", "bigscience/bloom-7b1"),
 ]
 
 

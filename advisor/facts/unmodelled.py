@@ -175,12 +175,14 @@ def low_rank_optimizer(plan: RunPlan, optim_name: str) -> tuple[dict[str, Any], 
     `optim_args`' rank= (transformers 5.24 trainer_optimizer.py:370, parsed as k=v pairs split on commas);
     without optim_target_modules the Trainer raises ValueError (trainer_optimizer.py:121-122); a regex
     string is not matched against the model's module names here."""
-    from advisor.estimate.memory.optimizers import LOW_RANK_OPTIMIZERS
+    from advisor.estimate.memory.optimizers import LOW_RANK_FAILS, LOW_RANK_OPTIMIZERS
 
     t = plan.training
     if truth(written(t, "use_galore")):
         return _llamafactory_galore(plan, optim_name)
     key = optim_name.strip().lower().replace("-", "_")
+    if key in LOW_RANK_FAILS:
+        return {}, f"optimizer '{optim_name}' has no memory profile: {LOW_RANK_FAILS[key]}"
     if key not in LOW_RANK_OPTIMIZERS:
         return {}, None
     tv = written(t, "optim_target_modules")

@@ -81,6 +81,39 @@ def test_layerwise_galore_frees_each_gradient_in_backward(tmp_path: Path) -> Non
     assert inputs.setup.optimizer_in_backward is True
 
 
+def test_galore_8bit_keeps_one_byte_moments_and_a_bf16_projector(tmp_path: Path) -> None:
+    inputs, est = _run(tmp_path, "galore_adamw_8bit_layerwise", TARGETS + 'optim_args: "rank=64"\n', accum=1)
+    assert inputs.reason is None and est.known is True
+    assert inputs.setup.optimizer_in_backward is True
+    pc = resolve_model("Qwen/Qwen2.5-1.5B").count()
+    moments = sum(2 * 64 * max(x.d_in, x.d_out) for x in pc.linears) * pc.layers
+    projector = sum(64 * min(x.d_in, x.d_out) for x in pc.linears) * pc.layers
+    weights = sum(x.d_in * x.d_out for x in pc.linears) * pc.layers
+    vectors = pc.total - pc.layer_linear_weights - pc.embedding - pc.lm_head  # hidden 1536 < 4096: fp32
+    want = moments + 2 * projector + 2 * (pc.total - weights - vectors) + 8 * vectors
+    got = _item(est, "optimizer states")["gib"] * 2**30
+    assert got == pytest.approx(want, rel=0.01)
+    assert "8-bit" in _item(est, "optimizer states")["note"]
+
+
+def test_galore_adafactor_factors_the_projected_moment(tmp_path: Path) -> None:
+    _, est = _run(tmp_path, "galore_adafactor", TARGETS + 'optim_args: "rank=64"\n')
+    assert est.known is True
+    pc = resolve_model("Qwen/Qwen2.5-1.5B").count()
+    projected = sum(64 * min(x.d_in, x.d_out) + max(x.d_in, x.d_out) + 64 for x in pc.linears) * pc.layers
+    matrices = (pc.vocab + pc.hidden) * (1 if pc.tied else 2)
+    vectors = pc.total - pc.layer_linear_weights - pc.embedding - pc.lm_head
+    got = _item(est, "optimizer states")["gib"] * 2**30
+    # the report rounds to 0.01 GiB
+    assert got == pytest.approx(2 * (projected + matrices + vectors), abs=0.005 * 2**30)
+
+
+def test_layerwise_galore_adafactor_is_refused_with_the_trainers_error(tmp_path: Path) -> None:
+    _, est = _run(tmp_path, "galore_adafactor_layerwise", TARGETS, accum=1)
+    assert est.known is False
+    assert "relative_step" in est.reason and "ValueError" in est.reason
+
+
 def test_galore_without_target_modules_has_no_estimate(tmp_path: Path) -> None:
     _, est = _run(tmp_path, "galore_adamw", "")
     assert est.known is False

@@ -273,7 +273,7 @@ def transformers_on_meta() -> Any:
         with torch.device("meta"):
             if model_type in {"bert", "roberta"}:
                 model = transformers.AutoModel.from_config(conf)  # BertModel + pooler, as the formula counts
-            elif model_type == "t5":
+            elif model_type in {"t5", "mt5"}:  # encoder-decoder
                 model = transformers.AutoModelForSeq2SeqLM.from_config(conf)
             else:
                 model = transformers.AutoModelForCausalLM.from_config(conf)

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from advisor.estimate.params import LinearShape, ParamCount
 
 __all__ = [
+    "LOW_RANK_FAILS",
     "LOW_RANK_OPTIMIZERS",
     "OptimizerProfile",
     "has_optimizer_profile",
@@ -114,12 +115,31 @@ def has_optimizer_profile(name: str) -> bool:
     return optimizer_profile(name) is not None
 
 
-# GaLore through the HF Trainer (transformers 5.24 trainer_optimizer.py:351-378): galore_torch's GaLoreAdamW
-# for both names; the layer-wise one steps each parameter in its post-accumulate-grad hook and zeroes its
-# gradient there (trainer_optimizer.py:166-179), as optimizer_in_backward. rank defaults to 128
-# (trainer_optimizer.py:370). The 8-bit and Adafactor variants are not modelled.
-LOW_RANK_OPTIMIZERS = {"galore_adamw": "GaLore AdamW", "galore_adamw_layerwise": "GaLore AdamW (layer-wise)"}
+# GaLore through the HF Trainer (transformers 5.25 trainer_optimizer.py:351-381): galore_torch 1.0's
+# GaLoreAdamW, GaLoreAdamW8bit or GaLoreAdafactor; the layer-wise names step each parameter in its
+# post-accumulate-grad hook and zero its gradient there (trainer_optimizer.py:166-179), as
+# optimizer_in_backward. rank defaults to 128 (trainer_optimizer.py:370).
+LOW_RANK_OPTIMIZERS = {
+    "galore_adamw": "GaLore AdamW",
+    "galore_adamw_layerwise": "GaLore AdamW (layer-wise)",
+    "galore_adamw_8bit": "GaLore AdamW 8-bit",
+    "galore_adamw_8bit_layerwise": "GaLore AdamW 8-bit (layer-wise)",
+    "galore_adafactor": "GaLore Adafactor",
+}
+# galore_adafactor_layerwise: the Trainer builds the per-parameter optimizers with {"lr": learning_rate}
+# (trainer.py:1409) before it sets relative_step=False, which it does only for the non-layer-wise name
+# (trainer_optimizer.py:379-380), and galore_torch adafactor.py:112-113 raises ValueError on a manual lr
+# with relative_step=True
+LOW_RANK_FAILS = {
+    "galore_adafactor_layerwise": (
+        "the Trainer raises ValueError: it builds each layer-wise GaLoreAdafactor with lr and "
+        "relative_step=True (transformers trainer_optimizer.py:379-380, galore_torch adafactor.py:112-113)"
+    )
+}
 GALORE_DEFAULT_RANK = 128
+# bitsandbytes Optimizer2State keeps a state in 8 bits when the tensor has at least min_8bit_size
+# elements (galore_torch adamw8bit.py:9: 4096), else in fp32
+_MIN_8BIT = 4096
 
 
 def _low_rank_key(name: str) -> str:
@@ -127,15 +147,28 @@ def _low_rank_key(name: str) -> str:
 
 
 def low_rank_profile(
-    name: str, pc: ParamCount, rank: int | None, targets: list[str] | None, a: list[str]
+    name: str,
+    pc: ParamCount,
+    rank: int | None,
+    targets: list[str] | None,
+    a: list[str],
+    param_bytes: int = 2,
 ) -> OptimizerProfile | None:
     """GaLore's states as a multiple of the model's parameters, from the model's shapes: the Trainer puts
     the weight of every nn.Linear that `optim_target_modules` names in GaLore's group and every other
-    parameter in a plain AdamW group (trainer_optimizer.py:137-162). For a targeted m x n weight (m >= n),
-    GaLoreProjector keeps the rank x n orthogonal matrix (galore_torch galore_projector.py project /
-    get_orthogonal_matrix: Vh[:rank], cast back to the weight's dtype) and AdamW's exp_avg / exp_avg_sq on
-    the projected m x rank gradient: rank * (2m + n) elements; the others 2 per parameter, all in the
-    parameter dtype. None when the name is not GaLore or no Linear is matched."""
+    parameter in a plain group of the same optimizer (trainer_optimizer.py:137-162). For a targeted
+    m x n weight (big = max, small = min), GaLoreProjector keeps the rank x small orthogonal matrix
+    (galore_torch galore_projector.py project / get_orthogonal_matrix: Vh[:rank], cast back to the weight's
+    dtype), and the optimizer keeps its moments on the projected big x rank gradient:
+    - AdamW (adamw.py): exp_avg / exp_avg_sq, 2 x big x rank, in the parameter dtype; 2 per other parameter;
+    - AdamW 8-bit (adamw8bit.py:52-61: the projected gradient replaces p.data before bitsandbytes'
+      init_state): the two moments in 1 byte each, other tensors too when >= 4096 elements, else fp32;
+      the block-wise absmax scales (a few per mille) are left out as for adamw_8bit;
+    - Adafactor (adafactor.py:200-209, the Trainer's beta1 None: no exp_avg): factored exp_avg_sq_row /
+      _col, big + rank per projected weight, rows + columns of every other matrix, a full copy of every
+      vector, in the gradient's dtype.
+    `param_bytes`: bytes per element of the trainable parameters (the projector's and the moments' dtype).
+    None when the name is not GaLore or no Linear is matched."""
     key = _low_rank_key(name)
     if key not in LOW_RANK_OPTIMIZERS or not targets or pc.total <= 0:
         return None
@@ -145,19 +178,53 @@ def low_rank_profile(
     hit = galore_targets(pc, targets)
     if not hit:
         return None
-    low_rank = targeted_weights = 0
+    projector = moments = targeted_weights = 0
     for lin, times in hit:
         big, small = max(lin.d_in, lin.d_out), min(lin.d_in, lin.d_out)
         rr = min(r, small)
-        low_rank += times * rr * (2 * big + small)
+        projector += times * rr * small
+        moments += times * (big + rr if key == "galore_adafactor" else 2 * big * rr)
         targeted_weights += times * lin.d_in * lin.d_out
-    elements = low_rank + 2 * (pc.total - targeted_weights)
     names = ", ".join(sorted({lin.name for lin, _ in hit}))
-    label = (
-        f"{LOW_RANK_OPTIMIZERS[key]} rank {r} on {names}: rank x (2 max + min dim) per targeted weight, "
-        "AdamW's 2 states elsewhere"
-    )
-    return OptimizerProfile(label, None, elements / pc.total, "per_param")
+    head = f"{LOW_RANK_OPTIMIZERS[key]} rank {r} on {names}"
+    if key == "galore_adafactor":
+        others = _adafactor_untargeted(pc, hit)
+        label = f"{head}: projector + factored moments (big + rank) per targeted weight, Adafactor elsewhere"
+        return OptimizerProfile(label, None, (projector + moments + others) / pc.total, "none")
+    rest = pc.total - targeted_weights
+    if key.startswith("galore_adamw_8bit"):
+        small_vectors = _small_vectors(pc)
+        state = moments * 1 + 2 * (rest - small_vectors) * 1 + 2 * small_vectors * 4
+        label = f"{head}: 8-bit moments on the rank-projected gradient, 8-bit AdamW elsewhere"
+        return OptimizerProfile(label, (state + projector * param_bytes) / pc.total)
+    label = f"{head}: rank x (2 max + min dim) per targeted weight, AdamW's 2 states elsewhere"
+    return OptimizerProfile(label, None, (projector + moments + 2 * rest) / pc.total, "per_param")
+
+
+def _small_vectors(pc: ParamCount) -> int:
+    """Parameters in norm weights and biases under 4096 elements (fp32 states in bitsandbytes): the
+    per-layer parameters no Linear weight accounts for, when the hidden size is under the threshold."""
+    if pc.hidden >= _MIN_8BIT or not pc.layers:
+        return 0
+    return max(pc.total - pc.layer_linear_weights - pc.embedding - pc.lm_head - pc.position_embedding, 0)
+
+
+def _adafactor_untargeted(pc: ParamCount, hit: list[tuple[LinearShape, int]]) -> int:
+    """Adafactor state elements of the parameters GaLore does not project: rows + columns of every
+    untargeted Linear weight and embedding matrix, the full size of every vector (galore_torch
+    adafactor.py:203-209, factored when the tensor has 2 dimensions)."""
+    hit_names = {lin.name for lin, _ in hit}
+    rows_cols = 0
+    for lin in pc.linears:
+        if lin.name in hit_names:
+            continue
+        per_layer_layers = pc.moe_layers if lin.count > 1 and pc.moe_layers else pc.layers
+        rows_cols += (lin.d_in + lin.d_out) * lin.count * per_layer_layers
+    rows_cols += pc.vocab + pc.hidden  # the input embedding
+    if pc.lm_head and "lm_head" not in hit_names:
+        rows_cols += pc.vocab + pc.hidden
+    vectors = max(pc.total - pc.layer_linear_weights - pc.embedding - pc.lm_head, 0)
+    return rows_cols + vectors
 
 
 def galore_targets(pc: ParamCount, targets: list[str]) -> list[tuple[LinearShape, int]]:

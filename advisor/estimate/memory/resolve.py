@@ -287,7 +287,7 @@ def resolve_setup(s: TrainingSetup) -> ResolvedSetup:
     else:
         opt_name = s.optimizer
     opt = optimizer_profile(opt_name) or low_rank_profile(
-        opt_name, pc, s.optim_rank, s.optim_target_modules, a
+        opt_name, pc, s.optim_rank, s.optim_target_modules, a, dtype_bytes(dtypes.optimizer_state)
     )
     if opt is None:
         a.append(f"optimizer '{opt_name}' has no memory profile: counted as AdamW (2 states)")

@@ -284,6 +284,9 @@ _register(
 _register(("olmo",), replace(LLAMA, mlp=gated_mlp(), norm="none"))
 # OLMo 2: post-attention/post-feedforward RMSNorms, q/k norms over the whole q_dim and kv_dim
 _register(("olmo2",), replace(LLAMA, mlp=gated_mlp(), qk_norm="full"))
+# Olmo 3: OLMo 2's parameters (transformers 5.25 modeling_olmo3.py:158-159 q_norm/k_norm over q_dim and
+# kv_dim, :234 post_feedforward_layernorm); its sliding-window layers change attention, not the shapes
+_register(("olmo3",), ARCHS["olmo2"])
 # StableLM 3B-4E1T / 2 / Stable Code 3B: LayerNorm with bias, q/k/v bias from use_qkv_bias, optional
 # per-head q/k LayerNorms without bias (StableLmLayerNormPerHead) and parallel residual with one norm
 # (transformers/models/stablelm/modeling_stablelm.py)
