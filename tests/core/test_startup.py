@@ -94,8 +94,8 @@ def test_a_cold_check_writes_its_cache_without_tempfile(tmp_path: Path) -> None:
 
 def test_a_check_without_readme_or_method_keys_skips_their_readers() -> None:
     """The README launch reader (fence parser, shell-block reader, README run rules) and the method modules
-    (LLaVA, BAdam, unfrozen_parameters, LLaMA-Factory freeze-tuning) load only when the project has a README command or a run writes
-    their keys: fixtures/example has neither, and a hook's cold start pays for each module it imports."""
+    (LLaVA, BAdam, unfrozen_parameters, LLaMA-Factory freeze-tuning) load only when the project has a README
+    command or a run writes their keys: fixtures/example has neither; a cold start pays for each module."""
     rc, modules = _modules_after(["check", "--exit-zero", "fixtures/example"])
     assert rc == 0
     lazy = {
