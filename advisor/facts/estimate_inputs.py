@@ -187,8 +187,8 @@ def _attn(plan: RunPlan) -> str | None:
         from advisor.facts.training_loop import own_trainer
 
         trainer = own_trainer(plan)
-        if trainer is not None and trainer.name == "swift":
-            v = written(t, "attn_impl")  # ms-swift 4.6.0 arguments/base_args/model_args.py:79
+        if trainer is not None and trainer.attention_key:
+            v = written(t, trainer.attention_key)
     if v is not None and v.known and isinstance(v.value, str):
         return _ATTN.get(v.value.strip().lower())
     if truth(written(t, "flash_attention", "use_flash_attn", "use_flash_attention_2")):

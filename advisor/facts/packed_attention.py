@@ -60,10 +60,8 @@ def per_document_attention(plan: RunPlan) -> str | None:
     from advisor.facts.training_loop import own_trainer
 
     trainer = own_trainer(plan)
-    if trainer is not None and trainer.name == "swift":
-        if truth(written(t, "packing")):
-            return "ms-swift packing: padding_free with per-sample position_ids (template/base.py:750-768)"
-        return None
+    if trainer is not None and trainer.packing_attention:
+        return trainer.packing_attention if truth(written(t, "packing")) else None
     dialect_v = t.known_value("dialect")
     dialect = dialect_v.value if dialect_v is not None else "hf"
     if dialect == "llamafactory":

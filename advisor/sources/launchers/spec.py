@@ -84,6 +84,10 @@ class LauncherSpec:
     # shape, packed or not (the caching allocator's growth); "" = not read
     drops_outputs: str = ""
     varied_shapes: str = ""
+    # its parser's key that names the attention implementation, where not TrainingArguments' (ms-swift's
+    # attn_impl), and why the rows of its `packing` switch attend within each sample ("" = not read)
+    attention_key: str = ""
+    packing_attention: str = ""
     # the entry files of its argument classes, which a run may start under another launcher (`torchrun
     # swift/cli/sft.py`, `-m swift.cli.sft`): their flags are this launcher's (launchers.argument_owner)
     route_scripts: tuple[str, ...] = ()

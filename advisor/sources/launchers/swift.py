@@ -79,6 +79,10 @@ SPEC = LauncherSpec(
     # (swift/llm/utils/utils.py:241 @db07118), and its use_loss_scale loss gathers only the labelled
     # positions (trainers.py compute_scaled_loss `shift_logits[masks]`), whose count varies per batch.
     varied_shapes="ms-swift pads each batch to its longest and packs bins of up to max_length unpadded",
+    attention_key="attn_impl",  # 4.6.0 swift/arguments/base_args/model_args.py:79
+    packing_attention=(
+        "ms-swift packing: padding_free with per-sample position_ids (template/base.py:750-768)"
+    ),
 )
 
 
