@@ -134,6 +134,8 @@ class Document:
     dialect: str | None = None  # for training_args: "hf", "trl", "llamafactory"; for axolotl: "axolotl"
     # (script path, "positional" | "config") for each run that hands this file to a training script
     consumers: list[tuple[Path, str]] = field(default_factory=list)
+    # the launchers whose own parser, with defaults of its own, reads this file (`swift sft cfg.yaml`)
+    read_by: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

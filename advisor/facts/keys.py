@@ -126,6 +126,8 @@ def _key_items(doc: Document, context: CheckContext) -> dict[str, list[dict[str,
     dialect = dialect_of(doc)
     if dialect is None or not isinstance(doc.data, dict):
         return out
+    if dialect in {"training_args", "trl"} and _own_parser_reads(doc):
+        return out
     top = [k for k in doc.data if isinstance(k, str)]
     consumers = _script_consumers(doc, dialect, context)
     if top and dialect in {"training_args", "trl"} and consumers is None:
@@ -158,6 +160,17 @@ def _key_items(doc: Document, context: CheckContext) -> dict[str, list[dict[str,
         own = own_fields(doc, context)
         out["unknown_keys"] = [i for i in out["unknown_keys"] if not (_is_top_level(i) and i["key"] in own)]
     return out
+
+
+def _own_parser_reads(doc: Document) -> bool:
+    """Whether a launcher's own parser reads the file (ms-swift's: a launch hands it over, or its keys
+    are that parser's alone): its keys are not TrainingArguments' or TRL's to judge, and no table of
+    them ships."""
+    from advisor.sources import launchers
+
+    if any(launchers.spec_of(name).own_defaults for name in doc.read_by):
+        return True
+    return launchers.config_owner(k for k in doc.data if isinstance(k, str)) is not None
 
 
 def _script_consumers(doc: Document, dialect: str, context: CheckContext) -> Any:

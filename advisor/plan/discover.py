@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor.core.document import Document, Location, SourceProblem, Span
+from advisor.core.lazy_pattern import LazyPattern
 from advisor.core.paths import relative, resolved
 from advisor.core.records import field, record
 from advisor.plan.config_flag import config_flag_words
@@ -454,11 +455,18 @@ def _build_runs(docs: list[Document], cache: DocumentCache) -> list[RunSpec]:
     return [r for r in runs if r.command is not None or resolved(r.root.path) not in pulled]
 
 
+# Hydra's override grammar (hydra/core/override_parser: `key=value`, `+key=value`, `~key`, dotted keys): a
+# command word of this form hands one value to the app's config, it is not a file the script parses
+_OVERRIDE = LazyPattern(r"^[+~]{0,2}[A-Za-z_][\w.\-/@]*=")
+
+
 def _attach_from_command(run: RunSpec, doc: Document, command: Any, cache: DocumentCache) -> None:
     training_word = command.script_args.get("config")
     if training_word is None:
         for word in command.positional:
             if word.text and Path(word.text).suffix.lower() in {".yaml", ".yml", ".json"}:
+                if _OVERRIDE.match(word.text):
+                    continue  # `a.b.tool_config_path=x.yaml`: a Hydra override (verl), not a config file
                 training_word = word
                 break
     # every relative path of the command is opened from the one folder the process runs in
@@ -518,7 +526,15 @@ def _attach_from_command(run: RunSpec, doc: Document, command: Any, cache: Docum
 
     # `llamafactory-cli train`, `trl sft`: the command word names no file
     subcommand = getattr(command, "subcommand", False)
-    if command.script is not None and command.script.text and not command.module and not subcommand:
+    # a script word "-" is standard input (`torchrun ... - <<EOF`: the interpreter reads the program from it)
+    stdin = command.script is not None and command.script.text == "-"
+    if (
+        command.script is not None
+        and command.script.text
+        and not command.module
+        and not subcommand
+        and not stdin
+    ):
         ref = _ref(doc, command.script.text, command.script.span, "script", cache)
         run.references.append(ref)
         if ref.path and ref.path.suffix == ".py":
@@ -532,6 +548,7 @@ def _attach_from_command(run: RunSpec, doc: Document, command: Any, cache: Docum
                 run.script = cache.get(module_ref.path, "script")
                 _note_unanalysed(doc, run.script, command.script.span)
     _link_config_to_script(run, training_word)
+    _link_config_to_own_parser(run, command)
     _attach_nested(run, cache)
 
 
@@ -653,6 +670,17 @@ def _preset(command: Any, text: str | None) -> bool:
     return owner is not None and text in owner.deepspeed_presets
 
 
+def _owner_preset(training: Document, text: str) -> bool:
+    """`deepspeed: zero2` in a config written for a launcher's own parser (launchers.config_owner: ms-swift's
+    keys), read alone: a DeepSpeed config that launcher ships, not a project file."""
+    owner = (
+        launchers.config_owner(k for k in training.data if isinstance(k, str))
+        if isinstance(training.data, dict)
+        else None
+    )
+    return owner is not None and text in owner.deepspeed_presets
+
+
 def _note_unanalysed(doc: Document, script: Document, span: Span) -> None:
     """A training script too large to analyse is a warning where the launch names it (GA001): its
     parser, model loads and rank guards are then unknown, and the check says so instead of going quiet."""
@@ -681,6 +709,17 @@ def _link_config_to_script(run: RunSpec, training_word: Any) -> None:
         run.training.consumers.append(link)
 
 
+def _link_config_to_own_parser(run: RunSpec, command: Any) -> None:
+    """Tell the run's training file that a launcher's own parser reads it (`swift sft cfg.yaml`): its keys
+    are that parser's, which no TrainingArguments / TRL table judges."""
+    if run.training is None:
+        return
+    script = command.script.text if command.script is not None and not command.subcommand else None
+    owner = launchers.argument_owner(command.launcher, script, bool(command.module))
+    if owner is not None and owner.own_defaults and owner.name not in run.training.read_by:
+        run.training.read_by.append(owner.name)
+
+
 def _attach_nested(run: RunSpec, cache: DocumentCache) -> None:
     """accelerate -> its DeepSpeed file; TrainingArguments -> its DeepSpeed file."""
     for holder, path in (
@@ -691,6 +730,8 @@ def _attach_nested(run: RunSpec, cache: DocumentCache) -> None:
             continue
         raw = holder.get(path)
         if not isinstance(raw, str) or not raw.strip() or _preset(run.command, raw):
+            continue
+        if holder is run.training and _owner_preset(holder, raw):
             continue
         span, key = holder.span(path, value=True), "/" + "/".join(path)
         if run.workdir is not None and holder is run.training:

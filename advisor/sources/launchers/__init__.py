@@ -10,6 +10,7 @@ and reads the launcher's words by its spec's form and flag table."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from advisor.sources.launchers import (
     accelerate,
@@ -40,6 +41,7 @@ __all__ = [
     "VisibleGpus",
     "argument_owner",
     "by_module",
+    "config_owner",
     "find",
     "implied_by_dialect",
     "implied_by_kind",
@@ -91,6 +93,13 @@ def argument_owner(name: str | None, script: str | None, module: bool) -> Launch
         if routes and (script in routes if module else path.endswith(routes)):
             return spec
     return None
+
+
+def config_owner(keys: Iterable[object]) -> LauncherSpec | None:
+    """The launcher whose own parser a config with these top-level keys is written for (its spec's
+    config_marks), or None."""
+    written = set(keys)
+    return next((spec for spec in LAUNCHERS.values() if spec.config_marks & written), None)
 
 
 def probe_launcher(name: str | None, processes: object) -> LauncherSpec:

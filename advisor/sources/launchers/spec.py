@@ -88,6 +88,9 @@ class LauncherSpec:
     # attn_impl), and why the rows of its `packing` switch attend within each sample ("" = not read)
     attention_key: str = ""
     packing_attention: str = ""
+    # keys only its own parser reads: a YAML/JSON file holding one is its config (`swift sft cfg.yaml`), whose
+    # keys no TrainingArguments / TRL table judges, whether or not a launch in the project names it
+    config_marks: frozenset[str] = frozenset()
     # the entry files of its argument classes, which a run may start under another launcher (`torchrun
     # swift/cli/sft.py`, `-m swift.cli.sft`): their flags are this launcher's (launchers.argument_owner)
     route_scripts: tuple[str, ...] = ()

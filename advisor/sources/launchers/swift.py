@@ -79,6 +79,10 @@ SPEC = LauncherSpec(
     # (swift/llm/utils/utils.py:241 @db07118), and its use_loss_scale loss gathers only the labelled
     # positions (trainers.py compute_scaled_loss `shift_logits[masks]`), whose count varies per batch.
     varied_shapes="ms-swift pads each batch to its longest and packs bins of up to max_length unpadded",
+    # its own arguments that no TrainingArguments, TRL or LLaMA-Factory class has (4.6.0.dev0 @3602360a
+    # swift/arguments/base_args/base_args.py:93 tuner_type, data_args.py:79 split_dataset_ratio, :98
+    # model_author; train_type before 4.x and sft_type in 1.x name the method the same way)
+    config_marks=frozenset({"tuner_type", "train_type", "sft_type", "split_dataset_ratio", "model_author"}),
     attention_key="attn_impl",  # 4.6.0 swift/arguments/base_args/model_args.py:79
     packing_attention=(
         "ms-swift packing: padding_free with per-sample position_ids (template/base.py:750-768)"

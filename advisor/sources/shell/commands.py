@@ -308,7 +308,9 @@ class LauncherReading(Words):
             koffs[("launcher_args", key)] = f.offset()
             i += 1
         if module is None:
-            if i >= n:
+            if i >= n or fields[i].text == "-":
+                # `python - <<PY`: the program is read from standard input (a here-document: Python's
+                # docs, Command line "-"), inline code like -c, no training script file
                 return None, {}
             cmd = LaunchCommand(python.name, Span(1, 1), launcher_args=pyargs)
             cmd.script = self.word(fields[i])
