@@ -61,7 +61,11 @@ def count_params(config: dict[str, Any]) -> ParamCount:
         inner.setdefault("model_type", f"{mt}_text" if mt else "")
         if str(inner["model_type"]).lower() in ARCHS:
             pc = count_params(inner)
-            pc.notes.append(f"counted the text decoder of the multimodal '{mt}' config only")
+            note = f"counted the text decoder of the multimodal '{mt}' config only"
+            if isinstance(config.get("vision_config"), dict):
+                note += ": its vision encoder and projector are not counted (their memory is unknown)"
+                pc.caveats.append(note)
+            pc.notes.append(note)
             return pc
     if mt in ARCHS:
         return count_from_table(config, mt)
