@@ -38,7 +38,7 @@ __all__ = [
 
 def formula_model_types() -> list[str]:
     """model_type values the shape table covers (no transformers needed)."""
-    from advisor.estimate.params.families import ARCHS
+    from advisor.estimate.params.families_2025 import ARCHS
 
     return sorted(ARCHS)
 
@@ -52,7 +52,7 @@ def count_params(config: dict[str, Any]) -> ParamCount:
     """
     # the table is imported on the first count, not with the package (a pre-commit run may never count)
     from advisor.estimate.params.counter import count_from_table
-    from advisor.estimate.params.families import ARCHS
+    from advisor.estimate.params.families_2025 import ARCHS
 
     mt = str(config.get("model_type", "")).lower()
     text = config.get("text_config")

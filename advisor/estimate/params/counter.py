@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from advisor.core.records import replace
-from advisor.estimate.params.families import ARCHS, Arch, Lin, flag
+from advisor.estimate.params.families import Arch, Lin, flag
+from advisor.estimate.params.families_2025 import ARCHS  # the table with the 2025 families registered
 from advisor.estimate.params.shapes import LinearShape, ParamCount
 
 __all__ = ["count_from_table"]

@@ -729,7 +729,3 @@ _register(
         dropout_default=(0.1, 0.1, 0.1),
     ),
 )
-
-
-# families released in 2025 (issue 21, model resolution offline), registered into ARCHS by their own module
-from advisor.estimate.params import families_2025 as _families_2025  # noqa: E402, F401

@@ -2,7 +2,7 @@
 
 Each shape is read from transformers 5.25's modeling file of the family (cited line by line); the catalog
 entries that use them cite where their config.json values come from (advisor/data/models/sources.json).
-Imported by families.py once its table is built, so ``ARCHS`` holds these too.
+The counter reads ``ARCHS`` from this module, so the table it sees holds these too.
 """
 
 from collections.abc import Mapping
@@ -19,6 +19,8 @@ from advisor.estimate.params.families import (
     key,
     split_attn,
 )
+
+__all__ = ["ARCHS"]
 
 Config = Mapping[str, Any]
 Dims = Mapping[str, int]
