@@ -470,7 +470,7 @@ def _family_label(tokens: tuple[str, ...]) -> str:
 
 
 # families whose version is written joined to the name (Qwen2.5, SmolLM2, Falcon3, OLMo-2 is not): as written
-_JOINED_FAMILIES = frozenset({"qwen", "smollm", "falcon", "internlm", "baichuan", "starcoder"})
+_JOINED_FAMILIES = frozenset({"qwen", "smollm", "falcon", "internlm", "baichuan", "starcoder", "lfm"})
 
 
 @lru_cache(maxsize=2)

@@ -611,6 +611,7 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
     except (KeyError, TypeError, ValueError) as exc:
         out.reason = f"model '{name.value}': its config.json cannot be counted ({type(exc).__name__}: {exc})"
         return out
+    out.assumptions.extend(pc.caveats)  # a term the count cannot size (a hybrid's mixer, a vision tower)
 
     micro_v = batch.entry("per_device")
     micro = batch.per_device if isinstance(batch.per_device, int) and batch.per_device > 0 else None

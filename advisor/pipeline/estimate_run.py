@@ -360,6 +360,7 @@ def build_model_report(req: Request) -> dict[str, Any]:
         ids = list(range(n))
         busbw = topology.slowest_link_busbw_gbs(machine, ids)
     extra = [info.assumption] if info.assumption else []
+    extra += pc.caveats  # a term the count cannot size (a hybrid's mixer layers, a vision tower)
     if req.precision in {"bf16", "fp16"}:
         extra.append(f"model loaded in {req.precision} (torch_dtype), no fp32 master weights")
     return _report(

@@ -63,10 +63,10 @@ def test_catalog_is_compact_and_big_enough() -> None:
 
 def _keys_read_by_counter() -> set[str]:
     from advisor.estimate import params
-    from advisor.estimate.params import counter, families
+    from advisor.estimate.params import counter, families, families_2025
 
     # params/__init__.py reads text_config (a multimodal config's text decoder, Llama 4)
-    text = "".join(Path(m.__file__).read_text() for m in (params, counter, families))
+    text = "".join(Path(m.__file__).read_text() for m in (params, counter, families, families_2025))
     keys = set()
     for cfg in CATALOG["models"].values():
         keys |= {k for k in cfg if f'"{k}"' in text}

@@ -38,7 +38,7 @@ __all__ = [
 
 def formula_model_types() -> list[str]:
     """model_type values the shape table covers (no transformers needed)."""
-    from advisor.estimate.params.families import ARCHS
+    from advisor.estimate.params.families_2025 import ARCHS
 
     return sorted(ARCHS)
 
@@ -52,7 +52,7 @@ def count_params(config: dict[str, Any]) -> ParamCount:
     """
     # the table is imported on the first count, not with the package (a pre-commit run may never count)
     from advisor.estimate.params.counter import count_from_table
-    from advisor.estimate.params.families import ARCHS
+    from advisor.estimate.params.families_2025 import ARCHS
 
     mt = str(config.get("model_type", "")).lower()
     text = config.get("text_config")
@@ -61,7 +61,11 @@ def count_params(config: dict[str, Any]) -> ParamCount:
         inner.setdefault("model_type", f"{mt}_text" if mt else "")
         if str(inner["model_type"]).lower() in ARCHS:
             pc = count_params(inner)
-            pc.notes.append(f"counted the text decoder of the multimodal '{mt}' config only")
+            note = f"counted the text decoder of the multimodal '{mt}' config only"
+            if isinstance(config.get("vision_config"), dict):
+                note += ": its vision encoder and projector are not counted (their memory is unknown)"
+                pc.caveats.append(note)
+            pc.notes.append(note)
             return pc
     if mt in ARCHS:
         return count_from_table(config, mt)

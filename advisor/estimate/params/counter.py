@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from advisor.core.records import replace
-from advisor.estimate.params.families import ARCHS, Arch, Lin, flag
+from advisor.estimate.params.families import Arch, Lin, flag
+from advisor.estimate.params.families_2025 import ARCHS  # the table with the 2025 families registered
 from advisor.estimate.params.shapes import LinearShape, ParamCount
 
 __all__ = ["count_from_table"]
@@ -160,10 +161,32 @@ def count_from_table(config: Mapping[str, Any], model_type: str) -> ParamCount:
     linear_weights = moe_layers * (attn_w + _weights(mlp_lin)) + (L - moe_layers) * (
         attn_w + _weights(dense_lin)
     )
+    caveats: list[str] = []
+    mixer_layers = 0
+    mixer_per_layer = 0
+    if arch.mixer is not None:
+        # a hybrid's mixer layers hold the mixer instead of attention, with the same norms and MLP
+        mix = arch.mixer
+        dm = {**d, **mix.dims(cfg, d)}
+        mixer_lin = [_shape(lin, dm, cfg) for lin in mix.linears if flag(lin.when, cfg)]
+        mixer_per_layer = _params(mixer_lin) + mix.extra(cfg, dm)
+        mixer_layers = sum(1 for li in range(L) if mix.is_mixer_layer(cfg, li))
+        layers_total += mixer_layers * (mixer_per_layer - attn)
+        linear_weights += mixer_layers * (_weights(mixer_lin) - attn_w)
+        if mixer_layers:
+            caveats.append(
+                f"{mixer_layers} of {L} layers are {mix.kind} layers: their parameters are counted, but "
+                "their "
+                "saved activations are taken as an attention layer's, which the memory model has no term for "
+                "(that part of the activations is unknown, in either direction), and attention's "
+                "sequence-squared FLOPs are counted in every layer (an upper bound on the step time)"
+            )
 
     emb_dim = d[arch.embedding_dim]
     embedding = V * emb_dim
-    tie_key = cfg.get("tie_word_embeddings")
+    # LFM2's configs may write tie_embedding, which Lfm2Config reads as tie_word_embeddings (transformers 5.25
+    # configuration_lfm2.py:90)
+    tie_key = cfg.get("tie_word_embeddings", cfg.get("tie_embedding"))
     tied = arch.tie_default if tie_key is None else bool(tie_key)
     if arch.tie_forced and not tied:
         notes.append(
@@ -216,7 +239,9 @@ def count_from_table(config: Mapping[str, Any], model_type: str) -> ParamCount:
         final_norm=final_norm,
         other=other,
         layers=layers,
-        per_layer=max(per_moe, per_dense) if experts else per_dense,
+        per_layer=max(
+            per_moe if experts else per_dense, per_dense - attn + mixer_per_layer if mixer_layers else 0
+        ),
         attn_per_layer=attn,
         mlp_per_layer=mlp,
         norm_per_layer=norms,
@@ -248,5 +273,7 @@ def count_from_table(config: Mapping[str, Any], model_type: str) -> ParamCount:
         attn_logit_softcapping=None if attn_softcap is None else float(attn_softcap),
         linears=attn_lin + mlp_lin,
         layer_linear_weights=linear_weights,
-        notes=notes,
+        mixer_layers=mixer_layers,
+        notes=notes + caveats,
+        caveats=caveats,
     )

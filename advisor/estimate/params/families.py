@@ -71,6 +71,18 @@ class Moe:
 
 
 @record(frozen=True, slots=True)
+class Mixer:
+    """A token mixer that replaces attention in some layers (LFM2's short convolution): its Linears, its other
+    parameters per layer, and which layers have it; those layers keep the family's norms and MLP."""
+
+    kind: str  # what the estimate calls it ("short convolution")
+    linears: tuple[Lin, ...]
+    is_mixer_layer: Callable[[Config, int], bool]
+    extra: Callable[[Config, Dims], int] = lambda cfg, d: 0  # conv kernels, biases: params outside Linears
+    dims: Callable[[Config, Dims], dict[str, int]] = lambda cfg, d: {}  # the mixer's own dims
+
+
+@record(frozen=True, slots=True)
 class Arch:
     """The shape of one family's layers and embeddings."""
 
@@ -107,6 +119,7 @@ class Arch:
     # config keys of the attention, hidden and embedding dropout, and their config-class defaults
     dropout_keys: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]] = (("attention_dropout",), (), ())
     dropout_default: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    mixer: Mixer | None = None  # layers whose attention is another token mixer (hybrid families)
 
 
 # ---- reusable pieces ----------------------------------------------------------------------------

@@ -82,7 +82,12 @@ class ParamCount:
     # weights of all Linear layers inside the decoder layers, summed over layers (what bitsandbytes 4-bit
     # quantizes; lm_head and embeddings stay 16-bit)
     layer_linear_weights: int = 0
+    # layers whose attention is another token mixer (LFM2's short convolutions): counted in ``total``, while
+    # ``linears`` and the activation terms describe an attention layer
+    mixer_layers: int = 0
     notes: list[str] = field(default_factory=list)
+    # what the estimate must state with its figures: a term counted as a bound, or unknown, and why
+    caveats: list[str] = field(default_factory=list)
 
     # ---- derived figures -------------------------------------------------------------------------
     @property
