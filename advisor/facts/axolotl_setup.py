@@ -32,6 +32,10 @@ CCE_DEFAULT_ON = "0.9.0"
 # when mixed_precision != "no" (accelerate 9359a019 utils/fsdp_utils.py:700-704). Still so at 067b021c
 # (fsdp2.py:539, 973).
 FSDP2_NO_UPCAST = "0.12.0"
+# axolotl v0.3.0 (f319b0bc, 1991946c "fix: bad dtype for full finetune"): every LoRA/QLoRA run casts the norms
+# and embeddings back (needs_fa2_dtype); before, only runs with flash_attention (utils/models.py:410-416
+# @dc71d887, to fp16)
+KBIT_RECAST_ALWAYS = "0.3.0"
 # accelerate 1.11.0 (ec92b1af, PR #3762): Accelerator.no_sync calls model.set_requires_gradient_sync(False)
 # under FSDP2 (accelerator.py:1164-1169); before, it looked up `model.no_sync` (accelerator.py:1128-1131 at
 # 9359a019, 1167-1170 in 1.10.0), which an FSDP2 module does not have (torch FSDPModule has
@@ -108,6 +112,9 @@ def kbit_recast(plan: RunPlan) -> str | None:
     (loaders/model.py:447-477 and 1025-1047@067b021c; 320-352@09959fac)."""
     if not is_axolotl(plan):
         return None
+    flash = truth(written(plan.training, "flash_attention"))
+    if _below(plan, "axolotl", KBIT_RECAST_ALWAYS) is True and not flash:
+        return None  # before 0.3.0 only flash-attention runs were cast back (KBIT_RECAST_ALWAYS)
     return (
         "axolotl casts the norms and embeddings back to the training dtype after "
         "prepare_model_for_kbit_training (loaders/model.py:458-477)"

@@ -128,3 +128,14 @@ def test_fsdp2_no_sync_keeps_unsharded_gradients_from_accelerate_1_11(
     assert (buffers > 7.0) is kept
     said = any("reduce-scattered every micro-batch" in a for a in run["assumptions"])
     assert said is not kept
+
+
+@pytest.mark.parametrize(("pin", "bytes_per_weight"), [("", 2), ("axolotl==0.2.1\n", 4)])
+def test_axolotl_before_0_3_kept_the_kbit_upcast_without_flash_attention(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pin: str, bytes_per_weight: int
+) -> None:
+    cfg = _QLORA.replace("flash_attention: true\n", "")
+    files = {"train.yaml": cfg, **({"requirements.txt": pin} if pin else {})}
+    run = _run(tmp_path, monkeypatch, files)
+    note = next(b["note"] for b in run["breakdown"] if b["name"] == "weights")
+    assert f"unquantized x {bytes_per_weight} B" in note
