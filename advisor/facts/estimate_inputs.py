@@ -254,13 +254,18 @@ def _dtype_inputs(
     from advisor.facts.dtypes import fsdp_version
 
     if method == "qlora" and strategy in {"fsdp", "fsdp_grad_op"} and fsdp_version(plan) == 2:
+        from advisor.facts.axolotl_setup import quant_storage_of
         from advisor.facts.dtypes import quant_storage
 
-        if quant_storage(plan, names).dtype is None:
+        own = quant_storage_of(plan, config, str(getattr(info, "name", "") or ""))
+        if own is not None and own[0] is not None:
+            a.append(f"4-bit weights stored in {own[0]} ({own[1]}): FSDP2 shards them")
+        elif quant_storage(plan, names).dtype is None:
             kw["quantized_sharded"] = False
             a.append(
                 "FSDP2 with 4-bit weights in uint8 storage: accelerate leaves them whole on every GPU "
                 "(utils/fsdp_utils.py:789-811); bnb_4bit_quant_storage: bfloat16 lets FSDP shard them"
+                + (f"; {own[1]}" if own is not None else "")
             )
     if method == "qlora":
         from advisor.facts.dtypes import kbit_preparation

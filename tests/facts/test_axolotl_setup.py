@@ -139,3 +139,18 @@ def test_axolotl_before_0_3_kept_the_kbit_upcast_without_flash_attention(
     run = _run(tmp_path, monkeypatch, files)
     note = next(b["note"] for b in run["breakdown"] if b["name"] == "weights")
     assert f"unquantized x {bytes_per_weight} B" in note
+
+
+@pytest.mark.parametrize(
+    ("extra", "sharded"), [("", True), ("bnb_config_kwargs:\n  bnb_4bit_quant_storage: uint8\n", False)]
+)
+def test_axolotl_qlora_stores_4bit_weights_in_bf16_so_fsdp2_shards_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extra: str, sharded: bool
+) -> None:
+    # axolotl loaders/model.py:712-739@067b021c: BitsAndBytesConfig(..., bnb_4bit_quant_storage=
+    # torch.bfloat16), updated by bnb_config_kwargs; accelerate's FSDP2 leaves uint8 Params4bit unsharded
+    fsdp = "fsdp_version: 2\nfsdp_config:\n  auto_wrap_policy: TRANSFORMER_BASED_WRAP\n"
+    files = {"train.yaml": _QLORA + fsdp + extra, "launch.sh": _LAUNCH}
+    run = _run(tmp_path, monkeypatch, files, "2xH100-PCIe")
+    note = next(b["note"] for b in run["breakdown"] if b["name"] == "weights")
+    assert ("not sharded" not in note) is sharded
