@@ -40,6 +40,13 @@ LOGITS_CHUNKED_COMPILED = 2.0 + 2.0 / CE_CHUNKS
 # Fused linear + CE (Liger FLCE, cut-cross-entropy): never materialises T x V; ~ the grad-input stash (2h) and
 # one chunk of ~T*h/V tokens x V logits in fp32 + grads (~10h), bytes per token per hidden unit.
 LOGITS_FUSED_PER_H = 12.0
+# cut-cross-entropy (axolotl-ai-cloud/ml-cross-entropy@48b5169 cut_cross_entropy/cce.py:57-130): the forward
+# saves its input e (already an activation), the fp32 log-sum-exp per token and the fp32 nll it adds the
+# target logit to (cce.py:118); the backward allocates de like e (cce_backward.py:354-355, accum_e_fp32
+# False by default: transformers/patch.py:99) and dc only for a trained lm_head (its gradient, counted with
+# the gradients). No tokens x vocab tensor: the blocks live in the kernels' registers. Bytes per token beyond
+# de: lse + nll (fp32) and the int64 targets / valid-token indices (cce.py:130 saves both).
+CCE_PER_TOKEN = 4.0 + 4.0 + 8.0 + 8.0
 # Gemma-2 final logit soft-capping keeps tanh's bf16 output for backward.
 LOGITS_SOFTCAP_EXTRA = 2.0
 

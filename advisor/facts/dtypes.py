@@ -31,6 +31,7 @@ from advisor.facts.load_calls import (
     load_calls,
     written_value,
 )
+from advisor.facts.namespace_entries import integer, value_at
 from advisor.facts.precision import _truth, deepspeed_mode, training_mode
 from advisor.plan.run_plan import RunPlan
 from advisor.sources import launchers
@@ -436,6 +437,21 @@ def kbit_preparation(plan: RunPlan, sharded: bool = False) -> DtypeFact:
     return DtypeFact(None, "unknown")
 
 
+def fsdp_version(plan: RunPlan) -> int:
+    """accelerate's fsdp_version (1 unless a file says 2; LLaMA-Factory v1's dist_config name fsdp2)."""
+    for ns, key in (
+        (plan.accelerate, "fsdp_config.fsdp_version"),
+        (plan.training, "fsdp_config.fsdp_version"),
+        (plan.training, "fsdp_config.version"),
+        (plan.training, "fsdp_version"),
+    ):
+        version = integer(value_at(ns, key))
+        if version is not None:
+            return version
+    dist = value_at(plan.training, "dist_config.name")
+    return 2 if dist is not None and str(dist.value).lower() == "fsdp2" else 1
+
+
 def run_dtypes(
     plan: RunPlan,
     names: dict[str, Any],
@@ -505,7 +521,13 @@ def run_dtypes(
                 why = "TRL <= 0.25 casts fp32 embeddings/lm_head to bf16 (models/utils.py:606)"
                 storage = DtypeFact("bf16", why)
     fsdp = strategy in {"fsdp", "fsdp_grad_op"}
-    if fsdp and method == "full" and quant.dtype is None and compute.dtype in {"bf16", "fp16"}:
+    from advisor.facts.axolotl_setup import fsdp2_keeps_dtype
+
+    kept = fsdp2_keeps_dtype(plan, fsdp_version(plan)) if fsdp else None
+    if kept is not None and method == "full" and storage.dtype is not None:
+        storage = DtypeFact(storage.dtype, kept, storage.origin)
+        trainable = DtypeFact(storage.dtype, kept, storage.origin)
+    elif fsdp and method == "full" and quant.dtype is None and compute.dtype in {"bf16", "fp16"}:
         # accelerate holds FSDP's trainable parameters in fp32 when mixed precision is on, whatever the load
         # dtype (accelerate 1.15 utils/fsdp_utils.py:814-820 for FSDP2, accelerator.py:1997-2038 for FSDP1);
         # MixedPrecision's param_dtype gathers them in the compute dtype

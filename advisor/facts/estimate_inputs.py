@@ -202,6 +202,11 @@ def _liger(plan: RunPlan) -> bool:
     t = plan.training
     if truth(written(t, "use_liger_kernel", "enable_liger_kernel", "liger_fused_linear_cross_entropy")):
         return True
+    from advisor.facts.axolotl_setup import liger_plugin_fused_ce
+
+    fused = liger_plugin_fused_ce(plan)  # axolotl's LigerPlugin fuses the loss only when told to
+    if fused is not None:
+        return fused
     plugins = written(t, "plugins")
     return bool(plugins and plugins.known and "liger" in str(plugins.value).lower())
 
@@ -246,14 +251,21 @@ def _dtype_inputs(
             master_weights=None,
             amp={"fp32": True, "bf16": False, "fp16": False}.get(load or ""),
         )
-    if method == "qlora" and strategy in {"fsdp", "fsdp_grad_op"} and _fsdp_version(plan) == 2:
+    from advisor.facts.dtypes import fsdp_version
+
+    if method == "qlora" and strategy in {"fsdp", "fsdp_grad_op"} and fsdp_version(plan) == 2:
+        from advisor.facts.axolotl_setup import quant_storage_of
         from advisor.facts.dtypes import quant_storage
 
-        if quant_storage(plan, names).dtype is None:
+        own = quant_storage_of(plan, config, str(getattr(info, "name", "") or ""))
+        if own is not None and own[0] is not None:
+            a.append(f"4-bit weights stored in {own[0]} ({own[1]}): FSDP2 shards them")
+        elif quant_storage(plan, names).dtype is None:
             kw["quantized_sharded"] = False
             a.append(
                 "FSDP2 with 4-bit weights in uint8 storage: accelerate leaves them whole on every GPU "
                 "(utils/fsdp_utils.py:789-811); bnb_4bit_quant_storage: bfloat16 lets FSDP shard them"
+                + (f"; {own[1]}" if own is not None else "")
             )
     if method == "qlora":
         from advisor.facts.dtypes import kbit_preparation
@@ -322,7 +334,9 @@ def _fsdp_units(plan: RunPlan, strategy: str, method: str, a: list[str]) -> dict
     sync = value_at(t, "accelerator_config.gradient_accumulation_kwargs.sync_each_batch")
     if truth(sync):
         out["sync_each_batch"] = True
-    fsdp1 = strategy in {"fsdp", "fsdp_grad_op"} and _fsdp_version(plan) == 1
+    from advisor.facts.dtypes import fsdp_version
+
+    fsdp1 = strategy in {"fsdp", "fsdp_grad_op"} and fsdp_version(plan) == 1
     if not fsdp1 or method not in {"lora", "qlora"}:
         return out
     orig = None
@@ -369,21 +383,6 @@ def _kept_logits(plan: RunPlan, precision: str | None, a: list[str]) -> int | No
     kept = logits_kept_bytes(plan, 4 if precision == "fp32" else 2)
     a.append(loop.source + (" (fp32: transformers <= 4.44 upcasts them in forward)" if kept == 4 else ""))
     return kept
-
-
-def _fsdp_version(plan: RunPlan) -> int:
-    """accelerate's fsdp_version (1 unless a file says 2; LLaMA-Factory v1's dist_config name fsdp2)."""
-    for ns, key in (
-        (plan.accelerate, "fsdp_config.fsdp_version"),
-        (plan.training, "fsdp_config.fsdp_version"),
-        (plan.training, "fsdp_config.version"),
-        (plan.training, "fsdp_version"),
-    ):
-        version = integer(value_at(ns, key))
-        if version is not None:
-            return version
-    dist = value_at(plan.training, "dist_config.name")
-    return 2 if dist is not None and str(dist.value).lower() == "fsdp2" else 1
 
 
 def _strategy(
@@ -776,6 +775,9 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
         setup_kw.update(loss="own", own_loss_logit_bytes=own_loss[0])
         a.append(own_loss[1])
 
+    from advisor.facts.axolotl_setup import apply_library_behaviour
+
+    apply_library_behaviour(setup_kw, plan, strategy, a)  # axolotl's CCE and k-bit recast, FSDP2's no_sync
     apply_packed_base(setup_kw, info.config, str(name.value), a, plan)  # LoRA on a pre-quantized base
     out.setup = TrainingSetup(**setup_kw)
     out.related = [loc for loc in (first_origin(micro_v), seq_v.origin, strategy_origin) if loc is not None]

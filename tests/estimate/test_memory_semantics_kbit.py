@@ -5,7 +5,8 @@ prepare_model_for_kbit_training casts the norms to fp32 only (trl 0.25 models/ut
 583), peft_module_casting_to_bf16 casts fp32 embeddings/lm_head to bf16 under bf16 (549-556, 606-607), and
 the adapters keep PEFT's fp32. TRL 0.26 only wraps the model (sft_trainer.py:703) and casts the adapters to
 bf16 (713-718). axolotl's LoRA/QLoRA path calls PEFT's prepare_model_for_kbit_training (loaders/model.py
-1003-1023@067b021c), which casts every non-quantized parameter to fp32.
+1003-1023@067b021c), which casts every non-quantized parameter to fp32, then casts every module named *norm*
+and the embeddings (embed_tokens, lm_head) back to cfg.torch_dtype (loaders/model.py:447-477, 1025-1047).
 """
 
 from __future__ import annotations
@@ -62,8 +63,11 @@ def test_axolotl_qlora_calls_peft_preparation(tmp_path: Path, monkeypatch: pytes
     )
     run = _run(tmp_path, monkeypatch, {"qlora.yml": cfg})
     note = next(b["note"] for b in run["breakdown"] if b["name"] == "weights")
-    assert "unquantized x 4 B" in note  # every non-quantized parameter in fp32
+    # prepared (no assumption about it), then the norms and embeddings are back in bf16: Llama-2's
+    # non-quantized parameters are exactly those
+    assert "unquantized x 2 B" in note
     assert not [a for a in run["assumptions"] if a.startswith("QLoRA: assumed PEFT prepare_model")]
+    assert any("casts the norms and embeddings back" in a for a in run["assumptions"])
 
 
 # bitsandbytes double quantization: off in HF's BitsAndBytesConfig and TRL's use_bnb_nested_quant default

@@ -261,7 +261,7 @@ def outside_bytes(r: ResolvedSetup) -> float:
             out -= sum(1.0 * h for lin in first_layer_inputs(r) if lin.name in r.targets)
     if r.s.task == "causal_lm":
         out += _norm_saved(r, h, trainable=r.full)  # final norm
-        if r.full and r.s.loss != "fused" and not r.s.liger_kernel:
+        if r.full and r.s.loss not in ("fused", "cce") and not r.s.liger_kernel:
             out += (2 if r.autocast else r.br) * h  # lm_head input
     return out
 
@@ -293,6 +293,9 @@ def _logits_bytes(r: ResolvedSetup) -> tuple[float, float, str]:
     if r.s.task != "causal_lm":
         return 0.0, 0.0, "classification head (negligible)"
     vocab = pc.vocab
+    if r.s.loss == "cce":
+        x = (r.br * pc.hidden + K.CCE_PER_TOKEN) * tokens
+        return x, x, "cut-cross-entropy: its input's gradient + fp32 LSE per token, never tokens x vocab"
     if r.s.loss == "fused" or r.s.liger_kernel:
         x = K.LOGITS_FUSED_PER_H * pc.hidden * tokens
         return x, x, "fused linear+CE: never materialises tokens x vocab"

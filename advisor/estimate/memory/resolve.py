@@ -147,8 +147,13 @@ class ResolvedSetup:
         return self.b * self.seq
 
     @property
+    def kbit_fp32(self) -> bool:
+        """prepare_model_for_kbit_training's fp32 upcast of the non-quantized weights stays in force."""
+        return self.prepare_kbit and not self.s.kbit_recast
+
+    @property
     def qlora_fp32_stream(self) -> bool:
-        return self.s.method == "qlora" and self.hf and self.prepare_kbit
+        return self.s.method == "qlora" and self.hf and self.kbit_fp32
 
     @property
     def wb(self) -> int:

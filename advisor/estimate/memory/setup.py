@@ -66,7 +66,8 @@ class TrainingSetup:
     offload_optimizer: Offload = "none"
     offload_params: Offload = "none"
     attn_implementation: Literal["sdpa", "flash_attention_2", "eager", "flex_attention"] | None = None
-    loss: Literal["standard", "chunked", "fused", "own"] = "standard"  # fused: Liger FLCE / cut-cross-entropy
+    # fused: Liger FLCE; cce: cut-cross-entropy (apple/ml-cross-entropy, axolotl's CutCrossEntropyPlugin)
+    loss: Literal["standard", "chunked", "fused", "cce", "own"] = "standard"
     # own: the loop computes the cross-entropy itself on the logits (advisor/facts/loop_loss.py), whose
     # elements are own_loss_logit_bytes wide
     own_loss_logit_bytes: int = 2
@@ -78,6 +79,9 @@ class TrainingSetup:
     optimizer_in_backward: bool = False
     qlora_double_quant: bool = True
     prepare_kbit_training: bool | None = None  # PEFT prepare_model_for_kbit_training (HF QLoRA)
+    # the trainer casts the norms and embeddings that prepare_model_for_kbit_training upcast back to the
+    # training dtype (axolotl: advisor/facts/axolotl_setup.py kbit_recast): no fp32 weights, no fp32 stream
+    kbit_recast: bool = False
     zero_grad_set_to_none: bool = True  # torch >= 2.0 default
     gradient_as_bucket_view: bool = False  # DDP
     # DeepSpeed bucket sizes in elements (resolve HF "auto" before passing: reduce h^2, prefetch 0.9 h^2);

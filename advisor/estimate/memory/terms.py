@@ -77,7 +77,7 @@ def trainables(r: ResolvedSetup) -> Trainables:
         # a GPTQ/AWQ checkpoint: the decoder blocks' Linears in packed codes + group scales, the rest fp16
         quant = pc.layer_linear_weights
         qb = packed_bytes(d.quant, s.quant_group_size, pc.hidden)
-        nonq = 4 if r.prepare_kbit else r.wb
+        nonq = 4 if r.kbit_fp32 else r.wb
     elif s.method == "qlora":
         if r.hf:
             quant = pc.layer_linear_weights  # bnb replaces every decoder Linear; lm_head stays
@@ -86,8 +86,8 @@ def trainables(r: ResolvedSetup) -> Trainables:
         nf4 = K.NF4_DQ_BYTES if s.qlora_double_quant else K.NF4_BYTES
         qb = K.INT8_BYTES if d.quant == "int8" else nf4
         # prepare_model_for_kbit_training casts every non-quantized parameter to fp32 (peft
-        # utils/other.py prepare_model_for_kbit_training)
-        nonq = 4 if r.prepare_kbit else r.wb
+        # utils/other.py prepare_model_for_kbit_training), unless the trainer casts them back (kbit_recast)
+        nonq = 4 if r.kbit_fp32 else r.wb
     # modules_to_save copies are deep copies of base modules (peft 0.17.1 utils/other.py:513): the base's
     # dtype, not the adapters' fp32 (PEFT's autocast_adapter_dtype upcasts only the tuner layers), unless
     # the run names the trainable dtype: a cast of every requires_grad parameter (LLaMA-Factory
@@ -377,7 +377,7 @@ def kept_logits(r: ResolvedSetup) -> Term:
     `outputs` still bound): `outputs.logits`, tokens x vocab at s.kept_logits_bytes per element."""
     s = r.s
     per = s.kept_logits_bytes or 0
-    if s.task != "causal_lm" or s.loss == "fused" or s.liger_kernel:
+    if s.task != "causal_lm" or s.loss in ("fused", "cce") or s.liger_kernel:
         per = 0  # no tokens x vocab tensor in the outputs
     x = float(per * r.tokens * r.pc.vocab)
     note = f"outputs.logits kept by the training loop ({per} B per token x vocab)" if x else ""
@@ -418,7 +418,7 @@ def _layer_norm_fp32_copies(r: ResolvedSetup) -> float:
     native_layer_norm saves both for its backward (tools/autograd/derivatives.yaml native_layer_norm ->
     native_layer_norm_backward(..., weight, bias, ...)) whenever its input or weight needs a gradient."""
     pc = r.pc
-    norm_b = 4 if r.prepare_kbit else dtype_bytes(r.dtypes.storage)
+    norm_b = 4 if r.kbit_fp32 else dtype_bytes(r.dtypes.storage)
     if pc.norm != "layer" or r.dtypes.autocast is None or norm_b >= 4 or not pc.norms_per_layer:
         return 0.0
     per_norm = pc.norm_per_layer / pc.norms_per_layer  # weight (+ bias)
@@ -612,7 +612,8 @@ def _fsdp_working_set(r: ResolvedSetup, train: Trainables) -> tuple[float, str]:
         live += (pc.total if r.full else flat) * 2.0 * (1 - 1 / n)
         r.assumptions.append(
             "FSDP with gradient accumulation: assumed accelerate's no_sync, which keeps unsharded "
-            "gradients between micro-batches (accelerate issue #2035; sync_each_batch=True turns it off, "
+            "gradients between micro-batches (accelerate issue #2035; FSDP2: "
+            "set_requires_gradient_sync(False) from accelerate 1.11.0; sync_each_batch=True turns it off, "
             "accelerate 1.16 accelerator.py:1245-1257)"
         )
     return live, note
