@@ -254,7 +254,7 @@ def _dtype_inputs(
     from advisor.facts.dtypes import fsdp_version
 
     if method == "qlora" and strategy in {"fsdp", "fsdp_grad_op"} and fsdp_version(plan) == 2:
-        from advisor.facts.axolotl_setup import quant_storage_of
+        from advisor.facts.axolotl_inputs import quant_storage_of
         from advisor.facts.dtypes import quant_storage
 
         own = quant_storage_of(plan, config, str(getattr(info, "name", "") or ""))
@@ -775,7 +775,7 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
         setup_kw.update(loss="own", own_loss_logit_bytes=own_loss[0])
         a.append(own_loss[1])
 
-    from advisor.facts.axolotl_setup import apply_library_behaviour
+    from advisor.facts.axolotl_inputs import apply_library_behaviour
 
     apply_library_behaviour(setup_kw, plan, strategy, a)  # axolotl's CCE and k-bit recast, FSDP2's no_sync
     apply_packed_base(setup_kw, info.config, str(name.value), a, plan)  # LoRA on a pre-quantized base
