@@ -58,6 +58,10 @@ OFFLOAD_INFLIGHT_LAYERS = 2
 DS_BUCKET_DEFAULT = 5e8  # reduce_bucket_size / allgather_bucket_size
 DS_PREFETCH_DEFAULT = 5e7  # stage3_prefetch_bucket_size
 DS_MAX_LIVE_DEFAULT = 1e9  # stage3_max_live_parameters
+# ZeRO-3 fetches (and prefetches) at every hooked module call: per decoder layer, besides its Linears and
+# norms, the layer, its attention and MLP containers and the activation module.
+ZERO3_CONTAINER_CALLS = 4
+DS_PERSISTENCE_DEFAULT = 1e5  # stage3_param_persistence_threshold: smaller params are never partitioned
 # FSDP: unsharded units live at once during forward/backward (current + one prefetched).
 FSDP_LIVE_UNITS = 2
 

@@ -379,17 +379,29 @@ def kbit_checkpointing(plan: RunPlan) -> DtypeFact | None:
 
 def trl_release(plan: RunPlan) -> tuple[int, int] | None:
     """The (major, minor) TRL release the run is judged against: its pin, else the current release."""
+    found = package_release(plan, "trl")
+    return found[0] if found is not None else None
+
+
+def package_release(plan: RunPlan, package: str) -> tuple[tuple[int, int], str] | None:
+    """The (major, minor) release of ``package`` the run is judged against (its pin, else the current
+    release) and why that one ("pinned ==0.29.3 in requirements.txt:2", "current release")."""
     from advisor.facts import versions
 
     doc = plan.spec.script or plan.spec.training or plan.spec.root
     if doc is None or getattr(doc, "path", None) is None:
         return None
     checked = plan.context
-    target = versions.targets_for(doc.path, checked.settings_near(doc.path), checked).get("trl")
+    target = versions.targets_for(doc.path, checked.settings_near(doc.path), checked).get(package)
     if target is None:
         return None
+    # the version targets stop at the oldest release with key data; an exact older pin is still its release
+    pin = versions.pinned(package, doc.path, checked)
+    exact = re.fullmatch(r"==\s*(\d+)\.(\d+)(?:\.\d+)*", pin.spec.strip()) if pin and pin.spec else None
+    if exact is not None and target.pinned:
+        return (int(exact.group(1)), int(exact.group(2))), target.why
     parts = [int(x) for x in re.findall(r"\d+", target.release)[:2]]
-    return (parts[0], parts[1]) if len(parts) == 2 else None
+    return ((parts[0], parts[1]), target.why) if len(parts) == 2 else None
 
 
 def _trl_prepares(plan: RunPlan, sharded: bool) -> bool:
@@ -530,10 +542,25 @@ def run_dtypes(
     elif fsdp and method == "full" and quant.dtype is None and compute.dtype in {"bf16", "fp16"}:
         # accelerate holds FSDP's trainable parameters in fp32 when mixed precision is on, whatever the load
         # dtype (accelerate 1.15 utils/fsdp_utils.py:814-820 for FSDP2, accelerator.py:1997-2038 for FSDP1);
-        # MixedPrecision's param_dtype gathers them in the compute dtype
-        why = f"accelerate upcasts FSDP's trainable parameters to fp32 under {compute.dtype} mixed precision"
-        storage = DtypeFact("fp32", why)
-        trainable = DtypeFact("fp32", why)
+        # MixedPrecision's param_dtype gathers them in the compute dtype. The upcast came with accelerate
+        # 0.30.0 (accelerator.py:1486-1525 `param.data = param.data.to(torch.float32)`); 0.29.3 prepares the
+        # FSDP model in its load dtype.
+        acc = package_release(plan, "accelerate")
+        if acc is not None and acc[0] < (0, 30):
+            acc_version = f"{acc[0][0]}.{acc[0][1]}"
+            why = f"accelerate {acc_version} ({acc[1]}): FSDP keeps the load dtype (the fp32 upcast is 0.30+)"
+            storage = DtypeFact(storage.dtype, why, storage.origin)
+            trainable = DtypeFact(storage.dtype, why, storage.origin)
+        else:
+            why = f"accelerate upcasts FSDP's trainable parameters to fp32 under {compute.dtype} mixed "
+            why += "precision"
+            if acc is not None and acc[1].startswith("current") and storage.dtype in {"bf16", "fp16"}:
+                why += (
+                    f" (accelerate >= 0.30; not pinned, so the {acc[1]} is assumed: before 0.30 they stay "
+                    f"{storage.dtype}, half the weights, gradients and Adam states)"
+                )
+            storage = DtypeFact("fp32", why)
+            trainable = DtypeFact("fp32", why)
     # Only DeepSpeed adds an fp32 master copy here: transformers 5 dropped Apex AMP (training_args.py has no
     # fp16_opt_level / half_precision_backend), and torch AMP keeps the parameters as they are
     master = DtypeFact(None, "none: the optimizer runs on the parameters")

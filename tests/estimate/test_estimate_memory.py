@@ -157,7 +157,9 @@ def test_paged_optimizer_is_soft_and_offload_goes_to_host():
     off = estimate_memory(
         base_setup(strategy="zero3", world_size=8, offload_optimizer="cpu", offload_params="cpu")
     )
-    assert off.host_gib > 10 and off.peak_gib < 5
+    on_gpu = estimate_memory(base_setup(strategy="zero3", world_size=8))
+    # what stays is ZeRO-3's working set (gathered params up to max_live + the 5e8-element gradient bucket)
+    assert off.host_gib > 10 and off.peak_gib < on_gpu.peak_gib - 2
 
 
 def test_unknown_inputs_become_assumptions():

@@ -22,6 +22,7 @@ from advisor.estimate.memory.optimizers import per_param_step_elements
 from advisor.estimate.memory.packed import PACKED, packed_bytes
 from advisor.estimate.memory.resolve import ResolvedSetup, dtype_bytes
 from advisor.estimate.memory.setup import Phase, Term
+from advisor.estimate.memory.zero3 import forward_calls, gathered_peak
 
 __all__ = ["Placement", "Trainables", "placement", "trainables"]
 
@@ -539,11 +540,9 @@ def quant_label(quant: str | None) -> str:
 
 def distributed_buffers(r: ResolvedSetup, train: Trainables, shards: Placement) -> tuple[Term, Term]:
     """(DDP gradient buckets: static, the sharding engines' live buffers: every phase)."""
-    s, pc, n = r.s, r.pc, shards.n
-    largest = max(pc.largest_tensor, 1)
+    s, n = r.s, shards.n
     static = live = 0.0
     static_note = note = ""
-    h2 = float(pc.hidden * pc.hidden)
     if s.strategy == "ddp" and n > 1 and not s.gradient_as_bucket_view:
         static = train.count * train.grad_bytes
         static_note = "DDP gradient buckets (a second copy of the grads; gradient_as_bucket_view=False)"
@@ -556,24 +555,54 @@ def distributed_buffers(r: ResolvedSetup, train: Trainables, shards: Placement) 
             )
         live = 2.0 * (min(rb, train.count) + min(agb, train.count))
         note = "ZeRO reduce + all-gather buckets"
-    elif s.strategy == "zero3" and n > 1:
-        rb = s.ds_reduce_bucket_size if s.ds_reduce_bucket_size is not None else K.DS_BUCKET_DEFAULT
-        pf = s.ds_prefetch_bucket_size if s.ds_prefetch_bucket_size is not None else K.DS_PREFETCH_DEFAULT
-        ml = s.ds_max_live_parameters if s.ds_max_live_parameters is not None else K.DS_MAX_LIVE_DEFAULT
-        if s.ds_reduce_bucket_size is None or s.ds_prefetch_bucket_size is None:
-            r.assumptions.append(
-                "ZeRO-3 bucket sizes unset: assumed DeepSpeed defaults (reduce 5e8, prefetch 5e7 elements; "
-                f"HF 'auto' would use h^2 = {h2:.2g} and 0.9 h^2)"
-            )
-        gathered = min(ml, max(pc.per_layer, largest) + pf)
-        live = 2.0 * (gathered + min(rb, train.count))
-        note = "ZeRO-3 gathered params (current + prefetch) + reduce bucket"
+    elif s.strategy == "zero3":
+        # the stage-3 engine gathers, prefetches and buckets whatever the world size (one GPU included)
+        live, note = _zero3_working_set(r, train, n)
     elif r.fsdp and n > 1:
         live, note = _fsdp_working_set(r, train)
     return (
         Term("DDP gradient buckets", static, ("static",), static_note),
         Term("distributed buffers", live, ("every phase",), note),
     )
+
+
+def _zero3_working_set(r: ResolvedSetup, train: Trainables, n: int) -> tuple[float, str]:
+    """What DeepSpeed ZeRO-3 holds on each GPU beyond the shards: its gradient bucket and the gathered
+    parameters (read from deepspeed bf6b9802, the PR #2653 that PEFT's 2022-12 README requires, and 0.16.5).
+
+    - The contiguous gradient bucket is allocated whole, reduce_bucket_size elements in the dtype of the
+      optimizer's first parameter, however few parameters train (stage3.py:385-389 @bf6b9802,
+      0.16.5 stage3.py:537-540 `torch.empty(self.reduce_bucket_size, dtype=self.dtype)`).
+    - Parameters are gathered in the module's dtype. Every hooked module's forward/backward fetch also
+      prefetches up to stage3_prefetch_bucket_size further elements, bounded by stage3_max_live_parameters
+      minus those available, adding whole parameters while under that bound (replayed over the model's
+      module calls in advisor.estimate.memory.zero3).
+    - A parameter's gather copies its partition to the device beside the gathered buffer
+      (partition_parameters.py:836-851 @bf6b9802, 0.16.5 :1246-1266 `param_ds_tensor.to(device)`): with
+      offload_param that is a second copy of 1/n of the largest parameter while it is in flight."""
+    s, pc = r.s, r.pc
+    rb = s.ds_reduce_bucket_size if s.ds_reduce_bucket_size is not None else K.DS_BUCKET_DEFAULT
+    pf = s.ds_prefetch_bucket_size if s.ds_prefetch_bucket_size is not None else K.DS_PREFETCH_DEFAULT
+    ml = s.ds_max_live_parameters if s.ds_max_live_parameters is not None else K.DS_MAX_LIVE_DEFAULT
+    if s.ds_reduce_bucket_size is None or s.ds_prefetch_bucket_size is None:
+        h2 = float(pc.hidden * pc.hidden)
+        r.assumptions.append(
+            "ZeRO-3 bucket sizes unset: assumed DeepSpeed defaults (reduce 5e8, prefetch 5e7, max live 1e9 "
+            f"elements; HF 'auto' would use h^2 = {h2:.2g} and 0.9 h^2)"
+        )
+    largest = float(max(pc.largest_tensor, 1))
+    adapted = set(r.targets) if not r.full else set()
+    calls = forward_calls(pc, adapted, K.DS_PERSISTENCE_DEFAULT)
+    gathered = min(gathered_peak(calls, pf, ml), float(pc.total))
+    bucket = rb
+    in_flight = largest / max(n, 1) if s.offload_params not in ("none", None) else 0.0
+    live = r.wb * (gathered + in_flight) + r.wb * bucket
+    note = (
+        f"ZeRO-3 gathered params ({gathered / 1e9:.3g}B: prefetched ahead up to max_live {ml / 1e9:.3g}B"
+        + (f", + the largest's partition copied in from the CPU, {in_flight / 1e9:.3g}B" if in_flight else "")
+        + f") + the {rb / 1e9:.2g}B-element gradient bucket, {r.wb} B each"
+    )
+    return live, note
 
 
 def _fsdp_working_set(r: ResolvedSetup, train: Trainables) -> tuple[float, str]:
