@@ -12,31 +12,13 @@ from typing import Any
 import pytest
 
 from advisor.core.records import replace
-from advisor.estimate import _meta, count_params, flops_per_token, resolve_model
+from advisor.estimate import count_params, flops_per_token, resolve_model
 from advisor.estimate.memory import resolve_setup
 from advisor.estimate.memory.activations import layer_bytes
 from tests.estimate.setups import checkpointed_full_ft
 
 SMALL = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 96}
 SMALL_VOCAB = {"vocab_size": 100, "pad_token_id": 0}
-
-
-@pytest.fixture(scope="module")
-def on_meta() -> Any:
-    if not _meta.available():
-        pytest.skip("transformers/torch not installed")
-    import torch
-    import transformers
-
-    transformers.logging.set_verbosity_error()
-
-    def build(model_type: str, **kwargs: Any) -> tuple[dict[str, Any], int]:
-        conf = transformers.AutoConfig.for_model(model_type, **kwargs)
-        with torch.device("meta"):
-            model = transformers.AutoModelForCausalLM.from_config(conf)
-        return conf.to_dict(), sum(p.numel() for p in model.parameters())
-
-    return build
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from advisor.cli import app
-from advisor.estimate import _meta, count_params, resolve_model
+from advisor.estimate import count_params, resolve_model
 
 runner = CliRunner()
 
@@ -28,24 +28,6 @@ SMALL = {
     "vocab_size": 100,
     "pad_token_id": 0,
 }
-
-
-@pytest.fixture(scope="module")
-def on_meta() -> Any:
-    if not _meta.available():
-        pytest.skip("transformers/torch not installed")
-    import torch
-    import transformers
-
-    transformers.logging.set_verbosity_error()
-
-    def build(model_type: str, **kwargs: Any) -> tuple[dict[str, Any], int]:
-        conf = transformers.AutoConfig.for_model(model_type, **kwargs)
-        with torch.device("meta"):
-            model = transformers.AutoModelForCausalLM.from_config(conf)
-        return conf.to_dict(), sum(p.numel() for p in model.parameters())
-
-    return build
 
 
 @pytest.mark.parametrize(
