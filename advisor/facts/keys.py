@@ -168,9 +168,7 @@ def _own_parser_reads(doc: Document) -> bool:
     them ships."""
     from advisor.sources import launchers
 
-    if any(launchers.spec_of(name).own_defaults for name in doc.read_by):
-        return True
-    return launchers.config_owner(k for k in doc.data if isinstance(k, str)) is not None
+    return bool(doc.read_by) or launchers.config_owner(doc.data) is not None
 
 
 def _script_consumers(doc: Document, dialect: str, context: CheckContext) -> Any:

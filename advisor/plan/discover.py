@@ -665,19 +665,14 @@ def _preset(command: Any, text: str | None) -> bool:
     """`swift sft --deepspeed zero2`: a config ms-swift ships and picks by name, not a project file."""
     if command is None or not text:
         return False
-    script = command.script.text if command.script is not None and not command.subcommand else None
-    owner = launchers.argument_owner(command.launcher, script, bool(command.module))
+    owner = launchers.command_owner(command)
     return owner is not None and text in owner.deepspeed_presets
 
 
 def _owner_preset(training: Document, text: str) -> bool:
     """`deepspeed: zero2` in a config written for a launcher's own parser (launchers.config_owner: ms-swift's
     keys), read alone: a DeepSpeed config that launcher ships, not a project file."""
-    owner = (
-        launchers.config_owner(k for k in training.data if isinstance(k, str))
-        if isinstance(training.data, dict)
-        else None
-    )
+    owner = launchers.config_owner(training.data)
     return owner is not None and text in owner.deepspeed_presets
 
 
@@ -714,8 +709,7 @@ def _link_config_to_own_parser(run: RunSpec, command: Any) -> None:
     are that parser's, which no TrainingArguments / TRL table judges."""
     if run.training is None:
         return
-    script = command.script.text if command.script is not None and not command.subcommand else None
-    owner = launchers.argument_owner(command.launcher, script, bool(command.module))
+    owner = launchers.command_owner(command)
     if owner is not None and owner.own_defaults and owner.name not in run.training.read_by:
         run.training.read_by.append(owner.name)
 

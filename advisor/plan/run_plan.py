@@ -95,9 +95,7 @@ def own_defaults_owner(command: Any) -> launchers.LauncherSpec | None:
     """The launcher whose parser, with defaults of its own, reads the command's flags (has_own_defaults)."""
     if command is None:
         return None
-    script = getattr(command, "script", None)
-    text = script.text if script is not None and not getattr(command, "subcommand", False) else None
-    owner = launchers.argument_owner(command.launcher, text, bool(command.module))
+    owner = launchers.command_owner(command)
     return owner if owner is not None and owner.own_defaults else None
 
 

@@ -10,7 +10,6 @@ and reads the launcher's words by its spec's form and flag table."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 
 from advisor.sources.launchers import (
     accelerate,
@@ -41,6 +40,7 @@ __all__ = [
     "VisibleGpus",
     "argument_owner",
     "by_module",
+    "command_owner",
     "config_owner",
     "find",
     "implied_by_dialect",
@@ -95,11 +95,20 @@ def argument_owner(name: str | None, script: str | None, module: bool) -> Launch
     return None
 
 
-def config_owner(keys: Iterable[object]) -> LauncherSpec | None:
-    """The launcher whose own parser a config with these top-level keys is written for (its spec's
+def command_owner(command: object) -> LauncherSpec | None:
+    """argument_owner of a parsed launch command (a LaunchCommand): its launcher, the script it names
+    (none for a subcommand form, `trl sft`) and whether that is a `-m` module."""
+    script = getattr(command, "script", None)
+    text = script.text if script is not None and not getattr(command, "subcommand", False) else None
+    return argument_owner(getattr(command, "launcher", None), text, bool(getattr(command, "module", False)))
+
+
+def config_owner(data: object) -> LauncherSpec | None:
+    """The launcher whose own parser a config mapping is written for (a top-level key among its spec's
     config_marks), or None."""
-    written = set(keys)
-    return next((spec for spec in LAUNCHERS.values() if spec.config_marks & written), None)
+    if not isinstance(data, dict):
+        return None
+    return next((spec for spec in LAUNCHERS.values() if spec.config_marks.intersection(data)), None)
 
 
 def probe_launcher(name: str | None, processes: object) -> LauncherSpec:
