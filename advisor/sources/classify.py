@@ -66,7 +66,7 @@ def classify_mapping(data: dict[str, Any], syntax: str) -> DocumentKind:
     if isinstance(data.get("gpus"), dict) and ("nvlink" in keys or "name" in keys or "cpu_cores" in keys):
         return "hardware"
     if keys & _DEEPSPEED_KEYS or any(isinstance(data.get(k), dict) for k in ("fp16", "bf16")):
-        if len(keys) >= _FEW_KEYS and _share_of_deepspeed_keys(keys) < _MIN_DEEPSPEED_SHARE:
+        if len(keys) >= _FEW_KEYS and _share_of_keys(keys, "deepspeed") < _MIN_DEEPSPEED_SHARE:
             return "unknown"  # another tool's config with DeepSpeed sections in it (gpt-neox's)
         return "deepspeed"
     if "micro_batch_size" in keys and ("base_model" in keys or "sequence_len" in keys or "datasets" in keys):
@@ -74,10 +74,11 @@ def classify_mapping(data: dict[str, Any], syntax: str) -> DocumentKind:
     if keys & _AXOLOTL_KEYS and "base_model" in keys:
         return "axolotl"
     if keys & _TRAINING_KEYS or keys & _LLAMAFACTORY_KEYS or keys & _TRL_KEYS:
-        if len(keys) < _FEW_KEYS or _share_of_config_keys(keys) >= _MIN_CONFIG_SHARE:
+        few = len(keys) < _FEW_KEYS  # the tables are loaded only for a file with many keys
+        if few or _share_of_keys(keys, "training_args", "trl", "llamafactory") >= _MIN_CONFIG_SHARE:
             return "training_args"
         return "unknown"
-    if keys and _share_of_training_keys(keys) >= 0.5:
+    if keys and _share_of_keys(keys, "training_args") >= 0.5:
         return "training_args"
     return "unknown"
 
@@ -105,10 +106,11 @@ _FEW_KEYS = 8
 _MIN_CONFIG_SHARE = 0.2
 
 
-def _share_of_config_keys(keys: set[str]) -> float:
+def _share_of_keys(keys: set[str], *dialects: str) -> float:
+    """The share of ``keys`` that the consumers of ``dialects`` read at the top level."""
     from advisor.sources.known_keys import known_keys
 
-    known = known_keys("training_args") | known_keys("trl") | known_keys("llamafactory")
+    known = frozenset().union(*(known_keys(d) for d in dialects))
     return sum(1 for k in keys if k in known) / len(keys)
 
 
@@ -119,20 +121,6 @@ def _share_of_config_keys(keys: set[str]) -> float:
 # DeepSpeed config's keys are DeepSpeed's: in the 101 of the corpora and fixtures at least 0.82 of them,
 # in gpt-neox's 43 configs at most 0.23.
 _MIN_DEEPSPEED_SHARE = 0.5
-
-
-def _share_of_deepspeed_keys(keys: set[str]) -> float:
-    from advisor.sources.known_keys import known_keys
-
-    known = known_keys("deepspeed")
-    return sum(1 for k in keys if k in known) / len(keys)
-
-
-def _share_of_training_keys(keys: set[str]) -> float:
-    from advisor.sources.known_keys import known_keys
-
-    known = known_keys("training_args")
-    return sum(1 for k in keys if k in known) / len(keys)
 
 
 def training_dialect(data: dict[str, Any]) -> str:
