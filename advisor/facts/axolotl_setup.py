@@ -64,13 +64,7 @@ def _below(plan: RunPlan, package: str, release: str) -> bool | None:
     one that cannot be placed)."""
     from advisor.facts import versions
 
-    doc = plan.spec.script or plan.spec.training or plan.spec.root
-    if doc is None or getattr(doc, "path", None) is None:
-        return None
-    pin = versions.pinned(package, doc.path, plan.context, getattr(plan.spec.script, "path", None))
-    if pin is None or not pin.spec:
-        return None
-    return versions.installs_below(pin.spec, release)
+    return versions.run_installs_below(plan, package, release)
 
 
 def cce_loss(plan: RunPlan) -> str | None:

@@ -52,10 +52,4 @@ def checkpoint_reentrant(plan: RunPlan, strategy: str = "none", world: int = 1) 
         # swift/trainers/mixin.py:900-919 _fix_gradient_checkpointing, @3602360a; ms-swift 1.x patched it
         # to False always: swift/llm/utils/model.py:1380-1398 @4312aeb2)
         return not (world > 1 and strategy == "ddp")
-    doc = plan.spec.script or plan.spec.training or plan.spec.root
-    if doc is None or getattr(doc, "path", None) is None:
-        return None
-    pin = versions.pinned("transformers", doc.path, plan.context, getattr(plan.spec.script, "path", None))
-    if pin is None or not pin.spec:
-        return None
-    return versions.installs_below(pin.spec, "5.0.0")
+    return versions.run_installs_below(plan, "transformers", "5.0.0")

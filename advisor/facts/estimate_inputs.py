@@ -315,14 +315,7 @@ def _bnb_keeps_input(plan: RunPlan) -> bool | None:
     cannot be placed without the release list."""
     from advisor.facts import versions
 
-    doc = plan.spec.script or plan.spec.training or plan.spec.root
-    if doc is None or getattr(doc, "path", None) is None:
-        return None
-    script = getattr(plan.spec.script, "path", None)
-    pin = versions.pinned("bitsandbytes", doc.path, plan.context, script)
-    if pin is None or not pin.spec:
-        return None
-    return versions.installs_below(pin.spec, "0.43.2")
+    return versions.run_installs_below(plan, "bitsandbytes", "0.43.2")
 
 
 def _fsdp_units(plan: RunPlan, strategy: str, method: str, a: list[str]) -> dict[str, bool]:

@@ -266,6 +266,18 @@ def unknown_release_note(targets: dict[str, Target], packages: Any) -> str:
     return "; " + ", ".join(t.label for t in unsure) + ": whether that tree has it cannot be known"
 
 
+def run_installs_below(plan: Any, package: str, version: str) -> bool | None:
+    """installs_below for the pin of ``package`` nearest the run's training script (else its training
+    file, else its root document); None when nothing pins it or the answer needs the release list."""
+    doc = plan.spec.script or plan.spec.training or plan.spec.root
+    if doc is None or getattr(doc, "path", None) is None:
+        return None
+    pin = pinned(package, doc.path, plan.context, getattr(plan.spec.script, "path", None))
+    if pin is None or not pin.spec:
+        return None
+    return installs_below(pin.spec, version)
+
+
 def installs_below(spec: str, version: str) -> bool | None:
     """Whether pip, which installs the newest release a specifier allows, installs one older than
     ``version`` (a release that exists): True for ``==0.41.0`` or ``<0.43.2`` below it, False when nothing
