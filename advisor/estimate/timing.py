@@ -208,7 +208,7 @@ def flops_per_token(setup: TrainingSetup, attention_span: float | None = None) -
         a += 1.0
     span = float(attention_span if attention_span is not None else r.seq)
     causal = setup.task != "sequence_classification"  # encoders attend both ways
-    attn = a * 4.0 * pc.layers * pc.q_dim * span * (0.5 if causal else 1.0)
+    attn = a * 4.0 * pc.attention_layers * pc.q_dim * span * (0.5 if causal else 1.0)
     mm = getattr(pc, "matmul_params", None) or pc.active_params
     f = k * mm + attn
     if lora:
@@ -261,7 +261,7 @@ def fp32_flops_per_token(
     if impl in ("sdpa", "eager"):
         a = 3.0 + (1.0 if r.gc else 0.0)
         span = float(attention_span if attention_span is not None else r.seq)
-        out += a * 4.0 * pc.layers * pc.q_dim * span * 0.5
+        out += a * 4.0 * pc.attention_layers * pc.q_dim * span * 0.5
         parts.append(f"{impl} attention")
     return out, parts
 

@@ -176,10 +176,31 @@ def test_a_hybrid_estimate_states_the_term_it_cannot_size(
     assert result.exit_code == 0, result.output
     (run,) = json.loads(result.stdout)["runs"]
     said = [a for a in run["assumptions"] if "28 of 32 layers are Mamba2 layers" in a]
-    assert said and "unknown" in said[0] and "upper bound" in said[0]
+    assert said and "unknown" in said[0] and "not modelled" in said[0]
     by_id = runner.invoke(app, ["estimate", "LiquidAI/LFM2-350M", "--format", "json"])
     assert by_id.exit_code == 0, by_id.output
     assert any("short convolution" in a for a in json.loads(by_id.stdout)["assumptions"])
     # a family without a mixer states nothing of the kind
     plain = runner.invoke(app, ["estimate", "swiss-ai/Apertus-8B-2509", "--format", "json"])
     assert not any("layers are" in a for a in json.loads(plain.stdout)["assumptions"])
+
+
+def test_attention_flops_count_only_the_attention_layers() -> None:
+    # LFM2-350M: 6 of 16 layers attend (its card); the 10 short-convolution layers add their projections to
+    # the 6N matmul term but no sequence-squared attention FLOPs
+    from advisor.estimate import TrainingSetup
+    from advisor.estimate.timing import flops_per_token
+
+    info = resolve_model("LiquidAI/LFM2-350M")
+    assert info is not None
+    pc = info.count()
+    assert pc.attention_layers == 6
+
+    def per_token(seq: int) -> float:
+        setup = TrainingSetup(
+            model=pc, method="full", seq_len=seq, micro_batch=1, gradient_checkpointing=False
+        )
+        return flops_per_token(setup)
+
+    # attention FLOPs grow with the span: 3 passes x 4 x q_dim x span x 1/2 (causal) per attention layer
+    assert per_token(4096) - per_token(2048) == pytest.approx(3 * 4 * 6 * pc.q_dim * 2048 * 0.5)

@@ -178,8 +178,9 @@ def count_from_table(config: Mapping[str, Any], model_type: str) -> ParamCount:
                 f"{mixer_layers} of {L} layers are {mix.kind} layers: their parameters are counted, but "
                 "their "
                 "saved activations are taken as an attention layer's, which the memory model has no term for "
-                "(that part of the activations is unknown, in either direction), and attention's "
-                "sequence-squared FLOPs are counted in every layer (an upper bound on the step time)"
+                "(that part of the activations is unknown, in either direction); the time counts their "
+                "projections and no attention FLOPs for them, and not the mixer's own scan or convolution "
+                "(linear in the sequence, not modelled)"
             )
 
     emb_dim = d[arch.embedding_dim]

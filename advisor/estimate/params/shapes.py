@@ -102,6 +102,11 @@ class ParamCount:
         )
 
     @property
+    def attention_layers(self) -> int:
+        """Layers that run attention: a hybrid's mixer layers (Mamba2, short convolutions) do not."""
+        return self.layers - self.mixer_layers
+
+    @property
     def expert_params(self) -> int:
         """Routed-expert weights over all layers (0 for dense models)."""
         if not self.moe_experts:
