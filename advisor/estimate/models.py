@@ -15,7 +15,9 @@ Sources, in order:
    or quantization tag is taken off (``microsoft/phi-4-bf16``, ``Qwen/Qwen3-32B-FP8``); else the catalog
    model of the same family and size (``OpenHermes-2.5-Mistral-7B``, ``org/Llama-3.1-8B-Instruct-my-sft``,
    ``Qwen2.5-7B-Instruct-2501``, ``TheBloke/Llama-2-7B-GPTQ``): "assumed Qwen/Qwen2.5-7B's shapes: the name
-   has family qwen2.5 and size 7B".
+   has family qwen2.5 and size 7B"; and last, when no listed model has the name's family at all but the name
+   writes a plain size (``arcee-ai/AFM-4.5B``), a stand-in of that size (advisor.estimate.size_match), marked
+   ``shapes_from="size"`` so that the rules soften what they conclude from it.
 
 When ``model.safetensors`` or a complete ``model.safetensors.index.json`` set of shards sits next to the
 config, the 8-byte-length-prefixed JSON headers are read (no tensor data) and give the exact count.
@@ -79,6 +81,9 @@ class ModelInfo:
     # how the config was chosen when the name was not found as written (the first of `notes`): the estimate
     # states it as an assumption
     assumption: str | None = None
+    # what the shapes are: the model's own config, a listed model the name is built on (its family and size,
+    # a base model its card names, a re-upload's), or a stand-in of the size the name writes (size_match)
+    shapes_from: Literal["config", "name", "size"] = "config"
 
     def count(self) -> ParamCount:
         """count_params(config), with the exact total from local safetensors when those exist."""
@@ -404,13 +409,42 @@ def resolve_model(
         info = resolve_model(based_on, online, boundary, from_name=True, depth=depth + 1)
         if info is not None:
             note = f"assumed {info.hub_id or based_on}'s shapes: {why}"
-            return replace(info, name=name, notes=[note, *info.notes], assumption=note)
+            shapes_from = "size" if info.shapes_from == "size" else "name"
+            notes = [note, *info.notes]
+            return replace(info, name=name, notes=notes, assumption=note, shapes_from=shapes_from)
     if online:
         downloaded = _from_hub(name)
         if downloaded is not None:
             return _info_from_file(name, downloaded, "hub", name)
-    named = _by_name(name) if from_name else None
-    return _catalog_info(name, named) if named is not None else None
+    if not from_name:
+        return None
+    named = _by_name(name)
+    return _catalog_info(name, named) if named is not None else _by_size(name)
+
+
+def _by_size(name: str) -> ModelInfo | None:
+    """A stand-in of the size the name writes, when nothing else the name says is listed (size_match)."""
+    from advisor.estimate.model_names import parse_name
+    from advisor.estimate.size_match import match_size, size_in_params
+
+    if len(name) > MAX_NAME_CHARS:
+        return None
+    parts = parse_name(name)
+    stated = size_in_params(parts.size)
+    if stated is None or _family_listed(parts):  # OPT-2.7B is OPT's, not a stand-in's: unknown
+        return None
+    found = match_size(stated, parts.before)
+    if found is None:
+        return None
+    return ModelInfo(
+        name=name,
+        hub_id=None,
+        source="catalog",
+        config=found.config,
+        notes=[found.note],
+        assumption=found.note,
+        shapes_from="size",
+    )
 
 
 # the Hub's repo names are at most 96 characters an org and a name: a longer string is no model's name
@@ -428,6 +462,7 @@ def _catalog_info(name: str, hit: _Hit) -> ModelInfo:
         notes=[hit.note] if hit.note else [],
         prequantized=hit.prequantized,
         assumption=hit.note if hit.assumed else None,
+        shapes_from="name" if hit.assumed else "config",
     )
 
 
@@ -533,6 +568,14 @@ def _family_and_size(parts: Any) -> tuple[str, str, str | None] | None:
             return hub_id, _family_label(family), None
         return _catalog()[1][hub_id], _family_label(family), hub_id
     return None
+
+
+def _family_listed(parts: Any) -> bool:
+    """A listed model (or alias) has the family the name writes, at some other size."""
+    families = {family for index in (_family_index(False), _family_index(True)) for family, _size in index}
+    before = (parts.before[-n:] for n in range(len(parts.before), 0, -1))
+    after = (parts.after[:n] for n in range(len(parts.after), 0, -1))
+    return any(f in families for f in (*before, *after))
 
 
 def _cached_base_model(repo_id: str) -> tuple[str, str] | None:

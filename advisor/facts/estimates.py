@@ -5,6 +5,7 @@ The `estimates` namespace (what GA401-GA405, the run summary and `gpu-advise est
     known              True when a memory estimate was made; False with `reason` when it was not
     reason             why there is no estimate (model not found offline, world size unknown, ...)
     model, params      the model as resolved (hub id or path) and its exact parameter count
+    shapes_from        config | name | size: whose shapes those are (a size-only stand-in softens GA401)
     method, strategy   full | lora | qlora; none | ddp | zero1-3 | fsdp | fsdp_grad_op (as estimated)
     peak_vram_gib      predicted peak per GPU on the device, nvidia-smi metric (at the model name's location):
                        reserved + CUDA context + NCCL; the figure the fit verdict compares with the card
@@ -77,6 +78,12 @@ class EstimatesFacts(
     quiet = fact(bool, "no estimate, and nothing to say about it (no model named)")
     model = fact(str, "the model as resolved (hub id or path)")
     model_source = fact(str, "where its config was found")
+    shapes_from = fact(
+        str,
+        "config | name | size: the model's own config, a listed model its name is built on (family and"
+        " size, a base model its card names), or a stand-in of the size its name writes"
+        " (advisor.estimate.size_match)",
+    )
     params = fact(int, "parameter count", unit="parameters")
     trainable_params = fact(int, "trainable parameters", unit="parameters")
     method = fact(str, "full | lora | qlora")
@@ -597,6 +604,7 @@ def _fill(ns: EstimatesFacts, inputs: PlanInputs, an: Analysis) -> None:
     put("reason", None)
     put("model", info.hub_id or info.name, at)
     put("model_source", info.source)
+    put("shapes_from", info.shapes_from)
     put("params", s.model.total)
     put("trainable_params", an.memory.trainable_params)
     put("method", s.method)

@@ -75,8 +75,7 @@ def test_without_from_name_nothing_changes() -> None:
     [
         "someone/gpt2",  # no size written: never a family alone
         "someone/mistral-finetune",
-        "allenai/tulu-2-7b",  # a family the catalog does not list
-        "facebook/opt-2.7b",  # a listed family at a size it does not list
+        "facebook/opt-2.7b",  # a listed family at a size it does not list: no stand-in of another family
         "./checkpoints/llama-3.1-8b",  # a path that is not there is not a name
         "unsloth/not-a-model-bnb-4bit",
     ],
@@ -181,11 +180,14 @@ def test_a_cached_config_without_model_type_names_its_origin(_empty_hf_cache: Pa
 def test_a_fine_tune_without_a_family_in_its_name_is_resolved_by_its_cached_card(
     _empty_hf_cache: Path, name: str, base: str
 ) -> None:
-    assert resolve_model(name, from_name=True) is None  # no table of fine-tune names
+    # no table of fine-tune names: from the name alone, only a stand-in of its size (estimate.size_match)
+    by_size = resolve_model(name, from_name=True)
+    assert by_size is not None and by_size.shapes_from == "size"
     _cache_repo(_empty_hf_cache, name, {"README.md": f"---\nbase_model: {base}\n---\n"})
     info = resolve_model(name, from_name=True)
     assert info is not None and info.hub_id == base and info.source == "catalog"
     assert info.assumption == f"assumed {base}'s shapes: its cached model card names base_model {base}"
+    assert info.shapes_from == "name"
 
 
 def test_cards_naming_each_other_are_followed_twice_at_most(_empty_hf_cache: Path) -> None:
