@@ -268,6 +268,9 @@ def transformers_on_meta() -> Any:
     def count(config: dict[str, Any]) -> int:
         cfg = dict(config)
         cfg.pop("architectures", None)
+        if isinstance(cfg.get("text_config"), dict) and "hidden_size" not in cfg:
+            # a multimodal config: the counter counts its text decoder (and says the vision tower is not)
+            cfg = {**cfg["text_config"], "torch_dtype": cfg.get("torch_dtype")}
         model_type = cfg.pop("model_type")
         conf = transformers.AutoConfig.for_model(model_type, **cfg)
         with torch.device("meta"):
