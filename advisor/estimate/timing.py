@@ -207,7 +207,7 @@ def flops_per_token(setup: TrainingSetup, attention_span: float | None = None) -
         k += 2.0
         a += 1.0
     span = float(attention_span if attention_span is not None else r.seq)
-    causal = setup.task != "sequence_classification"  # encoders attend both ways
+    causal = pc.block != "bert"  # encoders attend both ways, a decoder's classification head does not
     attn = a * 4.0 * pc.attention_layers * pc.q_dim * span * (0.5 if causal else 1.0)
     mm = getattr(pc, "matmul_params", None) or pc.active_params
     f = k * mm + attn

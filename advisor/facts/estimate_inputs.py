@@ -771,6 +771,9 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
     from advisor.facts.axolotl_inputs import apply_library_behaviour
 
     apply_library_behaviour(setup_kw, plan, strategy, a)  # axolotl's CCE and k-bit recast, FSDP2's no_sync
+    from advisor.facts.torch_release import apply_torch_release
+
+    apply_torch_release(setup_kw, plan, names, strategy, a)  # the script's head; torch's zero_grad, context
     apply_packed_base(setup_kw, info.config, str(name.value), a, plan)  # LoRA on a pre-quantized base
     out.setup = TrainingSetup(**setup_kw)
     out.related = [loc for loc in (first_origin(micro_v), seq_v.origin, strategy_origin) if loc is not None]

@@ -35,8 +35,9 @@ PACKAGES = ("transformers", "trl", "accelerate", "peft", "deepspeed")
 # read too: PyYAML's release decides merge-key precedence for the readers (advisor/sources/yaml_merge.py);
 # bitsandbytes' decides what a 4-bit Linear keeps for backward (before 0.43.2 its input: PR #1270), a fact
 # for the estimator (advisor.facts.versions.pinned); axolotl's decides which of its own patches a run gets
-# (advisor/facts/axolotl_setup.py)
-WANTED = (*PACKAGES, "pyyaml", "bitsandbytes", "axolotl")
+# (advisor/facts/axolotl_setup.py); torch's whether zero_grad() frees the gradients and how large the CUDA
+# context is (advisor/facts/torch_release.py)
+WANTED = (*PACKAGES, "pyyaml", "bitsandbytes", "axolotl", "torch")
 _WANTED = WANTED
 
 # lock files first: an exact version beats a range written elsewhere in the same folder
@@ -664,7 +665,7 @@ def read_folder_pins(folder: Path) -> dict[str, Pin]:
         except (ReadRefused, OSError, UnicodeDecodeError):
             continue
         lowered = text.lower()
-        names = any(name in lowered for name in (*PACKAGES, "yaml", "bitsandbytes", "axolotl"))
+        names = any(name in lowered for name in (*PACKAGES, "yaml", "bitsandbytes", "axolotl", "torch"))
         includes = path.name not in _READERS and ("-r" in text or "-c" in text)  # a .sh or requirements
         if not names and not includes:
             continue  # pins nothing we read: not parsed (tomllib alone costs ~10 ms of start-up)
