@@ -433,7 +433,7 @@ def _by_size(name: str) -> ModelInfo | None:
     stated = size_in_params(parts.size)
     if stated is None or _family_listed(parts):  # OPT-2.7B is OPT's, not a stand-in's: unknown
         return None
-    found = match_size(stated, parts.before)
+    found = match_size(stated, _stand_ins(), parts.before)
     if found is None:
         return None
     return ModelInfo(
@@ -568,6 +568,14 @@ def _family_and_size(parts: Any) -> tuple[str, str, str | None] | None:
             return hub_id, _family_label(family), None
         return _catalog()[1][hub_id], _family_label(family), hub_id
     return None
+
+
+@lru_cache(maxsize=1)
+def _stand_ins() -> tuple[Any, ...]:
+    """The catalog's size stand-ins (advisor.estimate.size_match), counted once."""
+    from advisor.estimate.size_match import stand_ins
+
+    return stand_ins(_catalog()[0])
 
 
 def _family_listed(parts: Any) -> bool:

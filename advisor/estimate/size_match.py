@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import math
 import re
-from functools import lru_cache
 from typing import Any
 
 from advisor.core.records import record
 
-__all__ = ["SizeMatch", "match_size", "size_in_params"]
+__all__ = ["SizeMatch", "StandIn", "match_size", "size_in_params", "stand_ins"]
+
+# (total, hub id, config, params per layer, params outside the layers)
+StandIn = tuple[int, str, dict[str, Any], int, int]
 
 # the families whose shapes a model of 2024-2025 most often copies (a Llama-style decoder); older layouts
 # (multi-head attention, LayerNorm, GELU MLPs) are not offered as a stand-in for a model we cannot see
@@ -74,13 +76,14 @@ def size_in_params(size: str | None) -> int | None:
     return int(value) if value >= 1e6 else None
 
 
-def match_size(stated: int, family: tuple[str, ...] = ()) -> SizeMatch | None:
+def match_size(
+    stated: int, candidates: tuple[StandIn, ...], family: tuple[str, ...] = ()
+) -> SizeMatch | None:
     """The listed stand-in nearest ``stated`` (by the log of the totals; within about 10 % the one sharing
     more of the name's ``family`` tokens, then the plainest name), its depth scaled so its total is
     ``stated``: Mistral-Small-3.1-24B takes Mistral-Small-24B's widths before Devstral-Small's."""
     from advisor.estimate.model_names import parse_name
 
-    candidates = _stand_ins()
     if not candidates:
         return None
     lo, hi = candidates[0][0], candidates[-1][0]
@@ -88,7 +91,7 @@ def match_size(stated: int, family: tuple[str, ...] = ()) -> SizeMatch | None:
         return None
     wanted = set(family)
 
-    def rank(c: tuple[int, str, dict[str, Any], int, int]) -> tuple[float, int, int, str]:
+    def rank(c: StandIn) -> tuple[float, int, int, str]:
         parts = parse_name(c[1])
         nearness = round(abs(math.log(c[0] / stated)), 1)
         return nearness, -len(wanted & set(parts.before)), len(parts.tokens), c[1]
@@ -102,16 +105,14 @@ def match_size(stated: int, family: tuple[str, ...] = ()) -> SizeMatch | None:
     return SizeMatch(hub_id, scaled, stated, total, layers, listed_layers)
 
 
-@lru_cache(maxsize=1)
-def _stand_ins() -> tuple[tuple[int, str, dict[str, Any], int, int], ...]:
+def stand_ins(catalog: dict[str, dict[str, Any]]) -> tuple[StandIn, ...]:
     """(total, hub id, config, params per layer, params outside the layers), by total: the catalog's dense
     Llama-style decoders with grouped-query attention, one layer shape (no per-layer lists) and a recent
     tokenizer's vocabulary."""
-    from advisor.estimate.models import _catalog
     from advisor.estimate.params import UnknownModelTypeError, count_params
 
     out = []
-    for hub_id, config in _catalog()[0].items():
+    for hub_id, config in catalog.items():
         per_layer_lists = [k for k, v in config.items() if isinstance(v, list) and k != "architectures"]
         if config.get("model_type") not in _STAND_IN_TYPES or per_layer_lists:
             continue

@@ -124,7 +124,7 @@ def test_a_row_the_tool_cannot_answer_reports_the_tools_reason(tmp_path: Path) -
     row = tmp_path / "time" / "X01"
     row.mkdir(parents=True)
     (row / "launch.sh").write_text("#!/usr/bin/env bash\npython train.py train.yaml\n")
-    (row / "train.yaml").write_text("model_name_or_path: nobody/no-such-model-7b\nmax_length: 512\n")
+    (row / "train.yaml").write_text("model_name_or_path: nobody/no-such-model\nmax_length: 512\n")
     (row / "hw.yaml").write_text("name: 1xA100\ngpus: {model: A100-SXM-80GB, count: 1}\nnvlink: []\n")
     meta = {
         "id": "X01",

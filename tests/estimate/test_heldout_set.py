@@ -66,7 +66,7 @@ def test_the_set_flag_runs_only_the_heldout_rows_and_prints_them_per_source(tmp_
     row = tmp_path / "heldout" / "X01"
     row.mkdir(parents=True)
     (row / "launch.sh").write_text("#!/usr/bin/env bash\npython train.py train.yaml\n")
-    (row / "train.yaml").write_text("model_name_or_path: nobody/no-such-model-7b\nmax_length: 512\n")
+    (row / "train.yaml").write_text("model_name_or_path: nobody/no-such-model\nmax_length: 512\n")
     (row / "hw.yaml").write_text("name: 1xA100\ngpus: {model: A100-SXM-80GB, count: 1}\nnvlink: []\n")
     meta = {
         "id": "X01",

@@ -1,6 +1,6 @@
 """Issue 21, model resolution offline: a model whose family no listed model has, named with a plain size
-(``arcee-ai/AFM-4.5B``), is estimated with the listed dense decoder nearest that size as a stand-in, stated
-as an assumption; before, such runs got no estimate at all ("not found offline")."""
+(``katanemo/Plano-Orchestrator-4B``), is estimated with the listed dense decoder nearest that size as a
+stand-in, stated as an assumption; before, such runs got no estimate at all ("not found offline")."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.estimate.models import resolve_model
-from advisor.estimate.size_match import _stand_ins, match_size, size_in_params
+from advisor.estimate.models import _stand_ins, resolve_model
+from advisor.estimate.size_match import match_size, size_in_params
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -21,10 +21,11 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize(
     ("name", "stand_in"),
     [
-        ("arcee-ai/AFM-4.5B", "Qwen/Qwen3-4B"),  # 4.5B is within a name's rounding of 4.02B
+        ("katanemo/Plano-Orchestrator-4B", "Qwen/Qwen3-4B"),
+        ("acme/Nova-4.5B", "Qwen/Qwen3-4B"),  # 4.5B is within a name's rounding of 4.02B
         ("XiaomiMiMo/MiMo-7B-RL", "Qwen/Qwen2.5-7B"),  # a recent vocabulary, not Mistral-7B's 32k
         # within the rounding, the stand-in that shares the name's family tokens: not Devstral-Small
-        ("mistralai/Mistral-Small-3.1-24B-Instruct-2503", "mistralai/Mistral-Small-24B-Base-2501"),
+        ("mistralai/Mistral-Small-3.2-24B-Instruct-2506", "mistralai/Mistral-Small-24B-Base-2501"),
     ],
 )
 def test_an_unlisted_family_is_estimated_from_its_size(name: str, stand_in: str) -> None:
@@ -62,7 +63,7 @@ def test_sizes_and_stand_ins() -> None:
     assert size_in_params("4.5b") == 4_500_000_000 and size_in_params("135m") == 135_000_000
     assert size_in_params("30b-a3b") is None and size_in_params("8x7b") is None
     assert size_in_params(None) is None
-    assert match_size(10**15) is None
+    assert match_size(10**15, _stand_ins()) is None
     stand_ins = _stand_ins()
     assert stand_ins and all(not c[2].get("num_local_experts") for c in stand_ins)
     assert all(c[2]["vocab_size"] >= 100_000 for c in stand_ins)

@@ -140,7 +140,8 @@ def test_pyproject_pep621_like_llava(tmp_path):
     # "deepspeed==0.12.6" in the train extra
     text = '[project]\nname = "llava"\ndependencies = ["torch==2.1.2", "transformers==4.37.2", "peft"]\n'
     text += '[project.optional-dependencies]\ntrain = ["deepspeed==0.12.6", "ninja"]\n'
-    assert _pins(tmp_path, "pyproject.toml", text) == {"transformers": "==4.37.2", "deepspeed": "==0.12.6"}
+    pins = {"transformers": "==4.37.2", "deepspeed": "==0.12.6", "torch": "==2.1.2"}  # torch: torch_release
+    assert _pins(tmp_path, "pyproject.toml", text) == pins
 
 
 def test_poetry_caret_and_exact(tmp_path):
