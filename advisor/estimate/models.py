@@ -416,7 +416,7 @@ def resolve_model(
         downloaded = _from_hub(name)
         if downloaded is not None:
             return _info_from_file(name, downloaded, "hub", name)
-    if not from_name:
+    if not from_name or len(name) > MAX_NAME_CHARS:
         return None
     named = _by_name(name)
     return _catalog_info(name, named) if named is not None else _by_size(name)
@@ -427,8 +427,6 @@ def _by_size(name: str) -> ModelInfo | None:
     from advisor.estimate.model_names import parse_name
     from advisor.estimate.size_match import match_size, size_in_params
 
-    if len(name) > MAX_NAME_CHARS:
-        return None
     parts = parse_name(name)
     stated = size_in_params(parts.size)
     if stated is None or _family_listed(parts):  # OPT-2.7B is OPT's, not a stand-in's: unknown
@@ -472,8 +470,6 @@ def _by_name(name: str) -> _Hit | None:
     the family and size the name writes; the note says which and why."""
     from advisor.estimate.model_names import parse_name, quantization_note, stripped_name
 
-    if len(name) > MAX_NAME_CHARS:
-        return None
     parts = parse_name(name)
     said = [n for n in (quantization_note(parts),) if n]
     if parts.dtype:
@@ -556,11 +552,7 @@ def _family_and_size(parts: Any) -> tuple[str, str, str | None] | None:
 
     for aliases in (False, True):
         index = _family_index(aliases)
-        before = (parts.before[-n:] for n in range(len(parts.before), 0, -1))
-        after = (parts.after[:n] for n in range(len(parts.after), 0, -1))
-        family = next((f for f in before if (f, parts.size) in index), None) or next(
-            (f for f in after if (f, parts.size) in index), None
-        )
+        family = next((f for f in _family_candidates(parts) if (f, parts.size) in index), None)
         if family is None:
             continue
         _after, hub_id = min(index[(family, parts.size)], key=rank)
@@ -578,12 +570,17 @@ def _stand_ins() -> tuple[Any, ...]:
     return stand_ins(_catalog()[0])
 
 
+def _family_candidates(parts: Any) -> list[tuple[str, ...]]:
+    """The families a name may write, longest first: the tokens that end those before its size, then those
+    that start the ones after it."""
+    before = [parts.before[-n:] for n in range(len(parts.before), 0, -1)]
+    return before + [parts.after[:n] for n in range(len(parts.after), 0, -1)]
+
+
 def _family_listed(parts: Any) -> bool:
     """A listed model (or alias) has the family the name writes, at some other size."""
     families = {family for index in (_family_index(False), _family_index(True)) for family, _size in index}
-    before = (parts.before[-n:] for n in range(len(parts.before), 0, -1))
-    after = (parts.after[:n] for n in range(len(parts.after), 0, -1))
-    return any(f in families for f in (*before, *after))
+    return any(f in families for f in _family_candidates(parts))
 
 
 def _cached_base_model(repo_id: str) -> tuple[str, str] | None:

@@ -81,7 +81,7 @@ def match_size(
 ) -> SizeMatch | None:
     """The listed stand-in nearest ``stated`` (by the log of the totals; within about 10 % the one sharing
     more of the name's ``family`` tokens, then the plainest name), its depth scaled so its total is
-    ``stated``: Mistral-Small-3.1-24B takes Mistral-Small-24B's widths before Devstral-Small's."""
+    ``stated``: Mistral-Small-3.2-24B takes Mistral-Small-24B's widths before Devstral-Small's."""
     from advisor.estimate.model_names import parse_name
 
     if not candidates:

@@ -54,9 +54,8 @@ def apply_torch_release(
     if head is not None:
         setup_kw["task"] = "sequence_classification"
         a.append(f"a classification head ({head}): its logits are labels wide, not the vocabulary")
-    below_2 = versions.run_installs_below(plan, "torch", "2.0.0")
-    trainer_loop = not loop_outputs(plan).own
-    if below_2 and trainer_loop and strategy in {"none", "ddp"} and not setup_kw.get("optimizer_in_backward"):
+    unsharded = strategy in {"none", "ddp"} and not setup_kw.get("optimizer_in_backward")
+    if unsharded and versions.run_installs_below(plan, "torch", "2.0.0") and not loop_outputs(plan).own:
         setup_kw["zero_grad_set_to_none"] = False
         a.append(
             "torch pinned below 2.0: the Trainer's model.zero_grad() keeps the gradients allocated (zeroed) "
