@@ -17,6 +17,8 @@ from advisor.core.provenance import Value
 from advisor.core.records import field, record
 from advisor.facts.allocator_inputs import allocator_inputs
 from advisor.facts.checkpoint_kind import checkpoint_reentrant
+from advisor.facts.deepspeed_optimizer import deepspeed_optimizer
+from advisor.facts.deepspeed_zero12 import zero12_inputs
 from advisor.facts.load_calls import script_trainer
 from advisor.facts.lora_inputs import (
     lone_file_lora_key,
@@ -690,10 +692,7 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
             return out
     optim = written(t, "optim")
     optim_name = str(optim.value) if optim is not None and optim.known and optim.value else None
-    if optim_name is None:
-        ds_opt = value_at(plan.deepspeed, "optimizer.type")
-        if ds_opt is not None and ds_opt.known and isinstance(ds_opt.value, str):
-            optim_name = ds_opt.value
+    optim_name = deepspeed_optimizer(plan) or optim_name  # a DeepSpeed optimizer block replaces `optim`
     low_rank_kw, why = low_rank_optimizer(plan, optim_name or "")  # may set the optimizer (use_galore)
     if why is not None:
         out.reason = why
@@ -747,6 +746,7 @@ def plan_inputs(plan: RunPlan, names: dict[str, Any]) -> PlanInputs:
         setup_kw["ds_allgather_bucket_size"] = _ds_bucket(plan, "allgather_bucket_size", h, None)
         setup_kw["ds_prefetch_bucket_size"] = _ds_bucket(plan, "stage3_prefetch_bucket_size", h, 0.9)
         setup_kw["ds_max_live_parameters"] = _ds_bucket(plan, "stage3_max_live_parameters", h, None)
+        setup_kw.update(zero12_inputs(plan, a) if strategy != "zero3" else {})
     if plan.hardware is not None:
         setup_kw["gpu_memory_gib"] = float(plan.hardware.memory_gib)
     from advisor.facts.frozen_methods import freeze_setup

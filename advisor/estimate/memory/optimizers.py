@@ -40,6 +40,11 @@ _OPTS: dict[str, OptimizerProfile] = {
     "adamw_torch_fused": OptimizerProfile("torch AdamW (fused)", None, 2, "none"),
     "adamw_hf": OptimizerProfile("transformers AdamW (per-parameter loop)", None, 2, "per_param"),
     "adamw_apex_fused": OptimizerProfile("apex FusedAdam", None, 2, "none"),
+    # a DeepSpeed config's optimizer block (advisor/facts/deepspeed_optimizer.py)
+    "deepspeed_fused_adam": OptimizerProfile("DeepSpeed FusedAdam", None, 2, "none"),
+    "deepspeed_cpu_adam": OptimizerProfile("DeepSpeedCPUAdam", None, 2, "none"),
+    "deepspeed_fused_lamb": OptimizerProfile("DeepSpeed FusedLamb", None, 2, "none"),
+    "deepspeed_fused_lion": OptimizerProfile("DeepSpeed FusedLion", None, 1, "none"),
     "adamw_torch_xla": OptimizerProfile("torch-xla AdamW", None, 2, "per_param"),
     "adamw_anyprecision": OptimizerProfile("AnyPrecisionAdamW", None, 2, "per_param"),
     "adamw_8bit": OptimizerProfile("bitsandbytes AdamW 8-bit", 2.0),

@@ -24,6 +24,7 @@ from advisor.estimate.memory.optimizers import optimizer_profile
 from advisor.estimate.memory.packed import PACKED
 from advisor.estimate.memory.resolve import ResolvedSetup, resolve_setup
 from advisor.estimate.memory.setup import MemoryEstimate, MemoryItem, Phase, Term, TrainingSetup
+from advisor.estimate.memory.zero12 import zero12_buffers
 
 __all__ = ["PhaseTerms", "estimate_memory", "phase_terms", "what_if"]
 
@@ -80,6 +81,11 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
     bucketed = replace(train, count=train.count + vt.trainable) if vt is not None else train
     ddp_buckets, live = terms.distributed_buffers(r, bucketed, shards)
     step = terms.step_temporaries(r, bucketed, shards)
+    zero12 = zero12_buffers(r, bucketed.count, bucketed.grad_bytes, shards.n if shards.optimizer else 1)
+    if zero12.step_flat_copy:
+        step = replace(
+            step, bytes=step.bytes + zero12.step_flat_copy, note=step.note + " + the flattened 16-bit copy"
+        )
     logits = terms.logits(r, head_grad, grads_persist)
     kept = terms.kept_logits(r)
     # one layer's working set: its gradient temporaries, its recompute under checkpointing, a quantized
@@ -138,6 +144,7 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
             (terms.BACKWARD,),
             "bitsandbytes < 0.43.2 keeps every 4-bit Linear's input for backward (PR #1270)",
         ),
+        *zero12.during_backward,
     ]
     grads = Term("gradients", g, (terms.END, terms.STEP), grad_note)
     # a tied embedding's gradient is formed last, as a new V x h tensor beside the lm_head's already
@@ -167,6 +174,7 @@ def phase_terms(setup: TrainingSetup) -> PhaseTerms:
             "the embedding's V x h gradient before it is added to the lm_head's (beyond layer temporaries)",
         ),
         kept,
+        *zero12.during_backward,
     ]
     phases: dict[Phase, list[Term]] = {
         terms.BACKWARD: backward,
@@ -391,7 +399,10 @@ def what_if(setup: TrainingSetup) -> list[tuple[str, float]]:
         )
     opt = optimizer_profile(s.optimizer or "adamw_torch_fused")
     if opt is not None and opt.states is None and opt.mult >= 2:
-        trials.append(("8-bit AdamW (optim=adamw_bnb_8bit)", replace(s, optimizer="adamw_8bit")))
+        how = "optim=adamw_bnb_8bit"
+        if (s.optimizer or "").startswith("deepspeed_"):  # the Trainer's optim is ignored beside the block
+            how += " and no optimizer block in the DeepSpeed config"
+        trials.append((f"8-bit AdamW ({how})", replace(s, optimizer="adamw_8bit")))
     if s.task == "causal_lm" and s.loss == "standard" and not s.liger_kernel:
         trials.append(("fused linear cross-entropy (use_liger_kernel=True)", replace(s, liger_kernel=True)))
     # BAdam under ZeRO-3 partitions its active block itself, which is not modelled (advisor/facts/badam.py)

@@ -90,6 +90,9 @@ class TrainingSetup:
     ds_allgather_bucket_size: float | None = None
     ds_prefetch_bucket_size: float | None = None
     ds_max_live_parameters: float | None = None
+    # ZeRO stage 1/2 (advisor/facts/deepspeed_zero12.py): DeepSpeed's defaults
+    ds_contiguous_gradients: bool = True
+    ds_overlap_comm: bool = False
     # The three dtype facts (issue 10 section 1), each as the consumer resolves it; None = derived from
     # `precision`/`amp` (the compute dtype and "fp32 load under autocast"), as before they existed.
     # storage_dtype: the base (frozen, or fully trained) weights as held during training;
